@@ -1,0 +1,45 @@
+# fslab: `make demo` runs the quickstart study, `make test` runs the tests.
+# Each target runs `setup` first, so either alone is enough on a fresh machine.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+APT_PACKAGES := fio bonnie++ e2fsprogs xfsprogs btrfs-progs ntfs-3g fusefat dosfstools \
+	f2fs-tools jfsutils nilfs-tools util-linux
+RUST_SOURCES := $(shell find crates -name '*.rs' -o -name Cargo.toml 2>/dev/null)
+
+.PHONY: setup system-packages demo test bench lint clean
+
+setup: system-packages $(VENV)/.installed
+
+# Installs only what is missing, so a warm machine skips apt entirely.
+system-packages:
+	@missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "installing Debian packages:" $$missing; \
+		apt-get -o DPkg::Lock::Timeout=300 update -q && \
+		DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -q $$missing; \
+	fi
+	@command -v cargo >/dev/null || { echo "cargo (Rust) is needed to build fslab's core: install rustup"; exit 1; }
+
+$(VENV)/.installed: pyproject.toml $(RUST_SOURCES)
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $@
+
+demo: setup
+	$(BIN)/fslab run quickstart
+
+test: setup
+	$(BIN)/pytest -q
+
+bench: setup
+	$(BIN)/python -m bench
+
+lint: setup
+	$(BIN)/ruff check python tests bench
+	cd crates/fslab-core && cargo clippy -q -- -D warnings
+
+clean:
+	rm -rf $(VENV) crates/fslab-core/target

@@ -1,0 +1,1 @@
+"""Analysis of stored results: statistics across repetitions and comparisons."""

@@ -1,0 +1,289 @@
+"""The `fslab` command. A thin layer: parse arguments, call the library, print. Every
+FslabError becomes one message and exit status 2, in one place (``main``)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+from .errors import FslabError
+from .plan import Plan, make_plan
+from .records import RunRecord
+
+app = typer.Typer(
+    add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+    help="File-system performance studies: one study file, one command, honest statistics.",
+)
+# Tables are wide; when output goes to a file or pipe, don't squeeze them into 80 columns.
+console = Console(width=None if sys.stdout.isatty() else 200)
+err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
+
+DEFAULT_RESULTS = Path("fslab-results")
+ResultsOpt = Annotated[Path, typer.Option("--results", "-r", help="results directory")]
+StudyOpt = Annotated[Optional[int], typer.Option("--study", "-s", help="study id (default: newest)")]
+
+
+def _cell_rows(plan: Plan) -> list[dict[str, object]]:
+    return [
+        {"cell": c.id, "filesystem": c.filesystem, "fs_type": c.fs_type, "workload": c.workload,
+         "kind": c.workload_kind, "axes": c.axes, "params": c.params, "backend": c.backend}
+        for c in plan.cells
+    ]
+
+
+@app.command()
+def plan(
+    study: Annotated[str, typer.Argument(help="study file or preset name")],
+    quick: Annotated[bool, typer.Option(help="scale sizes and runtimes down")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
+) -> None:
+    """Show the cells and runs a study expands to, without running anything."""
+    from .spec import load_spec
+
+    spec, source, _ = load_spec(study)
+    p = make_plan(spec, quick=quick)
+    if as_json:
+        out = {
+            "study": spec.study.name, "source": source, "quick": quick,
+            "repetitions": p.repetitions, "order": p.order, "seed": p.seed, "fresh": p.fresh,
+            "cells": _cell_rows(p),
+            "runs": [{"cell": r.cell.id, "repetition": r.repetition} for r in p.runs],
+            "skipped": [{"filesystem": s.filesystem, "reason": s.reason} for s in p.skipped],
+        }
+        print(json.dumps(out, indent=2))
+        return
+    from rich.table import Table
+
+    table = Table(title=f"{spec.study.name} ({source}){' — quick' if quick else ''}",
+                  title_justify="left")
+    for col in ("#", "file system", "workload", "parameters"):
+        table.add_column(col)
+    for i, c in enumerate(p.cells):
+        params = " ".join(f"{k}={v}" for k, v in c.params.items())
+        table.add_row(str(i + 1), c.filesystem, c.label, params)
+    console.print(table)
+    console.print(f"{len(p.cells)} cells x {p.repetitions} repetitions = {len(p.runs)} runs, "
+                  f"order {p.order} (seed {p.seed}), fresh file system per {p.fresh}")
+    for s in p.skipped:
+        console.print(f"[yellow]{s.filesystem}: {s.reason}[/yellow]")
+
+
+@app.command()
+def run(
+    study: Annotated[str, typer.Argument(help="study file or preset name (`fslab list --presets`)")],
+    quick: Annotated[bool, typer.Option(help="smoke run: smaller sizes, shorter runtimes, 2 repetitions")] = False,
+    results: ResultsOpt = DEFAULT_RESULTS,
+    resume: Annotated[bool, typer.Option(help="continue an interrupted run of this study")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress output")] = False,
+    destroy_data_on: Annotated[Optional[list[str]], typer.Option(
+        "--destroy-data-on", help="confirm that fslab may format this real block device")] = None,
+) -> None:
+    """Run a study: make, mount and measure every cell, store every run."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from .runner import run_study
+
+    progress = Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+        TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.fields[last]}"),
+        console=err_console, disable=quiet or not err_console.is_terminal,
+    )
+    task: dict[str, int] = {}
+    plain = not quiet and not err_console.is_terminal
+
+    def on_start(p: Plan, study_id: int, remaining: int) -> None:
+        if not quiet:
+            err_console.print(
+                f"study {study_id}: {len(p.cells)} cells x {p.repetitions} repetitions, "
+                f"{remaining} runs to do, order {p.order} (seed {p.seed})"
+                + (" [quick: scaled down, not for conclusions]" if p.quick else ""))
+            for s in p.skipped:
+                err_console.print(f"[yellow]{s.filesystem}: {s.reason}[/yellow]")
+        task["id"] = progress.add_task("runs", total=remaining, last="")
+
+    def on_record(record: RunRecord, label: str) -> None:
+        status = "ok" if record.status == "ok" else f"FAILED: {record.error}"
+        progress.update(task["id"], advance=1, last=f"{label}: {status}"[:60])
+        if plain:
+            err_console.print(f"run {label}: {status} ({record.wall_s:.1f} s)", highlight=False)
+
+    with progress:
+        outcome = run_study(
+            study, results_dir=results, quick=quick, resume=resume,
+            allowed_devices=frozenset(destroy_data_on or []), on_start=on_start, on_record=on_record,
+        )
+    if not quiet:
+        _print_report(results, outcome.study_id, None)
+        console.print(
+            f"{outcome.runs_done} runs in {outcome.wall_s:.0f} s ({outcome.runs_failed} failed); "
+            f"results in {results.resolve()} (study {outcome.study_id}): "
+            f"`fslab report -r {results}`, `fslab export -r {results} --format csv`")
+    else:
+        print(outcome.study_id)
+
+
+def _print_report(results: Path, study_id: int | None, metric: str | None) -> None:
+    from .report.tables import LEGEND, build_table, render
+    from .store import Store
+
+    with Store(results) as store:
+        row = store.study(study_id)
+        runs = store.runs(row.id)
+        cells = store.cells(row.id)
+    title = f"study {row.id}: {row.name} — {row.status}"
+    if row.quick:
+        title += " — QUICK run (scaled down: a smoke test, not for conclusions)"
+    table = build_table(runs, metric, cells)
+    console.print(render(table, title))
+    console.print(LEGEND, style="dim")
+    for skip in row.skipped:
+        console.print(f"[yellow]{skip['filesystem']}: {skip['reason']}[/yellow]")
+    failed = [r for r in runs if r["status"] != "ok"]
+    for r in failed[:10]:
+        c = r["cell"]
+        console.print(f"[red]failed[/red] {c['filesystem']} {c['workload']} #{r['repetition'] + 1}: "
+                      f"{r['error']} (see {results / (r['artifact_dir'] or '')})", highlight=False)
+    if row.status != "complete":
+        console.print(f"[yellow]{len(runs)} of {row.planned_runs} runs stored; continue with "
+                      f"`fslab run {row.source.removeprefix('preset ')} --resume`[/yellow]")
+
+
+@app.command()
+def report(
+    results: ResultsOpt = DEFAULT_RESULTS,
+    study: StudyOpt = None,
+    metric: Annotated[Optional[str], typer.Option(help="metric to tabulate, e.g. read_clat_p99_ns")] = None,
+) -> None:
+    """Comparison table of a stored study: workloads x file systems, mean ± 95% CI, n."""
+    _print_report(results, study, metric)
+
+
+@app.command("list")
+def list_(
+    results: ResultsOpt = DEFAULT_RESULTS,
+    presets: Annotated[bool, typer.Option(help="list the shipped presets instead")] = False,
+) -> None:
+    """Stored studies (or, with --presets, the shipped study presets)."""
+    if presets:
+        from .spec import load_spec, preset_names
+
+        for name in preset_names():
+            spec, _, _ = load_spec(name)
+            console.print(f"{name:14} {spec.study.name}")
+        return
+    from datetime import datetime
+
+    from rich.table import Table
+
+    from .store import Store
+
+    if not (results / "fslab.sqlite").exists():
+        raise FslabError(f"no results in {results}: run a study first (`fslab run quickstart`)")
+    with Store(results) as store:
+        rows = store.studies()
+        counts = {r.id: len(store.stored_runs(r.id)) for r in rows}
+    table = Table(title=f"studies in {results}", title_justify="left")
+    for col in ("id", "name", "source", "started", "runs stored / planned", "status"):
+        table.add_column(col)
+    for r in rows:
+        started = datetime.fromtimestamp(r.created_at).strftime("%Y-%m-%d %H:%M")
+        table.add_row(str(r.id), r.name + (" (quick)" if r.quick else ""), r.source, started,
+                      f"{counts[r.id]} / {r.planned_runs}", r.status)
+    console.print(table)
+
+
+@app.command()
+def export(
+    results: ResultsOpt = DEFAULT_RESULTS,
+    study: StudyOpt = None,
+    format: Annotated[str, typer.Option("--format", "-f", help="json or csv")] = "json",
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="file (default: stdout)")] = None,
+) -> None:
+    """One record per run: study, cell parameters, file system, workload, repetition,
+    status, error and metrics (with units)."""
+    from .export import EXPORTERS
+    from .store import Store
+
+    try:
+        exporter = EXPORTERS.get(format)
+    except KeyError as exc:
+        raise FslabError(f"--format: {exc.args[0]}") from None
+    with Store(results) as store:
+        row = store.study(study)
+        text = exporter(row, store.runs(row.id))
+    if output:
+        output.write_text(text)
+        err_console.print(f"wrote {output}")
+    else:
+        sys.stdout.write(text)
+
+
+@app.command()
+def doctor() -> None:
+    """Which tools and kernel features are present; how to install what is missing."""
+    from rich.table import Table
+
+    from .doctor import run_checks
+
+    table = Table(title="fslab doctor", title_justify="left")
+    for col in ("check", "status", "detail", "needed for", "fix"):
+        table.add_column(col)
+    checks = run_checks()
+    for c in checks:
+        table.add_row(c.name, "[green]ok[/green]" if c.ok else "[red]missing[/red]", c.detail,
+                      c.needed_for, "" if c.ok else (c.fix or ""))
+    console.print(table)
+    missing = [c for c in checks if not c.ok]
+    console.print(f"{len(checks) - len(missing)} of {len(checks)} checks pass.")
+
+
+@app.command()
+def cleanup(
+    dry_run: Annotated[bool, typer.Option(help="only say what would be released")] = False,
+) -> None:
+    """Release mounts, loop devices, images and cgroups left by a killed fslab."""
+    from .cleanup import cleanup as do_cleanup
+
+    done = do_cleanup(dry_run=dry_run)
+    for line in done:
+        console.print(("would " if dry_run else "") + line)
+    if not done:
+        console.print("nothing to clean up: no fslab loop devices, mounts or cgroups remain")
+
+
+def _register_optional_commands() -> None:
+    """Command families that live in their own modules."""
+    import importlib
+
+    for module in ("fslab.cli_simulate",):
+        try:
+            mod = importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+            continue
+        mod.register(app)
+
+
+_register_optional_commands()
+
+
+def main() -> None:
+    try:
+        app()
+    except FslabError as exc:
+        err_console.print(f"[red]error:[/red] {exc}", highlight=False)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        err_console.print("[yellow]interrupted[/yellow]: everything was unmounted and released; "
+                          "stored runs are kept — continue with `fslab run STUDY --resume`")
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,123 @@
+"""Running external commands: output captured, a timeout that kills the whole process
+group, and failures turned into CommandFailed (argv, exit code, stderr kept)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from .errors import CommandFailed, MissingCapability
+
+# Which Debian package provides each tool, so a missing one comes with its fix.
+PACKAGE_OF: dict[str, str] = {
+    "fio": "fio",
+    "bonnie++": "bonnie++",
+    "mkfs.ext2": "e2fsprogs",
+    "mkfs.ext3": "e2fsprogs",
+    "mkfs.ext4": "e2fsprogs",
+    "dumpe2fs": "e2fsprogs",
+    "mkfs.xfs": "xfsprogs",
+    "xfs_info": "xfsprogs",
+    "mkfs.btrfs": "btrfs-progs",
+    "btrfs": "btrfs-progs",
+    "mkfs.f2fs": "f2fs-tools",
+    "mkfs.jfs": "jfsutils",
+    "mkfs.nilfs2": "nilfs-tools",
+    "mkfs.vfat": "dosfstools",
+    "mkntfs": "ntfs-3g",
+    "ntfs-3g": "ntfs-3g",
+    "fusefat": "fusefat",
+    "losetup": "mount",
+    "mount": "mount",
+    "umount": "mount",
+    "blkid": "util-linux",
+    "wipefs": "util-linux",
+    "qemu-system-x86_64": "qemu-system-x86",
+}
+
+
+def require_tool(name: str) -> str:
+    """Path of an executable, or MissingCapability saying how to install it."""
+    path = shutil.which(name)
+    if path is None:
+        package = PACKAGE_OF.get(name)
+        fix = f"apt-get install {package}" if package else None
+        raise MissingCapability(f"the tool {name!r} is not installed", fix=fix)
+    return path
+
+
+@dataclass(frozen=True)
+class Completed:
+    argv: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+    wall_s: float
+
+
+def run_command(
+    argv: Sequence[str],
+    *,
+    timeout: float | None = 600,
+    check: bool = True,
+    preexec: Callable[[], None] | None = None,
+    cwd: str | None = None,
+    input_text: str | None = None,
+) -> Completed:
+    """Run argv to completion. The child gets its own session so that a timeout or a
+    Ctrl-C can kill it and everything it started; the caller then unwinds normally."""
+    import time
+
+    require_tool(argv[0])
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        list(argv),
+        stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        errors="replace",
+        start_new_session=True,
+        preexec_fn=preexec,
+        cwd=cwd,
+    )
+    try:
+        stdout, stderr = proc.communicate(input=input_text, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        stdout, stderr = proc.communicate()
+        raise CommandFailed(argv, None, stderr or "", timed_out=True) from None
+    except BaseException:
+        # KeyboardInterrupt / SystemExit: never leave the child running behind us.
+        _kill_group(proc)
+        proc.communicate()
+        raise
+    wall = time.monotonic() - started
+    if check and proc.returncode != 0:
+        raise CommandFailed(argv, proc.returncode, stderr or stdout or "")
+    return Completed(list(argv), proc.returncode, stdout or "", stderr or "", wall)
+
+
+def _kill_group(proc: subprocess.Popen[str]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def tool_version(argv: Sequence[str]) -> str | None:
+    """First non-empty line a tool prints about its version, or None if it is missing."""
+    if shutil.which(argv[0]) is None:
+        return None
+    try:
+        done = run_command(argv, timeout=20, check=False)
+    except CommandFailed:
+        return None
+    for line in (done.stdout + "\n" + done.stderr).splitlines():
+        if line.strip():
+            return line.strip()
+    return None

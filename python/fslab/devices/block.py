@@ -1,0 +1,129 @@
+"""A block device the user names. fslab refuses, unless told explicitly, any device that
+is mounted, holds the root file system, is in use (held open exclusively, or has holders
+such as md or dm) or carries a file-system or partition-table signature."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+from ..commands import run_command
+from ..errors import DeviceRefused
+from ..spec import DeviceSection
+from . import DeviceHandle, handle_for, queue_facts
+
+
+def _whole_disk_and_partitions(sysfs_name: str) -> list[str]:
+    base = Path(f"/sys/class/block/{sysfs_name}")
+    names = [sysfs_name]
+    if base.exists():
+        names += [p.name for p in base.iterdir() if (p / "partition").exists()]
+    return names
+
+
+def _parents(sysfs_name: str) -> list[str]:
+    """The device itself plus the whole disk it is a partition of."""
+    real = Path(f"/sys/class/block/{sysfs_name}").resolve()
+    names = [sysfs_name]
+    if (real / "partition").exists():
+        names.append(real.parent.name)
+    return names
+
+
+def _root_device_names() -> set[str]:
+    st = os.stat("/")
+    names = set()
+    link = Path(f"/sys/dev/block/{os.major(st.st_dev)}:{os.minor(st.st_dev)}")
+    if link.exists():
+        names.update(_parents(link.resolve().name))
+    return names
+
+
+def _mounted_names() -> dict[str, str]:
+    """sysfs name -> mount point for every mounted block device."""
+    mounted = {}
+    for line in Path("/proc/mounts").read_text().splitlines():
+        source, target = line.split()[:2]
+        if source.startswith("/dev/"):
+            try:
+                st = os.stat(source)
+            except OSError:
+                continue
+            if stat.S_ISBLK(st.st_mode):
+                link = Path(f"/sys/dev/block/{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}")
+                mounted[link.resolve().name] = target
+    return mounted
+
+
+def _signature(path: str) -> str | None:
+    """What blkid finds on the device (TYPE or PTTYPE), or None if it looks empty."""
+    done = run_command(["blkid", "-p", "-o", "export", path], timeout=30, check=False)
+    if done.returncode == 2:  # nothing found
+        return None
+    fields = dict(line.split("=", 1) for line in done.stdout.splitlines() if "=" in line)
+    return fields.get("TYPE") or fields.get("PTTYPE") or (done.stdout.strip() or None)
+
+
+def check_device(path: str, *, allow_signature: bool) -> DeviceHandle:
+    """Every safety check, in order; raises DeviceRefused saying why and what to do."""
+    if not os.path.exists(path):
+        raise DeviceRefused(f"{path} does not exist: device.path must name a block device")
+    if not stat.S_ISBLK(os.stat(path).st_mode):
+        raise DeviceRefused(f"{path} is not a block device: use kind = 'image' for files")
+    handle = handle_for(path)
+    family = _whole_disk_and_partitions(handle.sysfs_name)
+    if set(_parents(handle.sysfs_name)) & _root_device_names() or set(family) & _root_device_names():
+        raise DeviceRefused(f"{path} holds the root file system: fslab never formats it")
+    mounted = _mounted_names()
+    for name in family:
+        if name in mounted:
+            raise DeviceRefused(
+                f"{path} is mounted ({'/dev/' + name} on {mounted[name]}): unmount it first"
+            )
+    holders = [h.name for n in family for h in Path(f"/sys/class/block/{n}/holders").glob("*")]
+    if holders:
+        raise DeviceRefused(f"{path} is in use by {', '.join(holders)} (md, dm or similar)")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_EXCL)
+        os.close(fd)
+    except OSError as exc:
+        if exc.errno == errno.EBUSY:
+            raise DeviceRefused(f"{path} is in use: another program holds it open exclusively")
+        raise
+    signature = _signature(path)
+    if signature and not allow_signature:
+        raise DeviceRefused(
+            f"{path} carries a '{signature}' signature, so it may hold data: wipe it "
+            "(wipefs -a) or set device.force = true to let fslab overwrite it"
+        )
+    return handle
+
+
+def _confirmed(section: DeviceSection, allowed: frozenset[str]) -> str:
+    assert section.path is not None
+    real = os.path.realpath(section.path)
+    if section.path not in allowed and real not in allowed:
+        raise DeviceRefused(
+            f"{section.path} is a real device and its data will be destroyed: confirm with "
+            f"`fslab run ... --destroy-data-on {section.path}`"
+        )
+    return real
+
+
+def preflight(section: DeviceSection, allowed: frozenset[str]) -> None:
+    """Once per study, before anything is written: every check, signature included."""
+    check_device(_confirmed(section, allowed), allow_signature=section.force)
+
+
+@contextlib.contextmanager
+def provision(
+    section: DeviceSection, workdir: Path, tag: str, allowed: frozenset[str] = frozenset()
+) -> Iterator[DeviceHandle]:
+    # The signature was checked in preflight; later runs find the file system fslab made.
+    handle = check_device(_confirmed(section, allowed), allow_signature=True)
+    facts = {"kind": "block", "path": section.path, **queue_facts(handle.sysfs_name)}
+    yield DeviceHandle(handle.path, handle.sysfs_name, handle.major, handle.minor, facts)

@@ -1,0 +1,121 @@
+"""Sparse image files on loop devices (direct I/O on, so the page cache of the file
+holding the image does not hide the file system's own I/O behaviour)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+from ..commands import run_command
+from ..errors import CommandFailed, FslabError
+from ..signals import shielded
+from ..spec import DeviceSection
+from . import DeviceHandle, handle_for, queue_facts
+
+IMAGE_PREFIX = "fslab-"
+IMAGE_SUFFIX = ".img"
+# Free space kept back when checking that an image can be filled without filling the disk.
+HEADROOM_BYTES = 512 << 20
+
+
+def check_free_space(directory: Path, size: int) -> None:
+    """An image is sparse, but a workload may fill it: refuse if the disk could not hold it."""
+    st = os.statvfs(directory)
+    free = st.f_bavail * st.f_frsize
+    if free < size + HEADROOM_BYTES:
+        raise FslabError(
+            f"not enough free space in {directory} for a {size >> 20} MiB image "
+            f"({free >> 20} MiB free): lower device.size, or set device.image_dir to a "
+            "folder on a larger disk"
+        )
+
+
+@contextlib.contextmanager
+def provision(
+    section: DeviceSection, workdir: Path, tag: str, allowed: frozenset[str] = frozenset()
+) -> Iterator[DeviceHandle]:
+    directory = Path(section.image_dir) if section.image_dir else workdir
+    directory.mkdir(parents=True, exist_ok=True)
+    check_free_space(directory, section.size)
+    image = directory / f"{IMAGE_PREFIX}{tag}{IMAGE_SUFFIX}"
+    with open(image, "wb") as f:
+        f.truncate(section.size)
+    loop: str | None = None
+    try:
+        loop = attach(image)
+        facts = {
+            "kind": "image",
+            "image": str(image),
+            "image_size_bytes": section.size,
+            "loop_direct_io": _loop_attr(loop, "dio"),
+            "backing_fs": _fs_type_of(directory),
+            **queue_facts(Path(loop).name),
+        }
+        yield handle_for(loop, facts)
+    finally:
+        with shielded():
+            if loop is not None:
+                detach(loop)
+            image.unlink(missing_ok=True)
+
+
+def attach(image: Path) -> str:
+    done = run_command(
+        ["losetup", "--find", "--show", "--direct-io=on", str(image)], timeout=60
+    )
+    return done.stdout.strip()
+
+
+def detach(loop: str) -> None:
+    """Detach by name; a loop device still busy is retried briefly (udev may hold it)."""
+    import time
+
+    for attempt in range(20):
+        try:
+            run_command(["losetup", "-d", loop], timeout=30)
+            return
+        except CommandFailed as exc:
+            if "No such device" in exc.stderr or "not a loop" in exc.stderr.lower():
+                return
+            if attempt == 19:
+                raise
+            time.sleep(0.1)
+
+
+def _loop_attr(loop: str, name: str) -> str | None:
+    try:
+        return Path(f"/sys/block/{Path(loop).name}/loop/{name}").read_text().strip()
+    except OSError:
+        return None
+
+
+def _fs_type_of(directory: Path) -> str | None:
+    best: tuple[int, str] | None = None
+    resolved = str(directory.resolve())
+    for line in Path("/proc/mounts").read_text().splitlines():
+        parts = line.split()
+        mnt = parts[1].replace("\\040", " ")
+        if resolved == mnt or resolved.startswith(mnt.rstrip("/") + "/"):
+            if best is None or len(mnt) > best[0]:
+                best = (len(mnt), parts[2])
+    return best[1] if best else None
+
+
+_LOSETUP_LINE = re.compile(r"^(/dev/loop\d+): .*\((.*)\)\s*$")
+
+
+def fslab_loop_devices() -> list[tuple[str, str]]:
+    """(loop device, backing file) for every loop device backed by an fslab image."""
+    done = run_command(["losetup", "-a"], timeout=30, check=False)
+    found = []
+    for line in done.stdout.splitlines():
+        match = _LOSETUP_LINE.match(line.strip())
+        if match:
+            backing = match.group(2).removesuffix(" (deleted)")
+            name = Path(backing).name
+            if name.startswith(IMAGE_PREFIX) and name.endswith(IMAGE_SUFFIX):
+                found.append((match.group(1), backing))
+    return found

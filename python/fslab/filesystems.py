@@ -1,0 +1,221 @@
+"""File systems: one registry entry each (mkfs, mount type, what its info tool reports,
+whether this kernel can run it). Adding a file system touches this file and its test."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .commands import run_command
+from .devices import DeviceHandle
+from .errors import CommandFailed, FslabError, SpecError
+from .registry import Registry
+from .signals import shielded
+
+if TYPE_CHECKING:
+    from .spec import StudySpec
+
+
+def _key_value_lines(text: str, sep: str = ":") -> dict[str, str]:
+    out = {}
+    for line in text.splitlines():
+        if sep in line:
+            key, _, value = line.partition(sep)
+            if key.strip() and value.strip():
+                out[key.strip()] = value.strip()
+    return out
+
+
+def _ext_info(device: str, mountpoint: str) -> tuple[dict[str, Any], str]:
+    text = run_command(["dumpe2fs", "-h", device], timeout=60).stdout
+    fields = _key_value_lines(text)
+    keep = ("Filesystem features", "Block size", "Inode size", "Inode count", "Block count",
+            "Journal size", "Flex block group size", "Default mount options", "Filesystem flags")
+    return {k: fields[k] for k in keep if k in fields}, text
+
+
+def _xfs_info(device: str, mountpoint: str) -> tuple[dict[str, Any], str]:
+    text = run_command(["xfs_info", mountpoint], timeout=60).stdout
+    info: dict[str, Any] = {}
+    for key in ("agcount", "agsize", "bsize", "sectsz", "isize", "crc", "reflink", "sunit",
+                "swidth", "log", "blocks"):
+        match = re.search(rf"\b{key}=(\S+)", text)
+        if match:
+            info[key] = match.group(1).rstrip(",")
+    return info, text
+
+
+def _btrfs_info(device: str, mountpoint: str) -> tuple[dict[str, Any], str]:
+    text = run_command(["btrfs", "inspect-internal", "dump-super", device], timeout=60).stdout
+    usage = run_command(["btrfs", "filesystem", "df", mountpoint], timeout=60, check=False).stdout
+    fields = _key_value_lines(text, sep="\t")
+    fields.update({k: v for k, v in (l.split(None, 1) for l in text.splitlines() if l.strip()
+                                     and len(l.split(None, 1)) == 2)})
+    keep = ("sectorsize", "nodesize", "incompat_flags", "compat_ro_flags", "csum_type", "num_devices")
+    info = {k: fields[k].strip() for k in keep if k in fields}
+    info["profiles"] = " | ".join(l.strip() for l in usage.splitlines() if l.strip())
+    return info, text + "\n# btrfs filesystem df\n" + usage
+
+
+@dataclass(frozen=True)
+class FilesystemType:
+    """How to make, mount and describe one file system.
+
+    ``default_mkfs`` comes before the user's arguments (so theirs win where the tool
+    takes the last value); ``needs_guest`` means this host kernel cannot mount it.
+    """
+
+    name: str
+    mkfs_tool: str
+    default_mkfs: tuple[str, ...]
+    info: Callable[[str, str], tuple[dict[str, Any], str]] | None = None
+    mount_type: str | None = None
+    needs_guest: bool = False
+    version_argv: tuple[str, ...] = ()
+    notes: str = ""
+    capabilities: frozenset[str] = field(default_factory=frozenset)
+
+    def mkfs_argv(self, device: str, user_args: list[str]) -> list[str]:
+        return [self.mkfs_tool, *self.default_mkfs, *user_args, device]
+
+    @property
+    def kernel_name(self) -> str:
+        return self.mount_type or self.name
+
+
+FILESYSTEMS: Registry[FilesystemType] = Registry("file system")
+
+# ext4/ext3 lazy initialisation writes inode tables in the background for minutes after
+# mkfs, which would land inside the first runs' measurements; fslab turns it off.
+_EXT_EAGER = ("-E", "lazy_itable_init=0,lazy_journal_init=0")
+for _name, _args in (("ext2", ("-F", "-q")), ("ext3", ("-F", "-q", *_EXT_EAGER)),
+                     ("ext4", ("-F", "-q", *_EXT_EAGER))):
+    FILESYSTEMS.register(_name, FilesystemType(
+        _name, f"mkfs.{_name}", _args, _ext_info, version_argv=("mkfs.ext4", "-V"),
+        capabilities=frozenset({"direct_io"}),
+    ))
+FILESYSTEMS.register("xfs", FilesystemType(
+    "xfs", "mkfs.xfs", ("-f", "-q"), _xfs_info, version_argv=("mkfs.xfs", "-V"),
+    capabilities=frozenset({"direct_io"}),
+))
+FILESYSTEMS.register("btrfs", FilesystemType(
+    "btrfs", "mkfs.btrfs", ("-f", "-q"), _btrfs_info, version_argv=("mkfs.btrfs", "--version"),
+    capabilities=frozenset({"direct_io"}),
+))
+# These need kernel modules this host lacks; they run on the guest backend (QEMU).
+for _name, _tool, _args in (("jfs", "mkfs.jfs", ("-q",)), ("f2fs", "mkfs.f2fs", ("-f", "-q")),
+                            ("nilfs2", "mkfs.nilfs2", ("-f", "-q")),
+                            ("vfat", "mkfs.vfat", ("-F", "32"))):
+    FILESYSTEMS.register(_name, FilesystemType(_name, _tool, _args, needs_guest=True))
+
+
+def fs_type_of(section_name: str, declared: str | None) -> FilesystemType:
+    return FILESYSTEMS.get(declared or section_name)
+
+
+def validate_filesystems(spec: StudySpec, source: str) -> None:
+    for name, section in spec.filesystems.items():
+        key = section.type or name
+        if key not in FILESYSTEMS:
+            field_name = f"filesystems.{name}.type" if section.type else f"filesystems.{name}"
+            raise SpecError(
+                f"unknown file system {key!r}; known: {', '.join(FILESYSTEMS.names())} "
+                "(to label a configuration, name the section freely and set type = 'ext4')",
+                source=source, field=field_name,
+            )
+        fstype = FILESYSTEMS.get(key)
+        if fstype.needs_guest and spec.study.backend == "host":
+            raise SpecError(
+                f"{key} cannot run on this host kernel; set study.backend = 'auto' or 'guest'",
+                source=source, field="study.backend",
+            )
+
+
+def mkfs(fstype: FilesystemType, device: DeviceHandle, user_args: list[str]) -> str:
+    """Make the file system; returns mkfs's output (kept as an artifact)."""
+    done = run_command(fstype.mkfs_argv(device.path, user_args), timeout=600)
+    return done.stdout + done.stderr
+
+
+@dataclass(frozen=True)
+class Mounted:
+    mountpoint: Path
+    options_in_effect: str
+    fs_type_in_effect: str
+
+
+def mount_options_in_effect(mountpoint: Path) -> tuple[str, str]:
+    """(fs type, options) for a mount point, as /proc/mounts shows them."""
+    target = str(mountpoint)
+    for line in Path("/proc/mounts").read_text().splitlines():
+        parts = line.split()
+        if parts[1] == target:
+            return parts[2], parts[3]
+    raise FslabError(f"{target} is not mounted")
+
+
+@contextlib.contextmanager
+def mounted(
+    fstype: FilesystemType, device: DeviceHandle, options: list[str], mountpoint: Path
+) -> Iterator[Mounted]:
+    mountpoint.mkdir(parents=True, exist_ok=True)
+    argv = ["mount", "-t", fstype.kernel_name]
+    if options:
+        argv += ["-o", ",".join(options)]
+    run_command([*argv, device.path, str(mountpoint)], timeout=120)
+    try:
+        kind, opts = mount_options_in_effect(mountpoint)
+        yield Mounted(mountpoint, opts, kind)
+    finally:
+        with shielded():
+            unmount(mountpoint)
+
+
+def unmount(mountpoint: Path) -> None:
+    """Unmount, retrying while the mount is briefly busy (a process still exiting)."""
+    for attempt in range(50):
+        try:
+            run_command(["umount", str(mountpoint)], timeout=300)
+            break
+        except CommandFailed as exc:
+            if "not mounted" in exc.stderr or "no mount point" in exc.stderr:
+                break
+            if attempt == 49:
+                raise
+            time.sleep(0.2)
+    with contextlib.suppress(OSError):
+        mountpoint.rmdir()
+
+
+def quiesce(device: DeviceHandle, *, settle_s: float = 0.3, limit_s: float = 60.0) -> float:
+    """sync, then wait until the device has no I/O in flight and its write counter stays
+    still for ``settle_s``. Returns the seconds waited (recorded in provenance)."""
+    started = time.monotonic()
+    run_command(["sync"], timeout=300)
+    last = device.read_stat()
+    still_since = time.monotonic()
+    while time.monotonic() - started < limit_s:
+        time.sleep(0.05)
+        now = device.read_stat()
+        busy = now["in_flight"] > 0 or now["write_sectors"] != last["write_sectors"]
+        last = now
+        if busy:
+            still_since = time.monotonic()
+        elif time.monotonic() - still_since >= settle_s:
+            break
+    return time.monotonic() - started
+
+
+def describe(fstype: FilesystemType, device: DeviceHandle, mountpoint: Path) -> tuple[dict[str, Any], str]:
+    """(selected facts, full text) from the file system's own info tool."""
+    if fstype.info is None:
+        return {}, ""
+    try:
+        return fstype.info(device.path, str(mountpoint))
+    except CommandFailed as exc:
+        return {"info_error": str(exc)}, exc.stderr

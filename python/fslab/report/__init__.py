@@ -1,0 +1,1 @@
+"""Reports, built only from stored results (never from live objects)."""

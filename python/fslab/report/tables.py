@@ -1,0 +1,133 @@
+"""The comparison table: one row per workload cell, one column per file system, each
+value a mean ± 95% interval over n runs, the best per row marked and every other value
+given as a difference to it, with its significance (Welch's t, Holm-corrected per row)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..analysis.stats import Comparison, Summary, compare_groups, summarize
+from ..metrics import kind_of
+from ..workloads import WORKLOADS
+from .units import display_scale, fmt
+
+
+@dataclass
+class RowData:
+    label: str
+    metric: str
+    unit: str
+    higher_is_better: bool
+    values: dict[str, list[float]] = field(default_factory=dict)  # filesystem -> values
+    failed: dict[str, int] = field(default_factory=dict)
+    no_number: dict[str, list[str]] = field(default_factory=dict)  # filesystem -> notes
+    summaries: dict[str, Summary] = field(default_factory=dict)
+    best: str | None = None
+    comparisons: dict[str, Comparison] = field(default_factory=dict)
+
+
+@dataclass
+class TableData:
+    filesystems: list[str]
+    rows: list[RowData]
+
+
+def _row_metric(cell: dict[str, Any], requested: str | None) -> str:
+    if requested:
+        return requested
+    return WORKLOADS.get(cell["workload_kind"]).primary_metrics(cell["params"])[0]
+
+
+def build_table(runs: list[dict[str, Any]], metric: str | None = None,
+                cells: list[dict[str, Any]] | None = None) -> TableData:
+    """Group stored runs into rows (cells without the file system) and columns."""
+    filesystems: list[str] = []
+    rows: dict[tuple[str, str], RowData] = {}
+    ordered = cells if cells is not None else [r["cell"] for r in runs]
+    for cell in ordered:
+        if cell["filesystem"] not in filesystems:
+            filesystems.append(cell["filesystem"])
+        key = (cell["workload"], _label(cell))
+        if key not in rows:
+            name = _row_metric(cell, metric)
+            kind = kind_of(name)
+            rows[key] = RowData(_label(cell), name, kind.unit, kind.higher_is_better)
+    for run in runs:
+        cell = run["cell"]
+        row = rows[(cell["workload"], _label(cell))]
+        fs = cell["filesystem"]
+        if run["status"] != "ok":
+            row.failed[fs] = row.failed.get(fs, 0) + 1
+            continue
+        m = run["metrics"].get(row.metric)
+        if m is None:
+            continue
+        if m["value"] is None:
+            row.no_number.setdefault(fs, []).append(m["note"] or "no number")
+        else:
+            row.values.setdefault(fs, []).append(float(m["value"]))
+    for row in rows.values():
+        row.summaries = {fs: summarize(v) for fs, v in row.values.items() if v}
+        if row.summaries:
+            pick = max if row.higher_is_better else min
+            row.best = pick(row.summaries, key=lambda fs: row.summaries[fs].mean)
+            row.comparisons = {c.a: c for c in compare_groups(row.values, row.best)}
+    return TableData(filesystems, list(rows.values()))
+
+
+def _label(cell: dict[str, Any]) -> str:
+    axes = " ".join(f"{k}={v}" for k, v in cell["axes"].items())
+    return cell["workload"] + (f" [{axes}]" if axes else "")
+
+
+def cell_text(row: RowData, fs: str, divisor: float) -> str:
+    parts: list[str] = []
+    summary = row.summaries.get(fs)
+    if summary is not None:
+        text = fmt(summary.mean / divisor)
+        if summary.ci_half_width is not None:
+            text += f" ± {fmt(summary.ci_half_width / divisor)}"
+        text += f" (n={summary.n})"
+        parts.append(text)
+        if fs != row.best and row.best is not None:
+            best = row.summaries[row.best].mean
+            if best:
+                diff = (summary.mean - best) / best * 100
+                comparison = row.comparisons.get(fs)
+                mark = "*" if comparison and comparison.significant else ""
+                if comparison is None:
+                    mark = " (untested)"
+                parts.append(f"{diff:+.1f}%{mark}")
+        elif fs == row.best and len(row.summaries) > 1:
+            parts.append("best")
+    if fs in row.no_number:
+        parts.append(f"{len(row.no_number[fs])}x {row.no_number[fs][0]}")
+    if fs in row.failed:
+        parts.append(f"{row.failed[fs]} failed")
+    return "  ".join(parts) if parts else "—"
+
+
+def render(table: TableData, title: str) -> Any:
+    """A rich Table (printed by the CLI)."""
+    from rich.table import Table
+
+    out = Table(title=title, title_justify="left", show_lines=False)
+    out.add_column("workload")
+    out.add_column("metric (unit)")
+    for fs in table.filesystems:
+        out.add_column(fs, justify="right")
+    for row in table.rows:
+        magnitude = max((s.mean for s in row.summaries.values()), default=0.0)
+        divisor, unit_label = display_scale(row.unit, magnitude)
+        direction = "↑" if row.higher_is_better else "↓"
+        out.add_row(row.label, f"{row.metric} [{unit_label}] {direction}",
+                    *[cell_text(row, fs, divisor) for fs in table.filesystems])
+    return out
+
+
+LEGEND = (
+    "↑/↓: higher/lower is better. Values: mean ± half-width of the 95% confidence interval (Student t) over n runs. "
+    "'best' marks the best mean in the row; other columns give their difference to it, "
+    "* where it is significant (Welch's t-test, Holm-corrected within the row, α = 0.05)."
+)

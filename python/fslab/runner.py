@@ -1,0 +1,140 @@
+"""The runner: turns a study file into stored results. It plans, checks that everything
+needed is present before anything is written, hands jobs to the executor in order, stores
+each record as it arrives, and resumes an interrupted study without repeating a run."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from .commands import require_tool
+from .devices import DEVICES
+from .errors import FslabError, MissingCapability
+from .executor import DROP_CACHES, ExecContext, execute_job
+from .filesystems import FILESYSTEMS
+from .plan import Job, Plan, make_plan
+from .provenance import host_facts
+from .records import RunRecord
+from .signals import install_handlers
+from .spec import StudySpec, load_spec
+from .store import Store
+
+WORK_DIR_NAME = ".work"
+
+
+@dataclass(frozen=True)
+class StudyOutcome:
+    study_id: int
+    results_dir: Path
+    runs_done: int
+    runs_failed: int
+    runs_skipped_as_stored: int
+    plan: Plan
+    wall_s: float
+
+
+def spec_hash(text: str, quick: bool) -> str:
+    return hashlib.sha256((text + f"\n#quick={quick}").encode()).hexdigest()
+
+
+def preflight(spec: StudySpec, plan: Plan, allowed: frozenset[str]) -> None:
+    """Everything a study needs, checked before the first mkfs. Lists every missing piece."""
+    problems: list[str] = []
+    if os.geteuid() != 0:
+        problems.append("fslab must run as root (it makes loop devices, file systems and mounts)")
+    tools = {"losetup", "mount", "umount", "blkid", "sync"}
+    for cell in plan.cells:
+        tools.add(FILESYSTEMS.get(cell.fs_type).mkfs_tool)
+        if cell.workload_kind == "fio":
+            tools.add("fio")
+    for tool in sorted(tools):
+        try:
+            require_tool(tool)
+        except MissingCapability as exc:
+            problems.append(str(exc))
+    if spec.study.drop_caches and not os.access(DROP_CACHES, os.W_OK):
+        problems.append(f"{DROP_CACHES} is not writable (run as root, or set study.drop_caches = false)")
+    if spec.device.kind == "image" and not Path("/dev/loop-control").exists():
+        problems.append("no loop device support (/dev/loop-control): modprobe loop")
+    if problems:
+        raise MissingCapability("this study cannot run here:\n  " + "\n  ".join(problems),
+                                fix="`fslab doctor` lists what is missing and how to install it")
+    kind = DEVICES.get(spec.device.kind)
+    if kind.preflight:
+        kind.preflight(spec.device, allowed)
+
+
+def run_study(
+    study: str,
+    *,
+    results_dir: Path,
+    quick: bool = False,
+    resume: bool = False,
+    allowed_devices: frozenset[str] = frozenset(),
+    on_start: Callable[[Plan, int, int], None] | None = None,
+    on_record: Callable[[RunRecord, str], None] | None = None,
+) -> StudyOutcome:
+    """Run (or resume) a study. ``on_start(plan, study_id, remaining)`` and
+    ``on_record(record, label)`` let the CLI draw progress; the runner prints nothing."""
+    started = time.monotonic()
+    spec, source, text = load_spec(study)
+    digest = spec_hash(text, quick)
+    study_dir = Path(source).parent if Path(source).is_file() else Path.cwd()
+    with Store(results_dir) as store:
+        previous = store.resumable(digest) if resume else None
+        if resume and previous is None:
+            raise FslabError(
+                f"--resume: no unfinished run of {source} (quick={quick}) in {results_dir}; "
+                "run it without --resume to start it"
+            )
+        plan = make_plan(spec, quick=quick, seed=previous.seed if previous else None)
+        preflight(spec, plan, allowed_devices)
+        if previous is not None:
+            study_id = previous.id
+            store.set_status(study_id, "running")
+        else:
+            study_id = store.create_study(
+                name=spec.study.name, source=source, spec_text=text, spec_hash=digest,
+                plan=plan, host=host_facts(),
+            )
+        stored = store.stored_runs(study_id)
+        todo: list[Job] = []
+        for job in plan.jobs:
+            remaining = tuple(r for r in job.runs if (r.cell.id, r.repetition) not in stored)
+            if remaining:
+                todo.append(Job(remaining))
+        remaining_runs = sum(len(j.runs) for j in todo)
+        ctx = ExecContext(
+            device=spec.device, results_dir=results_dir,
+            artifact_root=Path("artifacts") / f"study-{study_id}",
+            work_dir=results_dir / WORK_DIR_NAME, study_dir=study_dir,
+            allowed_devices=allowed_devices, drop_caches=spec.study.drop_caches,
+            fresh=plan.fresh, order_seed=plan.seed,
+            sequence_of={run.key: i for i, run in enumerate(plan.runs)},
+        )
+        if on_start:
+            on_start(plan, study_id, remaining_runs)
+        counts = {"done": 0, "failed": 0}
+
+        def emit(record: RunRecord) -> None:
+            store.add_record(study_id, record)
+            counts["done"] += 1
+            counts["failed"] += record.status != "ok"
+            if on_record:
+                label = next(r.cell for j in todo for r in j.runs if r.cell.id == record.cell_id)
+                on_record(record, f"{label.filesystem} {label.label} #{record.repetition + 1}")
+
+        install_handlers()
+        try:
+            for job in todo:
+                execute_job(job, ctx, emit)
+        except BaseException:
+            store.set_status(study_id, "interrupted")
+            raise
+        store.set_status(study_id, "complete")
+    return StudyOutcome(study_id, results_dir, counts["done"], counts["failed"],
+                        len(stored), plan, time.monotonic() - started)

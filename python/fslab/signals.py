@@ -1,0 +1,56 @@
+"""Signals: SIGTERM unwinds like Ctrl-C, and teardown cannot be cut short by a second one.
+
+fslab's cleanup lives in context managers. Turning SIGTERM (and SIGHUP) into
+KeyboardInterrupt makes every kind of interruption run the same ``finally`` blocks;
+``shielded()`` defers signals while a mount or loop device is being released so that
+an impatient second Ctrl-C cannot leave it half done.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+
+
+class Terminated(KeyboardInterrupt):
+    """The process was asked to stop by SIGTERM or SIGHUP."""
+
+
+def _raise_terminated(signum: int, frame: FrameType | None) -> None:
+    raise Terminated(f"received signal {signal.Signals(signum).name}")
+
+
+def install_handlers() -> None:
+    """Make SIGTERM and SIGHUP unwind the stack (call once, from the CLI)."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _raise_terminated)
+        signal.signal(signal.SIGHUP, _raise_terminated)
+
+
+@contextmanager
+def shielded() -> Iterator[None]:
+    """Defer SIGINT/SIGTERM/SIGHUP until the block ends, then deliver the first one."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pending: list[int] = []
+    caught = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    previous = {s: signal.getsignal(s) for s in caught}
+
+    def remember(signum: int, frame: FrameType | None) -> None:
+        pending.append(signum)
+
+    for s in caught:
+        signal.signal(s, remember)
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        if pending:
+            if pending[0] == signal.SIGINT:
+                raise KeyboardInterrupt
+            raise Terminated(f"received signal {signal.Signals(pending[0]).name}")

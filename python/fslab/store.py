@@ -1,0 +1,260 @@
+"""The results store: one SQLite file (WAL mode) per results directory, holding studies,
+cells, runs, metrics and provenance; raw outputs live as files beside it.
+
+Only RunRecords are written (``add_record``), and reports read only from here.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import FslabError
+from .plan import Cell, Plan
+from .records import RunRecord
+
+DB_NAME = "fslab.sqlite"
+SCHEMA_VERSION = 1
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS studies (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    source TEXT NOT NULL,
+    spec_text TEXT NOT NULL,
+    spec_hash TEXT NOT NULL,
+    quick INTEGER NOT NULL,
+    run_order TEXT NOT NULL,
+    order_seed INTEGER NOT NULL,
+    fresh TEXT NOT NULL,
+    repetitions INTEGER NOT NULL,
+    planned_runs INTEGER NOT NULL,
+    skipped_json TEXT NOT NULL,
+    host_json TEXT NOT NULL,
+    status TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    finished_at REAL
+);
+CREATE TABLE IF NOT EXISTS cells (
+    study_id INTEGER NOT NULL REFERENCES studies(id),
+    id TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    filesystem TEXT NOT NULL,
+    fs_type TEXT NOT NULL,
+    workload TEXT NOT NULL,
+    workload_kind TEXT NOT NULL,
+    label TEXT NOT NULL,
+    backend TEXT NOT NULL,
+    params_json TEXT NOT NULL,
+    axes_json TEXT NOT NULL,
+    cell_json TEXT NOT NULL,
+    PRIMARY KEY (study_id, id)
+);
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY,
+    study_id INTEGER NOT NULL REFERENCES studies(id),
+    cell_id TEXT NOT NULL,
+    repetition INTEGER NOT NULL,
+    sequence INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    error TEXT,
+    started_at REAL NOT NULL,
+    finished_at REAL NOT NULL,
+    provenance_json TEXT NOT NULL,
+    artifact_dir TEXT,
+    UNIQUE (study_id, cell_id, repetition)
+);
+CREATE TABLE IF NOT EXISTS metrics (
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    name TEXT NOT NULL,
+    value REAL,
+    unit TEXT NOT NULL,
+    note TEXT,
+    PRIMARY KEY (run_id, name)
+);
+"""
+
+
+@dataclass(frozen=True)
+class StudyRow:
+    id: int
+    name: str
+    source: str
+    spec_hash: str
+    quick: bool
+    order: str
+    seed: int
+    fresh: str
+    repetitions: int
+    planned_runs: int
+    skipped: list[dict[str, str]]
+    host: dict[str, Any]
+    status: str
+    created_at: float
+    finished_at: float | None
+    spec_text: str
+
+
+class Store:
+    def __init__(self, results_dir: Path):
+        self.results_dir = results_dir
+        results_dir.mkdir(parents=True, exist_ok=True)
+        self.path = results_dir / DB_NAME
+        self.db = sqlite3.connect(self.path, timeout=30)
+        self.db.row_factory = sqlite3.Row
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA foreign_keys=ON")
+        version = self.db.execute("PRAGMA user_version").fetchone()[0]
+        if version not in (0, SCHEMA_VERSION):
+            raise FslabError(
+                f"{self.path} was written by a newer fslab (schema {version}); upgrade fslab"
+            )
+        self.db.executescript(SCHEMA)
+        self.db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        self.db.commit()
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- writing -------------------------------------------------------------------------
+
+    def create_study(self, *, name: str, source: str, spec_text: str, spec_hash: str,
+                     plan: Plan, host: dict[str, Any]) -> int:
+        with self.db:
+            cur = self.db.execute(
+                "INSERT INTO studies (name, source, spec_text, spec_hash, quick, run_order,"
+                " order_seed, fresh, repetitions, planned_runs, skipped_json, host_json, status,"
+                " created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (name, source, spec_text, spec_hash, int(plan.quick), plan.order, plan.seed,
+                 plan.fresh, plan.repetitions, len(plan.runs),
+                 json.dumps([{"filesystem": s.filesystem, "reason": s.reason} for s in plan.skipped]),
+                 json.dumps(host), "running", time.time()),
+            )
+            study_id = int(cur.lastrowid or 0)
+            for position, cell in enumerate(plan.cells):
+                self._insert_cell(study_id, position, cell)
+        return study_id
+
+    def _insert_cell(self, study_id: int, position: int, cell: Cell) -> None:
+        self.db.execute(
+            "INSERT INTO cells (study_id, id, position, filesystem, fs_type, workload,"
+            " workload_kind, label, backend, params_json, axes_json, cell_json)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            (study_id, cell.id, position, cell.filesystem, cell.fs_type, cell.workload,
+             cell.workload_kind, cell.label, cell.backend, json.dumps(cell.params),
+             json.dumps(cell.axes), json.dumps(cell.to_json())),
+        )
+
+    def add_record(self, study_id: int, record: RunRecord) -> int:
+        """Store one run. A run already stored is an error: fslab never measures twice."""
+        with self.db:
+            try:
+                cur = self.db.execute(
+                    "INSERT INTO runs (study_id, cell_id, repetition, sequence, status, error,"
+                    " started_at, finished_at, provenance_json, artifact_dir)"
+                    " VALUES (?,?,?,?,?,?,?,?,?,?)",
+                    (study_id, record.cell_id, record.repetition, record.sequence, record.status,
+                     record.error, record.started_at, record.finished_at,
+                     json.dumps(record.provenance, default=str), record.artifact_dir),
+                )
+            except sqlite3.IntegrityError as exc:
+                raise FslabError(
+                    f"run {record.cell_id} repetition {record.repetition} is already stored: {exc}"
+                ) from None
+            run_id = int(cur.lastrowid or 0)
+            self.db.executemany(
+                "INSERT INTO metrics (run_id, name, value, unit, note) VALUES (?,?,?,?,?)",
+                [(run_id, m.name, m.value, m.unit, m.note) for m in record.metrics],
+            )
+        return run_id
+
+    def set_status(self, study_id: int, status: str) -> None:
+        with self.db:
+            self.db.execute(
+                "UPDATE studies SET status = ?, finished_at = ? WHERE id = ?",
+                (status, time.time() if status == "complete" else None, study_id),
+            )
+
+    # -- reading -------------------------------------------------------------------------
+
+    def _study(self, row: sqlite3.Row) -> StudyRow:
+        return StudyRow(
+            id=row["id"], name=row["name"], source=row["source"], spec_hash=row["spec_hash"],
+            quick=bool(row["quick"]), order=row["run_order"], seed=row["order_seed"],
+            fresh=row["fresh"], repetitions=row["repetitions"], planned_runs=row["planned_runs"],
+            skipped=json.loads(row["skipped_json"]), host=json.loads(row["host_json"]),
+            status=row["status"], created_at=row["created_at"], finished_at=row["finished_at"],
+            spec_text=row["spec_text"],
+        )
+
+    def studies(self) -> list[StudyRow]:
+        rows = self.db.execute("SELECT * FROM studies ORDER BY id").fetchall()
+        return [self._study(r) for r in rows]
+
+    def study(self, study_id: int | None = None) -> StudyRow:
+        """One study; the newest when no id is given."""
+        if study_id is None:
+            row = self.db.execute("SELECT * FROM studies ORDER BY id DESC LIMIT 1").fetchone()
+            if row is None:
+                raise FslabError(f"no studies in {self.path}: run one with `fslab run STUDY`")
+        else:
+            row = self.db.execute("SELECT * FROM studies WHERE id = ?", (study_id,)).fetchone()
+            if row is None:
+                raise FslabError(f"no study {study_id} in {self.path}: `fslab list` shows them")
+        return self._study(row)
+
+    def resumable(self, spec_hash: str) -> StudyRow | None:
+        row = self.db.execute(
+            "SELECT * FROM studies WHERE spec_hash = ? AND status != 'complete'"
+            " ORDER BY id DESC LIMIT 1", (spec_hash,),
+        ).fetchone()
+        return self._study(row) if row else None
+
+    def stored_runs(self, study_id: int) -> set[tuple[str, int]]:
+        rows = self.db.execute(
+            "SELECT cell_id, repetition FROM runs WHERE study_id = ?", (study_id,)
+        ).fetchall()
+        return {(r["cell_id"], r["repetition"]) for r in rows}
+
+    def cells(self, study_id: int) -> list[dict[str, Any]]:
+        rows = self.db.execute(
+            "SELECT cell_json FROM cells WHERE study_id = ? ORDER BY position", (study_id,)
+        ).fetchall()
+        return [json.loads(r["cell_json"]) for r in rows]
+
+    def runs(self, study_id: int) -> list[dict[str, Any]]:
+        """Every stored run of a study with its cell and metrics, in execution order."""
+        rows = self.db.execute(
+            "SELECT r.*, c.cell_json FROM runs r JOIN cells c"
+            " ON c.study_id = r.study_id AND c.id = r.cell_id"
+            " WHERE r.study_id = ? ORDER BY r.sequence", (study_id,),
+        ).fetchall()
+        metric_rows = self.db.execute(
+            "SELECT m.* FROM metrics m JOIN runs r ON r.id = m.run_id WHERE r.study_id = ?",
+            (study_id,),
+        ).fetchall()
+        by_run: dict[int, dict[str, dict[str, Any]]] = {}
+        for m in metric_rows:
+            by_run.setdefault(m["run_id"], {})[m["name"]] = {
+                "value": m["value"], "unit": m["unit"], "note": m["note"]
+            }
+        return [
+            {
+                "run_id": r["id"], "cell": json.loads(r["cell_json"]), "repetition": r["repetition"],
+                "sequence": r["sequence"], "status": r["status"], "error": r["error"],
+                "started_at": r["started_at"], "finished_at": r["finished_at"],
+                "provenance": json.loads(r["provenance_json"]), "artifact_dir": r["artifact_dir"],
+                "metrics": by_run.get(r["id"], {}),
+            }
+            for r in rows
+        ]

@@ -1,0 +1,70 @@
+"""Sizes and durations: parse the forms users write (``4k``, ``2GiB``, ``30s``) into integers.
+
+fio's convention is followed for sizes: ``k``, ``m``, ``g`` and ``KiB``/``MiB`` are powers of
+1024; ``KB``/``MB``/``GB`` (two letters, upper case B) are powers of 1000 only when written so.
+"""
+
+from __future__ import annotations
+
+import re
+
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+_BINARY = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+_DECIMAL = {"kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12}
+
+
+def parse_size(value: int | str) -> int:
+    """Return a size in bytes. Raises ValueError with the accepted forms."""
+    if isinstance(value, bool):
+        raise ValueError("a size must be a number of bytes or a string like '4k' or '2GiB'")
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError("a size cannot be negative")
+        return value
+    match = _SIZE_RE.match(str(value))
+    if not match:
+        raise ValueError(f"{value!r} is not a size; write e.g. 4096, '4k', '512MiB' or '2GiB'")
+    number, suffix = float(match.group(1)), match.group(2)
+    key = suffix.lower()
+    if key.endswith("ib"):
+        key = key[:-2]
+    if suffix in ("KB", "MB", "GB", "TB"):
+        factor = _DECIMAL[suffix.lower()]
+    elif key in _BINARY:
+        factor = _BINARY[key]
+    else:
+        raise ValueError(f"{value!r}: unknown size suffix {suffix!r}; use k, m, g, t or KiB, MiB, GiB")
+    result = number * factor
+    if result != int(result):
+        raise ValueError(f"{value!r} is not a whole number of bytes")
+    return int(result)
+
+
+_DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
+_DURATION_FACTOR = {"ms": 0.001, "s": 1.0, None: 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_duration_s(value: int | float | str) -> float:
+    """Return a duration in seconds from 30, '30s', '2m', '500ms'."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if value < 0:
+            raise ValueError("a duration cannot be negative")
+        return float(value)
+    match = _DURATION_RE.match(str(value))
+    if not match:
+        raise ValueError(f"{value!r} is not a duration; write e.g. 30, '30s', '2m' or '500ms'")
+    return float(match.group(1)) * _DURATION_FACTOR[match.group(2)]
+
+
+def format_bytes(n: float) -> str:
+    """Human-readable binary size: 4096 -> '4 KiB'."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if float(n).is_integer() else f"{n:.1f} {unit}"
+        n /= 1024
+    raise AssertionError("unreachable")
+
+
+def fio_size(n: int) -> str:
+    """A byte count in a form fio reads exactly (it takes plain integers as bytes)."""
+    return str(int(n))

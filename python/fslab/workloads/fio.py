@@ -1,0 +1,268 @@
+"""fio: a job built from study parameters (or the user's own job file), run for real with
+JSON output, parsed into per-direction IOPS, bandwidth and latency metrics.
+
+fio failing, hanging past its timeout or printing something that is not JSON raises
+FslabError; the runner stores that run as failed with fio's stderr beside it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from ..commands import run_command, tool_version
+from ..errors import CommandFailed, FslabError
+from ..units import parse_duration_s, parse_size
+from . import ParamError, RunContext, WorkloadResult
+
+RW_CHOICES = ("read", "write", "rw", "readwrite", "randread", "randwrite", "randrw",
+              "trim", "randtrim", "trimwrite")
+SIZE_OPTIONS = ("bs", "size", "offset", "io_size")
+INT_OPTIONS = ("nrfiles", "numjobs", "iodepth", "rwmixread", "rwmixwrite", "fsync",
+               "fdatasync", "openfiles", "iodepth_batch_submit", "loops")
+BOOL_OPTIONS = ("direct", "time_based", "end_fsync", "fsync_on_close", "invalidate",
+                "buffered", "randrepeat", "sync", "create_on_open")
+DURATION_OPTIONS = ("runtime", "ramp_time")
+# fslab's own keys, not passed to fio.
+OWN_KEYS = ("job_file",)
+_OPTION_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+QUICK_MIN_SIZE = 64 << 20
+QUICK_RUNTIME_S = 3
+QUICK_RAMP_S = 1
+
+
+def _size_or_range(key: str, value: Any) -> str:
+    """filesize may be a range ('1k-64k'); both ends must be sizes."""
+    parts = str(value).split("-") if isinstance(value, str) else [value]
+    try:
+        sizes = [parse_size(p) for p in parts]
+    except ValueError as exc:
+        raise ParamError(key, str(exc)) from None
+    return "-".join(str(s) for s in sizes)
+
+
+class FioWorkload:
+    name = "fio"
+    capabilities = frozenset({"direct_io", "traceable", "job_file"})
+
+    def validate(self, params: dict[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in params.items():
+            if not _OPTION_NAME.match(key):
+                raise ParamError(key, "is not a fio option name (lower case letters, digits, _)")
+            if isinstance(value, (list, dict)):
+                raise ParamError(key, "takes one value; to vary it, put it under [workloads.axes]")
+            out[key] = self._normalise(key, value)
+        if "job_file" in out:
+            clash = sorted(set(out) - {"job_file"})
+            if clash:
+                raise ParamError("job_file", f"a job file is run as-is; remove {clash} or put them in the file")
+            return out
+        if "rw" not in out:
+            out["rw"] = "read"
+        if "size" not in out and "filesize" not in out and "io_size" not in out:
+            raise ParamError("size", "fio needs size (how much data per job), e.g. size = '1G'")
+        _parse_only(tuple(sorted((k, str(v)) for k, v in out.items())))
+        return out
+
+    def _normalise(self, key: str, value: Any) -> Any:
+        try:
+            if key == "rw" and value not in RW_CHOICES:
+                raise ParamError(key, f"{value!r} is not an fio pattern; allowed: {', '.join(RW_CHOICES)}")
+            if key in SIZE_OPTIONS:
+                return parse_size(value)
+            if key == "filesize":
+                return _size_or_range(key, value)
+            if key in INT_OPTIONS:
+                if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                    raise ParamError(key, f"must be a whole number >= 0 (given: {value!r})")
+                if key in ("rwmixread", "rwmixwrite") and value > 100:
+                    raise ParamError(key, f"is a percentage, 0 to 100 (given: {value})")
+                if key in ("numjobs", "iodepth", "nrfiles") and value == 0:
+                    raise ParamError(key, "must be at least 1")
+                return value
+            if key in BOOL_OPTIONS:
+                if value in (0, 1, True, False):
+                    return int(value)
+                raise ParamError(key, f"must be 0 or 1 (given: {value!r})")
+            if key in DURATION_OPTIONS:
+                seconds = parse_duration_s(value)
+                if seconds != int(seconds):
+                    raise ParamError(key, "fio takes whole seconds here")
+                return int(seconds)
+        except ValueError as exc:
+            if isinstance(exc, ParamError):
+                raise
+            raise ParamError(key, str(exc)) from None
+        return value
+
+    def quick(self, params: dict[str, Any]) -> dict[str, Any]:
+        out = dict(params)
+        for key in ("size", "io_size"):
+            if key in out:
+                out[key] = min(out[key], max(out[key] // 8, QUICK_MIN_SIZE))
+        if "runtime" in out:
+            out["runtime"] = min(out["runtime"], QUICK_RUNTIME_S)
+        if "ramp_time" in out:
+            out["ramp_time"] = min(out["ramp_time"], QUICK_RAMP_S)
+        return out
+
+    def primary_metrics(self, params: dict[str, Any]) -> list[str]:
+        if int(params.get("bs", 4096)) >= 64 << 10:
+            return ["bw_bytes_per_s", "iops"]
+        return ["iops", "bw_bytes_per_s"]
+
+    def tool_versions(self) -> dict[str, str | None]:
+        return {"fio": tool_version(["fio", "--version"])}
+
+    def default_timeout_s(self, params: dict[str, Any]) -> float:
+        if "runtime" in params:
+            return 3 * (params["runtime"] + params.get("ramp_time", 0)) + 300
+        return 3600.0
+
+    def run(self, params: dict[str, Any], ctx: RunContext) -> WorkloadResult:
+        if "job_file" in params:
+            source = Path(params["job_file"])
+            if not source.is_absolute():
+                source = ctx.study_dir / source
+            if not source.is_file():
+                raise FslabError(f"job_file {params['job_file']!r} not found (looked at {source})")
+            job_path = ctx.artifact_dir / "job.fio"
+            shutil.copyfile(source, job_path)
+            extra = [f"--directory={ctx.mountpoint}"]
+        else:
+            job_path = ctx.artifact_dir / "job.fio"
+            job_path.write_text(job_file_text(params, ctx.mountpoint))
+            extra = []
+        output = ctx.artifact_dir / "fio.json"
+        argv = ["fio", "--output-format=json", f"--output={output}", *extra, str(job_path)]
+        timeout = ctx.timeout_s or self.default_timeout_s(params)
+        try:
+            done = run_command(argv, timeout=timeout, preexec=ctx.memory.enter if ctx.memory else None)
+        except CommandFailed as exc:
+            (ctx.artifact_dir / "fio.stderr").write_text(exc.stderr)
+            raise
+        (ctx.artifact_dir / "fio.stderr").write_text(done.stderr)
+        text = output.read_text() if output.exists() else ""
+        report = parse_json_output(text, done.stderr)
+        metrics, runtime_s = metrics_from_report(report)
+        runtime_s += params.get("ramp_time", 0)
+        return WorkloadResult(metrics, runtime_s, info={"fio_version": report.get("fio version")})
+
+
+def job_file_text(params: dict[str, Any], directory: Path) -> str:
+    lines = ["[global]", f"directory={directory}", "group_reporting=1", "", "[job]"]
+    for key, value in params.items():
+        if key not in OWN_KEYS:
+            lines.append(f"{key}={value}")
+    return "\n".join(lines) + "\n"
+
+
+@cache
+def _parse_only(items: tuple[tuple[str, str], ...]) -> None:
+    """Let fio itself reject unknown options and bad values, before anything runs."""
+    if shutil.which("fio") is None:
+        return  # `fslab doctor` reports it; the run itself will fail with the fix.
+    import tempfile
+
+    with tempfile.NamedTemporaryFile("w", suffix=".fio") as job:
+        job.write(job_file_text(dict(items), Path("/tmp")))
+        job.flush()
+        try:
+            run_command(["fio", "--parse-only", job.name], timeout=30)
+        except CommandFailed as exc:
+            message = " ".join(
+                line.strip() for line in exc.stderr.splitlines() if line.strip() and "fio:" in line
+            ) or exc.stderr.strip()
+            key = _option_in(message, [k for k, _ in items])
+            raise ParamError(key or "kind", f"fio rejects it: {message}") from None
+
+
+def _option_in(message: str, keys: list[str]) -> str | None:
+    for key in keys:
+        if re.search(rf"\b{re.escape(key)}\b", message):
+            return key
+    return None
+
+
+def parse_json_output(text: str, stderr: str = "") -> dict[str, Any]:
+    """fio's JSON report; fio may print warnings before it, which are skipped."""
+    start = text.find("{")
+    if start < 0:
+        raise FslabError(
+            "fio printed no JSON report" + (f"; its stderr says: {stderr.strip()[-500:]}" if stderr.strip() else "")
+        )
+    try:
+        return json.loads(text[start:])
+    except json.JSONDecodeError as exc:
+        raise FslabError(f"fio's output is not valid JSON ({exc}); raw output kept in fio.json") from None
+
+
+def _percentile(clat: dict[str, Any], point: str) -> float | None:
+    table = clat.get("percentile") or {}
+    for key, value in table.items():
+        if abs(float(key) - float(point)) < 1e-9:
+            return float(value)
+    return None
+
+
+def _direction_metrics(prefix: str, d: dict[str, Any]) -> dict[str, float]:
+    out = {
+        f"{prefix}_iops": float(d["iops"]),
+        f"{prefix}_bw_bytes_per_s": float(d["bw_bytes"]),
+        f"{prefix}_io_bytes": float(d["io_bytes"]),
+        f"{prefix}_runtime_ms": float(d["runtime"]),
+        f"{prefix}_lat_mean_ns": float(d.get("lat_ns", {}).get("mean", 0.0)),
+        f"{prefix}_clat_mean_ns": float(d.get("clat_ns", {}).get("mean", 0.0)),
+    }
+    for label, point in (("p50", "50"), ("p99", "99"), ("p99_9", "99.9")):
+        value = _percentile(d.get("clat_ns", {}), point)
+        if value is not None:
+            out[f"{prefix}_clat_{label}_ns"] = value
+    return out
+
+
+def metrics_from_report(report: dict[str, Any]) -> tuple[dict[str, float], float]:
+    """Metrics and fio's own runtime in seconds. Throughput is summed over job sections;
+    latencies are given per direction for one section, per section when there are more."""
+    jobs = report.get("jobs") or []
+    if not jobs:
+        raise FslabError("fio's report has no jobs")
+    for job in jobs:
+        if job.get("error"):
+            raise FslabError(f"fio job {job.get('jobname')!r} failed with error {job['error']}")
+    metrics: dict[str, float] = {}
+    total_iops = 0.0
+    total_bw = 0.0
+    for direction in ("read", "write", "trim"):
+        sections = [job[direction] for job in jobs if job.get(direction, {}).get("total_ios", 0) > 0]
+        if not sections:
+            continue
+        if len(jobs) == 1:
+            metrics.update(_direction_metrics(direction, sections[0]))
+        else:
+            for job in jobs:
+                if job.get(direction, {}).get("total_ios", 0) > 0:
+                    name = re.sub(r"[^a-z0-9_]", "_", str(job["jobname"]).lower())
+                    metrics.update(_direction_metrics(f"{name}_{direction}", job[direction]))
+            metrics[f"{direction}_iops"] = sum(float(s["iops"]) for s in sections)
+            metrics[f"{direction}_bw_bytes_per_s"] = sum(float(s["bw_bytes"]) for s in sections)
+        total_iops += sum(float(s["iops"]) for s in sections)
+        total_bw += sum(float(s["bw_bytes"]) for s in sections)
+    metrics["iops"] = total_iops
+    metrics["bw_bytes_per_s"] = total_bw
+    sync = [job["sync"] for job in jobs if job.get("sync", {}).get("total_ios", 0) > 0]
+    if len(sync) == 1:
+        metrics["sync_lat_mean_ns"] = float(sync[0]["lat_ns"]["mean"])
+        p99 = _percentile(sync[0]["lat_ns"], "99")
+        if p99 is not None:
+            metrics["sync_lat_p99_ns"] = p99
+    if len(jobs) == 1:
+        metrics["cpu_user_pct"] = float(jobs[0].get("usr_cpu", 0.0))
+        metrics["cpu_sys_pct"] = float(jobs[0].get("sys_cpu", 0.0))
+    runtime_ms = max(float(job.get("job_runtime", 0)) for job in jobs)
+    return metrics, runtime_ms / 1000.0
