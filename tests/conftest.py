@@ -1,0 +1,73 @@
+"""Shared fixtures. Tests that touch devices make their own sparse image, loop device and
+mount point under their own temp dir and release them through context managers, even
+when they fail; they never touch a device they did not create."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from fslab.devices import DeviceHandle
+from fslab.devices.image import provision
+from fslab.filesystems import FILESYSTEMS, mkfs, mounted
+from fslab.spec import DeviceSection
+
+
+def _device_support_missing() -> str | None:
+    if os.geteuid() != 0:
+        return "needs root"
+    if not Path("/dev/loop-control").exists():
+        return "needs loop devices"
+    if shutil.which("losetup") is None:
+        return "needs losetup"
+    return None
+
+
+@pytest.fixture
+def device_support() -> None:
+    reason = _device_support_missing()
+    if reason:
+        pytest.skip(reason)
+
+
+@pytest.fixture
+def loop_device(device_support: None, tmp_path: Path) -> Callable[..., contextlib.AbstractContextManager[DeviceHandle]]:
+    """``with loop_device(size="1GiB") as dev:`` a fresh loop device on a sparse image."""
+
+    def make(size: str = "1GiB") -> contextlib.AbstractContextManager[DeviceHandle]:
+        section = DeviceSection(kind="image", size=size)
+        return provision(section, tmp_path / "images", os.urandom(4).hex())
+
+    return make
+
+
+@pytest.fixture
+def mounted_fs(loop_device: Callable[..., contextlib.AbstractContextManager[DeviceHandle]],
+               tmp_path: Path) -> Callable[..., contextlib.AbstractContextManager[tuple[DeviceHandle, Path]]]:
+    """``with mounted_fs("ext4") as (dev, mountpoint):`` a made and mounted file system."""
+
+    @contextlib.contextmanager
+    def make(fs_type: str, size: str = "1GiB", mkfs_args: tuple[str, ...] = (),
+             options: tuple[str, ...] = ()) -> Iterator[tuple[DeviceHandle, Path]]:
+        fstype = FILESYSTEMS.get(fs_type)
+        with loop_device(size) as dev:
+            mkfs(fstype, dev, list(mkfs_args))
+            mnt = tmp_path / f"mnt-{os.urandom(3).hex()}"
+            with mounted(fstype, dev, list(options), mnt):
+                yield dev, mnt
+
+    return make
+
+
+def fslab_leftovers() -> list[str]:
+    """Loop devices and mounts fslab made that still exist (must be none after a test)."""
+    from fslab.devices.image import fslab_loop_devices
+
+    loops = [f"{loop} ({image})" for loop, image in fslab_loop_devices()]
+    mounts = [line for line in Path("/proc/mounts").read_text().splitlines() if "/mnt-" in line.split()[1]]
+    return loops + mounts
