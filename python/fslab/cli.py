@@ -141,6 +141,14 @@ def _print_report(results: Path, study_id: int | None, metric: str | None) -> No
     table = build_table(runs, metric, cells)
     console.print(render(table, title))
     console.print(LEGEND, style="dim")
+    # Workloads may add tables of their own (e.g. Bonnie++'s Table IV layout).
+    from .workloads import WORKLOADS
+
+    for kind in dict.fromkeys(c["workload_kind"] for c in cells):
+        extra = getattr(WORKLOADS.get(kind), "report_tables", None)
+        if extra is not None:
+            for renderable in extra(runs, cells):
+                console.print(renderable)
     for skip in row.skipped:
         console.print(f"[yellow]{skip['filesystem']}: {skip['reason']}[/yellow]")
     failed = [r for r in runs if r["status"] != "ok"]
@@ -260,7 +268,7 @@ def _register_optional_commands() -> None:
     """Command families that live in their own modules."""
     import importlib
 
-    for module in ("fslab.cli_simulate",):
+    for module in ("fslab.cli_simulate", "fslab.cli_trace"):
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError as exc:
