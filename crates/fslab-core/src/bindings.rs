@@ -11,5 +11,6 @@ fn core_version() -> &'static str {
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(core_version, m)?)?;
+    crate::trace::py::register(m)?;
     Ok(())
 }

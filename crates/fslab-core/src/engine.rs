@@ -68,6 +68,10 @@ impl EventQueue {
         self.heap.pop()
     }
 
+    pub fn peek_time(&self) -> Option<Ns> {
+        self.heap.peek().map(|e| e.time)
+    }
+
     pub fn is_empty(&self) -> bool {
         self.heap.is_empty()
     }

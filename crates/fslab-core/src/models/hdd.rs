@@ -1,0 +1,496 @@
+//! HDD model: zoned recording (outer tracks faster), a seek curve (square root for short
+//! seeks, linear for long ones), a spindle whose angle is a function of time, an on-disk
+//! cache with read-ahead segments and write-back, and NCQ scheduling by shortest access
+//! time first (seek + rotational wait), with an age limit against starvation.
+//!
+//! The arm is the one busy resource; the model asks the engine to wake it when the arm
+//! finishes an operation, then picks the next. Read-ahead runs while the arm is idle
+//! after a read and stops when the arm is needed elsewhere.
+
+use std::collections::VecDeque;
+
+use crate::engine::Ctx;
+use crate::error::{CoreError, Result};
+use crate::models::{Counters, DeviceModel};
+use crate::params::{ParamReader, Params};
+use crate::request::{Ns, Op, Request, SECTOR_BYTES};
+
+#[derive(Clone, Debug)]
+pub struct HddConfig {
+    pub capacity: u64,
+    pub rpm: f64,
+    pub heads: u32,
+    pub zones: u32,
+    pub outer_mb_per_s: f64,
+    pub inner_mb_per_s: f64,
+    pub seek_track_ns: Ns,
+    pub seek_average_ns: Ns,
+    pub seek_full_ns: Ns,
+    pub head_switch_ns: Ns,
+    pub cmd_overhead_ns: Ns,
+    pub link_mb_per_s: f64,
+    pub cache_bytes: u64,
+    pub readahead_bytes: u64,
+    pub cache_segments: u32,
+    pub write_cache: bool,
+    pub ncq_depth: u32,
+    pub max_wait_ns: Ns,
+}
+
+impl HddConfig {
+    pub fn from_params(params: &Params) -> Result<Self> {
+        let r = ParamReader::new("hdd", params);
+        let cfg = HddConfig {
+            capacity: r.int("capacity", 500_107_862_016, 1 << 20, 1 << 50)?,
+            rpm: r.num("rpm", 7200.0, 1000.0, 20000.0)?,
+            heads: r.int("heads", 2, 1, 64)? as u32,
+            zones: r.int("zones", 16, 1, 1000)? as u32,
+            outer_mb_per_s: r.num("outer_mb_per_s", 190.0, 1.0, 1e4)?,
+            inner_mb_per_s: r.num("inner_mb_per_s", 95.0, 1.0, 1e4)?,
+            seek_track_ns: r.ns("seek_track_ns", 1_000_000)?,
+            seek_average_ns: r.ns("seek_average_ns", 9_000_000)?,
+            seek_full_ns: r.ns("seek_full_ns", 18_000_000)?,
+            head_switch_ns: r.ns("head_switch_ns", 500_000)?,
+            cmd_overhead_ns: r.ns("cmd_overhead_ns", 200_000)?,
+            link_mb_per_s: r.num("link_mb_per_s", 550.0, 1.0, 1e6)?,
+            cache_bytes: r.int("cache_bytes", 32 << 20, 0, 1 << 40)?,
+            readahead_bytes: r.int("readahead_bytes", 1 << 20, 0, 1 << 40)?,
+            cache_segments: r.int("cache_segments", 16, 1, 4096)? as u32,
+            write_cache: r.int("write_cache", 1, 0, 1)? == 1,
+            ncq_depth: r.int("ncq_depth", 32, 1, 1024)? as u32,
+            max_wait_ns: r.ns("max_wait_ns", 1_000_000_000)?,
+        };
+        r.finish()?;
+        if cfg.inner_mb_per_s > cfg.outer_mb_per_s {
+            return Err(CoreError::BadParam { name: "inner_mb_per_s".into(), reason: "must not exceed outer_mb_per_s".into() });
+        }
+        if !(cfg.seek_track_ns <= cfg.seek_average_ns && cfg.seek_average_ns <= cfg.seek_full_ns) {
+            return Err(CoreError::BadParam {
+                name: "seek_average_ns".into(),
+                reason: "need seek_track_ns <= seek_average_ns <= seek_full_ns".into(),
+            });
+        }
+        Ok(cfg)
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Zone {
+    start_lba: u64,
+    end_lba: u64,
+    first_cyl: u64,
+    spt: u64,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Place {
+    cyl: u64,
+    head: u64,
+    /// Angular position of the sector on its track, in revolutions [0, 1).
+    angle: f64,
+    ns_per_sector: f64,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Pending {
+    tag: u64,
+    op: Op,
+    lba: u64,
+    sectors: u64,
+    arrival: Ns,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Dirty {
+    lba: u64,
+    sectors: u64,
+}
+
+/// A cached range [start, end). Sector k >= `base` becomes available at
+/// t_base + (k - base + 1) * ns_per_sector (read-ahead filling it); below `base` at once.
+#[derive(Clone, Copy, Debug)]
+struct Segment {
+    start: u64,
+    end: u64,
+    base: u64,
+    t_base: Ns,
+    ns_per_sector: f64,
+}
+
+impl Segment {
+    fn ready_at(&self, last_sector: u64) -> Ns {
+        if last_sector < self.base {
+            0
+        } else {
+            self.t_base + ((last_sector - self.base + 1) as f64 * self.ns_per_sector).ceil() as Ns
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Work {
+    Host(Pending),
+    Destage(Dirty),
+}
+
+pub struct Hdd {
+    cfg: HddConfig,
+    zones: Vec<Zone>,
+    cylinders: u64,
+    rev_ns: f64,
+    cur_cyl: u64,
+    cur_head: u64,
+    busy: bool,
+    in_flight: Option<Work>,
+    queue: VecDeque<Pending>,
+    dirty: VecDeque<Dirty>,
+    dirty_sectors: u64,
+    flush_waiters: Vec<u64>,
+    segments: VecDeque<Segment>,
+    /// Index 0 of `segments` is still being filled by read-ahead (arm idle after a read).
+    ra_active: bool,
+    ra_planned_end: u64,
+    /// Read-ahead must run at least this long: cache hits were promised data from it.
+    ra_promised: Ns,
+    // counters
+    host_read_bytes: u64,
+    host_write_bytes: u64,
+    media_write_bytes: u64,
+    media_read_bytes: u64,
+    cache_hits: u64,
+    seeks: u64,
+}
+
+const TOKEN_ARM: u64 = 0;
+
+impl Hdd {
+    pub fn from_params(params: &Params) -> Result<Self> {
+        Ok(Hdd::new(HddConfig::from_params(params)?))
+    }
+
+    pub fn new(cfg: HddConfig) -> Self {
+        let rev_ns = 60e9 / cfg.rpm;
+        // Sectors per track fall linearly from the outer to the inner zone; every zone
+        // has the same number of cylinders, enough to hold the capacity.
+        let spt: Vec<u64> = (0..cfg.zones)
+            .map(|z| {
+                let f = if cfg.zones == 1 { 0.0 } else { z as f64 / (cfg.zones - 1) as f64 };
+                let rate = cfg.outer_mb_per_s + (cfg.inner_mb_per_s - cfg.outer_mb_per_s) * f;
+                ((rate * 1e6 * rev_ns / 1e9) / SECTOR_BYTES as f64).round().max(1.0) as u64
+            })
+            .collect();
+        let total_sectors = cfg.capacity / SECTOR_BYTES;
+        let per_cyl_all: u64 = spt.iter().sum::<u64>() * cfg.heads as u64;
+        let cyl_per_zone = total_sectors.div_ceil(per_cyl_all);
+        let mut zones = Vec::new();
+        let mut lba = 0;
+        for (z, &s) in spt.iter().enumerate() {
+            let sectors = cyl_per_zone * cfg.heads as u64 * s;
+            zones.push(Zone { start_lba: lba, end_lba: lba + sectors, first_cyl: z as u64 * cyl_per_zone, spt: s });
+            lba += sectors;
+        }
+        Hdd {
+            cylinders: cyl_per_zone * cfg.zones as u64,
+            zones,
+            rev_ns,
+            cur_cyl: 0,
+            cur_head: 0,
+            busy: false,
+            in_flight: None,
+            queue: VecDeque::new(),
+            dirty: VecDeque::new(),
+            dirty_sectors: 0,
+            flush_waiters: Vec::new(),
+            segments: VecDeque::new(),
+            ra_active: false,
+            ra_planned_end: 0,
+            ra_promised: 0,
+            host_read_bytes: 0,
+            host_write_bytes: 0,
+            media_write_bytes: 0,
+            media_read_bytes: 0,
+            cache_hits: 0,
+            seeks: 0,
+            cfg,
+        }
+    }
+
+    fn locate(&self, lba: u64) -> Place {
+        let z = match self.zones.binary_search_by(|z| {
+            if lba < z.start_lba {
+                std::cmp::Ordering::Greater
+            } else if lba >= z.end_lba {
+                std::cmp::Ordering::Less
+            } else {
+                std::cmp::Ordering::Equal
+            }
+        }) {
+            Ok(i) => self.zones[i],
+            Err(_) => *self.zones.last().unwrap(),
+        };
+        let off = lba.saturating_sub(z.start_lba);
+        let track = off / z.spt;
+        let heads = self.cfg.heads as u64;
+        Place {
+            cyl: (z.first_cyl + track / heads).min(self.cylinders - 1),
+            head: track % heads,
+            angle: (off % z.spt) as f64 / z.spt as f64,
+            ns_per_sector: self.rev_ns / z.spt as f64,
+        }
+    }
+
+    /// Seek time for a move of `d` cylinders: t2t + (avg - t2t) * sqrt((d-1)/(C/3-1)) up to a
+    /// third of the stroke, then linear to the full-stroke time.
+    pub fn seek_ns(&self, d: u64) -> f64 {
+        if d == 0 {
+            return 0.0;
+        }
+        let c = self.cylinders as f64;
+        let third = (c / 3.0).max(2.0);
+        let (t2t, avg, full) = (self.cfg.seek_track_ns as f64, self.cfg.seek_average_ns as f64, self.cfg.seek_full_ns as f64);
+        let d = d as f64;
+        if d <= third {
+            t2t + (avg - t2t) * ((d - 1.0) / (third - 1.0)).sqrt()
+        } else {
+            avg + (full - avg) * (d - third) / (c - third).max(1.0)
+        }
+    }
+
+    /// Start of media transfer for an access to `p`, if positioning begins at `t`.
+    fn media_start(&self, t: Ns, p: &Place) -> f64 {
+        let d = self.cur_cyl.abs_diff(p.cyl);
+        let mut seek = self.seek_ns(d);
+        if d == 0 && p.head != self.cur_head {
+            seek = self.cfg.head_switch_ns as f64;
+        }
+        let arrive = t as f64 + seek;
+        let angle_now = (arrive % self.rev_ns) / self.rev_ns;
+        let mut wait = p.angle - angle_now;
+        if wait < 0.0 {
+            wait += 1.0;
+        }
+        arrive + wait * self.rev_ns
+    }
+
+    fn link_ns(&self, bytes: u64) -> Ns {
+        (bytes as f64 * 1000.0 / self.cfg.link_mb_per_s).round() as Ns
+    }
+
+    /// Stop read-ahead at time `t`: the segment keeps what was read by then (or promised).
+    fn stop_readahead(&mut self, t: Ns) -> Ns {
+        if !self.ra_active {
+            return t;
+        }
+        self.ra_active = false;
+        let start = t.max(self.ra_promised);
+        if let Some(seg) = self.segments.front_mut() {
+            let elapsed = start.saturating_sub(seg.t_base) as f64;
+            let reached = seg.base + (elapsed / seg.ns_per_sector) as u64;
+            seg.end = reached.min(self.ra_planned_end).max(seg.base);
+        }
+        start
+    }
+
+    fn cache_hit(&mut self, now: Ns, lba: u64, sectors: u64) -> Option<Ns> {
+        let end = lba + sectors;
+        for (i, seg) in self.segments.iter().enumerate() {
+            let seg_end = if i == 0 && self.ra_active { self.ra_planned_end } else { seg.end };
+            if seg.start <= lba && end <= seg_end {
+                let ready = seg.ready_at(end - 1);
+                if i == 0 && self.ra_active {
+                    self.ra_promised = self.ra_promised.max(ready);
+                    // A sequential reader keeps read-ahead going a window ahead of it.
+                    let ra = self.cfg.readahead_bytes / SECTOR_BYTES;
+                    self.ra_planned_end = self.ra_planned_end.max(end + ra).min(self.cfg.capacity / SECTOR_BYTES);
+                }
+                return Some(ready.max(now));
+            }
+        }
+        None
+    }
+
+    fn invalidate_cache(&mut self, lba: u64, sectors: u64) {
+        let end = lba + sectors;
+        let mut i = 0;
+        while i < self.segments.len() {
+            let s = self.segments[i];
+            let s_end = if i == 0 && self.ra_active { self.ra_planned_end } else { s.end };
+            if s.start < end && lba < s_end {
+                if i == 0 {
+                    self.ra_active = false;
+                }
+                self.segments.remove(i);
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    /// Choose and start the next arm operation at `now`, if any.
+    fn start_next(&mut self, now: Ns, ctx: &mut dyn Ctx) {
+        if self.busy || (self.queue.is_empty() && self.dirty.is_empty()) {
+            return;
+        }
+        let t = self.stop_readahead(now);
+        let window = self.queue.len().min(self.cfg.ncq_depth as usize);
+        // Starvation guard: the oldest queued command goes first once it is too old.
+        let mut choice: Option<(usize, bool)> = None;
+        if let Some(oldest) = self.queue.front() {
+            if t.saturating_sub(oldest.arrival) > self.cfg.max_wait_ns {
+                choice = Some((0, true));
+            }
+        }
+        if choice.is_none() {
+            let mut best = f64::INFINITY;
+            for i in 0..window {
+                let q = self.queue[i];
+                let ms = self.media_start(t + self.cfg.cmd_overhead_ns, &self.locate(q.lba));
+                if ms < best {
+                    best = ms;
+                    choice = Some((i, true));
+                }
+            }
+            for i in 0..self.dirty.len().min(64) {
+                let ms = self.media_start(t, &self.locate(self.dirty[i].lba));
+                if ms < best {
+                    best = ms;
+                    choice = Some((i, false));
+                }
+            }
+        }
+        let (i, host) = choice.expect("non-empty queue");
+        let (work, lba, sectors, start_t) = if host {
+            let q = self.queue.remove(i).unwrap();
+            (Work::Host(q), q.lba, q.sectors, t + self.cfg.cmd_overhead_ns)
+        } else {
+            let d = self.dirty.remove(i).unwrap();
+            (Work::Destage(d), d.lba, d.sectors, t)
+        };
+        let p = self.locate(lba);
+        if p.cyl != self.cur_cyl {
+            self.seeks += 1;
+        }
+        let ms = self.media_start(start_t, &p);
+        let media_end = (ms + sectors as f64 * p.ns_per_sector).ceil() as Ns;
+        let end_place = self.locate(lba + sectors - 1);
+        self.cur_cyl = end_place.cyl;
+        self.cur_head = end_place.head;
+        let bytes = sectors * SECTOR_BYTES;
+        match work {
+            Work::Host(q) if q.op == Op::Read => {
+                self.media_read_bytes += bytes;
+                ctx.complete(q.tag, media_end + self.link_ns(bytes));
+            }
+            Work::Host(q) => {
+                self.media_write_bytes += bytes;
+                ctx.complete(q.tag, media_end);
+            }
+            Work::Destage(_) => self.media_write_bytes += bytes,
+        }
+        self.busy = true;
+        self.in_flight = Some(work);
+        // Arm is free at media_end; the engine wakes us then.
+        ctx.wake_at(media_end, TOKEN_ARM);
+        let _ = p;
+    }
+
+    fn finish(&mut self, now: Ns) {
+        self.busy = false;
+        match self.in_flight.take() {
+            Some(Work::Host(q)) if q.op == Op::Read && self.cfg.readahead_bytes > 0 && self.cfg.cache_bytes > 0 => {
+                let p = self.locate(q.lba + q.sectors - 1);
+                let end = q.lba + q.sectors;
+                let ra = self.cfg.readahead_bytes / SECTOR_BYTES;
+                self.segments.push_front(Segment { start: q.lba, end, base: end, t_base: now, ns_per_sector: p.ns_per_sector });
+                self.ra_active = true;
+                self.ra_planned_end = (end + ra).min(self.cfg.capacity / SECTOR_BYTES);
+                self.ra_promised = now;
+                while self.segments.len() > self.cfg.cache_segments as usize {
+                    self.segments.pop_back();
+                }
+            }
+            Some(Work::Destage(d)) => {
+                self.dirty_sectors -= d.sectors;
+            }
+            _ => {}
+        }
+    }
+
+    fn release_flushes(&mut self, now: Ns, ctx: &mut dyn Ctx) {
+        if self.dirty.is_empty() && !matches!(self.in_flight, Some(Work::Destage(_))) {
+            for tag in self.flush_waiters.drain(..) {
+                ctx.complete(tag, now);
+            }
+        }
+    }
+}
+
+impl DeviceModel for Hdd {
+    fn capacity_bytes(&self) -> u64 {
+        self.cfg.capacity
+    }
+
+    fn submit(&mut self, now: Ns, tag: u64, req: &Request, ctx: &mut dyn Ctx) {
+        let lba = req.sector;
+        let sectors = req.bytes.div_ceil(SECTOR_BYTES).max(1);
+        match req.op {
+            Op::Read => {
+                self.host_read_bytes += req.bytes;
+                if let Some(ready) = self.cache_hit(now + self.cfg.cmd_overhead_ns, lba, sectors) {
+                    self.cache_hits += 1;
+                    ctx.complete(tag, ready + self.link_ns(req.bytes));
+                    return;
+                }
+                self.queue.push_back(Pending { tag, op: Op::Read, lba, sectors, arrival: now });
+            }
+            Op::Write => {
+                self.host_write_bytes += req.bytes;
+                self.invalidate_cache(lba, sectors);
+                let room = self.cfg.cache_bytes / SECTOR_BYTES;
+                if self.cfg.write_cache && !req.fua && self.dirty_sectors + sectors <= room {
+                    self.dirty_sectors += sectors;
+                    match self.dirty.back_mut() {
+                        // Sequential writes coalesce into one destage.
+                        Some(last) if last.lba + last.sectors == lba => last.sectors += sectors,
+                        _ => self.dirty.push_back(Dirty { lba, sectors }),
+                    }
+                    ctx.complete(tag, now + self.cfg.cmd_overhead_ns + self.link_ns(req.bytes));
+                } else {
+                    self.queue.push_back(Pending { tag, op: Op::Write, lba, sectors, arrival: now });
+                }
+            }
+            Op::Trim => ctx.complete(tag, now + self.cfg.cmd_overhead_ns),
+            Op::Flush => {
+                self.flush_waiters.push(tag);
+                self.release_flushes(now + self.cfg.cmd_overhead_ns, ctx);
+            }
+        }
+        self.start_next(now, ctx);
+    }
+
+    fn wake(&mut self, now: Ns, _token: u64, ctx: &mut dyn Ctx) {
+        self.finish(now);
+        self.release_flushes(now, ctx);
+        self.start_next(now, ctx);
+    }
+
+    fn reset_counters(&mut self) {
+        self.host_read_bytes = 0;
+        self.host_write_bytes = 0;
+        self.media_read_bytes = 0;
+        self.media_write_bytes = 0;
+        self.cache_hits = 0;
+        self.seeks = 0;
+    }
+
+    fn counters(&self) -> Counters {
+        let mut c = Counters::new();
+        c.insert("host_read_bytes", self.host_read_bytes);
+        c.insert("host_write_bytes", self.host_write_bytes);
+        c.insert("media_read_bytes", self.media_read_bytes);
+        c.insert("media_write_bytes", self.media_write_bytes);
+        c.insert("cache_hits", self.cache_hits);
+        c.insert("seeks", self.seeks);
+        c
+    }
+}

@@ -1,0 +1,60 @@
+//! Device models that sit on top of the engine. Each implements `DeviceModel`; `build`
+//! is the one table that maps a `kind` parameter to a model, so adding a model touches
+//! this table plus the model's own file.
+
+pub mod ftl;
+pub mod hdd;
+pub mod raid;
+pub mod ssd;
+
+use std::collections::BTreeMap;
+
+use crate::engine::Ctx;
+use crate::error::{CoreError, Result};
+use crate::params::{Params, Value};
+use crate::request::{Ns, Request};
+
+/// Named event counters of a model (`host_write_bytes`, `media_write_bytes`, `gc_runs`,
+/// `erases`, `member_reads`, ...). Names carry their unit or say they are counts.
+pub type Counters = BTreeMap<&'static str, u64>;
+
+pub trait DeviceModel {
+    /// Logical capacity the host may address, in bytes.
+    fn capacity_bytes(&self) -> u64;
+    /// A request arrives at `now`. The model reports its completion, now or later,
+    /// through `ctx.complete(tag, at)`.
+    fn submit(&mut self, now: Ns, tag: u64, req: &Request, ctx: &mut dyn Ctx);
+    /// A wake-up the model asked for with `ctx.wake_at(at, token)`.
+    fn wake(&mut self, _now: Ns, _token: u64, _ctx: &mut dyn Ctx) {}
+    /// Bring the device to the state it would have after long use, without timing
+    /// (e.g. an SSD's FTL filled and overwritten). Called before replay.
+    fn precondition(&mut self) {}
+    /// Zero the counters so they cover only what follows (after preconditioning).
+    fn reset_counters(&mut self);
+    fn counters(&self) -> Counters;
+}
+
+/// Build a model from its parameters; `kind` selects the model.
+pub fn build(params: &Params) -> Result<Box<dyn DeviceModel>> {
+    let kind = match params.get("kind") {
+        Some(Value::Text(k)) => k.as_str(),
+        _ => return Err(CoreError::BadParam { name: "kind".into(), reason: "missing; use hdd, ssd or raid".into() }),
+    };
+    match kind {
+        "ssd" => Ok(Box::new(ssd::Ssd::from_params(params)?)),
+        "hdd" => Ok(Box::new(hdd::Hdd::from_params(params)?)),
+        "raid" => Ok(Box::new(raid::Raid::from_params(params)?)),
+        other => Err(CoreError::UnknownKind(other.into())),
+    }
+}
+
+/// Write amplification from counters: bytes programmed to media per byte the host wrote.
+pub fn write_amplification(c: &Counters) -> f64 {
+    let host = *c.get("host_write_bytes").unwrap_or(&0);
+    let media = *c.get("media_write_bytes").unwrap_or(&0);
+    if host == 0 {
+        0.0
+    } else {
+        media as f64 / host as f64
+    }
+}

@@ -1,0 +1,349 @@
+//! RAID0 and RAID5 over N member models (any kind, built from the `member.*` parameters).
+//!
+//! Chunks are laid out round-robin; RAID5 uses the left-symmetric layout (parity of
+//! stripe s on member N-1 - s mod N, data chunks following it cyclically). A write that
+//! covers a whole stripe writes data and parity with no reads; a partial one chooses
+//! read-modify-write (read old data and parity, write both) or reconstruct-write (read
+//! the untouched data, write new data and parity), whichever needs fewer member I/Os.
+//!
+//! Member completions and wake-ups come back through the outer context as wake tokens:
+//! low bit 0 = completion of sub-I/O (token >> 1), low bit 1 = a member's own wake-up.
+
+use crate::engine::Ctx;
+use crate::error::{CoreError, Result};
+use crate::models::{build, Counters, DeviceModel};
+use crate::params::{sub_params, ParamReader, Params};
+use crate::request::{Ns, Op, Request, SECTOR_BYTES};
+
+struct MemberCtx<'a> {
+    outer: &'a mut dyn Ctx,
+    member: u64,
+    members: u64,
+}
+
+impl Ctx for MemberCtx<'_> {
+    fn complete(&mut self, tag: u64, at: Ns) {
+        self.outer.wake_at(at, tag << 1);
+    }
+    fn wake_at(&mut self, at: Ns, token: u64) {
+        self.outer.wake_at(at, ((token * self.members + self.member) << 1) | 1);
+    }
+}
+
+/// One stripe's share of a host request, done in up to two phases (reads, then writes).
+struct Part {
+    parent: u32,
+    outstanding: u32,
+    writes: Vec<(u32, u64, u64)>,
+}
+
+struct Parent {
+    tag: u64,
+    parts: u32,
+}
+
+pub struct Raid {
+    level: u32,
+    chunk: u64,
+    members: Vec<Box<dyn DeviceModel>>,
+    member_capacity: u64,
+    parts: Vec<Part>,
+    free_parts: Vec<u32>,
+    parents: Vec<Parent>,
+    free_parents: Vec<u32>,
+    /// Sub-I/O slot -> part index.
+    subs: Vec<u32>,
+    free_subs: Vec<u32>,
+    host_write_bytes: u64,
+    host_read_bytes: u64,
+    member_reads: u64,
+    member_writes: u64,
+    full_stripe_writes: u64,
+    rmw_writes: u64,
+    rcw_writes: u64,
+}
+
+impl Raid {
+    pub fn from_params(params: &Params) -> Result<Self> {
+        let r = ParamReader::new("raid", params).with_foreign_prefix("member.");
+        let level = r.int("level", 5, 0, 5)? as u32;
+        let n = r.int("members", 8, 2, 1024)? as usize;
+        let chunk = r.int("chunk_bytes", 512 << 10, 4096, 1 << 30)?;
+        r.finish()?;
+        if level != 0 && level != 5 {
+            return Err(CoreError::BadParam { name: "level".into(), reason: "only RAID0 and RAID5 are modelled".into() });
+        }
+        if level == 5 && n < 3 {
+            return Err(CoreError::BadParam { name: "members".into(), reason: "RAID5 needs at least 3 members".into() });
+        }
+        if chunk % 4096 != 0 {
+            return Err(CoreError::BadParam { name: "chunk_bytes".into(), reason: "must be a multiple of 4096".into() });
+        }
+        let mp = sub_params(params, "member.");
+        let mut members = Vec::with_capacity(n);
+        for i in 0..n {
+            let mut p = mp.clone();
+            // Distinct seeds per member, derived from the member seed, keep runs reproducible.
+            if let Some(crate::params::Value::Num(s)) = p.get("seed").cloned() {
+                p.insert("seed".into(), crate::params::Value::Num(s + i as f64));
+            }
+            members.push(build(&p)?);
+        }
+        let member_capacity = members[0].capacity_bytes() / chunk * chunk;
+        Ok(Raid {
+            level,
+            chunk,
+            members,
+            member_capacity,
+            parts: Vec::new(),
+            free_parts: Vec::new(),
+            parents: Vec::new(),
+            free_parents: Vec::new(),
+            subs: Vec::new(),
+            free_subs: Vec::new(),
+            host_write_bytes: 0,
+            host_read_bytes: 0,
+            member_reads: 0,
+            member_writes: 0,
+            full_stripe_writes: 0,
+            rmw_writes: 0,
+            rcw_writes: 0,
+        })
+    }
+
+    fn data_members(&self) -> u64 {
+        self.members.len() as u64 - if self.level == 5 { 1 } else { 0 }
+    }
+
+    /// Member holding data chunk `i` of stripe `s`, and the parity member (RAID5).
+    fn layout(&self, s: u64, i: u64) -> (u64, u64) {
+        let n = self.members.len() as u64;
+        if self.level == 0 {
+            return (i, u64::MAX);
+        }
+        let parity = n - 1 - s % n;
+        ((parity + 1 + i) % n, parity)
+    }
+
+    fn new_parent(&mut self, tag: u64) -> u32 {
+        let p = Parent { tag, parts: 0 };
+        if let Some(i) = self.free_parents.pop() {
+            self.parents[i as usize] = p;
+            i
+        } else {
+            self.parents.push(p);
+            self.parents.len() as u32 - 1
+        }
+    }
+
+    fn new_part(&mut self, parent: u32) -> u32 {
+        self.parents[parent as usize].parts += 1;
+        let p = Part { parent, outstanding: 0, writes: Vec::new() };
+        if let Some(i) = self.free_parts.pop() {
+            self.parts[i as usize] = p;
+            i
+        } else {
+            self.parts.push(p);
+            self.parts.len() as u32 - 1
+        }
+    }
+
+    fn issue(&mut self, now: Ns, part: u32, member: u32, op: Op, offset: u64, bytes: u64, ctx: &mut dyn Ctx) {
+        let sub = if let Some(i) = self.free_subs.pop() {
+            self.subs[i as usize] = part;
+            i
+        } else {
+            self.subs.push(part);
+            self.subs.len() as u32 - 1
+        };
+        self.parts[part as usize].outstanding += 1;
+        match op {
+            Op::Read => self.member_reads += 1,
+            Op::Write => self.member_writes += 1,
+            _ => {}
+        }
+        let req = Request::new(now, op, offset / SECTOR_BYTES, bytes);
+        let members = self.members.len() as u64;
+        let mut mctx = MemberCtx { outer: ctx, member: member as u64, members };
+        self.members[member as usize].submit(now, sub as u64, &req, &mut mctx);
+    }
+
+    fn part_done(&mut self, now: Ns, part: u32, ctx: &mut dyn Ctx) {
+        let writes = std::mem::take(&mut self.parts[part as usize].writes);
+        if !writes.is_empty() {
+            for (m, off, len) in writes {
+                self.issue(now, part, m, Op::Write, off, len, ctx);
+            }
+            return;
+        }
+        let parent = self.parts[part as usize].parent;
+        self.free_parts.push(part);
+        let pa = &mut self.parents[parent as usize];
+        pa.parts -= 1;
+        if pa.parts == 0 {
+            ctx.complete(pa.tag, now);
+            self.free_parents.push(parent);
+        }
+    }
+
+    /// Split [offset, offset+bytes) into per-stripe lists of (data index, offset in chunk, length).
+    fn split(&self, offset: u64, bytes: u64) -> Vec<(u64, Vec<(u64, u64, u64)>)> {
+        let dm = self.data_members();
+        let mut out: Vec<(u64, Vec<(u64, u64, u64)>)> = Vec::new();
+        let mut pos = offset;
+        let end = offset + bytes;
+        while pos < end {
+            let chunk_no = pos / self.chunk;
+            let within = pos % self.chunk;
+            let len = (self.chunk - within).min(end - pos);
+            let (stripe, idx) = (chunk_no / dm, chunk_no % dm);
+            match out.last_mut() {
+                Some((s, v)) if *s == stripe => v.push((idx, within, len)),
+                _ => out.push((stripe, vec![(idx, within, len)])),
+            }
+            pos += len;
+        }
+        out
+    }
+}
+
+impl DeviceModel for Raid {
+    fn capacity_bytes(&self) -> u64 {
+        self.member_capacity * self.data_members()
+    }
+
+    fn submit(&mut self, now: Ns, tag: u64, req: &Request, ctx: &mut dyn Ctx) {
+        let parent = self.new_parent(tag);
+        // Hold the parent open while issuing, so an immediate member completion cannot close it.
+        let guard = self.new_part(parent);
+        let chunk = self.chunk;
+        match req.op {
+            Op::Flush => {
+                let part = self.new_part(parent);
+                for m in 0..self.members.len() as u32 {
+                    self.issue(now, part, m, Op::Flush, 0, 0, ctx);
+                }
+            }
+            Op::Read | Op::Trim => {
+                if req.op == Op::Read {
+                    self.host_read_bytes += req.bytes;
+                }
+                for (stripe, pieces) in self.split(req.offset(), req.bytes) {
+                    let part = self.new_part(parent);
+                    for (idx, within, len) in pieces {
+                        let (m, _) = self.layout(stripe, idx);
+                        self.issue(now, part, m as u32, req.op, stripe * chunk + within, len, ctx);
+                    }
+                }
+            }
+            Op::Write => {
+                self.host_write_bytes += req.bytes;
+                for (stripe, pieces) in self.split(req.offset(), req.bytes) {
+                    let part = self.new_part(parent);
+                    let base = stripe * chunk;
+                    if self.level == 0 {
+                        for (idx, within, len) in pieces {
+                            let (m, _) = self.layout(stripe, idx);
+                            self.issue(now, part, m as u32, Op::Write, base + within, len, ctx);
+                        }
+                        continue;
+                    }
+                    let dm = self.data_members();
+                    let covered: u64 = pieces.iter().map(|p| p.2).sum();
+                    let (_, parity) = self.layout(stripe, 0);
+                    let lo = pieces.iter().map(|p| p.1).min().unwrap();
+                    let hi = pieces.iter().map(|p| p.1 + p.2).max().unwrap();
+                    let mut writes: Vec<(u32, u64, u64)> =
+                        pieces.iter().map(|&(i, w, l)| (self.layout(stripe, i).0 as u32, base + w, l)).collect();
+                    if covered == dm * chunk {
+                        self.full_stripe_writes += 1;
+                        writes.push((parity as u32, base, chunk));
+                        for (m, off, len) in writes {
+                            self.issue(now, part, m, Op::Write, off, len, ctx);
+                        }
+                        continue;
+                    }
+                    writes.push((parity as u32, base + lo, hi - lo));
+                    let k = pieces.len() as u64;
+                    let rmw_ios = 2 * (k + 1);
+                    let rcw_ios = (dm - k) + k + 1;
+                    let reads: Vec<(u32, u64, u64)> = if rmw_ios <= rcw_ios {
+                        self.rmw_writes += 1;
+                        writes.clone()
+                    } else {
+                        self.rcw_writes += 1;
+                        let touched: Vec<u64> = pieces.iter().map(|p| p.0).collect();
+                        (0..dm)
+                            .filter(|i| !touched.contains(i))
+                            .map(|i| (self.layout(stripe, i).0 as u32, base + lo, hi - lo))
+                            .collect()
+                    };
+                    self.parts[part as usize].writes = writes;
+                    for (m, off, len) in reads {
+                        self.issue(now, part, m, Op::Read, off, len, ctx);
+                    }
+                }
+            }
+        }
+        // Release the guard: completes the parent now if every part already finished.
+        self.part_done(now, guard, ctx);
+    }
+
+    fn wake(&mut self, now: Ns, token: u64, ctx: &mut dyn Ctx) {
+        let n = self.members.len() as u64;
+        if token & 1 == 1 {
+            let inner = token >> 1;
+            let (member, mtoken) = (inner % n, inner / n);
+            let mut mctx = MemberCtx { outer: ctx, member, members: n };
+            self.members[member as usize].wake(now, mtoken, &mut mctx);
+            return;
+        }
+        let sub = (token >> 1) as u32;
+        let part = self.subs[sub as usize];
+        self.free_subs.push(sub);
+        let p = &mut self.parts[part as usize];
+        p.outstanding -= 1;
+        if p.outstanding == 0 {
+            self.part_done(now, part, ctx);
+        }
+    }
+
+    fn precondition(&mut self) {
+        for m in &mut self.members {
+            m.precondition();
+        }
+    }
+
+    fn reset_counters(&mut self) {
+        for m in &mut self.members {
+            m.reset_counters();
+        }
+        self.host_read_bytes = 0;
+        self.host_write_bytes = 0;
+        self.member_reads = 0;
+        self.member_writes = 0;
+        self.full_stripe_writes = 0;
+        self.rmw_writes = 0;
+        self.rcw_writes = 0;
+    }
+
+    fn counters(&self) -> Counters {
+        let mut c = Counters::new();
+        for m in &self.members {
+            for (k, v) in m.counters() {
+                if k.starts_with("host_") {
+                    continue;
+                }
+                *c.entry(k).or_insert(0) += v;
+            }
+        }
+        c.insert("host_read_bytes", self.host_read_bytes);
+        c.insert("host_write_bytes", self.host_write_bytes);
+        c.insert("member_reads", self.member_reads);
+        c.insert("member_writes", self.member_writes);
+        c.insert("full_stripe_writes", self.full_stripe_writes);
+        c.insert("read_modify_writes", self.rmw_writes);
+        c.insert("reconstruct_writes", self.rcw_writes);
+        c
+    }
+}

@@ -1,0 +1,353 @@
+//! SSD model: controller, host link, DRAM write buffer, channels x dies x planes with
+//! tR/tPROG/tBERS, over a page-mapped FTL (`ftl.rs`) with greedy GC.
+//!
+//! Every resource keeps the time it is next free, so a request's completion is known
+//! when it is submitted; the model never needs a wake-up. Writes are acknowledged once
+//! in the buffer; the buffer fills multi-plane program batches, one die at a time,
+//! channel first, and a buffer slot frees only when its unit's program ends, which is
+//! how flash and GC time push back on the host. Flush and FUA wait for the buffer.
+
+use crate::engine::Ctx;
+use crate::error::{CoreError, Result};
+use crate::models::ftl::{Ftl, GcWork};
+use crate::models::{Counters, DeviceModel};
+use crate::params::{ParamReader, Params};
+use crate::request::{Ns, Op, Request};
+use crate::rng::Rng;
+
+pub const UNIT_BYTES: u64 = 4096;
+
+#[derive(Clone, Debug)]
+pub struct SsdConfig {
+    pub capacity: u64,
+    pub over_provisioning: f64,
+    pub channels: u32,
+    pub dies_per_channel: u32,
+    pub planes_per_die: u32,
+    pub page_bytes: u64,
+    pub pages_per_block: u32,
+    pub t_read_ns: Ns,
+    pub t_prog_ns: Ns,
+    pub t_erase_ns: Ns,
+    pub channel_mb_per_s: f64,
+    pub link_mb_per_s: f64,
+    pub cmd_read_ns: Ns,
+    pub cmd_write_ns: Ns,
+    pub fixed_latency_ns: Ns,
+    pub buffer_bytes: u64,
+    pub gc_free_blocks: u32,
+    pub precondition: String,
+    pub precondition_passes: f64,
+    pub seed: u64,
+}
+
+impl SsdConfig {
+    pub fn from_params(params: &Params) -> Result<Self> {
+        let r = ParamReader::new("ssd", params);
+        let cfg = SsdConfig {
+            capacity: r.int("capacity", 16 << 30, 1 << 20, 1 << 44)?,
+            over_provisioning: r.num("over_provisioning", 0.07, 0.001, 4.0)?,
+            channels: r.int("channels", 8, 1, 256)? as u32,
+            dies_per_channel: r.int("dies_per_channel", 4, 1, 256)? as u32,
+            planes_per_die: r.int("planes_per_die", 2, 1, 16)? as u32,
+            page_bytes: r.int("page_bytes", 8192, 4096, 1 << 20)?,
+            pages_per_block: r.int("pages_per_block", 128, 1, 4096)? as u32,
+            t_read_ns: r.ns("t_read_ns", 60_000)?,
+            t_prog_ns: r.ns("t_prog_ns", 1_000_000)?,
+            t_erase_ns: r.ns("t_erase_ns", 3_500_000)?,
+            channel_mb_per_s: r.num("channel_mb_per_s", 400.0, 1.0, 1e6)?,
+            link_mb_per_s: r.num("link_mb_per_s", 550.0, 1.0, 1e6)?,
+            cmd_read_ns: r.ns("cmd_read_ns", 10_000)?,
+            cmd_write_ns: r.ns("cmd_write_ns", 11_000)?,
+            fixed_latency_ns: r.ns("fixed_latency_ns", 10_000)?,
+            buffer_bytes: r.int("buffer_bytes", 32 << 20, 0, 1 << 40)?,
+            gc_free_blocks: r.int("gc_free_blocks", 2, 1, 1 << 20)? as u32,
+            precondition: r.text("precondition", "sequential", &["none", "sequential", "random"])?,
+            precondition_passes: r.num("precondition_passes", 2.0, 0.0, 100.0)?,
+            seed: r.int("seed", 1, 0, u64::MAX >> 11)?,
+        };
+        r.finish()?;
+        if cfg.page_bytes % UNIT_BYTES != 0 {
+            return Err(CoreError::BadParam { name: "page_bytes".into(), reason: "must be a multiple of 4096".into() });
+        }
+        if cfg.capacity % UNIT_BYTES != 0 {
+            return Err(CoreError::BadParam { name: "capacity".into(), reason: "must be a multiple of 4096 bytes".into() });
+        }
+        Ok(cfg)
+    }
+}
+
+pub struct Ssd {
+    cfg: SsdConfig,
+    pub ftl: Ftl,
+    units_per_page: u32,
+    dies: u32,
+    batch_units: u32,
+    unit_ch_ns: Ns,
+    ctrl_free: Ns,
+    link_free: Ns,
+    ch_free: Vec<Ns>,
+    plane_free: Vec<Ns>,
+    /// Release time of each write-buffer slot (when its unit's program ends).
+    ring: Vec<Ns>,
+    ring_head: usize,
+    batch_die: u32,
+    batch_slots: Vec<u32>,
+    batch_ready: Ns,
+    /// When everything accepted so far is on flash.
+    drained_at: Ns,
+    host_read_bytes: u64,
+    flash_read_units: u64,
+    gc_moved_units: u64,
+}
+
+#[inline]
+fn transfer_ns(bytes: u64, mb_per_s: f64) -> Ns {
+    // MB = 10^6 bytes; bytes / (MB/s * 1e6) s = bytes * 1000 / MB/s ns.
+    (bytes as f64 * 1000.0 / mb_per_s).round() as Ns
+}
+
+impl Ssd {
+    pub fn from_params(params: &Params) -> Result<Self> {
+        Ssd::new(SsdConfig::from_params(params)?)
+    }
+
+    pub fn new(cfg: SsdConfig) -> Result<Self> {
+        let units_per_page = (cfg.page_bytes / UNIT_BYTES) as u32;
+        let units_per_block = units_per_page * cfg.pages_per_block;
+        let planes = cfg.channels * cfg.dies_per_channel * cfg.planes_per_die;
+        let logical_units = cfg.capacity / UNIT_BYTES;
+        let physical_units = (logical_units as f64 * (1.0 + cfg.over_provisioning)).ceil() as u64;
+        let blocks = physical_units.div_ceil(units_per_block as u64);
+        let blocks_per_plane = blocks.div_ceil(planes as u64) as u32;
+        let logical_blocks_per_plane = logical_units.div_ceil(units_per_block as u64 * planes as u64);
+        let spare = blocks_per_plane as i64 - logical_blocks_per_plane as i64;
+        if spare < cfg.gc_free_blocks as i64 + 2 {
+            return Err(CoreError::BadParam {
+                name: "over_provisioning".into(),
+                reason: format!(
+                    "leaves {spare} spare blocks per plane; GC needs at least gc_free_blocks + 2 = {} \
+                     (raise capacity or over_provisioning, or use fewer planes)",
+                    cfg.gc_free_blocks + 2
+                ),
+            });
+        }
+        if (planes as u64) * (blocks_per_plane as u64) * (units_per_block as u64) >= u32::MAX as u64 {
+            return Err(CoreError::BadParam { name: "capacity".into(), reason: "too large for 32-bit unit addresses (16 TiB)".into() });
+        }
+        let batch_units = units_per_page * cfg.planes_per_die;
+        let ring_units = (cfg.buffer_bytes / UNIT_BYTES).max(2 * batch_units as u64) as usize;
+        let ftl = Ftl::new(planes, blocks_per_plane, units_per_block, logical_units, cfg.gc_free_blocks);
+        Ok(Ssd {
+            unit_ch_ns: transfer_ns(UNIT_BYTES, cfg.channel_mb_per_s),
+            units_per_page,
+            dies: cfg.channels * cfg.dies_per_channel,
+            batch_units,
+            ctrl_free: 0,
+            link_free: 0,
+            ch_free: vec![0; cfg.channels as usize],
+            plane_free: vec![0; planes as usize],
+            ring: vec![0; ring_units],
+            ring_head: 0,
+            batch_die: 0,
+            batch_slots: Vec::with_capacity(batch_units as usize),
+            batch_ready: 0,
+            drained_at: 0,
+            host_read_bytes: 0,
+            flash_read_units: 0,
+            gc_moved_units: 0,
+            ftl,
+            cfg,
+        })
+    }
+
+    /// How many pages per block the FTL uses (for comparing WA with its many-pages limit).
+    pub fn units_per_block(&self) -> u32 {
+        self.ftl.units_per_block
+    }
+
+    #[inline]
+    fn gc_time(&mut self, plane: u32, at: Ns, work: GcWork) {
+        if work.erases == 0 && work.moved_units == 0 {
+            return;
+        }
+        self.gc_moved_units += work.moved_units;
+        let pages = work.moved_units.div_ceil(self.units_per_page as u64);
+        // Copy-back inside the plane: read and program each page, then erase the victims.
+        let busy = pages * (self.cfg.t_read_ns + self.cfg.t_prog_ns) + work.erases * self.cfg.t_erase_ns;
+        let p = &mut self.plane_free[plane as usize];
+        *p = (*p).max(at) + busy;
+    }
+
+    /// Program the current (possibly partial) batch on its die.
+    fn program_batch(&mut self) {
+        if self.batch_slots.is_empty() {
+            return;
+        }
+        let die = self.batch_die;
+        let ch = (die % self.cfg.channels) as usize;
+        let xfer = self.unit_ch_ns * self.batch_slots.len() as u64;
+        let xs = self.batch_ready.max(self.ch_free[ch]);
+        let xe = xs + xfer;
+        self.ch_free[ch] = xe;
+        let first = (die * self.cfg.planes_per_die) as usize;
+        let planes = &mut self.plane_free[first..first + self.cfg.planes_per_die as usize];
+        let start = planes.iter().fold(xe, |m, &t| m.max(t));
+        let end = start + self.cfg.t_prog_ns;
+        planes.iter_mut().for_each(|t| *t = end);
+        for &slot in &self.batch_slots {
+            self.ring[slot as usize] = end;
+        }
+        self.batch_slots.clear();
+        self.drained_at = self.drained_at.max(end);
+        self.batch_die = (self.batch_die + 1) % self.dies;
+        self.batch_ready = 0;
+    }
+
+    fn write(&mut self, now: Ns, req: &Request) -> Ns {
+        let t_cmd = now.max(self.ctrl_free) + self.cfg.cmd_write_ns;
+        self.ctrl_free = t_cmd;
+        let ls = t_cmd.max(self.link_free);
+        let le = ls + transfer_ns(req.bytes, self.cfg.link_mb_per_s);
+        self.link_free = le;
+        let (first, last) = unit_range(req);
+        let mut done = le;
+        for lpn in first..last {
+            let slot = self.ring_head;
+            let accept = le.max(self.ring[slot]);
+            done = done.max(accept);
+            self.ring_head = if slot + 1 == self.ring.len() { 0 } else { slot + 1 };
+            let idx = self.batch_slots.len() as u32;
+            let plane = self.batch_die * self.cfg.planes_per_die + idx / self.units_per_page;
+            let work = self.ftl.write(lpn, plane);
+            self.gc_time(plane, accept, work);
+            self.batch_slots.push(slot as u32);
+            self.batch_ready = self.batch_ready.max(accept);
+            if idx + 1 == self.batch_units {
+                self.program_batch();
+            }
+        }
+        if req.fua {
+            self.batch_ready = self.batch_ready.max(done);
+            self.program_batch();
+            done = done.max(self.drained_at);
+        }
+        done + self.cfg.fixed_latency_ns
+    }
+
+    fn read(&mut self, now: Ns, req: &Request) -> Ns {
+        let t_cmd = now.max(self.ctrl_free) + self.cfg.cmd_read_ns;
+        self.ctrl_free = t_cmd;
+        self.host_read_bytes += req.bytes;
+        let (first, last) = unit_range(req);
+        let upp = self.units_per_page;
+        let mut earliest = Ns::MAX;
+        let mut done = t_cmd;
+        let mut last_page = u32::MAX;
+        let mut page_ready = t_cmd;
+        for lpn in first..last {
+            let Some(phys) = self.ftl.lookup(lpn) else {
+                // Never written or trimmed: the controller returns zeros without flash.
+                earliest = earliest.min(t_cmd);
+                continue;
+            };
+            let plane = self.ftl.plane_of_phys(phys);
+            let die = plane / self.cfg.planes_per_die;
+            let ch = (die % self.cfg.channels) as usize;
+            let page = phys / upp;
+            if page != last_page {
+                let s = t_cmd.max(self.plane_free[plane as usize]);
+                page_ready = s + self.cfg.t_read_ns;
+                last_page = page;
+                self.flash_read_units += upp as u64;
+            }
+            let xs = page_ready.max(self.ch_free[ch]);
+            let xe = xs + self.unit_ch_ns;
+            self.ch_free[ch] = xe;
+            // The plane's register holds the page until its data has left on the channel.
+            self.plane_free[plane as usize] = xe;
+            earliest = earliest.min(xe);
+            done = done.max(xe);
+        }
+        let link_unit = transfer_ns(UNIT_BYTES, self.cfg.link_mb_per_s);
+        let ls = earliest.max(self.link_free);
+        let le = (ls + transfer_ns(req.bytes, self.cfg.link_mb_per_s)).max(done + link_unit);
+        self.link_free = le;
+        le + self.cfg.fixed_latency_ns
+    }
+
+    fn trim(&mut self, now: Ns, req: &Request) -> Ns {
+        let t_cmd = now.max(self.ctrl_free) + self.cfg.cmd_write_ns;
+        self.ctrl_free = t_cmd;
+        // Only whole units inside the range are unmapped.
+        let first = req.offset().div_ceil(UNIT_BYTES);
+        let last = ((req.offset() + req.bytes) / UNIT_BYTES).min(self.ftl.logical_units);
+        for lpn in first..last {
+            self.ftl.trim(lpn);
+        }
+        t_cmd + self.cfg.fixed_latency_ns
+    }
+
+    fn flush(&mut self, now: Ns) -> Ns {
+        let t_cmd = now.max(self.ctrl_free) + self.cfg.cmd_write_ns;
+        self.ctrl_free = t_cmd;
+        self.batch_ready = self.batch_ready.max(t_cmd);
+        self.program_batch();
+        t_cmd.max(self.drained_at) + self.cfg.fixed_latency_ns
+    }
+}
+
+#[inline]
+fn unit_range(req: &Request) -> (u64, u64) {
+    let off = req.offset();
+    (off / UNIT_BYTES, (off + req.bytes.max(1)).div_ceil(UNIT_BYTES))
+}
+
+impl DeviceModel for Ssd {
+    fn capacity_bytes(&self) -> u64 {
+        self.cfg.capacity
+    }
+
+    #[inline]
+    fn submit(&mut self, now: Ns, tag: u64, req: &Request, ctx: &mut dyn Ctx) {
+        let done = match req.op {
+            Op::Write => self.write(now, req),
+            Op::Read => self.read(now, req),
+            Op::Trim => self.trim(now, req),
+            Op::Flush => self.flush(now),
+        };
+        ctx.complete(tag, done);
+    }
+
+    fn precondition(&mut self) {
+        match self.cfg.precondition.as_str() {
+            "sequential" => self.ftl.fill_sequential(),
+            "random" => {
+                self.ftl.fill_sequential();
+                let mut rng = Rng::new(self.cfg.seed ^ 0x5eed_f71a);
+                self.ftl.overwrite_random(self.cfg.precondition_passes, &mut rng);
+            }
+            _ => {}
+        }
+    }
+
+    fn reset_counters(&mut self) {
+        self.ftl.reset_counters();
+        self.host_read_bytes = 0;
+        self.flash_read_units = 0;
+        self.gc_moved_units = 0;
+    }
+
+    fn counters(&self) -> Counters {
+        let mut c = Counters::new();
+        c.insert("host_write_bytes", self.ftl.host_units * UNIT_BYTES);
+        c.insert("media_write_bytes", self.ftl.programmed_units * UNIT_BYTES);
+        c.insert("host_read_bytes", self.host_read_bytes);
+        c.insert("media_read_bytes", self.flash_read_units * UNIT_BYTES);
+        c.insert("gc_runs", self.ftl.gc_runs);
+        c.insert("erases", self.ftl.erases);
+        c.insert("gc_moved_bytes", self.gc_moved_units * UNIT_BYTES);
+        c.insert("trimmed_bytes", self.ftl.trimmed_units * UNIT_BYTES);
+        c
+    }
+}

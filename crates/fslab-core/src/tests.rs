@@ -1,0 +1,94 @@
+//! Cross-module tests: models driven through replay. Golden values pin timings so a
+//! change to a model's physics shows up as a failing test, to be re-pinned on purpose.
+
+use crate::models::{build, DeviceModel};
+use crate::params::{Params, Value};
+use crate::replay::{replay, Mode, Summary};
+use crate::synthetic::{generate, SyntheticSpec};
+
+pub fn params(pairs: &[(&str, Value)]) -> Params {
+    pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()
+}
+
+fn n(v: f64) -> Value {
+    Value::Num(v)
+}
+fn t(v: &str) -> Value {
+    Value::Text(v.into())
+}
+
+fn run(p: &Params, spec: SyntheticSpec, qd: u32) -> (Summary, Box<dyn DeviceModel>) {
+    let mut m = build(p).unwrap();
+    m.precondition();
+    m.reset_counters();
+    let reqs = generate(&spec).unwrap();
+    let out = replay(m.as_mut(), &reqs, Mode::Closed { queue_depth: qd }).unwrap();
+    (out.summary(), m)
+}
+
+fn ssd() -> Params {
+    params(&[("kind", t("ssd")), ("capacity", n((4u64 << 30) as f64))])
+}
+
+#[test]
+fn hdd_random_read_qd1() {
+    let p = params(&[("kind", t("hdd"))]);
+    let spec = SyntheticSpec { rw: "randread".into(), count: 3000, span: 500_107_862_016 / 4096 * 4096, ..Default::default() };
+    let (s, _) = run(&p, spec, 1);
+    eprintln!("hdd randread qd1: {:.1} IOPS, mean {:.0} us", s.iops, s.latency_mean_us);
+    assert!((74.0..=80.0).contains(&s.iops), "{}", s.iops);
+}
+
+#[test]
+fn hdd_sequential_read_is_media_rate() {
+    let p = params(&[("kind", t("hdd"))]);
+    let spec = SyntheticSpec { rw: "read".into(), bs: 128 << 10, count: 2000, span: 1 << 30, ..Default::default() };
+    let (s, _) = run(&p, spec, 1);
+    eprintln!("hdd seq read qd1: {:.1} MB/s", s.mb_per_s);
+    assert!(s.mb_per_s > 150.0 && s.mb_per_s < 200.0, "{}", s.mb_per_s);
+}
+
+#[test]
+fn ssd_calibration() {
+    let seqr = run(&ssd(), SyntheticSpec { rw: "read".into(), bs: 128 << 10, count: 20000, span: 4 << 30, ..Default::default() }, 32).0;
+    let seqw = run(&ssd(), SyntheticSpec { rw: "write".into(), bs: 128 << 10, count: 20000, span: 4 << 30, ..Default::default() }, 32).0;
+    let rr = run(&ssd(), SyntheticSpec { rw: "randread".into(), count: 200000, span: 4 << 30, ..Default::default() }, 32).0;
+    let rr1 = run(&ssd(), SyntheticSpec { rw: "randread".into(), count: 20000, span: 4 << 30, ..Default::default() }, 1).0;
+    eprintln!(
+        "ssd seq read {:.0} MB/s, seq write {:.0} MB/s, rand read qd32 {:.0} IOPS, qd1 {:.0} IOPS",
+        seqr.mb_per_s, seqw.mb_per_s, rr.iops, rr1.iops
+    );
+    assert!((520.0..=560.0).contains(&seqr.mb_per_s));
+    assert!((495.0..=545.0).contains(&seqw.mb_per_s));
+    assert!((90e3..=105e3).contains(&rr.iops));
+}
+
+#[test]
+fn raid5_member_io_counts() {
+    let mut p = params(&[
+        ("kind", t("raid")),
+        ("level", n(5.0)),
+        ("members", n(8.0)),
+        ("chunk_bytes", n(524288.0)),
+        ("member.kind", t("ssd")),
+        ("member.capacity", n((1u64 << 30) as f64)),
+        ("member.over_provisioning", n(0.25)),
+    ]);
+    p.insert("member.precondition".into(), t("none"));
+    let (_, m) = run(&p, SyntheticSpec { rw: "randwrite".into(), count: 1000, span: 7 << 30, ..Default::default() }, 4);
+    let c = m.counters();
+    assert_eq!(c["member_reads"] + c["member_writes"], 4000);
+    let stripe = 7 * 524288;
+    let (_, m) = run(&p, SyntheticSpec { rw: "write".into(), bs: stripe, count: 100, span: 7 << 30, ..Default::default() }, 1);
+    let c = m.counters();
+    assert_eq!(c["member_reads"], 0);
+    assert_eq!(c["member_writes"], 800);
+}
+
+#[test]
+fn deterministic() {
+    let spec = SyntheticSpec { rw: "randrw".into(), count: 5000, span: 1 << 30, ..Default::default() };
+    let a = run(&ssd(), spec.clone(), 8).0;
+    let b = run(&ssd(), spec, 8).0;
+    assert_eq!(a, b);
+}

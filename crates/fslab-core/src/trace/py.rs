@@ -1,0 +1,136 @@
+//! Python bindings of the trace module, registered from `crate::bindings` with one call.
+//! Columns cross the boundary as `bytes` (numpy wraps them without copying).
+
+use std::time::Duration;
+
+use pyo3::buffer::{Element, PyBuffer};
+use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+
+use super::analyze::match_requests;
+use super::capture::{RawCapture, ReaderStats};
+use super::format::{BlockLayout, EventFormat};
+use super::page::{parse_page, PageHeader, Records};
+
+fn layouts(formats: &[(String, u8)]) -> PyResult<Vec<BlockLayout>> {
+    formats
+        .iter()
+        .map(|(text, kind)| {
+            EventFormat::parse(text)
+                .and_then(|f| BlockLayout::from_format(&f, *kind))
+                .ok_or_else(|| PyValueError::new_err("an event format lacks the block_rq fields fslab needs"))
+        })
+        .collect()
+}
+
+fn bytes_of<T: Copy>(py: Python<'_>, v: &[T]) -> PyObject {
+    // SAFETY: plain integer columns; viewing them as bytes is always valid.
+    let b = unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, std::mem::size_of_val(v)) };
+    PyBytes::new_bound(py, b).into_any().unbind()
+}
+
+fn records_dict<'py>(py: Python<'py>, r: &Records, st: &ReaderStats) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new_bound(py);
+    d.set_item("time_ns", bytes_of(py, &r.time_ns))?;
+    d.set_item("event", bytes_of(py, &r.event))?;
+    d.set_item("dev", bytes_of(py, &r.dev))?;
+    d.set_item("sector", bytes_of(py, &r.sector))?;
+    d.set_item("nr_sector", bytes_of(py, &r.nr_sector))?;
+    d.set_item("op", bytes_of(py, &r.op))?;
+    d.set_item("flags", bytes_of(py, &r.flags))?;
+    d.set_item("pid", bytes_of(py, &r.pid))?;
+    d.set_item("comm", bytes_of(py, &r.comm))?;
+    d.set_item("comm_names", r.comm_names.clone())?;
+    let s = PyDict::new_bound(py);
+    s.set_item("pages", st.pages)?;
+    s.set_item("bytes", st.bytes)?;
+    s.set_item("events", st.events)?;
+    s.set_item("skipped", st.skipped)?;
+    s.set_item("pages_with_missed", st.pages_with_missed)?;
+    s.set_item("missed_stored", st.missed_stored)?;
+    d.set_item("stats", s)?;
+    Ok(d)
+}
+
+/// Readers of every CPU's trace_pipe_raw, decoding block_rq_* events as they arrive.
+#[pyclass(name = "RawTraceCapture", module = "fslab._core")]
+struct PyRawTraceCapture {
+    inner: Option<RawCapture>,
+}
+
+#[pymethods]
+impl PyRawTraceCapture {
+    /// paths: per-CPU trace_pipe_raw files; header_page: text of events/header_page;
+    /// formats: (format file text, event kind code); page_size in bytes.
+    #[new]
+    #[pyo3(signature = (paths, header_page, formats, page_size=4096, idle_sleep_ms=5))]
+    fn new(paths: Vec<String>, header_page: &str, formats: Vec<(String, u8)>, page_size: usize, idle_sleep_ms: u64) -> PyResult<Self> {
+        let l = layouts(&formats)?;
+        let inner = RawCapture::start(&paths, PageHeader::parse(header_page), l, page_size, Duration::from_millis(idle_sleep_ms))
+            .map_err(PyOSError::new_err)?;
+        Ok(PyRawTraceCapture { inner: Some(inner) })
+    }
+
+    /// Call after tracing is off: drains every CPU, joins the readers, returns columns.
+    fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let inner = self.inner.take().ok_or_else(|| PyValueError::new_err("capture already finished"))?;
+        let (r, st) = py.allow_threads(|| inner.finish()).map_err(PyOSError::new_err)?;
+        records_dict(py, &r, &st)
+    }
+}
+
+/// Decode a file of concatenated raw pages (as trace_pipe_raw hands them over).
+#[pyfunction]
+#[pyo3(signature = (data, header_page, formats, page_size=4096))]
+fn trace_parse_raw_pages<'py>(py: Python<'py>, data: &[u8], header_page: &str, formats: Vec<(String, u8)>, page_size: usize) -> PyResult<Bound<'py, PyDict>> {
+    let l = layouts(&formats)?;
+    let h = PageHeader::parse(header_page);
+    let mut r = Records::default();
+    let mut st = ReaderStats::default();
+    for page in data.chunks(page_size) {
+        let info = parse_page(page, &h, &l, &mut r);
+        st.pages += 1;
+        st.bytes += page.len() as u64;
+        st.events += info.events;
+        st.skipped += info.skipped;
+        st.pages_with_missed += info.missed as u64;
+        st.missed_stored += info.missed_count;
+    }
+    records_dict(py, &r, &st)
+}
+
+fn view<'a, T: Element + Copy>(buf: &'a PyBuffer<T>, name: &str) -> PyResult<&'a [T]> {
+    if !buf.is_c_contiguous() {
+        return Err(PyValueError::new_err(format!("column {name} must be contiguous")));
+    }
+    // SAFETY: contiguous buffer of item_count elements of T, kept alive by `buf`.
+    Ok(unsafe { std::slice::from_raw_parts(buf.buf_ptr() as *const T, buf.item_count()) })
+}
+
+/// Issue-to-complete latency (ns, -1 if unmatched) and counted-request flag per event.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn trace_match_requests(
+    py: Python<'_>, time_ns: PyBuffer<u64>, event: PyBuffer<u8>, dev: PyBuffer<u32>, sector: PyBuffer<u64>,
+    nr_sector: PyBuffer<u32>, op: PyBuffer<u8>, flags: PyBuffer<u8>,
+) -> PyResult<(PyObject, PyObject)> {
+    let (t, e, d, s, n, o, f) = (
+        view(&time_ns, "time_ns")?, view(&event, "event")?, view(&dev, "dev")?, view(&sector, "sector")?,
+        view(&nr_sector, "nr_sector")?, view(&op, "op")?, view(&flags, "flags")?,
+    );
+    let len = t.len();
+    if [e.len(), d.len(), s.len(), n.len(), o.len(), f.len()].iter().any(|&l| l != len) {
+        return Err(PyValueError::new_err("columns differ in length"));
+    }
+    let (lat, counted) = py.allow_threads(|| match_requests(t, e, d, s, n, o, f));
+    Ok((bytes_of(py, &lat), bytes_of(py, &counted)))
+}
+
+/// Register the trace functions and classes in the `_core` module.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyRawTraceCapture>()?;
+    m.add_function(wrap_pyfunction!(trace_parse_raw_pages, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_match_requests, m)?)?;
+    Ok(())
+}
