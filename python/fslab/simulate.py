@@ -1,0 +1,341 @@
+"""Trace-driven device models: predict how an I/O stream would fare on an HDD, SSD or RAID.
+
+This is the Python side of the Rust models in ``fslab._core``: it loads model presets
+(TOML files in ``fslab/models``, or ``raidN-Mx-PRESET`` built on the fly), applies ``--set``
+overrides, reads request lists (CSV, or fslab's trace Parquet), parses synthetic stream
+specs, and returns one result dict. Every result is a *prediction* and says so.
+
+Units: parameter names ending ``_us``/``_ms`` are converted to the core's ``_ns``; sizes
+(``capacity``, ``*_bytes``) accept ``4GiB``-style strings; request times are nanoseconds,
+positions 512-byte sectors, sizes bytes.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from . import _core
+from .errors import SimulationError, SpecError
+from .units import parse_size
+
+RAID_NAME = re.compile(r"^raid(0|5)-(\d+)x-(.+)$")
+_TIME_FACTORS = {"_ns": 1, "_us": 1_000, "_ms": 1_000_000}
+
+
+@dataclass
+class Requests:
+    """Request columns: issue time (ns), op letter (R, W, D = discard, F = flush), start
+    sector (512 B), size (bytes) and force-unit-access flag."""
+
+    time_ns: list[int] = field(default_factory=list)
+    op: bytearray = field(default_factory=bytearray)
+    sector: list[int] = field(default_factory=list)
+    nbytes: list[int] = field(default_factory=list)
+    fua: bytearray = field(default_factory=bytearray)
+
+    def append(self, time_ns: int, op: str, sector: int, nbytes: int, fua: bool = False) -> None:
+        self.time_ns.append(int(time_ns))
+        self.op.append(ord(op))
+        self.sector.append(int(sector))
+        self.nbytes.append(int(nbytes))
+        self.fua.append(1 if fua else 0)
+
+    def __len__(self) -> int:
+        return len(self.time_ns)
+
+
+# ----------------------------------------------------------------------------- models
+
+
+def model_names() -> list[str]:
+    """Names of the shipped presets (RAID names of any preset are accepted as well)."""
+    return sorted(p.name[:-5] for p in resources.files("fslab.models").iterdir() if p.name.endswith(".toml"))
+
+
+def _preset(name: str) -> dict[str, Any]:
+    path = resources.files("fslab.models").joinpath(f"{name}.toml")
+    if not path.is_file():
+        raise SpecError(f"unknown model {name!r}; known: {', '.join(model_names())} "
+                        "(or raid0-Nx-PRESET / raid5-Nx-PRESET)", field="--model")
+    with path.open("rb") as f:
+        data = tomllib.load(f)
+    return data
+
+
+def _normalise(key: str, value: Any) -> tuple[str, float | int | str]:
+    """One parameter in the core's units: times to ``_ns``, sizes to bytes."""
+    for suffix, factor in _TIME_FACTORS.items():
+        if key.endswith(suffix):
+            try:
+                number = float(value)
+            except (TypeError, ValueError):
+                raise SpecError(f"{value!r} is not a number", field=key) from None
+            return key[: -len(suffix)] + "_ns", round(number * factor)
+    if isinstance(value, bool):
+        return key, int(value)
+    if isinstance(value, str) and (key == "capacity" or key.endswith("_bytes")):
+        try:
+            return key, parse_size(value)
+        except ValueError as exc:
+            raise SpecError(str(exc), field=key) from None
+    if isinstance(value, (int, float, str)):
+        return key, value
+    raise SpecError(f"{value!r} is not a number or text", field=key)
+
+
+def _flatten(name: str, depth: int = 0) -> dict[str, float | int | str]:
+    """Parameters of a model name, with RAID members expanded under ``member.``."""
+    if depth > 4:
+        raise SpecError(f"model {name!r}: members nest too deeply")
+    match = RAID_NAME.match(name)
+    if match and not resources.files("fslab.models").joinpath(f"{name}.toml").is_file():
+        level, count, member = match.groups()
+        raw: dict[str, Any] = {"kind": "raid", "level": int(level), "members": int(count),
+                               "chunk_bytes": "512KiB", "member": member}
+    else:
+        data = _preset(name)
+        raw = {"kind": data.get("model", {}).get("kind"), **data.get("params", {})}
+    out: dict[str, float | int | str] = {}
+    member = raw.pop("member", None)
+    if member is not None:
+        for k, v in _flatten(str(member), depth + 1).items():
+            out[f"member.{k}"] = v
+    for k, v in raw.items():
+        nk, nv = _normalise(k, v)
+        out[nk] = nv
+    return out
+
+
+def parse_set(items: Iterable[str]) -> dict[str, Any]:
+    """``["over_provisioning=0.12", "capacity=4GiB"]`` -> dict; numbers become numbers."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        if not sep or not key.strip():
+            raise SpecError(f"{item!r}: write NAME=VALUE, e.g. over_provisioning=0.12", field="--set")
+        value: Any = text.strip()
+        for conv in (int, float):
+            try:
+                value = conv(value)
+                break
+            except ValueError:
+                pass
+        out[key.strip()] = value
+    return out
+
+
+def model_params(name: str, overrides: Mapping[str, Any] | None = None) -> dict[str, float | int | str]:
+    """Resolved parameters of model ``name`` with ``overrides`` applied (core units).
+    Raises SpecError for an unknown model or a malformed value."""
+    params = _flatten(name)
+    for k, v in (overrides or {}).items():
+        if k.startswith("member.") and "member.kind" not in params:
+            raise SpecError(f"{name!r} has no members", field=k)
+        # Normalise on the last name part, so member.t_prog_us becomes member.t_prog_ns.
+        prefix, _, leaf = k.rpartition(".")
+        nk, nv = _normalise(leaf, v)
+        params[f"{prefix}.{nk}" if prefix else nk] = nv
+    return params
+
+
+def model_capacity(params: Mapping[str, Any]) -> int:
+    """Logical capacity in bytes a model offers the host (RAID: data members x member)."""
+    if params.get("kind") == "raid":
+        member = {k[len("member."):]: v for k, v in params.items() if k.startswith("member.")}
+        chunk = int(params.get("chunk_bytes", 512 << 10))
+        data = int(params.get("members", 8)) - (1 if int(params.get("level", 5)) == 5 else 0)
+        return model_capacity(member) // chunk * chunk * data
+    return int(params.get("capacity", 0))
+
+
+# --------------------------------------------------------------------------- requests
+
+
+def _op_from_text(text: str, where: str) -> tuple[str, bool]:
+    """Op letter and FUA flag from ``R``/``read``/``W``/``D``/``F`` or a blktrace rwbs string."""
+    t = text.strip()
+    low = t.lower()
+    named = {"read": "R", "write": "W", "discard": "D", "trim": "D", "flush": "F"}
+    if low in named:
+        return named[low], False
+    upper = t.upper()
+    for i, ch in enumerate(upper):
+        if ch in "RWD":
+            # rwbs: a leading F is a preflush, an F after the op letter is FUA.
+            return ch, "F" in upper[i + 1:]
+    if upper.startswith("F"):
+        return "F", False
+    raise SpecError(f"unknown op {text!r}; use R, W, D (discard), F (flush) or an rwbs string", field=where)
+
+
+def read_csv(path: Path) -> Requests:
+    """A request list in CSV with columns time_ns, op, sector, bytes (optional: fua)."""
+    reqs = Requests()
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f)
+        missing = {"time_ns", "op", "sector", "bytes"} - set(reader.fieldnames or [])
+        if missing:
+            raise SpecError(f"missing columns {sorted(missing)}; need time_ns, op, sector, bytes",
+                            source=str(path))
+        for line, row in enumerate(reader, start=2):
+            try:
+                op, fua = _op_from_text(row["op"], f"line {line}")
+                fua = fua or row.get("fua", "").strip().lower() in ("1", "true", "yes")
+                reqs.append(int(row["time_ns"]), op, int(row["sector"]), int(row["bytes"]), fua)
+            except ValueError as exc:
+                raise SpecError(str(exc), source=str(path), field=f"line {line}") from None
+    return reqs
+
+
+def read_parquet(path: Path, dev: int | None = None) -> Requests:
+    """fslab's trace Parquet (time, event, dev, sector, bytes, op, flags, pid, comm): the
+    issue events of one device become requests. ``time`` is in nanoseconds."""
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    cols = set(table.column_names)
+    missing = {"time", "sector", "bytes"} - cols
+    if missing or not ({"op", "rwbs"} & cols):
+        raise SpecError(f"missing columns {sorted(missing | ({'op'} - cols))}", source=str(path))
+    data = table.to_pydict()
+    n = table.num_rows
+    events = data.get("event", [None] * n)
+    devs = data.get("dev", [None] * n)
+    if dev is None and len({d for d in devs if d is not None}) > 1:
+        raise SpecError("the trace holds several devices; choose one", source=str(path), field="dev")
+    ops = data.get("op") or data.get("rwbs")
+    flags = data.get("flags", [None] * n)
+    reqs = Requests()
+    t0 = None
+    for i in range(n):
+        if events[i] is not None and "complete" in str(events[i]):
+            continue
+        if dev is not None and devs[i] != dev:
+            continue
+        op, fua = _op_from_text(str(ops[i]), f"row {i}")
+        if flags[i] is not None and ("fua" in str(flags[i]).lower() or str(flags[i]).upper().startswith("F")):
+            fua = True
+        t = data["time"][i]
+        t = int(t.timestamp() * 1e9) if hasattr(t, "timestamp") else int(t)
+        t0 = t if t0 is None else t0
+        reqs.append(t, op, int(data["sector"][i] or 0), int(data["bytes"][i] or 0), fua)
+    return reqs
+
+
+def read_requests(path: str | Path) -> Requests:
+    """A request list from ``.csv`` or ``.parquet``. Raises SpecError."""
+    p = Path(path)
+    if not p.is_file():
+        raise SpecError("no such file", source=str(p))
+    if p.suffix.lower() == ".parquet":
+        return read_parquet(p)
+    return read_csv(p)
+
+
+_SYNTH_KEYS = {"rw", "bs", "count", "span", "offset", "seed", "rwmixread", "rate", "rate_iops",
+               "poisson", "fsync", "fsync_every"}
+
+
+def parse_synthetic(spec: str, default_span: int) -> dict[str, Any]:
+    """``rw=randwrite,bs=4k,count=100000,span=4GiB,seed=1`` -> the core's stream dict.
+    Also: offset, rwmixread (% reads), rate (requests/s, open loop), poisson=1, fsync=N."""
+    out: dict[str, Any] = {"span": default_span}
+    for part in filter(None, (p.strip() for p in spec.split(","))):
+        key, sep, value = part.partition("=")
+        key = key.strip()
+        if not sep or key not in _SYNTH_KEYS:
+            raise SpecError(f"{part!r}: use KEY=VALUE with KEY in {sorted(_SYNTH_KEYS)}", field="--synthetic")
+        try:
+            if key in ("bs", "span", "offset", "count"):
+                out[key] = parse_size(value)
+            elif key in ("rate", "rate_iops", "rwmixread"):
+                out["rate_iops" if key == "rate" else key] = float(value)
+            elif key in ("poisson",):
+                out[key] = value.lower() in ("1", "true", "yes")
+            elif key in ("fsync", "fsync_every"):
+                out["fsync_every"] = int(value)
+            elif key == "seed":
+                out[key] = int(value)
+            else:
+                out[key] = value
+        except ValueError as exc:
+            raise SpecError(str(exc), field=f"--synthetic {key}") from None
+    if out["span"] > default_span:
+        raise SpecError(f"span {out['span']} B exceeds the model's capacity of {default_span} B",
+                        field="--synthetic span")
+    return out
+
+
+# ------------------------------------------------------------------------------ runs
+
+
+def _label(result: dict[str, Any], model: str, params: Mapping[str, Any], qd: int, open_loop: bool,
+           source: str) -> dict[str, Any]:
+    result.update({
+        "prediction": True,
+        "model": model,
+        "mode": "open-loop" if open_loop else "closed-loop",
+        "qd": None if open_loop else qd,
+        "source": source,
+        "params": dict(params),
+        "mb_per_s_unit": "10^6 bytes per second",
+    })
+    return result
+
+
+def simulate_requests(
+    requests: Requests | Iterable[tuple[int, str, int, int]],
+    model_name: str,
+    overrides: Mapping[str, Any] | None = None,
+    qd: int = 1,
+    open_loop: bool = False,
+    per_io: bool = False,
+) -> dict[str, Any]:
+    """Replay ``requests`` on model ``model_name`` (closed loop at queue depth ``qd``, or open
+    loop at the requests' own times) and return the prediction: ``requests``, ``iops``,
+    ``mb_per_s`` (10^6 B/s), ``latency_us`` {mean, p50, p99, max}, ``write_amplification``,
+    ``gc_runs``, ``erases``, ``counters``, plus ``latencies_ns`` when ``per_io``.
+    Raises SpecError for bad names or values, SimulationError when the model rejects input."""
+    if not isinstance(requests, Requests):
+        cols = Requests()
+        for row in requests:
+            t, op, sector, nbytes, *rest = row
+            letter, fua = _op_from_text(str(op), "requests")
+            cols.append(t, letter, sector, nbytes, bool(rest[0]) if rest else fua)
+        requests = cols
+    if qd < 1:
+        raise SpecError("queue depth must be at least 1", field="qd")
+    params = model_params(model_name, overrides)
+    try:
+        result = _core.simulate(params, requests.time_ns, bytes(requests.op), requests.sector,
+                                requests.nbytes, bytes(requests.fua), qd, open_loop, per_io)
+    except ValueError as exc:
+        raise SimulationError(f"model {model_name}: {exc}") from None
+    return _label(result, model_name, params, qd, open_loop, "requests")
+
+
+def simulate_synthetic(
+    spec: str | Mapping[str, Any],
+    model_name: str,
+    overrides: Mapping[str, Any] | None = None,
+    qd: int = 1,
+    open_loop: bool = False,
+    per_io: bool = False,
+) -> dict[str, Any]:
+    """Like ``simulate_requests`` for a synthetic stream (a spec string or a parsed dict).
+    The stream is generated in the core, so large counts cost no Python time."""
+    params = model_params(model_name, overrides)
+    synth = parse_synthetic(spec, model_capacity(params)) if isinstance(spec, str) else dict(spec)
+    try:
+        result = _core.simulate_synthetic(params, synth, qd, open_loop, per_io)
+    except ValueError as exc:
+        raise SimulationError(f"model {model_name}: {exc}") from None
+    source = spec if isinstance(spec, str) else ",".join(f"{k}={v}" for k, v in synth.items())
+    return _label(result, model_name, params, qd, open_loop, f"synthetic:{source}")
