@@ -1,0 +1,200 @@
+"""Trace metrics: what the block layer was asked to do during a run.
+
+Counts follow /sys/block/DEV/stat (completed requests; see ``_core.trace_match_requests``
+for the FUA and empty-preflush rules). Sizes, sequentiality and seeks are taken over
+*data requests in issue order* (issue events; completions when a trace has no issues),
+per direction. Latency is issue to complete of the same request (same device, sector
+and op, first in first out). Percentiles are on the 0-100 scale, numpy's linear method.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..trace.formats import (
+    EV_COMPLETE, EV_ISSUE, FLAG_BITS, NO_COMM, OP_DISCARD, OP_FLUSH, OP_NAMES, OP_READ,
+    OP_WRITE, SECTOR_BYTES, Trace,
+)
+
+DIRECTIONS = {"read": OP_READ, "write": OP_WRITE}
+
+
+def match_requests(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
+    """(latency_ns per event, -1 where none; counted flag per event) — see module doc."""
+    c = trace.columns
+    try:
+        from .. import _core
+
+        lat, counted = _core.trace_match_requests(
+            *(np.ascontiguousarray(c[k]) for k in
+              ("time_ns", "event", "dev", "sector", "nr_sector", "op", "flags")))
+        return np.frombuffer(lat, np.int64), np.frombuffer(counted, np.uint8).astype(bool)
+    except ImportError:
+        return _match_requests_py(trace)
+
+
+def _match_requests_py(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
+    """Pure-Python twin of the native pass (slow; used when the core is missing)."""
+    c = trace.columns
+    n = len(trace)
+    lat = np.full(n, -1, np.int64)
+    counted = np.zeros(n, bool)
+    issued: dict[tuple[int, int, int], list[int]] = {}
+    twins: dict[tuple[int, int, int], int] = {}
+    t, ev, dev, sec, nr, op, fl = (c[k].tolist() for k in
+                                   ("time_ns", "event", "dev", "sector", "nr_sector", "op", "flags"))
+    for i in range(n):
+        key = (dev[i], sec[i], op[i])
+        if ev[i] == EV_ISSUE and op[i] != OP_FLUSH:
+            issued.setdefault(key, []).append(t[i])
+        elif ev[i] == EV_COMPLETE:
+            if op[i] == OP_WRITE and nr[i] == 0 and twins.get((dev[i], sec[i], fl[i]), 0) > 0:
+                twins[(dev[i], sec[i], fl[i])] -= 1
+                continue
+            counted[i] = True
+            if op[i] == OP_WRITE and nr[i] > 0:
+                twins[(dev[i], sec[i], fl[i])] = 1
+            if op[i] != OP_FLUSH and issued.get(key):
+                lat[i] = t[i] - issued[key].pop(0)
+    return lat, counted
+
+
+def _dist(values: np.ndarray) -> dict[str, float | int | None]:
+    if len(values) == 0:
+        return {"count": 0, "min": None, "median": None, "mean": None, "max": None,
+                "p90": None, "p99": None}
+    p50, p90, p99 = np.percentile(values, [50, 90, 99])
+    return {"count": int(len(values)), "min": float(values.min()), "median": float(p50),
+            "mean": float(values.mean()), "max": float(values.max()),
+            "p90": float(p90), "p99": float(p99)}
+
+
+def size_cdf(sizes: np.ndarray) -> dict[str, list[float]]:
+    """Empirical CDF of request sizes: distinct sizes (bytes) and the fraction <= each."""
+    if len(sizes) == 0:
+        return {"bytes": [], "fraction": []}
+    values, counts = np.unique(sizes, return_counts=True)
+    return {"bytes": values.astype(float).tolist(),
+            "fraction": (np.cumsum(counts) / len(sizes)).tolist()}
+
+
+def data_requests(trace: Trace) -> np.ndarray:
+    """Mask of the events that stand for data requests in issue order (see module doc)."""
+    c = trace.columns
+    kind = EV_ISSUE if np.any(c["event"] == EV_ISSUE) else EV_COMPLETE
+    return (c["event"] == kind) & (c["nr_sector"] > 0) & ((c["op"] == OP_READ) | (c["op"] == OP_WRITE))
+
+
+def analyze(trace: Trace, *, workload_bytes_written: float | None = None,
+            with_cdf: bool = False, top_tasks: int = 10) -> dict[str, Any]:
+    """All metrics of one trace as plain data (JSON-ready). Units are in the key names or
+    stated: sizes in bytes, latency in microseconds, seek distance in sectors."""
+    c = trace.columns
+    lat, counted = match_requests(trace)
+    op = c["op"]
+    nr = c["nr_sector"].astype(np.int64)
+    out: dict[str, Any] = {
+        "events": len(trace),
+        "lost_events": trace.lost_events,
+        "complete": trace.complete,
+        "source": trace.meta.get("source"),
+    }
+    t = c["time_ns"]
+    out["duration_s"] = float((int(t[-1]) - int(t[0])) / 1e9) if len(t) else 0.0
+    requests = {}
+    for name, code in (("read", OP_READ), ("write", OP_WRITE), ("flush", OP_FLUSH), ("discard", OP_DISCARD)):
+        requests[name] = int(np.count_nonzero(counted & (op == code)))
+    out["requests"] = requests
+    out["sectors"] = {name: int(nr[counted & (op == code)].sum())
+                      for name, code in (("read", OP_READ), ("write", OP_WRITE), ("discard", OP_DISCARD))}
+    done_flags = c["flags"][counted]
+    out["flags"] = {name: int(np.count_nonzero(done_flags & bit)) for name, bit in FLAG_BITS.items()
+                    if name in ("sync", "meta", "fua", "preflush", "ahead")}
+    data = data_requests(trace)
+    sizes: dict[str, Any] = {}
+    seq: dict[str, float | None] = {}
+    seek: dict[str, Any] = {}
+    cdfs: dict[str, Any] = {}
+    for name, code in DIRECTIONS.items():
+        m = data & (op == code)
+        s = nr[m]
+        start = c["sector"][m].astype(np.int64)
+        sizes[name] = _dist(s * SECTOR_BYTES)
+        if len(s) > 1:
+            prev_end = start[:-1] + s[:-1]
+            seq[name] = float(np.count_nonzero(start[1:] == prev_end) / (len(s) - 1))
+            dist = start[1:] - prev_end
+            seek[name] = {**_dist(np.abs(dist)), "forward_fraction": float(np.mean(dist >= 0))}
+        else:
+            seq[name] = None
+            seek[name] = _dist(np.empty(0))
+        if with_cdf:
+            cdfs[name] = size_cdf(s * SECTOR_BYTES)
+    out["size_bytes"] = sizes
+    out["sequential_fraction"] = seq
+    out["seek_distance_sectors"] = seek
+    if with_cdf:
+        out["size_cdf"] = cdfs
+    latency = {}
+    for name, code in DIRECTIONS.items():
+        v = lat[(lat >= 0) & (op == code)] / 1000.0
+        if len(v):
+            p50, p99 = np.percentile(v, [50, 99])
+            latency[name] = {"count": int(len(v)), "mean": float(v.mean()), "p50": float(p50),
+                             "p99": float(p99), "max": float(v.max())}
+        else:
+            latency[name] = {"count": 0, "mean": None, "p50": None, "p99": None, "max": None}
+    out["latency_us"] = latency
+    written = out["sectors"]["write"] * SECTOR_BYTES
+    out["device_bytes_written"] = written
+    out["write_amplification"] = (written / workload_bytes_written
+                                  if workload_bytes_written else None)
+    out["by_task"] = by_task(trace, top=top_tasks)
+    return out
+
+
+def by_task(trace: Trace, top: int = 10) -> list[dict[str, Any]]:
+    """Data requests and bytes per issuing task (comm of issue events), largest first.
+    Journal threads, writeback workers and the application show up under their names."""
+    c = trace.columns
+    m = data_requests(trace) & (c["comm"] != NO_COMM)
+    if not np.any(m):
+        return []
+    codes = c["comm"][m].astype(np.int64)
+    nbytes = c["nr_sector"][m].astype(np.int64) * SECTOR_BYTES
+    reqs = np.bincount(codes)
+    byts = np.bincount(codes, weights=nbytes)
+    order = np.argsort(-byts)[:top]
+    names = trace.comm_names
+    return [{"task": names[i] if i < len(names) else f"#{i}", "requests": int(reqs[i]),
+             "bytes": int(byts[i])} for i in order if reqs[i] > 0]
+
+
+def summary_metrics(result: dict[str, Any]) -> dict[str, float]:
+    """Flat run metrics (names carry units) for the store."""
+    out: dict[str, float] = {}
+    for d in ("read", "write", "flush", "discard"):
+        out[f"trace_{d}_requests_count"] = result["requests"][d]
+    for d in ("read", "write"):
+        out[f"trace_{d}_sectors_count"] = result["sectors"][d]
+        s = result["size_bytes"][d]
+        if s["count"]:
+            out[f"trace_{d}_size_mean_bytes"] = s["mean"]
+            out[f"trace_{d}_size_median_bytes"] = s["median"]
+            out[f"trace_{d}_size_max_bytes"] = s["max"]
+            out[f"trace_{d}_size_min_bytes"] = s["min"]
+        if result["sequential_fraction"][d] is not None:
+            out[f"trace_{d}_sequential_fraction"] = result["sequential_fraction"][d]
+        lat = result["latency_us"][d]
+        if lat["count"]:
+            out[f"trace_{d}_latency_mean_us"] = lat["mean"]
+            out[f"trace_{d}_latency_p99_us"] = lat["p99"]
+    out["trace_lost_events_count"] = result["lost_events"] or 0
+    if result.get("write_amplification") is not None:
+        out["trace_write_amplification_ratio"] = result["write_amplification"]
+    return out
+
+
+OPS = OP_NAMES

@@ -1,0 +1,318 @@
+"""Trace formats: fslab's Parquet file, tracefs event text (trace/trace_pipe), the
+kernel ``blk`` tracer's text and blkparse's default text output.
+
+In memory a trace is columns of numpy arrays with small integer codes (``Trace``); on
+disk it is Parquet with readable dictionary columns (event, op, comm) and metadata
+under the key ``fslab.trace`` (JSON: source, device, lost events, completeness, clock).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import FslabError
+
+EVENT_NAMES = ("issue", "complete", "insert", "queue")
+EV_ISSUE, EV_COMPLETE, EV_INSERT, EV_QUEUE = range(4)
+OP_NAMES = ("read", "write", "flush", "discard", "other")
+OP_READ, OP_WRITE, OP_FLUSH, OP_DISCARD, OP_OTHER = range(5)
+# Flag bits decoded from rwbs (the same in the Rust core).
+FLAG_BITS = {"preflush": 1, "fua": 2, "ahead": 4, "sync": 8, "meta": 16, "secure": 32}
+NO_COMM = 0xFFFF
+SECTOR_BYTES = 512
+METADATA_KEY = b"fslab.trace"
+FORMAT_VERSION = 1
+
+COLUMNS: dict[str, type] = {
+    "time_ns": np.uint64, "event": np.uint8, "dev": np.uint32, "sector": np.uint64,
+    "nr_sector": np.uint32, "op": np.uint8, "flags": np.uint8, "pid": np.int32,
+    "comm": np.uint16,
+}
+
+
+@dataclass
+class Trace:
+    """Events in time order. ``comm`` indexes ``comm_names`` (NO_COMM: none, e.g. on
+    completions). ``meta`` holds source, device, lost_events (None = unknown) and
+    complete (False when events were lost)."""
+
+    columns: dict[str, np.ndarray]
+    comm_names: list[str]
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.columns["time_ns"])
+
+    @property
+    def lost_events(self) -> int | None:
+        return self.meta.get("lost_events")
+
+    @property
+    def complete(self) -> bool:
+        return bool(self.meta.get("complete", True))
+
+    @classmethod
+    def from_lists(cls, rows: dict[str, list], comm_names: list[str], meta: dict[str, Any]) -> Trace:
+        cols = {name: np.asarray(rows[name], dtype=dt) for name, dt in COLUMNS.items()}
+        order = np.argsort(cols["time_ns"], kind="stable")
+        if not np.all(order[:-1] < order[1:]):
+            cols = {k: v[order] for k, v in cols.items()}
+        return cls(cols, comm_names, meta)
+
+    @classmethod
+    def from_core(cls, raw: dict[str, Any], meta: dict[str, Any]) -> Trace:
+        """Columns as the native core returns them (bytes), wrapped without copying."""
+        cols = {name: np.frombuffer(raw[name], dtype=dt) for name, dt in COLUMNS.items()}
+        return cls(cols, list(raw["comm_names"]), meta)
+
+
+def decode_rwbs(rwbs: str) -> tuple[int, int]:
+    """(op, flags) from the kernel's rwbs string: [F]op[F][A][S][M] (blk_fill_rwbs)."""
+    flags = 0
+    i = 0
+    if len(rwbs) > 1 and rwbs[0] == "F" and rwbs[1] in "WRDFN":
+        flags |= FLAG_BITS["preflush"]
+        i = 1
+    op = {"R": OP_READ, "W": OP_WRITE, "F": OP_FLUSH, "D": OP_DISCARD}.get(rwbs[i:i + 1], OP_OTHER)
+    i += 1
+    if op == OP_DISCARD and rwbs[i:i + 1] == "E":
+        flags |= FLAG_BITS["secure"]
+        i += 1
+    for c in rwbs[i:]:
+        flags |= {"F": 2, "A": 4, "S": 8, "M": 16}.get(c, 0)
+    return op, flags
+
+
+# ---------------------------------------------------------------- Parquet
+
+def write_parquet(trace: Trace, path: Path) -> None:
+    """Write ``trace`` as Parquet (columns: time_ns, event, dev, sector, bytes, op, flags,
+    pid, comm; dictionary-encoded strings; metadata under ``fslab.trace``)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    c = trace.columns
+    comm_codes = c["comm"].astype(np.int32)
+    comm_mask = comm_codes == NO_COMM
+    names = trace.comm_names or [""]
+    table = pa.table({
+        "time_ns": pa.array(c["time_ns"], pa.uint64()),
+        "event": pa.DictionaryArray.from_arrays(pa.array(c["event"], pa.int8()), pa.array(EVENT_NAMES)),
+        "dev": pa.array(c["dev"], pa.uint32()),
+        "sector": pa.array(c["sector"], pa.uint64()),
+        "bytes": pa.array(c["nr_sector"].astype(np.uint64) * SECTOR_BYTES, pa.uint64()),
+        "op": pa.DictionaryArray.from_arrays(pa.array(c["op"], pa.int8()), pa.array(OP_NAMES)),
+        "flags": pa.array(c["flags"], pa.uint8()),
+        "pid": pa.array(c["pid"], pa.int32()),
+        "comm": pa.DictionaryArray.from_arrays(
+            pa.array(np.where(comm_mask, 0, comm_codes), pa.int32(), mask=comm_mask), pa.array(names)),
+    })
+    meta = {**trace.meta, "format_version": FORMAT_VERSION,
+            "flag_bits": FLAG_BITS, "sector_bytes": SECTOR_BYTES}
+    table = table.replace_schema_metadata({METADATA_KEY: json.dumps(meta).encode()})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, path, compression="zstd")
+
+
+def _codes(column: Any, names: tuple[str, ...]) -> np.ndarray:
+    """Our integer codes for a dictionary (or plain string) column of any file."""
+    import pyarrow as pa
+
+    arr = column.combine_chunks() if hasattr(column, "combine_chunks") else column
+    if not pa.types.is_dictionary(arr.type):
+        arr = arr.dictionary_encode()
+    lookup = np.array([names.index(v) if v in names else len(names) - 1
+                       for v in arr.dictionary.to_pylist()] or [0], dtype=np.uint8)
+    idx = arr.indices.to_numpy(zero_copy_only=False)
+    return lookup[idx]
+
+
+def read_parquet(path: Path) -> Trace:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    raw_meta = (table.schema.metadata or {}).get(METADATA_KEY)
+    meta = json.loads(raw_meta) if raw_meta else {"source": str(path)}
+    missing = {"time_ns", "event", "dev", "sector", "bytes", "op"} - set(table.column_names)
+    if missing:
+        raise FslabError(f"{path}: not an fslab trace (missing columns {sorted(missing)})")
+    cols: dict[str, np.ndarray] = {
+        "time_ns": table["time_ns"].to_numpy().astype(np.uint64, copy=False),
+        "event": _codes(table["event"], EVENT_NAMES),
+        "dev": table["dev"].to_numpy().astype(np.uint32, copy=False),
+        "sector": table["sector"].to_numpy().astype(np.uint64, copy=False),
+        "nr_sector": (table["bytes"].to_numpy() // SECTOR_BYTES).astype(np.uint32),
+        "op": _codes(table["op"], OP_NAMES),
+        "flags": (table["flags"].to_numpy().astype(np.uint8) if "flags" in table.column_names
+                  else np.zeros(table.num_rows, np.uint8)),
+        "pid": (table["pid"].to_numpy(zero_copy_only=False).astype(np.int32)
+                if "pid" in table.column_names else np.full(table.num_rows, -1, np.int32)),
+    }
+    comm_names: list[str] = []
+    comm = np.full(table.num_rows, NO_COMM, np.uint16)
+    if "comm" in table.column_names:
+        arr = table["comm"].combine_chunks()
+        if not pa.types.is_dictionary(arr.type):
+            arr = arr.dictionary_encode()
+        comm_names = [str(v) for v in arr.dictionary.to_pylist()]
+        idx = arr.indices
+        valid = idx.is_valid().to_numpy(zero_copy_only=False)
+        comm[valid] = idx.to_numpy(zero_copy_only=False)[valid].astype(np.uint16)
+    cols["comm"] = comm
+    return Trace(cols, comm_names, meta)
+
+
+# ---------------------------------------------------------------- text formats
+
+class _Builder:
+    """Collects parsed text events into column lists."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, list] = {name: [] for name in COLUMNS}
+        self.comms: dict[str, int] = {}
+
+    def add(self, t_ns: int, event: int, dev: int, sector: int, nr: int, rwbs: str,
+            pid: int, comm: str | None) -> None:
+        op, flags = decode_rwbs(rwbs)
+        r = self.rows
+        r["time_ns"].append(t_ns)
+        r["event"].append(event)
+        r["dev"].append(dev)
+        r["sector"].append(sector)
+        r["nr_sector"].append(nr)
+        r["op"].append(op)
+        r["flags"].append(flags)
+        r["pid"].append(pid)
+        r["comm"].append(NO_COMM if comm is None else self.comms.setdefault(comm, len(self.comms)))
+
+    def trace(self, meta: dict[str, Any]) -> Trace:
+        return Trace.from_lists(self.rows, list(self.comms), meta)
+
+
+def _seconds_to_ns(text: str) -> int:
+    whole, _, frac = text.partition(".")
+    return int(whole) * 1_000_000_000 + int((frac + "000000000")[:9])
+
+
+def _dev(major: str, minor: str) -> int:
+    return (int(major) << 20) | int(minor)
+
+
+# tracefs event text, as `trace` / `trace_pipe` print it. The ftrace context columns
+# (irq flags, optional tgid) vary with options, so only task-pid, [cpu] and time are fixed.
+_FTRACE_PREFIX = r"^\s*(?P<task>.*?)-(?P<pid>\d+)\s+(?:\(\s*[-\d]+\)\s+)?\[(?P<cpu>\d+)\]\s+(?:\S+\s+)?(?P<ts>\d+\.\d+):\s+"
+_TRACEFS_EVENT = re.compile(
+    _FTRACE_PREFIX + r"block_rq_(?P<ev>issue|complete|insert):\s+(?P<maj>\d+),(?P<min>\d+)\s+"
+    r"(?P<rwbs>[A-Z]*)\s+(?:(?P<bytes>\d+)\s+)?\((?P<cmd>[^)]*)\)\s+(?P<sector>\d+)\s+\+\s+(?P<nr>\d+)"
+    r"(?:\s+[a-z]+,\d+,\d+)?\s+\[(?P<tail>[^\]]*)\]"
+)
+_TRACEFS_EVENT_KIND = {"issue": EV_ISSUE, "complete": EV_COMPLETE, "insert": EV_INSERT}
+
+# blk tracer / blkparse actions kept: queue, insert, issue (D), complete.
+_BLK_ACTIONS = {"Q": EV_QUEUE, "I": EV_INSERT, "D": EV_ISSUE, "C": EV_COMPLETE}
+# the kernel's `blk` tracer: ftrace context, then "maj,min  ACT RWBS sector + nr [comm|error]"
+_BLK_TRACER = re.compile(
+    _FTRACE_PREFIX + r"(?P<maj>\d+),(?P<min>\d+)\s+(?P<act>[A-Z]{1,2})\s+(?P<rwbs>[A-Z]+)\s+"
+    r"(?P<sector>\d+)\s+\+\s+(?P<nr>\d+)\s+\[(?P<tail>[^\]]*)\]"
+)
+# blkparse default: "maj,min cpu seq time pid ACT RWBS sector + nr [comm|error]"
+_BLKPARSE = re.compile(
+    r"^\s*(?P<maj>\d+),(?P<min>\d+)\s+(?P<cpu>\d+)\s+(?P<seq>\d+)\s+(?P<ts>\d+\.\d+)\s+(?P<pid>\d+)\s+"
+    r"(?P<act>[A-Z]{1,2})\s+(?P<rwbs>[A-Z]+)\s+(?P<sector>\d+)\s+\+\s+(?P<nr>\d+)\s+\[(?P<tail>[^\]]*)\]"
+)
+
+
+def parse_tracefs_text(lines: Iterable[str], meta: dict[str, Any] | None = None) -> Trace:
+    """block_rq_issue/complete/insert lines as tracefs prints them; other lines ignored.
+    Times are the trace clock in seconds (microsecond resolution with the default clocks)."""
+    b = _Builder()
+    for line in lines:
+        m = _TRACEFS_EVENT.match(line)
+        if m is None:
+            continue
+        ev = _TRACEFS_EVENT_KIND[m["ev"]]
+        comm = m["tail"] if ev != EV_COMPLETE else None
+        b.add(_seconds_to_ns(m["ts"]), ev, _dev(m["maj"], m["min"]), int(m["sector"]), int(m["nr"]),
+              m["rwbs"], int(m["pid"]), comm)
+    return b.trace({"format": "tracefs-text", **(meta or {})})
+
+
+def _parse_blk_like(lines: Iterable[str], pattern: re.Pattern[str], fmt: str,
+                    meta: dict[str, Any] | None, task_comm: bool) -> Trace:
+    b = _Builder()
+    for line in lines:
+        m = pattern.match(line)
+        if m is None or m["act"] not in _BLK_ACTIONS:
+            continue
+        ev = _BLK_ACTIONS[m["act"]]
+        if ev == EV_COMPLETE:
+            comm = None  # the bracket holds the error code
+        else:
+            comm = m["tail"]
+        b.add(_seconds_to_ns(m["ts"]), ev, _dev(m["maj"], m["min"]), int(m["sector"]), int(m["nr"]),
+              m["rwbs"], int(m["pid"]), comm)
+    return b.trace({"format": fmt, **(meta or {})})
+
+
+def parse_blk_tracer_text(lines: Iterable[str], meta: dict[str, Any] | None = None) -> Trace:
+    """The kernel ``blk`` tracer's text (``echo blk > current_tracer``; trace/trace_pipe)."""
+    return _parse_blk_like(lines, _BLK_TRACER, "blk-tracer-text", meta, task_comm=True)
+
+
+def parse_blkparse_text(lines: Iterable[str], meta: dict[str, Any] | None = None) -> Trace:
+    """blkparse's default output. Its time column is seconds since the trace started."""
+    return _parse_blk_like(lines, _BLKPARSE, "blkparse-text", meta, task_comm=False)
+
+
+def detect_format(path: Path) -> str:
+    """'parquet', 'tracefs-text', 'blk-tracer-text' or 'blkparse-text' (from content)."""
+    with open(path, "rb") as f:
+        head = f.read(4)
+        if head == b"PAR1":
+            return "parquet"
+        f.seek(0)
+        sample = f.read(256 << 10).decode("utf-8", "replace").splitlines()
+    counts = {"tracefs-text": 0, "blk-tracer-text": 0, "blkparse-text": 0}
+    for line in sample:
+        if _TRACEFS_EVENT.match(line):
+            counts["tracefs-text"] += 1
+        elif _BLKPARSE.match(line):
+            counts["blkparse-text"] += 1
+        elif _BLK_TRACER.match(line):
+            counts["blk-tracer-text"] += 1
+    best = max(counts, key=lambda k: counts[k])
+    if counts[best] == 0:
+        raise FslabError(f"{path}: not a trace fslab can read (expected Parquet, tracefs "
+                         "block_rq_* text, blk tracer text or blkparse output)")
+    return best
+
+
+_TEXT_PARSERS = {
+    "tracefs-text": parse_tracefs_text,
+    "blk-tracer-text": parse_blk_tracer_text,
+    "blkparse-text": parse_blkparse_text,
+}
+
+
+def load_trace(path: Path, fmt: str = "auto") -> Trace:
+    """Read a trace in any supported format (detected from its content by default)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FslabError(f"trace file {path} not found")
+    if fmt == "auto":
+        fmt = detect_format(path)
+    if fmt == "parquet":
+        return read_parquet(path)
+    if fmt not in _TEXT_PARSERS:
+        raise FslabError(f"unknown trace format {fmt!r}; known: parquet, {', '.join(_TEXT_PARSERS)}")
+    with open(path, encoding="utf-8", errors="replace") as f:
+        # Text from another machine says nothing about lost events: unknown, not zero.
+        return _TEXT_PARSERS[fmt](f, {"source": str(path), "lost_events": None, "complete": True})
