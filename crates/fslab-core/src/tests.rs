@@ -92,3 +92,22 @@ fn deterministic() {
     let b = run(&ssd(), spec, 8).0;
     assert_eq!(a, b);
 }
+
+#[test]
+fn raid5_controller_cache_merges_sequential_chunks_into_full_stripes() {
+    let p = params(&[
+        ("kind", t("raid")),
+        ("level", n(5.0)),
+        ("members", n(8.0)),
+        ("chunk_bytes", n(524288.0)),
+        ("cache_bytes", n((64u64 << 20) as f64)),
+        ("member.kind", t("ssd")),
+        ("member.capacity", n((1u64 << 30) as f64)),
+        ("member.over_provisioning", n(0.25)),
+    ]);
+    let (_, m) = run(&p, SyntheticSpec { rw: "write".into(), bs: 512 << 10, count: 700, span: 7 << 30, ..Default::default() }, 4);
+    let c = m.counters();
+    assert_eq!(c["member_reads"], 0);
+    assert_eq!(c["full_stripe_writes"], 100);
+    assert_eq!(c["member_writes"], 800);
+}

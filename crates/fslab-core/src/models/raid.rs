@@ -40,6 +40,17 @@ struct Part {
 struct Parent {
     tag: u64,
     parts: u32,
+    /// Completion is reported no earlier than this (controller cache latency).
+    min_done: Ns,
+}
+
+/// Parent of destages the host does not wait for.
+const BACKGROUND: u32 = u32::MAX;
+
+/// Dirty 4 KiB units of one stripe in the controller's write-back cache.
+struct DirtyStripe {
+    bits: Vec<u64>,
+    units: u64,
 }
 
 pub struct Raid {
@@ -54,8 +65,14 @@ pub struct Raid {
     /// Sub-I/O slot -> part index.
     subs: Vec<u32>,
     free_subs: Vec<u32>,
+    cache_bytes: u64,
+    cache_latency_ns: Ns,
+    dirty: std::collections::HashMap<u64, DirtyStripe>,
+    dirty_order: std::collections::VecDeque<u64>,
+    dirty_units: u64,
     host_write_bytes: u64,
     host_read_bytes: u64,
+    destages: u64,
     member_reads: u64,
     member_writes: u64,
     full_stripe_writes: u64,
@@ -69,6 +86,8 @@ impl Raid {
         let level = r.int("level", 5, 0, 5)? as u32;
         let n = r.int("members", 8, 2, 1024)? as usize;
         let chunk = r.int("chunk_bytes", 512 << 10, 4096, 1 << 30)?;
+        let cache_bytes = r.int("cache_bytes", 0, 0, 1 << 40)?;
+        let cache_latency_ns = r.ns("cache_latency_ns", 20_000)?;
         r.finish()?;
         if level != 0 && level != 5 {
             return Err(CoreError::BadParam { name: "level".into(), reason: "only RAID0 and RAID5 are modelled".into() });
@@ -95,6 +114,12 @@ impl Raid {
             chunk,
             members,
             member_capacity,
+            cache_bytes,
+            cache_latency_ns,
+            dirty: Default::default(),
+            dirty_order: Default::default(),
+            dirty_units: 0,
+            destages: 0,
             parts: Vec::new(),
             free_parts: Vec::new(),
             parents: Vec::new(),
@@ -126,7 +151,7 @@ impl Raid {
     }
 
     fn new_parent(&mut self, tag: u64) -> u32 {
-        let p = Parent { tag, parts: 0 };
+        let p = Parent { tag, parts: 0, min_done: 0 };
         if let Some(i) = self.free_parents.pop() {
             self.parents[i as usize] = p;
             i
@@ -137,7 +162,9 @@ impl Raid {
     }
 
     fn new_part(&mut self, parent: u32) -> u32 {
-        self.parents[parent as usize].parts += 1;
+        if parent != BACKGROUND {
+            self.parents[parent as usize].parts += 1;
+        }
         let p = Part { parent, outstanding: 0, writes: Vec::new() };
         if let Some(i) = self.free_parts.pop() {
             self.parts[i as usize] = p;
@@ -178,12 +205,122 @@ impl Raid {
         }
         let parent = self.parts[part as usize].parent;
         self.free_parts.push(part);
+        if parent == BACKGROUND {
+            return;
+        }
         let pa = &mut self.parents[parent as usize];
         pa.parts -= 1;
         if pa.parts == 0 {
-            ctx.complete(pa.tag, now);
+            ctx.complete(pa.tag, now.max(pa.min_done));
             self.free_parents.push(parent);
         }
+    }
+
+    /// Member I/Os for writing `pieces` (data index, offset in chunk, length) of `stripe`.
+    fn write_stripe(&mut self, now: Ns, part: u32, stripe: u64, pieces: &[(u64, u64, u64)], ctx: &mut dyn Ctx) {
+        let chunk = self.chunk;
+        let base = stripe * chunk;
+        if self.level == 0 {
+            for &(idx, within, len) in pieces {
+                let (m, _) = self.layout(stripe, idx);
+                self.issue(now, part, m as u32, Op::Write, base + within, len, ctx);
+            }
+            return;
+        }
+        let dm = self.data_members();
+        let covered: u64 = pieces.iter().map(|p| p.2).sum();
+        let (_, parity) = self.layout(stripe, 0);
+        let lo = pieces.iter().map(|p| p.1).min().unwrap();
+        let hi = pieces.iter().map(|p| p.1 + p.2).max().unwrap();
+        let mut writes: Vec<(u32, u64, u64)> =
+            pieces.iter().map(|&(i, w, l)| (self.layout(stripe, i).0 as u32, base + w, l)).collect();
+        if covered == dm * chunk {
+            self.full_stripe_writes += 1;
+            writes.push((parity as u32, base, chunk));
+            for (m, off, len) in writes {
+                self.issue(now, part, m, Op::Write, off, len, ctx);
+            }
+            return;
+        }
+        writes.push((parity as u32, base + lo, hi - lo));
+        let k = pieces.len() as u64;
+        let rmw_ios = 2 * (k + 1);
+        let rcw_ios = (dm - k) + k + 1;
+        let reads: Vec<(u32, u64, u64)> = if rmw_ios <= rcw_ios {
+            self.rmw_writes += 1;
+            writes.clone()
+        } else {
+            self.rcw_writes += 1;
+            let touched: Vec<u64> = pieces.iter().map(|p| p.0).collect();
+            (0..dm)
+                .filter(|i| !touched.contains(i))
+                .map(|i| (self.layout(stripe, i).0 as u32, base + lo, hi - lo))
+                .collect()
+        };
+        self.parts[part as usize].writes = writes;
+        for (m, off, len) in reads {
+            self.issue(now, part, m, Op::Read, off, len, ctx);
+        }
+    }
+
+    /// Controller write-back cache: absorb the write, destage a stripe as soon as it is
+    /// wholly dirty (a full-stripe write, no reads), and evict the oldest stripes when the
+    /// cache is over capacity; the host waits only for evictions (back-pressure).
+    fn cached_write(&mut self, now: Ns, parent: u32, req: &Request, ctx: &mut dyn Ctx) {
+        let unit = 4096u64;
+        let stripe_units = self.data_members() * self.chunk / unit;
+        let words = stripe_units.div_ceil(64) as usize;
+        self.parents[parent as usize].min_done = now + self.cache_latency_ns;
+        let first = req.offset() / unit;
+        let last = (req.offset() + req.bytes).div_ceil(unit);
+        for u in first..last {
+            let (stripe, bit) = (u / stripe_units, u % stripe_units);
+            let entry = self.dirty.entry(stripe).or_insert_with(|| DirtyStripe { bits: vec![0; words], units: 0 });
+            if entry.units == 0 {
+                self.dirty_order.push_back(stripe);
+            }
+            let w = &mut entry.bits[(bit / 64) as usize];
+            if *w & (1 << (bit % 64)) == 0 {
+                *w |= 1 << (bit % 64);
+                entry.units += 1;
+                self.dirty_units += 1;
+            }
+            if entry.units == stripe_units {
+                self.destage(now, BACKGROUND, stripe, ctx);
+            }
+        }
+        while self.dirty_units * unit > self.cache_bytes {
+            let Some(stripe) = self.dirty_order.pop_front() else { break };
+            self.destage(now, parent, stripe, ctx);
+        }
+    }
+
+    /// Write one dirty stripe to the members (its dirty span per chunk).
+    fn destage(&mut self, now: Ns, parent: u32, stripe: u64, ctx: &mut dyn Ctx) {
+        let Some(d) = self.dirty.remove(&stripe) else { return };
+        if d.units == 0 {
+            return;
+        }
+        self.dirty_units -= d.units;
+        self.destages += 1;
+        self.dirty_order.retain(|&s| s != stripe);
+        let unit = 4096u64;
+        let per_chunk = self.chunk / unit;
+        let mut pieces = Vec::new();
+        for idx in 0..self.data_members() {
+            let (mut lo, mut hi) = (u64::MAX, 0);
+            for u in idx * per_chunk..(idx + 1) * per_chunk {
+                if d.bits[(u / 64) as usize] & (1 << (u % 64)) != 0 {
+                    lo = lo.min(u - idx * per_chunk);
+                    hi = u - idx * per_chunk + 1;
+                }
+            }
+            if lo != u64::MAX {
+                pieces.push((idx, lo * unit, (hi - lo) * unit));
+            }
+        }
+        let part = self.new_part(parent);
+        self.write_stripe(now, part, stripe, &pieces, ctx);
     }
 
     /// Split [offset, offset+bytes) into per-stripe lists of (data index, offset in chunk, length).
@@ -219,6 +356,10 @@ impl DeviceModel for Raid {
         let chunk = self.chunk;
         match req.op {
             Op::Flush => {
+                // Destage everything the controller holds, then flush the members.
+                while let Some(stripe) = self.dirty_order.pop_front() {
+                    self.destage(now, parent, stripe, ctx);
+                }
                 let part = self.new_part(parent);
                 for m in 0..self.members.len() as u32 {
                     self.issue(now, part, m, Op::Flush, 0, 0, ctx);
@@ -238,49 +379,12 @@ impl DeviceModel for Raid {
             }
             Op::Write => {
                 self.host_write_bytes += req.bytes;
-                for (stripe, pieces) in self.split(req.offset(), req.bytes) {
-                    let part = self.new_part(parent);
-                    let base = stripe * chunk;
-                    if self.level == 0 {
-                        for (idx, within, len) in pieces {
-                            let (m, _) = self.layout(stripe, idx);
-                            self.issue(now, part, m as u32, Op::Write, base + within, len, ctx);
-                        }
-                        continue;
-                    }
-                    let dm = self.data_members();
-                    let covered: u64 = pieces.iter().map(|p| p.2).sum();
-                    let (_, parity) = self.layout(stripe, 0);
-                    let lo = pieces.iter().map(|p| p.1).min().unwrap();
-                    let hi = pieces.iter().map(|p| p.1 + p.2).max().unwrap();
-                    let mut writes: Vec<(u32, u64, u64)> =
-                        pieces.iter().map(|&(i, w, l)| (self.layout(stripe, i).0 as u32, base + w, l)).collect();
-                    if covered == dm * chunk {
-                        self.full_stripe_writes += 1;
-                        writes.push((parity as u32, base, chunk));
-                        for (m, off, len) in writes {
-                            self.issue(now, part, m, Op::Write, off, len, ctx);
-                        }
-                        continue;
-                    }
-                    writes.push((parity as u32, base + lo, hi - lo));
-                    let k = pieces.len() as u64;
-                    let rmw_ios = 2 * (k + 1);
-                    let rcw_ios = (dm - k) + k + 1;
-                    let reads: Vec<(u32, u64, u64)> = if rmw_ios <= rcw_ios {
-                        self.rmw_writes += 1;
-                        writes.clone()
-                    } else {
-                        self.rcw_writes += 1;
-                        let touched: Vec<u64> = pieces.iter().map(|p| p.0).collect();
-                        (0..dm)
-                            .filter(|i| !touched.contains(i))
-                            .map(|i| (self.layout(stripe, i).0 as u32, base + lo, hi - lo))
-                            .collect()
-                    };
-                    self.parts[part as usize].writes = writes;
-                    for (m, off, len) in reads {
-                        self.issue(now, part, m, Op::Read, off, len, ctx);
+                if self.cache_bytes > 0 && !req.fua {
+                    self.cached_write(now, parent, req, ctx);
+                } else {
+                    for (stripe, pieces) in self.split(req.offset(), req.bytes) {
+                        let part = self.new_part(parent);
+                        self.write_stripe(now, part, stripe, &pieces, ctx);
                     }
                 }
             }
@@ -325,6 +429,7 @@ impl DeviceModel for Raid {
         self.full_stripe_writes = 0;
         self.rmw_writes = 0;
         self.rcw_writes = 0;
+        self.destages = 0;
     }
 
     fn counters(&self) -> Counters {
@@ -344,6 +449,7 @@ impl DeviceModel for Raid {
         c.insert("full_stripe_writes", self.full_stripe_writes);
         c.insert("read_modify_writes", self.rmw_writes);
         c.insert("reconstruct_writes", self.rcw_writes);
+        c.insert("destages", self.destages);
         c
     }
 }

@@ -97,6 +97,8 @@ fn trace_parse_raw_pages<'py>(py: Python<'py>, data: &[u8], header_page: &str, f
         st.pages_with_missed += info.missed as u64;
         st.missed_stored += info.missed_count;
     }
+    // pages of several CPUs: put the events in time order, as a live capture does
+    let r = Records::merge(vec![r]);
     records_dict(py, &r, &st)
 }
 

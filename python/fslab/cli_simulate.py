@@ -1,0 +1,80 @@
+"""`fslab simulate`: replay a request list or a synthetic stream on a device model and
+print the prediction (a table, or JSON with ``--json``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from .errors import SpecError
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``simulate`` command to the fslab CLI."""
+
+    @app.command()
+    def simulate(
+        trace: Annotated[Optional[Path], typer.Argument(help="request list: .csv (time_ns,op,sector,bytes) or trace .parquet")] = None,
+        model: Annotated[str, typer.Option("--model", "-m", help="model preset, e.g. hdd-7200, sata-mlc-ssd, raid5-8x-sata-mlc-ssd")] = "sata-mlc-ssd",
+        qd: Annotated[int, typer.Option("--qd", help="closed-loop queue depth (requests outstanding)")] = 1,
+        open_loop: Annotated[bool, typer.Option("--open-loop", help="issue at the trace's own timestamps instead")] = False,
+        synthetic: Annotated[Optional[str], typer.Option("--synthetic", help="stream in place of a trace: rw=randwrite,bs=4k,count=N,span=BYTES,seed=S")] = None,
+        set_: Annotated[Optional[list[str]], typer.Option("--set", help="override a model parameter: NAME=VALUE (repeatable)")] = None,
+        as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
+        list_models: Annotated[bool, typer.Option("--list-models", help="list model presets and exit")] = False,
+    ) -> None:
+        """Predict how an I/O stream would fare on a modelled HDD, SSD or RAID (a prediction,
+        not a measurement)."""
+        from . import simulate as sim
+
+        if list_models:
+            for name in sim.model_names():
+                print(name)
+            return
+        overrides = sim.parse_set(set_ or [])
+        if (trace is None) == (synthetic is None):
+            raise SpecError("give either a TRACE file or --synthetic SPEC", field="simulate")
+        if synthetic is not None:
+            result = sim.simulate_synthetic(synthetic, model, overrides, qd=qd, open_loop=open_loop)
+        else:
+            result = sim.simulate_requests(sim.read_requests(trace), model, overrides, qd=qd,
+                                           open_loop=open_loop)
+        if as_json:
+            print(json.dumps(result, indent=2, sort_keys=True))
+            return
+        _print_table(result)
+
+
+def _print_table(r: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    mode = f"closed loop, queue depth {r['qd']}" if r["qd"] else "open loop"
+    table = Table(title=f"PREDICTION on model {r['model']} ({mode}) — {r['source']}")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    lat = r["latency_us"]
+    rows = [
+        ("requests (count)", f"{r['requests']}"),
+        ("simulated time (s)", f"{r['elapsed_ns'] / 1e9:.3f}"),
+        ("IOPS (requests/s)", f"{r['iops']:.1f}"),
+        ("throughput (MB/s, 10^6 B)", f"{r['mb_per_s']:.1f}"),
+        ("latency mean (us)", f"{lat['mean']:.1f}"),
+        ("latency p50 (us)", f"{lat['p50']:.1f}"),
+        ("latency p99 (us)", f"{lat['p99']:.1f}"),
+        ("latency max (us)", f"{lat['max']:.1f}"),
+        ("write amplification (media/host bytes)", f"{r['write_amplification']:.3f}"),
+        ("GC runs (count)", f"{r['gc_runs']}"),
+        ("erases (count)", f"{r['erases']}"),
+    ]
+    for k, v in sorted(r["counters"].items()):
+        if k in ("gc_runs", "erases"):
+            continue
+        unit = "bytes" if k.endswith("_bytes") else "count"
+        rows.append((f"{k} ({unit})", f"{v}"))
+    for k, v in rows:
+        table.add_row(k, v)
+    Console().print(table)
