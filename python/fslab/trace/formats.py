@@ -87,6 +87,8 @@ def decode_rwbs(rwbs: str) -> tuple[int, int]:
         i += 1
     for c in rwbs[i:]:
         flags |= {"F": 2, "A": 4, "S": 8, "M": 16}.get(c, 0)
+    if op == OP_OTHER and flags & FLAG_BITS["preflush"]:
+        op = OP_FLUSH  # blktrace's userspace prints a pure flush as "FN"
     return op, flags
 
 
@@ -221,12 +223,12 @@ _BLK_ACTIONS = {"Q": EV_QUEUE, "I": EV_INSERT, "D": EV_ISSUE, "C": EV_COMPLETE}
 # the kernel's `blk` tracer: ftrace context, then "maj,min  ACT RWBS sector + nr [comm|error]"
 _BLK_TRACER = re.compile(
     _FTRACE_PREFIX + r"(?P<maj>\d+),(?P<min>\d+)\s+(?P<act>[A-Z]{1,2})\s+(?P<rwbs>[A-Z]+)\s+"
-    r"(?P<sector>\d+)\s+\+\s+(?P<nr>\d+)\s+\[(?P<tail>[^\]]*)\]"
+    r"(?:(?P<sector>\d+)\s+\+\s+(?P<nr>\d+)\s+)?\[(?P<tail>[^\]]*)\]"
 )
 # blkparse default: "maj,min cpu seq time pid ACT RWBS sector + nr [comm|error]"
 _BLKPARSE = re.compile(
     r"^\s*(?P<maj>\d+),(?P<min>\d+)\s+(?P<cpu>\d+)\s+(?P<seq>\d+)\s+(?P<ts>\d+\.\d+)\s+(?P<pid>\d+)\s+"
-    r"(?P<act>[A-Z]{1,2})\s+(?P<rwbs>[A-Z]+)\s+(?P<sector>\d+)\s+\+\s+(?P<nr>\d+)\s+\[(?P<tail>[^\]]*)\]"
+    r"(?P<act>[A-Z]{1,2})\s+(?P<rwbs>[A-Z]+)\s+(?:(?P<sector>\d+)\s+\+\s+(?P<nr>\d+)\s+)?\[(?P<tail>[^\]]*)\]"
 )
 
 
@@ -246,7 +248,7 @@ def parse_tracefs_text(lines: Iterable[str], meta: dict[str, Any] | None = None)
 
 
 def _parse_blk_like(lines: Iterable[str], pattern: re.Pattern[str], fmt: str,
-                    meta: dict[str, Any] | None, task_comm: bool) -> Trace:
+                    meta: dict[str, Any] | None) -> Trace:
     b = _Builder()
     for line in lines:
         m = pattern.match(line)
@@ -257,19 +259,19 @@ def _parse_blk_like(lines: Iterable[str], pattern: re.Pattern[str], fmt: str,
             comm = None  # the bracket holds the error code
         else:
             comm = m["tail"]
-        b.add(_seconds_to_ns(m["ts"]), ev, _dev(m["maj"], m["min"]), int(m["sector"]), int(m["nr"]),
-              m["rwbs"], int(m["pid"]), comm)
+        b.add(_seconds_to_ns(m["ts"]), ev, _dev(m["maj"], m["min"]), int(m["sector"] or 0),
+              int(m["nr"] or 0), m["rwbs"], int(m["pid"]), comm)
     return b.trace({"format": fmt, **(meta or {})})
 
 
 def parse_blk_tracer_text(lines: Iterable[str], meta: dict[str, Any] | None = None) -> Trace:
     """The kernel ``blk`` tracer's text (``echo blk > current_tracer``; trace/trace_pipe)."""
-    return _parse_blk_like(lines, _BLK_TRACER, "blk-tracer-text", meta, task_comm=True)
+    return _parse_blk_like(lines, _BLK_TRACER, "blk-tracer-text", meta)
 
 
 def parse_blkparse_text(lines: Iterable[str], meta: dict[str, Any] | None = None) -> Trace:
     """blkparse's default output. Its time column is seconds since the trace started."""
-    return _parse_blk_like(lines, _BLKPARSE, "blkparse-text", meta, task_comm=False)
+    return _parse_blk_like(lines, _BLKPARSE, "blkparse-text", meta)
 
 
 def detect_format(path: Path) -> str:
