@@ -112,11 +112,19 @@ def run(
         if plain:
             err_console.print(f"run {label}: {status} ({record.wall_s:.1f} s)", highlight=False)
 
-    with progress:
-        outcome = run_study(
-            study, results_dir=results, quick=quick, resume=resume,
-            allowed_devices=frozenset(destroy_data_on or []), on_start=on_start, on_record=on_record,
-        )
+    try:
+        with progress:
+            outcome = run_study(
+                study, results_dir=results, quick=quick, resume=resume,
+                allowed_devices=frozenset(destroy_data_on or []), on_start=on_start,
+                on_record=on_record,
+            )
+    except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM or SIGHUP: all released by now
+        err_console.print(
+            f"[yellow]interrupted[/yellow] ({str(exc) or 'Ctrl-C'}): every mount and device was "
+            f"released; the runs already stored are kept. Continue with "
+            f"`fslab run {study} -r {results} --resume`", highlight=False)
+        raise typer.Exit(130) from None
     if not quiet:
         _print_report(results, outcome.study_id, None)
         console.print(
@@ -288,8 +296,7 @@ def main() -> None:
         err_console.print(f"[red]error:[/red] {exc}", highlight=False)
         sys.exit(2)
     except KeyboardInterrupt:
-        err_console.print("[yellow]interrupted[/yellow]: everything was unmounted and released; "
-                          "stored runs are kept — continue with `fslab run STUDY --resume`")
+        err_console.print("[yellow]interrupted[/yellow]")
         sys.exit(130)
 
 

@@ -33,7 +33,9 @@ def parse_size(value: int | str) -> int:
     elif key in _BINARY:
         factor = _BINARY[key]
     else:
-        raise ValueError(f"{value!r}: unknown size suffix {suffix!r}; use k, m, g, t or KiB, MiB, GiB")
+        raise ValueError(
+            f"{value!r}: unknown size suffix {suffix!r}; write e.g. 4096, '4k', '512MiB' or '2GiB'"
+        )
     result = number * factor
     if result != int(result):
         raise ValueError(f"{value!r} is not a whole number of bytes")

@@ -172,14 +172,15 @@ def _parse_only(items: tuple[tuple[str, str], ...]) -> None:
     with tempfile.NamedTemporaryFile("w", suffix=".fio") as job:
         job.write(job_file_text(dict(items), Path("/tmp")))
         job.flush()
-        try:
-            run_command(["fio", "--parse-only", job.name], timeout=30)
-        except CommandFailed as exc:
-            message = " ".join(
-                line.strip() for line in exc.stderr.splitlines() if line.strip() and "fio:" in line
-            ) or exc.stderr.strip()
-            key = _option_in(message, [k for k, _ in items])
-            raise ParamError(key or "kind", f"fio rejects it: {message}") from None
+        done = run_command(["fio", "--parse-only", job.name], timeout=30, check=False)
+    if done.returncode == 0:
+        return
+    lines = [line.strip() for line in (done.stdout + "\n" + done.stderr).splitlines() if line.strip()]
+    bad = next((re.match(r"Bad option <([a-z0-9_]+)", line) for line in lines
+                if line.startswith("Bad option")), None)
+    key = bad.group(1) if bad else _option_in(" ".join(lines), [k for k, _ in items])
+    message = " ".join(line for line in lines if not line.startswith("fio: job"))
+    raise ParamError(key or "kind", f"fio rejects it: {message or 'fio --parse-only failed'}")
 
 
 def _option_in(message: str, keys: list[str]) -> str | None:

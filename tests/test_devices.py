@@ -1,0 +1,115 @@
+"""Devices: loop images are made and released; a user's block device is refused unless
+it is confirmed, unmounted, unused, not the root device and free of signatures."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+from fslab.commands import run_command
+from fslab.devices.block import preflight, provision as provision_block
+from fslab.devices.image import fslab_loop_devices, provision as provision_image
+from fslab.errors import DeviceRefused, FslabError
+from fslab.spec import DeviceSection
+
+
+def block(path: str, force: bool = False) -> DeviceSection:
+    return DeviceSection(kind="block", path=path, force=force)
+
+
+def test_image_is_sparse_attached_with_direct_io_and_released(device_support, tmp_path):
+    section = DeviceSection(kind="image", size="256MiB")
+    with provision_image(section, tmp_path, "t1") as dev:
+        image = Path(dev.facts["image"])
+        assert image.exists() and image.stat().st_size == 256 << 20
+        assert image.stat().st_blocks == 0  # sparse
+        assert dev.facts["loop_direct_io"] == "1"
+        assert dev.facts["size_bytes"] == 256 << 20
+        assert dev.path in {loop for loop, _ in fslab_loop_devices()}
+        loop = dev.path
+    assert loop not in {l for l, _ in fslab_loop_devices()}
+    assert not image.exists()
+
+
+def test_image_released_when_the_body_fails(device_support, tmp_path):
+    section = DeviceSection(kind="image", size="128MiB")
+    with pytest.raises(RuntimeError):
+        with provision_image(section, tmp_path, "t2") as dev:
+            loop = dev.path
+            raise RuntimeError("boom")
+    assert loop not in {l for l, _ in fslab_loop_devices()}
+    assert not list(tmp_path.glob("*.img"))
+
+
+def test_full_disk_is_refused_before_anything_is_made(device_support, tmp_path):
+    small = tmp_path / "small"
+    small.mkdir()
+    run_command(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(small)])
+    try:
+        with pytest.raises(FslabError, match="not enough free space.*device.image_dir"):
+            with provision_image(DeviceSection(kind="image", size="1GiB"), small, "t3"):
+                pass
+        assert not list(small.iterdir())
+    finally:
+        run_command(["umount", str(small)])
+
+
+def test_block_device_needs_confirmation(loop_device):
+    with loop_device("128MiB") as dev:
+        with pytest.raises(DeviceRefused, match="--destroy-data-on"):
+            preflight(block(dev.path), frozenset())
+        preflight(block(dev.path), frozenset({dev.path}))  # empty, confirmed: accepted
+
+
+def test_block_device_with_signature_is_refused_unless_forced(loop_device):
+    with loop_device("128MiB") as dev:
+        run_command(["mkfs.ext4", "-q", "-F", dev.path])
+        with pytest.raises(DeviceRefused, match="ext4.*signature.*force"):
+            preflight(block(dev.path), frozenset({dev.path}))
+        preflight(block(dev.path, force=True), frozenset({dev.path}))
+        # Per-run provisioning (after preflight) accepts the file system fslab made.
+        with provision_block(block(dev.path), Path("/nonexistent"), "t", frozenset({dev.path})) as h:
+            assert h.path == os.path.realpath(dev.path)
+
+
+def test_mounted_block_device_is_refused(loop_device, tmp_path):
+    with loop_device("128MiB") as dev:
+        run_command(["mkfs.ext4", "-q", "-F", dev.path])
+        mnt = tmp_path / "m"
+        mnt.mkdir()
+        run_command(["mount", dev.path, str(mnt)])
+        try:
+            with pytest.raises(DeviceRefused, match="is mounted"):
+                preflight(block(dev.path, force=True), frozenset({dev.path}))
+        finally:
+            run_command(["umount", str(mnt)])
+
+
+def test_block_device_in_use_is_refused(loop_device):
+    with loop_device("128MiB") as dev:
+        fd = os.open(dev.path, os.O_RDONLY | os.O_EXCL)
+        try:
+            with pytest.raises(DeviceRefused, match="in use"):
+                preflight(block(dev.path), frozenset({dev.path}))
+        finally:
+            os.close(fd)
+
+
+def test_root_device_is_refused(device_support):
+    st = os.stat("/")
+    uevent = Path(f"/sys/dev/block/{os.major(st.st_dev)}:{os.minor(st.st_dev)}/uevent")
+    names = dict(l.split("=", 1) for l in uevent.read_text().split()) if uevent.exists() else {}
+    node = Path("/dev") / names.get("DEVNAME", "-")
+    if not node.exists():
+        pytest.skip("the root file system is not on a block device here")
+    with pytest.raises(DeviceRefused, match="root file system"):
+        preflight(block(str(node), force=True), frozenset({str(node), os.path.realpath(node)}))
+
+
+def test_not_a_block_device(tmp_path, device_support):
+    f = tmp_path / "file"
+    f.write_text("x")
+    with pytest.raises(DeviceRefused, match="not a block device"):
+        preflight(block(str(f)), frozenset({str(f)}))
+    with pytest.raises(DeviceRefused, match="does not exist"):
+        preflight(block(str(tmp_path / "nope")), frozenset({str(tmp_path / "nope")}))

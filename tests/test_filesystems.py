@@ -1,0 +1,49 @@
+"""Each host file system is made, mounted with the asked options, described by its own
+tool, and unmounted."""
+
+from pathlib import Path
+
+import pytest
+
+from fslab.filesystems import FILESYSTEMS, describe, mount_options_in_effect, quiesce
+
+HOST_FS = ["ext2", "ext3", "ext4", "xfs", "btrfs"]
+
+
+@pytest.mark.parametrize("fs", HOST_FS)
+def test_make_mount_describe(mounted_fs, fs):
+    with mounted_fs(fs, size="512MiB", options=("noatime",)) as (dev, mnt):
+        kind, options = mount_options_in_effect(mnt)
+        assert kind == fs
+        assert "noatime" in options.split(",")
+        (mnt / "probe").write_bytes(b"x" * 4096)
+        assert quiesce(dev) < 60
+        info, text = describe(FILESYSTEMS.get(fs), dev, mnt)
+        assert text  # the tool's full output is kept
+        if fs.startswith("ext"):
+            features = info["Filesystem features"]
+            assert ("has_journal" in features) == (fs != "ext2")
+            assert ("extent" in features) == (fs == "ext4")
+        elif fs == "xfs":
+            assert int(info["bsize"]) == 4096
+        else:
+            assert int(info["sectorsize"]) == 4096
+    assert not mnt.exists() or not any(mnt.iterdir())
+    assert str(mnt) not in Path("/proc/mounts").read_text()
+
+
+def test_user_mkfs_arguments_take_effect(mounted_fs):
+    with mounted_fs("ext4", size="256MiB", mkfs_args=("-b", "1024", "-O", "^has_journal")) as (dev, mnt):
+        info, _ = describe(FILESYSTEMS.get("ext4"), dev, mnt)
+        assert info["Block size"] == "1024"
+        assert "has_journal" not in info["Filesystem features"]
+
+
+def test_ext4_made_without_lazy_init():
+    argv = FILESYSTEMS.get("ext4").mkfs_argv("/dev/x", [])
+    assert "lazy_itable_init=0,lazy_journal_init=0" in argv
+
+
+def test_guest_only_filesystems_say_so():
+    for name in ("jfs", "f2fs", "nilfs2", "vfat"):
+        assert FILESYSTEMS.get(name).needs_guest

@@ -1,0 +1,99 @@
+"""Matrix expansion and ordering."""
+
+import tomllib
+
+from fslab.plan import QUICK_REPETITIONS, expand_axes, make_plan
+from fslab.spec import load_spec, parse_spec
+
+STUDY = """
+[study]
+name = "t"
+repetitions = 3
+seed = 42
+[filesystems.ext4]
+[filesystems.xfs]
+[[workloads]]
+kind = "fio"
+name = "w"
+bs = "4k"
+size = "1G"
+runtime = 30
+[workloads.axes]
+rw = ["read", "write", "randread"]
+ioengine = ["psync", "libaio"]
+"""
+
+
+def plan_of(text: str, **kw):
+    return make_plan(parse_spec(tomllib.loads(text), "t.toml"), **kw)
+
+
+def test_axes_are_crossed():
+    plan = plan_of(STUDY)
+    assert len(plan.cells) == 2 * 3 * 2
+    assert len(plan.runs) == 12 * 3
+    combos = {(c.filesystem, c.params["rw"], c.params["ioengine"]) for c in plan.cells}
+    assert len(combos) == 12
+
+
+def test_zipped_axes_vary_together():
+    spec = parse_spec(tomllib.loads(STUDY.replace(
+        'ioengine = ["psync", "libaio"]', 'ioengine = ["psync", "libaio", "sync"]'
+    ).replace('runtime = 30', 'runtime = 30\nzip = [["rw", "ioengine"]]')), "t.toml")
+    combos = expand_axes(spec.workloads[0])
+    assert combos == [{"rw": "read", "ioengine": "psync"}, {"rw": "write", "ioengine": "libaio"},
+                      {"rw": "randread", "ioengine": "sync"}]
+
+
+def test_cell_ids_stable_and_distinct():
+    a, b = plan_of(STUDY), plan_of(STUDY)
+    assert [c.id for c in a.cells] == [c.id for c in b.cells]
+    assert len({c.id for c in a.cells}) == len(a.cells)
+
+
+def test_shuffle_is_reproducible_from_seed():
+    a, b = plan_of(STUDY), plan_of(STUDY)
+    assert [r.key for r in a.runs] == [r.key for r in b.runs]
+    c = plan_of(STUDY.replace("seed = 42", "seed = 43"))
+    assert [r.key for r in a.runs] != [r.key for r in c.runs]
+    # every pass holds each cell exactly once, so repetitions stay interleaved
+    per_pass = len(a.cells)
+    for i in range(a.repetitions):
+        chunk = a.runs[i * per_pass:(i + 1) * per_pass]
+        assert {r.cell.id for r in chunk} == {c.id for c in a.cells}
+        assert {r.repetition for r in chunk} == {i}
+
+
+def test_in_order():
+    plan = plan_of(STUDY.replace("seed = 42", 'order = "in-order"'))
+    assert [r.cell.id for r in plan.runs[: len(plan.cells)]] == [c.id for c in plan.cells]
+
+
+def test_fresh_repetition_groups_a_filesystem_per_job():
+    plan = plan_of(STUDY.replace("seed = 42", 'fresh = "repetition"'))
+    assert len(plan.jobs) == 2 * 3  # one file system instance per fs per repetition
+    for job in plan.jobs:
+        assert len({r.cell.filesystem for r in job.runs}) == 1
+        assert len({r.repetition for r in job.runs}) == 1
+        assert len(job.runs) == 6
+
+
+def test_quick_scales_down_and_keeps_two_repetitions():
+    plan = plan_of(STUDY, quick=True)
+    assert plan.quick and plan.repetitions == QUICK_REPETITIONS == 2
+    cell = plan.cells[0]
+    assert cell.params["size"] < 1 << 30 and cell.params["runtime"] <= 3
+
+
+def test_guest_only_filesystem_is_skipped_with_a_reason():
+    plan = plan_of(STUDY + "[filesystems.jfs]\n")
+    assert {c.filesystem for c in plan.cells} == {"ext4", "xfs"}
+    assert len(plan.skipped) == 1
+    assert plan.skipped[0].filesystem == "jfs" and "guest backend" in plan.skipped[0].reason
+
+
+def test_quickstart_preset_shape():
+    spec, _, _ = load_spec("quickstart")
+    plan = make_plan(spec)
+    assert {c.filesystem for c in plan.cells} == {"ext4", "xfs", "btrfs"}
+    assert len(plan.cells) == 12 and plan.repetitions == 3

@@ -1,0 +1,205 @@
+"""End to end on real loop devices, mounts and fio: a study runs, stores, reports and
+exports; failures become failed runs; Ctrl-C and SIGTERM leave nothing behind; a study
+resumes without measuring anything twice."""
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from fslab.export import EXPORTERS
+from fslab.report.tables import build_table
+from fslab.runner import run_study
+from fslab.store import Store
+
+STUDY = """
+[study]
+name = "runner test"
+repetitions = 2
+order = "shuffled"
+fresh = "{fresh}"
+
+[device]
+size = "512MiB"
+image_dir = "{images}"
+
+[filesystems.ext4]
+mount = ["noatime"]
+[filesystems.xfs]
+
+[[workloads]]
+kind = "fio"
+name = "randread"
+rw = "randread"
+bs = "4k"
+size = "32M"
+direct = 1
+runtime = {runtime}
+time_based = 1
+
+[[workloads]]
+kind = "fio"
+name = "seqwrite"
+rw = "write"
+bs = "1M"
+size = "32M"
+direct = 1
+"""
+
+
+def write_study(tmp_path: Path, fresh: str = "run", runtime: int = 1, extra: str = "") -> Path:
+    path = tmp_path / "study.toml"
+    path.write_text(STUDY.format(fresh=fresh, images=tmp_path / "images", runtime=runtime) + extra)
+    return path
+
+
+def leftovers(tmp_path: Path) -> list[str]:
+    """Mounts, loop devices and images of this test (other tests may run concurrently)."""
+    found = [l for l in Path("/proc/mounts").read_text().splitlines() if str(tmp_path) in l]
+    losetup = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
+    found += [l for l in losetup.splitlines() if str(tmp_path) in l]
+    found += [str(p) for p in tmp_path.rglob("*.img")]
+    return found
+
+
+def test_study_runs_stores_reports_and_exports(device_support, tmp_path):
+    results = tmp_path / "results"
+    outcome = run_study(str(write_study(tmp_path)), results_dir=results)
+    assert outcome.runs_done == 8 and outcome.runs_failed == 0
+    assert leftovers(tmp_path) == []
+    with Store(results) as store:
+        study = store.study()
+        runs = store.runs(study.id)
+        cells = store.cells(study.id)
+    assert study.status == "complete" and len(runs) == 8
+    for run in runs:
+        m = {k: v["value"] for k, v in run["metrics"].items()}
+        prov = run["provenance"]
+        assert prov["host"]["kernel"] == os.uname().release
+        assert prov["device"]["loop_direct_io"] == "1"
+        fs = prov["filesystem"]
+        assert fs["mounted_as"] == run["cell"]["fs_type"]
+        if run["cell"]["filesystem"] == "ext4":
+            assert "noatime" in fs["mount_options_in_effect"]
+        assert prov["tools"]["fio"].startswith("fio-")
+        assert prov["caches_dropped"] is True
+        if run["cell"]["workload"] == "randread":
+            assert m["read_iops"] > 100
+            assert m["read_clat_p50_ns"] <= m["read_clat_p99_ns"]
+            # direct 4 KiB reads: the device saw about as many reads as fio issued
+            issued = m["read_io_bytes"] / 4096
+            assert 0.9 * issued <= m["device_read_requests_count"] <= 1.2 * issued + 50
+        else:
+            assert m["write_io_bytes"] == 32 << 20
+            assert m["device_write_sectors_count"] * 512 >= 32 << 20
+        assert run["metrics"]["read_iops" if "read_iops" in m else "write_iops"]["unit"] == "IO/s"
+        art = results / run["artifact_dir"]
+        assert json.loads((art / "fio.json").read_text())["jobs"]
+        assert (art / "mkfs.txt").exists() and (art / "fsinfo.txt").read_text()
+    table = build_table(runs, None, cells)
+    assert table.filesystems == ["ext4", "xfs"]
+    rows = {r.label: r for r in table.rows}
+    assert rows["randread"].metric == "iops" and rows["seqwrite"].metric == "bw_bytes_per_s"
+    assert all(s.n == 2 and s.ci_half_width is not None for s in rows["randread"].summaries.values())
+    records = json.loads(EXPORTERS.get("json")(study, runs))
+    assert len(records) == 8 and {r["status"] for r in records} == {"ok"}
+    assert {r["repetition"] for r in records} == {0, 1}
+    csv_text = EXPORTERS.get("csv")(study, runs)
+    header = csv_text.splitlines()[0]
+    assert "iops [IO/s]" in header and "param.rw" in header
+    assert len(csv_text.strip().splitlines()) == 9
+
+
+def test_fio_failure_and_timeout_become_failed_runs(device_support, tmp_path):
+    extra = """
+[[workloads]]
+kind = "fio"
+name = "too-big"
+rw = "write"
+bs = "1M"
+size = "2G"
+
+[[workloads]]
+kind = "fio"
+name = "hangs"
+rw = "read"
+bs = "4k"
+size = "8M"
+runtime = 30
+time_based = 1
+timeout = 2
+"""
+    path = write_study(tmp_path, extra=extra)
+    text = path.read_text().replace("[filesystems.xfs]\n", "").replace("repetitions = 2", "repetitions = 1")
+    path.write_text(text)
+    results = tmp_path / "results"
+    outcome = run_study(str(path), results_dir=results)
+    assert outcome.runs_done == 4 and outcome.runs_failed == 2
+    with Store(results) as store:
+        runs = {r["cell"]["workload"]: r for r in store.runs(store.study().id)}
+    too_big, hangs = runs["too-big"], runs["hangs"]
+    assert too_big["status"] == "failed" and "fio" in too_big["error"]
+    assert (results / too_big["artifact_dir"] / "fio.stderr").read_text()
+    assert hangs["status"] == "failed" and "timed out" in hangs["error"]
+    assert runs["randread"]["status"] == "ok"
+    assert leftovers(tmp_path) == []
+
+
+def _stored(results: Path) -> int:
+    db = results / "fslab.sqlite"
+    if not db.exists():
+        return 0
+    try:
+        with sqlite3.connect(db, timeout=5) as con:
+            return con.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+    except sqlite3.OperationalError:
+        return 0
+
+
+@pytest.mark.parametrize("sig,fresh", [(signal.SIGINT, "run"), (signal.SIGTERM, "repetition")])
+def test_interrupt_cleans_up_and_resume_completes(device_support, tmp_path, sig, fresh):
+    study = write_study(tmp_path, fresh=fresh, runtime=2)
+    results = tmp_path / "results"
+    fslab = [sys.executable, "-m", "fslab.cli"]
+    proc = subprocess.Popen([*fslab, "run", str(study), "-r", str(results), "-q"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while _stored(results) < 1 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.1)
+    time.sleep(0.5)  # land inside the next run (mkfs, mount or fio)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "resume" in err
+    assert leftovers(tmp_path) == []
+    with Store(results) as store:
+        study_row = store.study()
+        before = {(r["cell"]["id"], r["repetition"]): r["run_id"] for r in store.runs(study_row.id)}
+    assert study_row.status == "interrupted" and 1 <= len(before) < 8
+    done = subprocess.run([*fslab, "run", str(study), "-r", str(results), "--resume", "-q"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    with Store(results) as store:
+        assert len(store.studies()) == 1
+        after = store.runs(store.study().id)
+        assert store.study().status == "complete"
+    assert len(after) == 8
+    assert len({(r["cell"]["id"], r["repetition"]) for r in after}) == 8
+    for r in after:  # what was measured before the interrupt is kept, not measured again
+        key = (r["cell"]["id"], r["repetition"])
+        if key in before:
+            assert r["run_id"] == before[key]
+    assert leftovers(tmp_path) == []
+
+
+def test_resume_without_unfinished_study_says_so(device_support, tmp_path):
+    from fslab.errors import FslabError
+
+    with pytest.raises(FslabError, match="no unfinished run"):
+        run_study(str(write_study(tmp_path)), results_dir=tmp_path / "r", resume=True)

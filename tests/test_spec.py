@@ -1,0 +1,109 @@
+"""Study files: valid ones load; invalid ones fail with the file, the field, what was
+given and what is allowed."""
+
+import tomllib
+
+import pytest
+
+from fslab.errors import SpecError
+from fslab.spec import load_spec, parse_spec, preset_names
+
+BASE = """
+[study]
+name = "t"
+[device]
+size = "1GiB"
+[filesystems.ext4]
+[[workloads]]
+kind = "fio"
+name = "w"
+rw = "randread"
+bs = "4k"
+size = "64M"
+"""
+
+
+def spec_error(text: str) -> SpecError:
+    with pytest.raises(SpecError) as info:
+        parse_spec(tomllib.loads(text), "study.toml")
+    return info.value
+
+
+def test_valid_study_loads():
+    spec = parse_spec(tomllib.loads(BASE), "study.toml")
+    assert spec.device.size == 1 << 30
+    assert spec.workloads[0].params["bs"] == "4k"
+    assert spec.study.repetitions == 3
+
+
+def test_bad_size_names_field_value_and_forms():
+    err = spec_error(BASE.replace('bs = "4k"', 'bs = "4x"'))
+    text = str(err)
+    assert "study.toml" in text and "workloads[0].bs" in text and "4x" in text
+    assert "4k" in text  # says what is allowed
+
+
+def test_unknown_study_field():
+    err = spec_error(BASE.replace('name = "t"', 'name = "t"\nrepetitons = 3'))
+    assert "study.repetitons" in str(err) and "not a known field" in str(err)
+
+
+def test_bad_enum_lists_allowed_values():
+    err = spec_error(BASE.replace('name = "t"', 'name = "t"\norder = "random"'))
+    assert "study.order" in str(err) and "shuffled" in str(err) and "random" in str(err)
+
+
+def test_unknown_filesystem():
+    err = spec_error(BASE.replace("[filesystems.ext4]", "[filesystems.ext5]"))
+    assert "filesystems.ext5" in str(err) and "ext4" in str(err)
+
+
+def test_fio_rejects_unknown_option():
+    err = spec_error(BASE.replace('size = "64M"', 'size = "64M"\niodeptth = 4'))
+    assert "workloads[0].iodeptth" in str(err)
+
+
+def test_bad_axis_value_points_at_axis_entry():
+    text = BASE + '[workloads.axes]\nrw = ["read", "randwirte"]\n'
+    err = spec_error(text)
+    assert "workloads[0].axes.rw[1]" in str(err) and "randwirte" in str(err)
+
+
+def test_zip_needs_equal_lengths():
+    text = BASE + '[workloads.axes]\nrw = ["read", "write"]\nbs = ["4k"]\n'
+    text = text.replace('name = "w"', 'name = "w"\nzip = [["rw", "bs"]]')
+    assert "equally many" in str(spec_error(text))
+
+
+def test_missing_size():
+    err = spec_error(BASE.replace('size = "64M"\n', ""))
+    assert "workloads[0].size" in str(err)
+
+
+def test_block_device_needs_path():
+    err = spec_error(BASE.replace('size = "1GiB"', 'kind = "block"'))
+    assert "device" in str(err) and "path" in str(err)
+
+
+def test_host_backend_rejects_guest_only_fs():
+    text = BASE.replace('name = "t"', 'name = "t"\nbackend = "host"') + "[filesystems.jfs]\n"
+    err = spec_error(text)
+    assert "jfs" in str(err) and "study.backend" in str(err)
+
+
+def test_invalid_toml_names_file(tmp_path):
+    path = tmp_path / "broken.toml"
+    path.write_text("[study\nname=")
+    with pytest.raises(SpecError, match="broken.toml.*not valid TOML"):
+        load_spec(str(path))
+
+
+def test_unknown_preset_lists_presets():
+    with pytest.raises(SpecError, match="quickstart"):
+        load_spec("no-such-study")
+
+
+@pytest.mark.parametrize("name", preset_names())
+def test_presets_are_valid(name):
+    spec, source, _ = load_spec(name)
+    assert source == f"preset {name}" and spec.workloads
