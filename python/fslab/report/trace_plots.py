@@ -1,0 +1,138 @@
+"""Trace plots (matplotlib, Agg): request-size CDFs overlaid across traces, LBA over time
+(seekwatcher-style) and IOPS over time. LBA plots bin millions of requests into a 2D
+histogram drawn as one image, so they stay fast and legible at any trace size."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ..analysis.traces import data_requests
+from ..trace.formats import EV_COMPLETE, OP_READ, OP_WRITE, SECTOR_BYTES, Trace
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _incomplete_note(traces: dict[str, Trace]) -> str:
+    lossy = [k for k, t in traces.items() if not t.complete]
+    return f"  [INCOMPLETE traces: {', '.join(lossy)}]" if lossy else ""
+
+
+def size_cdf(traces: dict[str, Trace], out: Path, op: int = OP_WRITE) -> Path:
+    """CDF of data-request sizes (KiB, log scale) of each trace, overlaid."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    for label, t in traces.items():
+        m = data_requests(t) & (t.columns["op"] == op)
+        sizes = np.sort(t.columns["nr_sector"][m].astype(np.float64) * SECTOR_BYTES / 1024)
+        if len(sizes):
+            ax.step(sizes, np.arange(1, len(sizes) + 1) / len(sizes), where="post", label=label)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel(f"{'write' if op == OP_WRITE else 'read'} request size (KiB)")
+    ax.set_ylabel("fraction of requests")
+    ax.set_ylim(0, 1.02)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    ax.set_title("I/O size CDF" + _incomplete_note(traces), fontsize=10)
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out
+
+
+def lba_over_time(trace: Trace, out: Path, label: str = "", bins: tuple[int, int] = (800, 500)) -> Path:
+    """Where on the device requests went over time: reads blue, writes red, shaded by count."""
+    plt = _plt()
+    c = trace.columns
+    m = data_requests(trace)
+    t0 = int(c["time_ns"][0]) if len(trace) else 0
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    gib = 2**30 / SECTOR_BYTES
+    x_all = (c["time_ns"][m].astype(np.int64) - t0) / 1e9
+    y_all = c["sector"][m].astype(np.float64) / gib
+    if len(x_all):
+        xr = (0.0, max(float(x_all.max()), 1e-6))
+        yr = (float(y_all.min()), max(float(y_all.max()), float(y_all.min()) + 1e-6))
+        for op, cmap in ((OP_READ, "Blues"), (OP_WRITE, "Reds")):
+            sel = c["op"][m] == op
+            if not np.any(sel):
+                continue
+            h, xe, ye = np.histogram2d(x_all[sel], y_all[sel], bins=bins, range=(xr, yr))
+            h = np.ma.masked_equal(h.T, 0)
+            ax.imshow(np.log1p(h), origin="lower", aspect="auto", cmap=cmap, interpolation="nearest",
+                      extent=(xe[0], xe[-1], ye[0], ye[-1]), vmin=0)
+            ax.plot([], [], "s", color="tab:red" if op == OP_WRITE else "tab:blue",
+                    label="write" if op == OP_WRITE else "read")
+        ax.legend(loc="upper right")
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("device offset (GiB)")
+    ax.set_title(f"LBA over time {label}" + ("" if trace.complete else "  [INCOMPLETE trace]"), fontsize=10)
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out
+
+
+def iops_over_time(traces: dict[str, Trace], out: Path, bin_s: float = 0.1) -> Path:
+    """Completed data requests per second over time, in bins of ``bin_s`` seconds."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(8, 3.6))
+    for label, t in traces.items():
+        c = t.columns
+        m = (c["event"] == EV_COMPLETE) & (c["nr_sector"] > 0)
+        if not np.any(m):
+            continue
+        ts = (c["time_ns"][m].astype(np.int64) - int(c["time_ns"][0])) / 1e9
+        nb = max(1, int(np.ceil(ts.max() / bin_s)))
+        counts, edges = np.histogram(ts, bins=nb, range=(0, nb * bin_s))
+        ax.plot(edges[:-1], counts / bin_s, label=label, drawstyle="steps-post")
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("IOPS (requests/s)")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    ax.set_title("IOPS over time" + _incomplete_note(traces), fontsize=10)
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out
+
+
+def io_counts(results: dict[str, dict], out: Path) -> Path:
+    """Bar chart of completed requests by op per trace (from ``analyze`` results)."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.4, 4))
+    labels = list(results)
+    ops = ("read", "write", "flush")
+    width = 0.8 / len(ops)
+    for i, op in enumerate(ops):
+        ax.bar(np.arange(len(labels)) + i * width, [results[k]["requests"][op] for k in labels], width, label=op)
+    ax.set_xticks(np.arange(len(labels)) + width, labels)
+    ax.set_ylabel("requests")
+    ax.legend()
+    ax.set_title("I/O count", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out
+
+
+def plot_all(traces: dict[str, Trace], out_dir: Path) -> list[Path]:
+    """Every trace plot for these traces; returns the files written."""
+    from ..analysis.traces import analyze
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = [size_cdf(traces, out_dir / "size_cdf_write.png"),
+             iops_over_time(traces, out_dir / "iops_over_time.png"),
+             io_counts({k: analyze(t) for k, t in traces.items()}, out_dir / "io_counts.png")]
+    for label, t in traces.items():
+        safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in label)
+        paths.append(lba_over_time(t, out_dir / f"lba_{safe}.png", label))
+    return paths
