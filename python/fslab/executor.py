@@ -28,6 +28,7 @@ from .plan import Job, Run
 from .provenance import fs_tool_version, host_facts
 from .records import STATUS_FAILED, STATUS_OK, Metric, RunRecord
 from .spec import DeviceSection
+from .trace.hook import traced
 from .workloads import WORKLOADS, RunContext
 
 DROP_CACHES = Path("/proc/sys/vm/drop_caches")
@@ -47,6 +48,7 @@ class ExecContext:
     fresh: str
     order_seed: int
     sequence_of: dict[str, int]  # run key -> position in the study's order
+    trace: bool = False  # block-layer trace of every run (fslab.trace.hook)
 
 
 def drop_caches() -> None:
@@ -185,7 +187,7 @@ def _execute_run(
     before = dev.read_stat()
     t0 = time.monotonic()
     try:
-        with _maybe_memory_limit(cell.memory_bytes) as cg:
+        with _maybe_memory_limit(cell.memory_bytes) as cg, traced(ctx.trace, dev, path) as run_trace:
             provenance["memory_limit"] = cg.describe() if cg else None
             result = workload.run(cell.params, RunContext(
                 mountpoint=mountpoint, device=dev, artifact_dir=path, timeout_s=cell.timeout_s,
@@ -216,6 +218,9 @@ def _execute_run(
     metrics = [Metric.of(name, value) for name, value in result.metrics.items()]
     metrics += [Metric(name, None, unit_of(name), note) for name, note in result.notes.items()]
     metrics += _device_counter_metrics(before, after)
+    if run_trace is not None:
+        metrics += run_trace.metrics(result.metrics)
+        provenance["trace"] = run_trace.provenance()
     metrics.append(Metric.of("wall_s", finished - started))
     metrics.append(Metric.of("overhead_s", (finished - started) - result.tool_runtime_s))
     provenance["workload_s"] = round(workload_s, 3)

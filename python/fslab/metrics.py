@@ -36,6 +36,16 @@ _BY_SUFFIX: dict[str, MetricKind] = {
     "per_s": MetricKind("ops/s", True, "operations per second"),
     "cpu_pct": MetricKind("%", False, "CPU used"),
     "latency_ns": MetricKind("ns", False, "latency"),
+    # block-layer trace metrics (fslab.analysis.traces.summary_metrics)
+    "size_mean_bytes": MetricKind("B", True, "mean request size on the device"),
+    "size_median_bytes": MetricKind("B", True, "median request size on the device"),
+    "size_min_bytes": MetricKind("B", True, "smallest request size on the device"),
+    "size_max_bytes": MetricKind("B", True, "largest request size on the device"),
+    "sequential_fraction": MetricKind("fraction", True, "share of requests starting where the previous one ended"),
+    "latency_mean_us": MetricKind("µs", False, "mean issue-to-complete latency"),
+    "latency_p99_us": MetricKind("µs", False, "99th percentile issue-to-complete latency"),
+    "lost_events_count": MetricKind("events", False, "trace events the kernel dropped (0 = complete trace)"),
+    "write_amplification_ratio": MetricKind("B/B", False, "bytes written to the device per byte the workload wrote"),
 }
 
 

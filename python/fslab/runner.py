@@ -115,6 +115,7 @@ def run_study(
             allowed_devices=allowed_devices, drop_caches=spec.study.drop_caches,
             fresh=plan.fresh, order_seed=plan.seed,
             sequence_of={run.key: i for i, run in enumerate(plan.runs)},
+            trace=spec.study.trace,
         )
         if on_start:
             on_start(plan, study_id, remaining_runs)

@@ -92,6 +92,7 @@ def _register_builtin() -> None:
     from .fio import FioWorkload
 
     WORKLOADS.register("fio", FioWorkload())
+    from .mobibench import MobibenchWorkload; WORKLOADS.register("mobibench", MobibenchWorkload())  # noqa: E702
 
 
 _register_builtin()

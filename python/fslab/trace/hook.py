@@ -1,0 +1,69 @@
+"""Tracing of one run, for the executor: a context manager around the workload that
+leaves ``trace.parquet`` in the run's artifact directory and turns the trace into run
+metrics (names with units; every one carries a note when the trace is incomplete)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..devices import DeviceHandle
+from ..records import Metric
+
+ARTIFACT_NAME = "trace.parquet"
+
+
+@dataclass
+class RunTrace:
+    """What the trace of one run produced (filled in when the workload ends)."""
+
+    path: Path
+    stat_after: dict[str, int] = field(default_factory=dict)
+    result: dict[str, Any] | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def metrics(self, workload_metrics: dict[str, float]) -> list[Metric]:
+        """Run metrics from the trace; write amplification uses the workload's own
+        ``write_io_bytes`` when it reports one."""
+        from ..analysis.traces import summary_metrics
+
+        if self.result is None:
+            return []
+        written = workload_metrics.get("write_io_bytes")
+        if written:
+            self.result["write_amplification"] = self.result["device_bytes_written"] / written
+        flat = summary_metrics(self.result)
+        note = None
+        if not self.result["complete"]:
+            note = f"incomplete trace: {self.result['lost_events']} events lost"
+        return [Metric(name, float(v), Metric.of(name, v).unit, note) for name, v in flat.items()]
+
+    def provenance(self) -> dict[str, Any]:
+        if self.result is None:
+            return {"artifact": ARTIFACT_NAME, "captured": False}
+        return {"artifact": ARTIFACT_NAME, "captured": True, "complete": self.result["complete"],
+                "lost_events": self.result["lost_events"], "events": self.result["events"],
+                "method": self.meta.get("capture_method"), "reader": self.meta.get("reader")}
+
+
+@contextlib.contextmanager
+def traced(enabled: bool, dev: DeviceHandle, artifact_dir: Path) -> Iterator[RunTrace | None]:
+    """``with traced(ctx.trace, dev, path) as rt:`` — yields None when tracing is off."""
+    if not enabled:
+        yield None
+        return
+    from ..analysis.traces import analyze
+    from .capture import TraceCapture
+    from .formats import write_parquet
+
+    rt = RunTrace(artifact_dir / ARTIFACT_NAME)
+    cap = TraceCapture(dev.dev_t, device_name=dev.path, on_stop=lambda: rt.stat_after.update(dev.read_stat()))
+    with cap:
+        yield rt
+    if cap.trace is not None:
+        write_parquet(cap.trace, rt.path)
+        rt.meta = dict(cap.trace.meta)
+        rt.result = analyze(cap.trace)
