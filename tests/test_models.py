@@ -122,3 +122,15 @@ def test_deterministic_for_a_seed() -> None:
     b = simulate_synthetic("rw=randrw,bs=4k,count=5000,seed=11", "hdd-7200", qd=4)
     for key in ("elapsed_ns", "iops", "latency_us", "counters"):
         assert a[key] == b[key]
+
+
+def test_seed004_controller_cache_turns_sequential_into_full_stripes() -> None:
+    """With a controller write-back cache, 512 KiB sequential writes merge into full
+    stripes: no member reads, 8 member writes per 7 chunks."""
+    volume = 256 << 20
+    over = {"member.capacity": "1GiB", "member.over_provisioning": 0.25, "cache_bytes": "8MiB"}
+    seq = simulate_synthetic(f"rw=write,bs=512k,count={volume // (512 << 10)},span=7GiB",
+                             "raid5-8x-sata-mlc-ssd", over, qd=32)
+    c = seq["counters"]
+    assert c["member_reads"] == 0
+    assert c["full_stripe_writes"] >= volume // (7 * (512 << 10)) - 1

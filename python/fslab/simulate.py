@@ -90,6 +90,13 @@ def _normalise(key: str, value: Any) -> tuple[str, float | int | str]:
     raise SpecError(f"{value!r} is not a number or text", field=key)
 
 
+def _normalise_dotted(key: str, value: Any) -> tuple[str, float | int | str]:
+    """Normalise on the last name part, so member.t_prog_us becomes member.t_prog_ns."""
+    prefix, _, leaf = key.rpartition(".")
+    nk, nv = _normalise(leaf, value)
+    return (f"{prefix}.{nk}" if prefix else nk), nv
+
+
 def _flatten(name: str, depth: int = 0) -> dict[str, float | int | str]:
     """Parameters of a model name, with RAID members expanded under ``member.``."""
     if depth > 4:
@@ -108,7 +115,7 @@ def _flatten(name: str, depth: int = 0) -> dict[str, float | int | str]:
         for k, v in _flatten(str(member), depth + 1).items():
             out[f"member.{k}"] = v
     for k, v in raw.items():
-        nk, nv = _normalise(k, v)
+        nk, nv = _normalise_dotted(k, v)
         out[nk] = nv
     return out
 
@@ -138,10 +145,8 @@ def model_params(name: str, overrides: Mapping[str, Any] | None = None) -> dict[
     for k, v in (overrides or {}).items():
         if k.startswith("member.") and "member.kind" not in params:
             raise SpecError(f"{name!r} has no members", field=k)
-        # Normalise on the last name part, so member.t_prog_us becomes member.t_prog_ns.
-        prefix, _, leaf = k.rpartition(".")
-        nk, nv = _normalise(leaf, v)
-        params[f"{prefix}.{nk}" if prefix else nk] = nv
+        nk, nv = _normalise_dotted(k, v)
+        params[nk] = nv
     return params
 
 

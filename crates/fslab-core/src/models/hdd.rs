@@ -470,6 +470,22 @@ impl DeviceModel for Hdd {
 
     fn wake(&mut self, now: Ns, _token: u64, ctx: &mut dyn Ctx) {
         self.finish(now);
+        if self.ra_active {
+            // Queued reads that the fresh read-ahead will cover are served from the cache.
+            let mut i = 0;
+            while i < self.queue.len() {
+                let q = self.queue[i];
+                if q.op == Op::Read {
+                    if let Some(ready) = self.cache_hit(now, q.lba, q.sectors) {
+                        self.cache_hits += 1;
+                        self.queue.remove(i);
+                        ctx.complete(q.tag, ready + self.link_ns(q.sectors * SECTOR_BYTES));
+                        continue;
+                    }
+                }
+                i += 1;
+            }
+        }
         self.release_flushes(now, ctx);
         self.start_next(now, ctx);
     }

@@ -265,7 +265,7 @@ impl Raid {
 
     /// Controller write-back cache: absorb the write, destage a stripe as soon as it is
     /// wholly dirty (a full-stripe write, no reads), and evict the oldest stripes when the
-    /// cache is over capacity; the host waits only for evictions (back-pressure).
+    /// cache is over capacity; the write that triggers a destage waits for it.
     fn cached_write(&mut self, now: Ns, parent: u32, req: &Request, ctx: &mut dyn Ctx) {
         let unit = 4096u64;
         let stripe_units = self.data_members() * self.chunk / unit;
@@ -286,7 +286,9 @@ impl Raid {
                 self.dirty_units += 1;
             }
             if entry.units == stripe_units {
-                self.destage(now, BACKGROUND, stripe, ctx);
+                // The write that completes a stripe waits for its full-stripe write, so a
+                // stream is held to the members' speed rather than absorbed for free.
+                self.destage(now, parent, stripe, ctx);
             }
         }
         while self.dirty_units * unit > self.cache_bytes {
