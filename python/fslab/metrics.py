@@ -46,6 +46,7 @@ _BY_SUFFIX: dict[str, MetricKind] = {
     "latency_p99_us": MetricKind("µs", False, "99th percentile issue-to-complete latency"),
     "lost_events_count": MetricKind("events", False, "trace events the kernel dropped (0 = complete trace)"),
     "write_amplification_ratio": MetricKind("B/B", False, "bytes written to the device per byte the workload wrote"),
+    "max_latency_ns": MetricKind("ns", False, "longest latency of one operation (Bonnie++'s latency)"),
 }
 
 

@@ -93,6 +93,7 @@ def _register_builtin() -> None:
 
     WORKLOADS.register("fio", FioWorkload())
     from .mobibench import MobibenchWorkload; WORKLOADS.register("mobibench", MobibenchWorkload())  # noqa: E702
+    from .bonnie import BonnieWorkload; WORKLOADS.register("bonnie", BonnieWorkload())  # noqa: E702
 
 
 _register_builtin()
