@@ -167,7 +167,7 @@ def parse_csv_output(stdout: str) -> ParsedLine:
         raise FslabError("bonnie++ printed no CSV result line"
                          + (f": {stdout.strip()[-300:]}" if stdout.strip() else ""))
     if len(lines) > 1:
-        raise FslabError(f"bonnie++ printed {len(lines)} result lines; fslab runs one test per run (-x 1)")
+        raise FslabError(f"bonnie++ printed {len(lines)} result lines; fslab runs one test per run")
     return parse_csv_line(lines[0])
 
 
@@ -377,7 +377,8 @@ def bonnie_argv(params: dict[str, Any], choice: dict[str, Any], directory: Path)
     seekers = params.get("seekers", DEFAULT_SEEKERS)
     if (chunk, choice["seeks"], seekers) != (DEFAULT_CHUNK, DEFAULT_SEEKS, DEFAULT_SEEKERS):
         size += f":{chunk}:{choice['seeks']}:{seekers}"
-    argv = ["bonnie++", "-q", "-u", "root", "-m", "fslab", "-x", "1", "-d", str(directory),
+    # No -x: with it Bonnie++ drops the text table (stderr), which is kept as bonnie.txt.
+    argv = ["bonnie++", "-q", "-u", "root", "-m", "fslab", "-d", str(directory),
             "-s", size, "-r", str(choice["ram_bytes"] // MIB), "-n", choice["files"]]
     char = choice["char_size_bytes"]
     # -f alone skips the per-char tests; -fN (attached: the argument is optional) sets their size.

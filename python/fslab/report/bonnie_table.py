@@ -1,0 +1,148 @@
+"""Table IV of seed 000, rebuilt from stored Bonnie++ runs: five rows (the paper's names
+beside Bonnie++'s), one column per file system, each a mean ± 95% interval in MiB/s over
+n runs, and which differences between file systems are significant.
+
+Built only from stored runs and cells (like report/tables.py, whose row grouping and cell
+text it reuses); the statistics are fslab.analysis.stats: Student-t intervals, Welch's
+t-test for every pair of file systems, Holm-corrected within each row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import combinations
+from typing import Any
+
+from ..analysis.stats import CONFIDENCE, holm, welch_t
+from .tables import RowData, build_table, cell_text
+from .units import fmt
+
+# (the paper's row name, Bonnie++'s test, the metric fslab stores)
+TABLE_IV_ROWS: tuple[tuple[str, str, str], ...] = (
+    ("Random Write", "per-char write (putc)", "putc_bytes_per_s"),
+    ("Sequential Write", "block write", "block_write_bytes_per_s"),
+    ("Sequential Rewrite", "rewrite", "rewrite_bytes_per_s"),
+    ("Random Read", "per-char read (getc)", "getc_bytes_per_s"),
+    ("Sequential Read", "block read", "block_read_bytes_per_s"),
+)
+MIB = float(1 << 20)
+ALPHA = 1 - CONFIDENCE
+
+LEGEND = (
+    "Values: mean ± half-width of the 95% confidence interval (Student t) over n runs, in MiB/s "
+    "(Bonnie++ counts K = 1024 bytes). 'best' marks the best mean in the row, other columns give "
+    "their difference to it. Last column: pairs of file systems whose means differ significantly "
+    "(Welch's t-test, Holm-corrected over the row's pairs, α = 0.05); '≈' lists pairs that do not. "
+    "The paper's 'Random' rows are Bonnie++'s per-character tests: sequential, one byte at a time. "
+    "Bonnie++ 2.00a does one system call per byte there (1.0x used stdio putc/getc), so those rows "
+    "measure system-call cost, not the device, and are not comparable with the paper's numbers."
+)
+
+
+@dataclass(frozen=True)
+class PairVerdict:
+    a: str
+    b: str
+    higher: str  # the file system with the higher mean
+    p_adjusted: float
+    significant: bool
+
+
+def pairwise(row: RowData) -> list[PairVerdict]:
+    """Welch's t for every pair of file systems with >= 2 values, Holm over the pairs."""
+    names = [fs for fs, values in row.values.items() if len(values) >= 2]
+    pairs = list(combinations(names, 2))
+    if not pairs:
+        return []
+    tests = [welch_t(row.values[a], row.values[b]) for a, b in pairs]
+    adjusted = holm([t.p_value for t in tests])
+    out = []
+    for (a, b), p in zip(pairs, adjusted):
+        higher = a if row.summaries[a].mean >= row.summaries[b].mean else b
+        out.append(PairVerdict(a, b, higher, p, p < ALPHA))
+    return out
+
+
+def verdict_text(row: RowData) -> str:
+    verdicts = pairwise(row)
+    if not verdicts:
+        return "untested (needs n >= 2 per file system)"
+    parts = []
+    for v in verdicts:
+        lower = v.b if v.higher == v.a else v.a
+        if v.significant:
+            parts.append(f"{v.higher} > {lower} (p={v.p_adjusted:.2g})")
+        else:
+            parts.append(f"{v.a} ≈ {v.b} (p={v.p_adjusted:.2g})")
+    return "; ".join(parts)
+
+
+def build_table_iv(runs: list[dict[str, Any]], cells: list[dict[str, Any]]
+                   ) -> list[tuple[str, list[str], list[tuple[str, str, RowData]]]]:
+    """For each Bonnie++ workload (cell label without the file system): its title, file
+    systems in study order, and the five Table IV rows."""
+    bonnie_cells = [c for c in cells if c["workload_kind"] == "bonnie"]
+    bonnie_runs = [r for r in runs if r["cell"]["workload_kind"] == "bonnie"]
+    if not bonnie_cells:
+        return []
+    tables: dict[str, list[tuple[str, str, RowData]]] = {}
+    filesystems: list[str] = []
+    for paper_name, bonnie_name, metric in TABLE_IV_ROWS:
+        data = build_table(bonnie_runs, metric, bonnie_cells)
+        filesystems = data.filesystems
+        for row in data.rows:
+            tables.setdefault(row.label, []).append((paper_name, bonnie_name, row))
+    return [(label, filesystems, rows) for label, rows in tables.items()]
+
+
+def _sizes_used(runs: list[dict[str, Any]], label_workload: str) -> str:
+    """File size and memory limit the runs used (auto sizing may differ between runs)."""
+    sizes: set[int] = set()
+    limits: set[int] = set()
+    for run in runs:
+        if run["cell"]["workload_kind"] != "bonnie" or run["status"] != "ok":
+            continue
+        if run["cell"]["workload"] != label_workload:
+            continue
+        info = run["provenance"].get("tool_info") or {}
+        if "sizes" in info:
+            sizes.add(int(info["sizes"]["size_bytes"]))
+        limit = (info.get("memory_limit") or {}).get("limit_bytes")
+        if limit:
+            limits.add(int(limit))
+
+    def span(values: set[int]) -> str:
+        if not values:
+            return "?"
+        lo, hi = min(values) / MIB, max(values) / MIB
+        return f"{fmt(lo)} MiB" if lo == hi else f"{fmt(lo)}–{fmt(hi)} MiB"
+
+    return f"file {span(sizes)}, memory cgroup limit (-r) {span(limits)}"
+
+
+def render_table_iv(runs: list[dict[str, Any]], cells: list[dict[str, Any]]) -> Any:
+    """A rich renderable: one Table IV per Bonnie++ workload, then the legend."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    parts: list[Any] = []
+    for label, filesystems, rows in build_table_iv(runs, cells):
+        workload = rows[0][2].label.split(" [")[0] if rows else label
+        table = Table(
+            title=f"Table IV layout (seed 000): Bonnie++ {label} — {_sizes_used(runs, workload)}",
+            title_justify="left",
+        )
+        table.add_column("paper's row")
+        table.add_column("Bonnie++ test")
+        for fs in filesystems:
+            table.add_column(f"{fs} (MiB/s)", justify="right")
+        table.add_column("significant differences")
+        for paper_name, bonnie_name, row in rows:
+            table.add_row(paper_name, bonnie_name, *[cell_text(row, fs, MIB) for fs in filesystems],
+                          verdict_text(row))
+        parts.append(table)
+    if not parts:
+        return Text("no Bonnie++ runs in this study")
+    parts.append(Text(LEGEND, style="dim"))
+    return Group(*parts)
