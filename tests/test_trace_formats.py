@@ -122,3 +122,26 @@ def test_unreadable_file_is_a_clear_error(tmp_path: Path) -> None:
     bad.write_text("hello\n")
     with pytest.raises(FslabError, match="not a trace"):
         load_trace(bad)
+
+
+@pytest.mark.parametrize("name", ["btrfs-dd-osync.tracefs.txt", "blk-tracer.txt", "blkparse.txt"])
+def test_native_summary_agrees_with_numpy(name: str) -> None:
+    trace = load_trace(DATA / name)
+    fast, slow = analyze(trace, with_cdf=True), analyze(trace, native=False, with_cdf=True)
+    for key in ("requests", "sectors", "flags", "size_bytes", "sequential_fraction", "size_cdf"):
+        assert fast[key] == pytest.approx(slow[key]) if not isinstance(fast[key], dict) else \
+            {k: fast[key][k] for k in fast[key]} == slow[key] or _approx_equal(fast[key], slow[key]), key
+    for d in ("read", "write"):
+        for k in ("mean", "p50", "p99"):
+            assert fast["latency_us"][d][k] == pytest.approx(slow["latency_us"][d][k])
+    assert sorted(t["task"] for t in fast["by_task"]) == sorted(t["task"] for t in slow["by_task"])
+
+
+def _approx_equal(a: dict, b: dict) -> bool:
+    for k in a:
+        if isinstance(a[k], dict):
+            if not _approx_equal(a[k], b[k]):
+                return False
+        elif a[k] != pytest.approx(b[k]):
+            return False
+    return True

@@ -88,9 +88,18 @@ def data_requests(trace: Trace) -> np.ndarray:
 
 
 def analyze(trace: Trace, *, workload_bytes_written: float | None = None,
-            with_cdf: bool = False, top_tasks: int = 10) -> dict[str, Any]:
+            with_cdf: bool = False, top_tasks: int = 10, native: bool = True) -> dict[str, Any]:
     """All metrics of one trace as plain data (JSON-ready). Units are in the key names or
-    stated: sizes in bytes, latency in microseconds, seek distance in sectors."""
+    stated: sizes in bytes, latency in microseconds, seek distance in sectors.
+    The native core does the per-event pass in one go; numpy is the fallback (and the
+    cross-check in the tests)."""
+    if native:
+        try:
+            from .. import _core
+        except ImportError:
+            _core = None
+        if _core is not None and hasattr(_core, "trace_summarize"):
+            return _analyze_native(trace, _core, workload_bytes_written, with_cdf, top_tasks)
     c = trace.columns
     lat, counted = match_requests(trace)
     op = c["op"]
@@ -152,6 +161,67 @@ def analyze(trace: Trace, *, workload_bytes_written: float | None = None,
     out["write_amplification"] = (written / workload_bytes_written
                                   if workload_bytes_written else None)
     out["by_task"] = by_task(trace, top=top_tasks)
+    return out
+
+
+_PCTS = [50.0, 90.0, 99.0]
+
+
+def _dist_native(d: dict[str, Any], scale: float = 1.0) -> dict[str, Any]:
+    if not d["count"]:
+        return _dist(np.empty(0))
+    p50, p90, p99 = (v * scale for v in d["pct"])
+    return {"count": d["count"], "min": d["min"] * scale, "median": p50, "mean": d["mean"] * scale,
+            "max": d["max"] * scale, "p90": p90, "p99": p99}
+
+
+def _analyze_native(trace: Trace, core: Any, workload_bytes_written: float | None,
+                    with_cdf: bool, top_tasks: int) -> dict[str, Any]:
+    c = trace.columns
+    sm = core.trace_summarize(*(np.ascontiguousarray(c[k]) for k in
+                                ("time_ns", "event", "dev", "sector", "nr_sector", "op", "flags", "comm")),
+                              _PCTS)
+    t = c["time_ns"]
+    out: dict[str, Any] = {
+        "events": len(trace), "lost_events": trace.lost_events, "complete": trace.complete,
+        "source": trace.meta.get("source"),
+        "duration_s": float((int(t[-1]) - int(t[0])) / 1e9) if len(t) else 0.0,
+        "requests": {name: sm["requests"][code] for name, code in
+                     (("read", OP_READ), ("write", OP_WRITE), ("flush", OP_FLUSH), ("discard", OP_DISCARD))},
+        "sectors": {name: sm["sectors"][code] for name, code in
+                    (("read", OP_READ), ("write", OP_WRITE), ("discard", OP_DISCARD))},
+        "flags": {name: sm["flag_counts"][bit.bit_length() - 1] for name, bit in FLAG_BITS.items()
+                  if name in ("sync", "meta", "fua", "preflush", "ahead")},
+    }
+    sizes, seq, seek, lat, cdfs = {}, {}, {}, {}, {}
+    for name, d in zip(("read", "write"), sm["directions"]):
+        sizes[name] = _dist_native(d["size_bytes"])
+        seq[name] = d["sequential"] / d["transitions"] if d["transitions"] else None
+        seek[name] = _dist_native(d["seek_sectors"])
+        if d["transitions"]:
+            seek[name]["forward_fraction"] = d["forward"] / d["transitions"]
+        ln = d["latency_ns"]
+        if ln["count"]:
+            lat[name] = {"count": ln["count"], "mean": ln["mean"] / 1000, "p50": ln["pct"][0] / 1000,
+                         "p99": ln["pct"][2] / 1000, "max": ln["max"] / 1000}
+        else:
+            lat[name] = {"count": 0, "mean": None, "p50": None, "p99": None, "max": None}
+        if with_cdf:
+            hist = d["size_hist"]
+            total = sum(k for _, k in hist) or 1
+            cdfs[name] = {"bytes": [float(b) for b, _ in hist],
+                          "fraction": (np.cumsum([k for _, k in hist]) / total).tolist()}
+    out.update({"size_bytes": sizes, "sequential_fraction": seq, "seek_distance_sectors": seek})
+    if with_cdf:
+        out["size_cdf"] = cdfs
+    out["latency_us"] = lat
+    written = out["sectors"]["write"] * SECTOR_BYTES
+    out["device_bytes_written"] = written
+    out["write_amplification"] = written / workload_bytes_written if workload_bytes_written else None
+    names = trace.comm_names
+    tasks = sorted(sm["tasks"], key=lambda x: -x[2])[:top_tasks]
+    out["by_task"] = [{"task": names[i] if i < len(names) else f"#{i}", "requests": r, "bytes": b}
+                      for i, r, b in tasks]
     return out
 
 

@@ -9,6 +9,7 @@ pub mod capture;
 pub mod format;
 pub mod page;
 pub mod py;
+pub mod summary;
 
 pub use format::{BlockLayout, EventFormat};
 pub use page::{parse_page, PageInfo, Records};

@@ -12,6 +12,7 @@ use super::analyze::match_requests;
 use super::capture::{RawCapture, ReaderStats};
 use super::format::{BlockLayout, EventFormat};
 use super::page::{parse_page, PageHeader, Records};
+use super::summary::{dist_from_hist, dist_from_values, summarize, Dist};
 
 fn layouts(formats: &[(String, u8)]) -> PyResult<Vec<BlockLayout>> {
     formats
@@ -129,10 +130,71 @@ fn trace_match_requests(
     Ok((bytes_of(py, &lat), bytes_of(py, &counted)))
 }
 
+fn dist_dict<'py>(py: Python<'py>, d: &Dist, scale: f64) -> PyResult<Bound<'py, PyDict>> {
+    let out = PyDict::new_bound(py);
+    out.set_item("count", d.count)?;
+    if d.count > 0 {
+        out.set_item("min", d.min * scale)?;
+        out.set_item("max", d.max * scale)?;
+        out.set_item("mean", d.mean * scale)?;
+        out.set_item("pct", d.pct.iter().map(|v| v * scale).collect::<Vec<f64>>())?;
+    }
+    Ok(out)
+}
+
+/// One-pass summary of a trace (see `summary::summarize`); percentiles are taken at
+/// `pcts` (0-100). Sizes in bytes, seeks in sectors, latency in ns.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn trace_summarize<'py>(
+    py: Python<'py>, time_ns: PyBuffer<u64>, event: PyBuffer<u8>, dev: PyBuffer<u32>, sector: PyBuffer<u64>,
+    nr_sector: PyBuffer<u32>, op: PyBuffer<u8>, flags: PyBuffer<u8>, comm: PyBuffer<u16>, pcts: Vec<f64>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let (t, e, d, s, n, o, f, c) = (
+        view(&time_ns, "time_ns")?, view(&event, "event")?, view(&dev, "dev")?, view(&sector, "sector")?,
+        view(&nr_sector, "nr_sector")?, view(&op, "op")?, view(&flags, "flags")?, view(&comm, "comm")?,
+    );
+    let len = t.len();
+    if [e.len(), d.len(), s.len(), n.len(), o.len(), f.len(), c.len()].iter().any(|&l| l != len) {
+        return Err(PyValueError::new_err("columns differ in length"));
+    }
+    let (mut sm, dists) = py.allow_threads(|| {
+        let mut sm = summarize(t, e, d, s, n, o, f, c);
+        let dists: Vec<(Dist, Dist, Dist)> = sm.dirs.iter_mut().map(|dir| {
+            let bytes: std::collections::BTreeMap<u64, u64> = dir.sizes.iter().map(|(&k, &v)| (k * 512, v)).collect();
+            dir.size_sorted = bytes.iter().map(|(&k, &v)| (k, v)).collect();
+            (dist_from_hist(&bytes, &pcts), dist_from_values(&mut dir.seeks, &pcts), dist_from_values(&mut dir.latency_ns, &pcts))
+        }).collect();
+        (sm, dists)
+    });
+    let out = PyDict::new_bound(py);
+    out.set_item("requests", sm.requests.to_vec())?;
+    out.set_item("sectors", sm.sectors.to_vec())?;
+    out.set_item("flag_counts", sm.flag_counts.to_vec())?;
+    out.set_item("used_issue_events", sm.used_issue_events)?;
+    let tasks: Vec<(u16, u64, u64)> = sm.tasks.iter().map(|(&k, &(r, b))| (k, r, b)).collect();
+    out.set_item("tasks", tasks)?;
+    let dirs = pyo3::types::PyList::empty_bound(py);
+    for (dir, (size, seek, lat)) in sm.dirs.iter_mut().zip(dists.iter()) {
+        let dd = PyDict::new_bound(py);
+        dd.set_item("size_bytes", dist_dict(py, size, 1.0)?)?;
+        dd.set_item("size_hist", dir.size_sorted.clone())?;
+        dd.set_item("seek_sectors", dist_dict(py, seek, 1.0)?)?;
+        dd.set_item("latency_ns", dist_dict(py, lat, 1.0)?)?;
+        dd.set_item("transitions", dir.transitions)?;
+        dd.set_item("sequential", dir.sequential)?;
+        dd.set_item("forward", dir.forward)?;
+        dirs.append(dd)?;
+    }
+    out.set_item("directions", dirs)?;
+    Ok(out)
+}
+
 /// Register the trace functions and classes in the `_core` module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyRawTraceCapture>()?;
     m.add_function(wrap_pyfunction!(trace_parse_raw_pages, m)?)?;
     m.add_function(wrap_pyfunction!(trace_match_requests, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_summarize, m)?)?;
     Ok(())
 }
