@@ -200,3 +200,57 @@ def test_invalid_options_name_their_key(params: dict, key: str) -> None:
     with pytest.raises(ParamError) as exc:
         bonnie.validate(params)
     assert exc.value.key == key
+
+
+def test_header_fields_direct_concurrency_and_file_spec() -> None:
+    p = parse_csv_line(line("tmp-direct-concurrency2.csv"))
+    assert p.info["concurrency"] == "2" and p.info["seed"] == "5" and p.info["file_size"] == "64M"
+    assert p.info["files_k"] == "1" and p.info["file_max_size"] == "4096" and p.info["file_dirs"] == "4"
+    assert p.skipped == ["putc", "getc"]  # -f: no per-char tests under -D
+    assert p.metrics["block_write_bytes_per_s"] == 25868 * 1024
+    assert p.too_fast == ["block_read", "seeks", "seq_stat", "random_stat"]
+    assert p.metrics["seq_create_per_s"] == 801
+
+
+# ---------------------------------------------------------------------------- auto sizing
+
+PROBE = {"write_bytes_per_s": 600e6, "read_bytes_per_s": 1.2e9, "random_8k_reads_per_s": 5000.0,
+         "char_write_bytes_per_s": 700e3, "char_read_bytes_per_s": 1.5e6,
+         "create_per_s": 40e3, "stat_per_s": 150e3, "delete_per_s": 30e3}
+
+
+def auto_choice(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, params: dict, memory=None) -> dict:
+    from fslab.workloads import RunContext
+    from fslab.workloads import bonnie as mod
+
+    monkeypatch.setattr(mod, "probe_device", lambda mountpoint: dict(PROBE))
+    ctx = RunContext(mountpoint=tmp_path, device=None, artifact_dir=tmp_path, timeout_s=None,  # type: ignore[arg-type]
+                     memory=memory, study_dir=tmp_path)
+    return mod._choose_sizes(bonnie.validate(params), ctx)
+
+
+def test_auto_sizes_time_every_phase(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    c = auto_choice(monkeypatch, tmp_path, {"phase_s": 2})
+    # 1.2 GB/s x 2 s, rounded up to 64 MiB; the cache (cgroup and -r) is half of it.
+    assert c["size_bytes"] == 2304 * MIB and c["ram_bytes"] == c["size_bytes"] // 2
+    assert c["char_size_bytes"] == 3 * MIB  # 1.5 MB/s x 2 s, whole MiB
+    assert c["seeks"] == 80896  # 8 x 5000/s x 2 s = 80000, rounded up to 1024s
+    assert c["auto"] == ["size", "ram", "char_size", "files", "seeks"]
+    # Timing stat (150k/s) would need 440k files: over budget, so create/delete set the count.
+    assert c["files"] == str(-(-int(1.5 * 40e3 * 2) // 1024))
+    assert any("stat phases may show +++++" in w for w in c["warnings"])
+
+
+def test_auto_respects_the_executor_memory_limit(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from fslab.cgroups import MemoryLimit
+
+    given = MemoryLimit(tmp_path, 1, 2 << 30)
+    c = auto_choice(monkeypatch, tmp_path, {"phase_s": 1}, memory=given)
+    assert c["ram_bytes"] == 2 << 30 and c["size_bytes"] == 4 << 30  # twice the cache
+    with pytest.raises(FslabError, match="differs"):
+        auto_choice(monkeypatch, tmp_path, {"ram": "1GiB", "size": "4GiB"}, memory=given)
+
+
+def test_explicit_sizes_skip_the_probe(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    c = auto_choice(monkeypatch, tmp_path, {"size": "1GiB", "char_size": 0, "files": 0, "seeks": 8192})
+    assert c["probe"] is None and c["ram_bytes"] == 512 * MIB and c["files"] == "0"
