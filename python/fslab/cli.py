@@ -46,7 +46,7 @@ def plan(
     from .spec import load_spec
 
     spec, source, _ = load_spec(study)
-    p = make_plan(spec, quick=quick)
+    p = make_plan(spec, quick=quick, source=source)
     if as_json:
         out = {
             "study": spec.study.name, "source": source, "quick": quick,
@@ -174,9 +174,57 @@ def report(
     results: ResultsOpt = DEFAULT_RESULTS,
     study: StudyOpt = None,
     metric: Annotated[Optional[str], typer.Option(help="metric to tabulate, e.g. read_clat_p99_ns")] = None,
+    charts: Annotated[Optional[Path], typer.Option(help="write grouped bar charts (PNG, SVG) here")] = None,
+    by: Annotated[Optional[str], typer.Option(help="one chart per value of this axis (default: rw)")] = None,
+    contrast: Annotated[Optional[list[str]], typer.Option(
+        help="ratio of one axis value to another per case and file system, e.g. direct=0/1")] = None,
 ) -> None:
     """Comparison table of a stored study: workloads x file systems, mean ± 95% CI, n."""
     _print_report(results, study, metric)
+    from .store import Store
+
+    with Store(results) as store:
+        row = store.study(study)
+        runs, cells = store.runs(row.id), store.cells(row.id)
+    for text in contrast or []:
+        _print_contrast(runs, cells, text, metric)
+    if charts is not None:
+        from .report.charts import write_charts
+
+        axis = by or ("rw" if any("rw" in c["axes"] for c in cells) else None)
+        written = write_charts(runs, cells, charts, by=axis, metric=metric)
+        console.print(f"wrote {len(written) // 2} charts (PNG and SVG) to {charts}")
+
+
+def _print_contrast(runs: list[dict], cells: list[dict], text: str, metric: str | None) -> None:
+    from rich.table import Table
+
+    from .analysis.contrasts import contrasts, parse_contrast
+    from .report.units import fmt
+
+    try:
+        axis, a, b = parse_contrast(text)
+    except ValueError as exc:
+        raise FslabError(f"--contrast: {exc}") from None
+    rows = contrasts(runs, cells, axis, a, b, metric)
+    if not rows:
+        raise FslabError(f"--contrast {text}: no pair of cells differs only in {axis} = {a} vs {b}")
+    filesystems = list(dict.fromkeys(r.filesystem for r in rows))
+    table = Table(title=f"ratio {axis}={a} / {axis}={b} of {metric or 'the primary metric'}: "
+                  "ratio of means [95% CI, delta method]", title_justify="left")
+    table.add_column("workload")
+    table.add_column("case")
+    for fs in filesystems:
+        table.add_column(fs, justify="right")
+    grouped: dict[tuple[str, str], dict[str, str]] = {}
+    for r in rows:
+        res = r.result
+        ci = f" [{fmt(res.low)}–{fmt(res.high)}]" if res.low is not None and res.high is not None else ""
+        grouped.setdefault((r.workload, r.case), {})[r.filesystem] = (
+            f"{fmt(res.ratio)}x{ci} (n={res.n_numerator}/{res.n_denominator})")
+    for (workload, case), by_fs in grouped.items():
+        table.add_row(workload, case, *[by_fs.get(fs, "—") for fs in filesystems])
+    console.print(table)
 
 
 @app.command("list")

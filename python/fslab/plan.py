@@ -17,7 +17,8 @@ from typing import Any
 
 from .filesystems import FILESYSTEMS
 from .spec import StudySpec, WorkloadSection
-from .workloads import WORKLOADS
+from .errors import SpecError
+from .workloads import WORKLOADS, ParamError
 
 
 @dataclass(frozen=True)
@@ -134,7 +135,7 @@ def backend_for(fs_type: str, requested: str) -> tuple[str | None, str | None]:
     return "host", None
 
 
-def build_cells(spec: StudySpec, *, quick: bool) -> tuple[list[Cell], list[Skip]]:
+def build_cells(spec: StudySpec, *, quick: bool, source: str = "study") -> tuple[list[Cell], list[Skip]]:
     cells: list[Cell] = []
     skipped: list[Skip] = []
     for fs_name, fs_section in spec.filesystems.items():
@@ -143,10 +144,15 @@ def build_cells(spec: StudySpec, *, quick: bool) -> tuple[list[Cell], list[Skip]
         if backend is None:
             skipped.append(Skip(fs_name, reason or "skipped"))
             continue
-        for workload in spec.workloads:
+        for index, workload in enumerate(spec.workloads):
             plugin = WORKLOADS.get(workload.kind)
             for axes in expand_axes(workload):
-                params = plugin.validate({**workload.params, **axes})
+                try:
+                    params = plugin.validate({**workload.params, **axes})
+                except ParamError as exc:
+                    combo = ", ".join(f"{k} = {v!r}" for k, v in axes.items())
+                    raise SpecError(f"{exc} (in the combination {combo})", source=source,
+                                    field=f"workloads[{index}].{exc.key}") from None
                 if quick:
                     params = plugin.quick(params)
                 payload = {
@@ -168,10 +174,11 @@ def build_cells(spec: StudySpec, *, quick: bool) -> tuple[list[Cell], list[Skip]
 QUICK_REPETITIONS = 2
 
 
-def make_plan(spec: StudySpec, *, quick: bool = False, seed: int | None = None) -> Plan:
+def make_plan(spec: StudySpec, *, quick: bool = False, seed: int | None = None,
+              source: str = "study") -> Plan:
     """Expand and order a study. The seed (given, from the file, or drawn) is in the plan
     so the same order can be reproduced and a resumed study keeps it."""
-    cells, skipped = build_cells(spec, quick=quick)
+    cells, skipped = build_cells(spec, quick=quick, source=source)
     repetitions = QUICK_REPETITIONS if quick else spec.study.repetitions
     if seed is None:
         seed = spec.study.seed if spec.study.seed is not None else random.SystemRandom().randrange(2**31)

@@ -91,7 +91,7 @@ def run_study(
                 f"--resume: no unfinished run of {source} (quick={quick}) in {results_dir}; "
                 "run it without --resume to start it"
             )
-        plan = make_plan(spec, quick=quick, seed=previous.seed if previous else None)
+        plan = make_plan(spec, quick=quick, seed=previous.seed if previous else None, source=source)
         preflight(spec, plan, allowed_devices)
         if previous is not None:
             study_id = previous.id

@@ -74,14 +74,17 @@ def validate_workload(section: WorkloadSection, *, source: str, field: str) -> N
             source=source, field=f"{field}.kind",
         )
     workload = WORKLOADS.get(section.kind)
+    # Parameters may be completed by axes (size from a layout axis, say), so check the
+    # first combination whole, then every axis value within it.
+    first = {axis: values[0] for axis, values in section.axes.items()}
     try:
-        workload.validate(section.params)
+        workload.validate({**section.params, **first})
     except ParamError as exc:
         raise SpecError(str(exc), source=source, field=f"{field}.{exc.key}") from None
     for axis, values in section.axes.items():
         for i, value in enumerate(values):
             try:
-                workload.validate({**section.params, axis: value})
+                workload.validate({**section.params, **first, axis: value})
             except ParamError as exc:
                 where = f"{field}.axes.{axis}[{i}]" if exc.key == axis else f"{field}.{exc.key}"
                 extra = "" if exc.key == axis else f" (with {axis} = {value!r})"

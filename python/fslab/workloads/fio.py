@@ -28,7 +28,12 @@ BOOL_OPTIONS = ("direct", "time_based", "end_fsync", "fsync_on_close", "invalida
                 "buffered", "randrepeat", "sync", "create_on_open")
 DURATION_OPTIONS = ("runtime", "ramp_time")
 # fslab's own keys, not passed to fio.
-OWN_KEYS = ("job_file",)
+OWN_KEYS = ("job_file", "layout")
+# Named file layouts (seed 002): the same 256 MiB as a few large files or many small ones.
+LAYOUTS: dict[str, dict[str, int]] = {
+    "few-large": {"nrfiles": 2, "size": 256 << 20},
+    "many-small": {"nrfiles": 200, "size": 256 << 20},
+}
 _OPTION_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 QUICK_MIN_SIZE = 64 << 20
 QUICK_RUNTIME_S = 3
@@ -57,6 +62,14 @@ class FioWorkload:
             if isinstance(value, (list, dict)):
                 raise ParamError(key, "takes one value; to vary it, put it under [workloads.axes]")
             out[key] = self._normalise(key, value)
+        if "layout" in out:
+            if out["layout"] not in LAYOUTS:
+                raise ParamError("layout", f"{out['layout']!r} is not a named layout; "
+                                 f"known: {', '.join(LAYOUTS)} (or set nrfiles and size)")
+            clash = sorted(set(LAYOUTS[out["layout"]]) & set(params))
+            if clash:
+                raise ParamError("layout", f"a layout sets {clash} itself; remove them")
+            out = {**out, **LAYOUTS[out["layout"]]}
         if "job_file" in out:
             clash = sorted(set(out) - {"job_file"})
             if clash:
@@ -66,7 +79,7 @@ class FioWorkload:
             out["rw"] = "read"
         if "size" not in out and "filesize" not in out and "io_size" not in out:
             raise ParamError("size", "fio needs size (how much data per job), e.g. size = '1G'")
-        _parse_only(tuple(sorted((k, str(v)) for k, v in out.items())))
+        _parse_only(tuple(sorted((k, str(v)) for k, v in out.items() if k not in OWN_KEYS)))
         return out
 
     def _normalise(self, key: str, value: Any) -> Any:

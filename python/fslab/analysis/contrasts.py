@@ -1,0 +1,97 @@
+"""Contrasts: how much one axis value changes a metric relative to another, per file
+system and per case, as a ratio of means with a 95% interval — the ratios the seed
+papers read off their figures ("cached reads were 40x faster than direct ones").
+
+Interval method: the delta method on the log scale. For sample means m1, m2 with
+variances s1², s2² over n1, n2 runs, ln(m1/m2) has variance ≈ s1²/(n1·m1²) + s2²/(n2·m2²);
+degrees of freedom by Welch–Satterthwaite on those two terms; the interval is
+exp(ln(m1/m2) ± t·se). It is asymmetric around the ratio, as a ratio's interval should be.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import stats as sps
+
+from ..workloads import WORKLOADS
+
+
+@dataclass(frozen=True)
+class RatioCI:
+    ratio: float
+    low: float | None
+    high: float | None
+    n_numerator: int
+    n_denominator: int
+
+
+def ratio_ci(numerator: Sequence[float], denominator: Sequence[float], confidence: float = 0.95) -> RatioCI:
+    """Ratio of means with its delta-method interval (None bounds when n < 2 or m <= 0)."""
+    x, y = np.asarray(numerator, float), np.asarray(denominator, float)
+    if x.size == 0 or y.size == 0:
+        raise ValueError("a ratio needs values on both sides")
+    mx, my = float(x.mean()), float(y.mean())
+    if my == 0:
+        raise ValueError("the denominator's mean is zero")
+    ratio = mx / my
+    if x.size < 2 or y.size < 2 or mx <= 0 or my <= 0:
+        return RatioCI(ratio, None, None, int(x.size), int(y.size))
+    a = x.var(ddof=1) / (x.size * mx * mx)
+    b = y.var(ddof=1) / (y.size * my * my)
+    se = math.sqrt(a + b)
+    if se == 0:
+        return RatioCI(ratio, ratio, ratio, int(x.size), int(y.size))
+    df = (a + b) ** 2 / (a * a / (x.size - 1) + b * b / (y.size - 1))
+    t = float(sps.t.ppf(0.5 + confidence / 2, df))
+    return RatioCI(ratio, ratio * math.exp(-t * se), ratio * math.exp(t * se), int(x.size), int(y.size))
+
+
+@dataclass(frozen=True)
+class ContrastRow:
+    workload: str
+    case: str  # the other axes' values
+    filesystem: str
+    result: RatioCI
+
+
+def parse_contrast(text: str) -> tuple[str, str, str]:
+    """'direct=0/1' -> ('direct', '0', '1'): numerator value, then denominator value."""
+    axis, sep, values = text.partition("=")
+    a, slash, b = values.partition("/")
+    if not sep or not slash or not axis or not a or not b:
+        raise ValueError(f"{text!r}: write AXIS=A/B, e.g. direct=0/1 or layout=many-small/few-large")
+    return axis, a, b
+
+
+def contrasts(runs: list[dict[str, Any]], cells: list[dict[str, Any]], axis: str,
+              numerator: str, denominator: str, metric: str | None = None) -> list[ContrastRow]:
+    """Every pair of cells that differ only in ``axis`` (numerator vs denominator value)."""
+    values: dict[str, list[float]] = {}
+    for run in runs:
+        if run["status"] != "ok":
+            continue
+        cell = run["cell"]
+        name = metric or WORKLOADS.get(cell["workload_kind"]).primary_metrics(cell["params"])[0]
+        m = run["metrics"].get(name)
+        if m is not None and m["value"] is not None:
+            values.setdefault(cell["id"], []).append(float(m["value"]))
+    index: dict[tuple[str, str, str, str], str] = {}
+    for cell in cells:
+        if axis not in cell["axes"]:
+            continue
+        rest = ", ".join(f"{k}={v}" for k, v in cell["axes"].items() if k != axis)
+        index[(cell["filesystem"], cell["workload"], rest, str(cell["axes"][axis]))] = cell["id"]
+    rows = []
+    for (fs, workload, rest, value), cell_id in index.items():
+        if value != numerator:
+            continue
+        other = index.get((fs, workload, rest, denominator))
+        if other is None or not values.get(cell_id) or not values.get(other):
+            continue
+        rows.append(ContrastRow(workload, rest or "all", fs, ratio_ci(values[cell_id], values[other])))
+    return rows

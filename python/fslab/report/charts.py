@@ -1,0 +1,121 @@
+"""Grouped bar charts like the seed papers' figures: one chart per value of a chosen axis
+(e.g. one per fio pattern), cases on the x axis, one bar per file system, the bar the
+mean over repetitions and its error bar the 95% interval. Built from stored runs only.
+
+Every bar carries a gid ``bar|<filesystem>|<case>`` so tests (and users' scripts) can
+read the SVG back and check what was drawn."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, no display needed
+import matplotlib.pyplot as plt  # noqa: E402
+
+from ..analysis.stats import summarize  # noqa: E402
+from ..metrics import kind_of  # noqa: E402
+from ..workloads import WORKLOADS  # noqa: E402
+from .units import display_scale  # noqa: E402
+
+
+@dataclass
+class Chart:
+    title: str
+    metric: str
+    cases: list[str] = field(default_factory=list)
+    filesystems: list[str] = field(default_factory=list)
+    values: dict[tuple[str, str], list[float]] = field(default_factory=dict)  # (fs, case)
+
+
+def _case_label(axes: dict[str, Any], skip: str | None) -> str:
+    return ", ".join(f"{k}={v}" for k, v in axes.items() if k != skip) or "all"
+
+
+def build_charts(runs: list[dict[str, Any]], cells: list[dict[str, Any]], by: str | None,
+                 metric: str | None = None) -> list[Chart]:
+    charts: dict[tuple[str, str], Chart] = {}
+    for cell in cells:
+        name = metric or WORKLOADS.get(cell["workload_kind"]).primary_metrics(cell["params"])[0]
+        has_by = by is not None and by in cell["axes"]
+        key = (cell["workload"], f"{by}={cell['axes'][by]}" if has_by else "")
+        chart = charts.get(key)
+        if chart is None:
+            title = cell["workload"] + (f": {key[1]}" if key[1] else "")
+            chart = charts[key] = Chart(title, name)
+        case = _case_label(cell["axes"], by if has_by else None)
+        if case not in chart.cases:
+            chart.cases.append(case)
+        if cell["filesystem"] not in chart.filesystems:
+            chart.filesystems.append(cell["filesystem"])
+    by_cell = {c["id"]: c for c in cells}
+    for run in runs:
+        cell = by_cell.get(run["cell"]["id"])
+        if cell is None or run["status"] != "ok":
+            continue
+        has_by = by is not None and by in cell["axes"]
+        chart = charts[(cell["workload"], f"{by}={cell['axes'][by]}" if has_by else "")]
+        m = run["metrics"].get(chart.metric)
+        if m is not None and m["value"] is not None:
+            case = _case_label(cell["axes"], by if has_by else None)
+            chart.values.setdefault((cell["filesystem"], case), []).append(float(m["value"]))
+    return list(charts.values())
+
+
+def draw(chart: Chart, path_stem: Path) -> list[Path]:
+    """Write the chart as PNG and SVG; returns the files written."""
+    kind = kind_of(chart.metric)
+    means = {k: summarize(v) for k, v in chart.values.items() if v}
+    magnitude = max((s.mean for s in means.values()), default=0.0)
+    divisor, unit_label = display_scale(kind.unit, magnitude)
+    n_fs = max(len(chart.filesystems), 1)
+    width = 0.8 / n_fs
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * len(chart.cases) * max(1, n_fs / 2)), 4.5))
+    ns: set[int] = set()
+    for i, fs in enumerate(chart.filesystems):
+        for j, case in enumerate(chart.cases):
+            summary = means.get((fs, case))
+            if summary is None:
+                continue
+            ns.add(summary.n)
+            err = (summary.ci_half_width or 0.0) / divisor
+            height = summary.mean / divisor
+            # An interval reaching below zero is drawn to zero: no rate is negative.
+            yerr = [[min(err, height)], [err]]
+            bars = ax.bar(j - 0.4 + width * (i + 0.5), height, width, yerr=yerr, capsize=2, color=f"C{i}", label=fs if j == 0 else None)
+            bars.patches[0].set_gid(f"bar|{fs}|{case}")
+    ax.set_xticks(range(len(chart.cases)))
+    ax.set_xticklabels([c.replace(", ", "\n") for c in chart.cases], fontsize=7)
+    n_text = "n=" + "/".join(str(n) for n in sorted(ns)) if ns else "no data"
+    ax.set_ylabel(f"{chart.metric} [{unit_label}]")
+    ax.set_title(f"{chart.title}\nmean ± 95% CI over repetitions ({n_text})", fontsize=9)
+    ax.legend(fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    ax.set_ylim(bottom=0)
+    fig.tight_layout()
+    written = []
+    for suffix in (".png", ".svg"):
+        out = path_stem.with_suffix(suffix)
+        fig.savefig(out, dpi=110)
+        written.append(out)
+    plt.close(fig)
+    return written
+
+
+def write_charts(runs: list[dict[str, Any]], cells: list[dict[str, Any]], out_dir: Path,
+                 by: str | None = None, metric: str | None = None) -> list[Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    for chart in build_charts(runs, cells, by, metric):
+        stem = re.sub(r"[^A-Za-z0-9_.=-]+", "_", chart.title).strip("_")
+        written += draw(chart, out_dir / stem)
+    return written
+
+
+def bars_in_svg(svg_text: str) -> list[tuple[str, str]]:
+    """(file system, case) of every bar drawn in an SVG written by ``draw``."""
+    return [(fs, case) for fs, case in re.findall(r'id="bar\|([^|"]*)\|([^"]*)"', svg_text)]
