@@ -96,7 +96,13 @@ def bench_tmpfs() -> None:
     print(f"tmpfs loop, 4 KiB randwrite io_uring qd32: untraced {base:,.0f} IOPS, "
           f"raw reader {r['raw'][0]:,.0f} IOPS (loss {100 * raw_loss:.1f} %, lost {r['raw'][1]} events), "
           f"text reader {r['text'][0]:,.0f} IOPS (loss {100 * text_loss:.1f} %, lost {r['text'][1]} events)")
-    ratio = raw_loss / text_loss if text_loss > 0 else float("nan")
+    if text_loss < 0.05:
+        # the text reader costs at least a third of the IOPS on an idle machine: less
+        # than 5% means other load swamped the measurement
+        print(f"trace_raw_loss_per_text_loss_ratio n/a: text reader loss {100 * text_loss:.1f} % "
+              "is below the noise of this machine (INCONCLUSIVE; rerun when idle)")
+        return
+    ratio = raw_loss / text_loss
     print(f"trace_raw_loss_per_text_loss_ratio {ratio:.3f} (target <= 0.333) "
           f"{'PASS' if ratio <= 1 / 3 and r['raw'][1] == 0 else 'FAIL'}")
 
