@@ -203,3 +203,14 @@ def test_resume_without_unfinished_study_says_so(device_support, tmp_path):
 
     with pytest.raises(FslabError, match="no unfinished run"):
         run_study(str(write_study(tmp_path)), results_dir=tmp_path / "r", resume=True)
+
+
+def test_relative_results_directory(device_support, tmp_path, monkeypatch):
+    study = write_study(tmp_path)
+    text = study.read_text().replace("repetitions = 2", "repetitions = 1")
+    study.write_text(text.replace("[filesystems.xfs]\n", ""))
+    monkeypatch.chdir(tmp_path)
+    outcome = run_study("study.toml", results_dir=Path("rel-results"))
+    assert outcome.runs_done == 2 and outcome.runs_failed == 0
+    assert (tmp_path / "rel-results" / "fslab.sqlite").exists()
+    assert leftovers(tmp_path) == []

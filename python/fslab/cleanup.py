@@ -1,5 +1,6 @@
 """`fslab cleanup`: release anything an fslab process could not (it was killed with
-SIGKILL, or the machine lost power mid-run): mounts, loop devices, images, cgroups.
+SIGKILL, or the machine lost power mid-run): mounts, loop devices, images, cgroups and
+tracefs instances whose process is gone.
 It only touches what fslab made: loop devices backed by ``fslab-*.img`` images, the
 mounts on them, and ``fslab-*`` cgroups."""
 
@@ -35,6 +36,10 @@ def cleanup(dry_run: bool = False) -> list[str]:
             detach(loop)
             with contextlib.suppress(OSError):
                 Path(image).unlink()
+    if not dry_run:
+        from .trace.capture import remove_stale_instances
+
+        done += [f"remove tracefs instance {name}" for name in remove_stale_instances()]
     for cgroup in leftover_cgroups():
         done.append(f"remove cgroup {cgroup}")
         if not dry_run:

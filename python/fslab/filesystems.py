@@ -151,7 +151,7 @@ class Mounted:
 
 def mount_options_in_effect(mountpoint: Path) -> tuple[str, str]:
     """(fs type, options) for a mount point, as /proc/mounts shows them."""
-    target = str(mountpoint)
+    target = str(mountpoint.absolute())
     for line in Path("/proc/mounts").read_text().splitlines():
         parts = line.split()
         if parts[1] == target:
