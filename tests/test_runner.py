@@ -214,3 +214,31 @@ def test_relative_results_directory(device_support, tmp_path, monkeypatch):
     assert outcome.runs_done == 2 and outcome.runs_failed == 0
     assert (tmp_path / "rel-results" / "fslab.sqlite").exists()
     assert leftovers(tmp_path) == []
+
+
+def test_cleanup_after_sigkill(device_support, tmp_path):
+    """SIGKILL gives fslab no chance to clean up; `fslab cleanup` must then do it."""
+    study = write_study(tmp_path, runtime=20)
+    results = tmp_path / "results"
+    fslab = [sys.executable, "-m", "fslab.cli"]
+    proc = subprocess.Popen([*fslab, "run", str(study), "-r", str(results), "-q"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    fio_running = False
+    while time.monotonic() < deadline and not fio_running:
+        time.sleep(0.1)
+        ps = subprocess.run(["pgrep", "-f", f"fio .*--output={results}"], capture_output=True)
+        fio_running = ps.returncode == 0
+    assert fio_running
+    proc.kill()
+    proc.wait()
+    # fio, in its own session, outlives fslab and keeps the mount busy.
+    assert leftovers(tmp_path), "the kill should have left a mount and a loop device"
+    dry = subprocess.run([*fslab, "cleanup", "--dry-run", "--under", str(tmp_path)],
+                         capture_output=True, text=True, timeout=60)
+    assert "would unmount" in dry.stdout and leftovers(tmp_path)
+    done = subprocess.run([*fslab, "cleanup", "--under", str(tmp_path)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "detach /dev/loop" in done.stdout and "killed orphaned" in done.stdout
+    assert leftovers(tmp_path) == []

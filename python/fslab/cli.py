@@ -309,11 +309,13 @@ def doctor() -> None:
 @app.command()
 def cleanup(
     dry_run: Annotated[bool, typer.Option(help="only say what would be released")] = False,
+    under: Annotated[Optional[Path], typer.Option(
+        help="only what belongs to images below this folder (e.g. a results directory)")] = None,
 ) -> None:
     """Release mounts, loop devices, images and cgroups left by a killed fslab."""
     from .cleanup import cleanup as do_cleanup
 
-    done = do_cleanup(dry_run=dry_run)
+    done = do_cleanup(dry_run=dry_run, under=under)
     for line in done:
         console.print(("would " if dry_run else "") + line)
     if not done:
