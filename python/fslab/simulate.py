@@ -200,13 +200,18 @@ def read_csv(path: Path) -> Requests:
 
 
 def read_parquet(path: Path, dev: int | None = None) -> Requests:
-    """fslab's trace Parquet (time, event, dev, sector, bytes, op, flags, pid, comm): the
-    issue events of one device become requests. ``time`` is in nanoseconds."""
+    """fslab's trace Parquet (time_ns, event, dev, sector, bytes, op, flags, pid, comm), or a
+    foreign one with a ``time`` column: the issue events of one device become requests.
+    Times are in nanoseconds; integer ``flags`` use fslab's bits (FUA = 2); ops the models
+    do not know (fslab's ``other``) are left out."""
     import pyarrow.parquet as pq
+
+    from .trace.formats import FLAG_BITS
 
     table = pq.read_table(path)
     cols = set(table.column_names)
-    missing = {"time", "sector", "bytes"} - cols
+    time_col = "time_ns" if "time_ns" in cols else "time"
+    missing = {time_col, "sector", "bytes"} - cols
     if missing or not ({"op", "rwbs"} & cols):
         raise SpecError(f"missing columns {sorted(missing | ({'op'} - cols))}", source=str(path))
     data = table.to_pydict()
@@ -220,14 +225,19 @@ def read_parquet(path: Path, dev: int | None = None) -> Requests:
     reqs = Requests()
     t0 = None
     for i in range(n):
-        if events[i] is not None and "complete" in str(events[i]):
+        # Only issues stand for requests (insert/queue events would count them twice).
+        if events[i] is not None and any(k in str(events[i]) for k in ("complete", "insert", "queue")):
+            continue
+        if ops[i] == "other":
             continue
         if dev is not None and devs[i] != dev:
             continue
         op, fua = _op_from_text(str(ops[i]), f"row {i}")
-        if flags[i] is not None and ("fua" in str(flags[i]).lower() or str(flags[i]).upper().startswith("F")):
+        if isinstance(flags[i], int):
+            fua = fua or bool(flags[i] & FLAG_BITS["fua"])
+        elif flags[i] is not None and ("fua" in str(flags[i]).lower() or str(flags[i]).upper().startswith("F")):
             fua = True
-        t = data["time"][i]
+        t = data[time_col][i]
         t = int(t.timestamp() * 1e9) if hasattr(t, "timestamp") else int(t)
         t0 = t if t0 is None else t0
         reqs.append(t, op, int(data["sector"][i] or 0), int(data["bytes"][i] or 0), fua)
