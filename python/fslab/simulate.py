@@ -235,8 +235,8 @@ def read_parquet(path: Path, dev: int | None = None) -> Requests:
         op, fua = _op_from_text(str(ops[i]), f"row {i}")
         if isinstance(flags[i], int):
             fua = fua or bool(flags[i] & FLAG_BITS["fua"])
-        elif flags[i] is not None and ("fua" in str(flags[i]).lower() or str(flags[i]).upper().startswith("F")):
-            fua = True
+        elif flags[i] is not None:
+            fua = fua or "fua" in str(flags[i]).lower() or str(flags[i]).upper().startswith("F")
         t = data[time_col][i]
         t = int(t.timestamp() * 1e9) if hasattr(t, "timestamp") else int(t)
         t0 = t if t0 is None else t0
