@@ -49,6 +49,7 @@ class ExecContext:
     order_seed: int
     sequence_of: dict[str, int]  # run key -> position in the study's order
     trace: bool = False  # block-layer trace of every run (fslab.trace.hook)
+    simulate: tuple[str, ...] = ()  # device models each traced run is replayed on (predictions.py)
 
 
 def drop_caches() -> None:
@@ -213,7 +214,8 @@ def _execute_run(
             provenance=provenance, artifact_dir=relative,
         )
     workload_s = time.monotonic() - t0
-    after = dev.read_stat()
+    # A traced run's counters end when tracing stopped, so they match the trace exactly.
+    after = run_trace.stat_after if run_trace is not None and run_trace.stat_after else dev.read_stat()
     finished = time.time()
     metrics = [Metric.of(name, value) for name, value in result.metrics.items()]
     metrics += [Metric(name, None, unit_of(name), note) for name, note in result.notes.items()]
@@ -221,6 +223,12 @@ def _execute_run(
     if run_trace is not None:
         metrics += run_trace.metrics(result.metrics)
         provenance["trace"] = run_trace.provenance()
+        if ctx.simulate and run_trace.result is not None:
+            from .predictions import predict_run
+
+            predicted, provenance["predictions"] = predict_run(
+                run_trace.path, ctx.simulate, cell.params, run_trace.result)
+            metrics += predicted
     metrics.append(Metric.of("wall_s", finished - started))
     metrics.append(Metric.of("overhead_s", (finished - started) - result.tool_runtime_s))
     provenance["workload_s"] = round(workload_s, 3)

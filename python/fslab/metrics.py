@@ -47,6 +47,11 @@ _BY_SUFFIX: dict[str, MetricKind] = {
     "lost_events_count": MetricKind("events", False, "trace events the kernel dropped (0 = complete trace)"),
     "write_amplification_ratio": MetricKind("B/B", False, "bytes written to the device per byte the workload wrote"),
     "max_latency_ns": MetricKind("ns", False, "longest latency of one operation (Bonnie++'s latency)"),
+    # device-model predictions (fslab.predictions: pred_<model>_<suffix>), never measured
+    "latency_mean_ns": MetricKind("ns", False, "mean request latency"),
+    "latency_p50_ns": MetricKind("ns", False, "median request latency"),
+    "latency_p99_ns": MetricKind("ns", False, "99th percentile request latency"),
+    "latency_max_ns": MetricKind("ns", False, "longest request latency"),
 }
 
 

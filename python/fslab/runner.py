@@ -118,6 +118,7 @@ def run_study(
             fresh=plan.fresh, order_seed=plan.seed,
             sequence_of={run.key: i for i, run in enumerate(plan.runs)},
             trace=spec.study.trace,
+            simulate=tuple(spec.study.simulate),
         )
         if on_start:
             on_start(plan, study_id, remaining_runs)

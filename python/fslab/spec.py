@@ -176,6 +176,9 @@ def parse_spec(data: dict[str, Any], source: str) -> StudySpec:
     from .filesystems import validate_filesystems
 
     validate_filesystems(spec, source=source)
+    from .predictions import validate_simulate
+
+    validate_simulate(spec, source=source)
     return spec
 
 
