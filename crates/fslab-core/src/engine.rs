@@ -3,9 +3,6 @@
 //! and the replay loop pops events in (time, insertion) order, so equal times resolve
 //! deterministically.
 
-use std::cmp::Ordering;
-use std::collections::BinaryHeap;
-
 use crate::request::Ns;
 
 /// What a model may ask of whoever drives it (the engine, or a RAID layer above it).
@@ -30,28 +27,29 @@ pub struct Event {
     pub kind: EventKind,
 }
 
-impl PartialEq for Event {
-    fn eq(&self, other: &Self) -> bool {
-        self.time == other.time && self.seq == other.seq
-    }
-}
-impl Eq for Event {}
-impl PartialOrd for Event {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Event {
-    // Reversed so the max-heap pops the earliest event first.
-    fn cmp(&self, other: &Self) -> Ordering {
-        (other.time, other.seq).cmp(&(self.time, self.seq))
+impl Event {
+    /// The order key: time first, then insertion sequence (unique, so the order is total
+    /// and any correct priority queue pops the same sequence).
+    #[inline(always)]
+    fn key(&self) -> u128 {
+        ((self.time as u128) << 64) | self.seq as u128
     }
 }
 
+/// A binary min-heap of events on (time, seq).
+///
+/// Why not `std::collections::BinaryHeap`: replay pops an event and, in a closed loop,
+/// the model it hands the event to pushes the next one straight away. Here a pop leaves
+/// the root slot vacant and the next push drops into it, so that pair costs one sift
+/// (down, Floyd's way: the smaller child moves up to the bottom, then the new event sifts
+/// up a little, which is cheap because new events are usually the latest). The vacancy
+/// is filled by the last element only if something other than a push comes next.
 #[derive(Default)]
 pub struct EventQueue {
-    heap: BinaryHeap<Event>,
+    heap: Vec<Event>,
     seq: u64,
+    /// `heap[0]` is a stale, already-popped event.
+    root_vacant: bool,
 }
 
 impl EventQueue {
@@ -59,21 +57,88 @@ impl EventQueue {
         Self::default()
     }
 
+    #[inline]
     pub fn push(&mut self, time: Ns, kind: EventKind) {
         self.seq += 1;
-        self.heap.push(Event { time, seq: self.seq, kind });
+        let ev = Event { time, seq: self.seq, kind };
+        if self.root_vacant {
+            self.root_vacant = false;
+            self.fill_root(ev);
+        } else {
+            self.heap.push(ev);
+            self.sift_up(self.heap.len() - 1, ev);
+        }
     }
 
+    #[inline]
     pub fn pop(&mut self) -> Option<Event> {
-        self.heap.pop()
+        if self.root_vacant {
+            self.close_vacancy();
+        }
+        let top = *self.heap.first()?;
+        self.root_vacant = true;
+        Some(top)
     }
 
-    pub fn peek_time(&self) -> Option<Ns> {
-        self.heap.peek().map(|e| e.time)
+    pub fn peek_time(&mut self) -> Option<Ns> {
+        if self.root_vacant {
+            self.close_vacancy();
+        }
+        self.heap.first().map(|e| e.time)
+    }
+
+    pub fn len(&self) -> usize {
+        self.heap.len() - self.root_vacant as usize
     }
 
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.len() == 0
+    }
+
+    /// Move the last event into the vacant root.
+    #[inline]
+    fn close_vacancy(&mut self) {
+        self.root_vacant = false;
+        let last = self.heap.pop().expect("a vacant root implies a non-empty heap");
+        if !self.heap.is_empty() {
+            self.fill_root(last);
+        }
+    }
+
+    /// Put `ev` in place of `heap[0]` (whose content is discarded) and restore the order.
+    #[inline]
+    fn fill_root(&mut self, ev: Event) {
+        let h = &mut self.heap[..];
+        let n = h.len();
+        let mut hole = 0;
+        let mut child = 1;
+        while child + 1 < n {
+            child += (h[child + 1].key() < h[child].key()) as usize;
+            h[hole] = h[child];
+            hole = child;
+            child = 2 * hole + 1;
+        }
+        if child + 1 == n {
+            h[hole] = h[child];
+            hole = child;
+        }
+        self.sift_up(hole, ev);
+    }
+
+    /// Place `ev` at `hole` or above it.
+    #[inline]
+    fn sift_up(&mut self, mut hole: usize, ev: Event) {
+        let h = &mut self.heap[..];
+        let key = ev.key();
+        while hole > 0 {
+            let parent = (hole - 1) / 2;
+            if key >= h[parent].key() {
+                break;
+            }
+            h[hole] = h[parent];
+            hole = parent;
+        }
+        h[hole] = ev;
     }
 }
 
@@ -103,5 +168,42 @@ mod tests {
             order,
             vec![(10, EventKind::Wake { token: 2 }), (20, EventKind::Wake { token: 1 }), (20, EventKind::Wake { token: 3 })]
         );
+    }
+
+    #[test]
+    fn matches_a_sorted_reference_under_interleaved_pushes_and_pops() {
+        // Mixed pushes and pops (including the pop-then-push pairs of a closed loop and
+        // pops with nothing pushed in between) against a sorted list.
+        let mut rng = crate::rng::Rng::new(5);
+        let mut q = EventQueue::new();
+        let mut reference: Vec<(Ns, u64)> = Vec::new();
+        let mut token = 0u64;
+        let mut now = 0;
+        for step in 0..20_000 {
+            let pushes = if step % 97 == 0 { 0 } else { rng.below(3) };
+            for _ in 0..pushes {
+                token += 1;
+                let t = now + rng.below(50);
+                q.push(t, EventKind::Wake { token });
+                reference.push((t, token));
+            }
+            if step % 13 == 0 {
+                reference.sort();
+                assert_eq!(q.peek_time(), reference.first().map(|r| r.0));
+            }
+            for _ in 0..rng.below(3) {
+                reference.sort();
+                let want = (!reference.is_empty()).then(|| reference.remove(0));
+                let got = q.pop().map(|e| match e.kind {
+                    EventKind::Wake { token } => (e.time, token),
+                    _ => unreachable!(),
+                });
+                assert_eq!(got, want);
+                if let Some((t, _)) = got {
+                    now = t;
+                }
+            }
+            assert_eq!(q.len(), reference.len());
+        }
     }
 }

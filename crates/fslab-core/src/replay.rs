@@ -40,9 +40,27 @@ pub struct Summary {
 
 /// Check requests against the device before replay.
 pub fn validate(reqs: &[Request], capacity: u64) -> Result<()> {
+    scan(reqs, capacity).map(|_| ())
+}
+
+/// What replay needs to know of the whole list, gathered in one pass (the list can be
+/// far larger than the caches, so each extra pass costs memory bandwidth).
+struct Scan {
+    /// Earliest trace timestamp (open loop issues relative to it).
+    base_ns: Ns,
+    read_bytes: u64,
+    write_bytes: u64,
+}
+
+fn scan(reqs: &[Request], capacity: u64) -> Result<Scan> {
+    let mut s = Scan { base_ns: Ns::MAX, read_bytes: 0, write_bytes: 0 };
     for (i, r) in reqs.iter().enumerate() {
-        if r.op == Op::Flush {
-            continue;
+        s.base_ns = s.base_ns.min(r.time_ns);
+        match r.op {
+            Op::Flush => continue,
+            Op::Read => s.read_bytes += r.bytes,
+            Op::Write => s.write_bytes += r.bytes,
+            Op::Trim => {}
         }
         if r.bytes == 0 {
             return Err(CoreError::BadRequest { index: i, reason: "zero bytes".into() });
@@ -57,38 +75,54 @@ pub fn validate(reqs: &[Request], capacity: u64) -> Result<()> {
             });
         }
     }
-    Ok(())
+    if reqs.is_empty() {
+        s.base_ns = 0;
+    }
+    Ok(s)
 }
 
+/// How many requests ahead of the one being issued to hint the model (`prefetch`), so the
+/// state a request will touch is in cache by the time it is issued.
+const PREFETCH_AHEAD: usize = 16;
+
 pub fn replay(model: &mut dyn DeviceModel, reqs: &[Request], mode: Mode) -> Result<ReplayOutcome> {
-    validate(reqs, model.capacity_bytes())?;
+    let Scan { base_ns: base, read_bytes, write_bytes } = scan(reqs, model.capacity_bytes())?;
     let n = reqs.len();
-    let mut issued_at: Vec<Ns> = vec![0; n];
+    // Holds each request's issue time until it completes, then its latency (every
+    // request completes exactly once), so the two never need separate arrays.
     let mut latencies: Vec<Ns> = vec![0; n];
     let mut q = EventQueue::new();
     let mut next = 0usize;
-    let base = reqs.iter().map(|r| r.time_ns).min().unwrap_or(0);
     let mut last_done: Ns = 0;
     let mut first_issue: Ns = Ns::MAX;
-    let mut issue = |model: &mut dyn DeviceModel, q: &mut EventQueue, i: usize, now: Ns| {
-        issued_at[i] = now;
+    let mut issue = |model: &mut dyn DeviceModel, q: &mut EventQueue, latencies: &mut [Ns], i: usize, now: Ns| {
+        latencies[i] = now;
         first_issue = first_issue.min(now);
         model.submit(now, i as u64, &reqs[i], q);
     };
     match mode {
         Mode::Closed { queue_depth } => {
             let qd = (queue_depth.max(1) as usize).min(n);
+            for ahead in reqs.iter().take(PREFETCH_AHEAD) {
+                model.prefetch(ahead);
+            }
             while next < qd {
-                issue(model, &mut q, next, 0);
+                if let Some(ahead) = reqs.get(next + PREFETCH_AHEAD) {
+                    model.prefetch(ahead);
+                }
+                issue(model, &mut q, &mut latencies, next, 0);
                 next += 1;
             }
             while let Some(ev) = q.pop() {
                 match ev.kind {
                     EventKind::Completion { tag } => {
-                        latencies[tag as usize] = ev.time;
+                        latencies[tag as usize] = ev.time - latencies[tag as usize];
                         last_done = last_done.max(ev.time);
                         if next < n {
-                            issue(model, &mut q, next, ev.time);
+                            if let Some(ahead) = reqs.get(next + PREFETCH_AHEAD) {
+                                model.prefetch(ahead);
+                            }
+                            issue(model, &mut q, &mut latencies, next, ev.time);
                             next += 1;
                         }
                     }
@@ -108,14 +142,17 @@ pub fn replay(model: &mut dyn DeviceModel, reqs: &[Request], mode: Mode) -> Resu
                 match (arrival, event) {
                     (None, None) => break,
                     (Some(a), e) if e.map_or(true, |t| a <= t) => {
-                        issue(model, &mut q, order[k], a);
+                        if let Some(&ahead) = order.get(k + PREFETCH_AHEAD) {
+                            model.prefetch(&reqs[ahead]);
+                        }
+                        issue(model, &mut q, &mut latencies, order[k], a);
                         k += 1;
                     }
                     _ => {
                         let ev = q.pop().unwrap();
                         match ev.kind {
                             EventKind::Completion { tag } => {
-                                latencies[tag as usize] = ev.time;
+                                latencies[tag as usize] = ev.time - latencies[tag as usize];
                                 last_done = last_done.max(ev.time);
                             }
                             EventKind::Wake { token } => model.wake(ev.time, token, &mut q),
@@ -126,12 +163,6 @@ pub fn replay(model: &mut dyn DeviceModel, reqs: &[Request], mode: Mode) -> Resu
             }
         }
     }
-    // `latencies` held completion times until here.
-    for (l, &t) in latencies.iter_mut().zip(issued_at.iter()) {
-        *l -= t;
-    }
-    let read_bytes = reqs.iter().filter(|r| r.op == Op::Read).map(|r| r.bytes).sum();
-    let write_bytes = reqs.iter().filter(|r| r.op == Op::Write).map(|r| r.bytes).sum();
     Ok(ReplayOutcome {
         latencies_ns: latencies,
         elapsed_ns: if n == 0 { 0 } else { last_done.saturating_sub(first_issue) },

@@ -6,6 +6,7 @@
 //! valid-unit count (intrusive doubly linked lists), and a per-plane lower bound on the
 //! smallest non-empty bucket is kept, since counts only fall while a block is closed.
 
+use crate::models::fastdiv::Divisor;
 use crate::rng::Rng;
 
 const NIL: u32 = u32::MAX;
@@ -24,6 +25,10 @@ pub struct Ftl {
     pub logical_units: u64,
     /// GC runs on a plane once its free blocks drop below this.
     pub gc_free_blocks: u32,
+    /// Divide by `units_per_block`, `blocks_per_plane` and units per plane.
+    per_block: Divisor,
+    per_plane_blocks: Divisor,
+    per_plane_units: Divisor,
     l2p: Vec<u32>,
     p2l: Vec<u32>,
     valid: Vec<u32>,
@@ -57,6 +62,9 @@ impl Ftl {
             units_per_block,
             logical_units,
             gc_free_blocks,
+            per_block: Divisor::new(units_per_block),
+            per_plane_blocks: Divisor::new(blocks_per_plane),
+            per_plane_units: Divisor::new(blocks_per_plane * units_per_block),
             l2p: vec![NIL; logical_units as usize],
             p2l: vec![NIL; phys],
             valid: vec![0; blocks],
@@ -86,7 +94,15 @@ impl Ftl {
 
     #[inline]
     pub fn plane_of_phys(&self, phys: u32) -> u32 {
-        phys / (self.blocks_per_plane * self.units_per_block)
+        self.per_plane_units.div(phys)
+    }
+
+    /// Start loading the map entry of `lpn` into cache (see `DeviceModel::prefetch`).
+    #[inline]
+    pub fn prefetch(&self, lpn: u64) {
+        if let Some(e) = self.l2p.get(lpn as usize) {
+            crate::models::prefetch_read(e);
+        }
     }
 
     /// Physical unit holding `lpn`, if it holds data.
@@ -107,7 +123,7 @@ impl Ftl {
 
     #[inline]
     fn unlink(&mut self, b: u32) {
-        let plane = b / self.blocks_per_plane;
+        let plane = self.per_plane_blocks.div(b);
         let (n, p) = (self.next[b as usize], self.prev[b as usize]);
         if p != NIL {
             self.next[p as usize] = n;
@@ -124,7 +140,7 @@ impl Ftl {
 
     #[inline]
     fn link(&mut self, b: u32) {
-        let plane = b / self.blocks_per_plane;
+        let plane = self.per_plane_blocks.div(b);
         let v = self.valid[b as usize];
         let h = self.bucket_index(plane, v);
         let old = self.bucket_head[h];
@@ -142,7 +158,7 @@ impl Ftl {
 
     #[inline]
     fn invalidate(&mut self, phys: u32) {
-        let b = phys / self.units_per_block;
+        let b = self.per_block.div(phys);
         self.p2l[phys as usize] = NIL;
         if self.closed[b as usize] {
             self.unlink(b);

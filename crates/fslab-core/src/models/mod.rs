@@ -2,6 +2,7 @@
 //! is the one table that maps a `kind` parameter to a model, so adding a model touches
 //! this table plus the model's own file.
 
+pub mod fastdiv;
 pub mod ftl;
 pub mod hdd;
 pub mod raid;
@@ -24,6 +25,10 @@ pub trait DeviceModel {
     /// A request arrives at `now`. The model reports its completion, now or later,
     /// through `ctx.complete(tag, at)`.
     fn submit(&mut self, now: Ns, tag: u64, req: &Request, ctx: &mut dyn Ctx);
+    /// A hint: `req` will be submitted soon. A model may start loading the state it will
+    /// touch (a cache prefetch); it must not change anything observable.
+    #[inline]
+    fn prefetch(&self, _req: &Request) {}
     /// A wake-up the model asked for with `ctx.wake_at(at, token)`.
     fn wake(&mut self, _now: Ns, _token: u64, _ctx: &mut dyn Ctx) {}
     /// Bring the device to the state it would have after long use, without timing
@@ -57,4 +62,17 @@ pub fn write_amplification(c: &Counters) -> f64 {
     } else {
         media as f64 / host as f64
     }
+}
+
+/// Ask the CPU to start loading the cache line holding `x` (no effect on results; a no-op
+/// where no prefetch instruction is wired up).
+#[inline(always)]
+pub(crate) fn prefetch_read<T>(x: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch never faults and has no architectural effect; `x` is a valid reference anyway.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>((x as *const T).cast::<i8>());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = x;
 }

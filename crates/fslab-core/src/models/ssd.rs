@@ -9,6 +9,7 @@
 
 use crate::engine::Ctx;
 use crate::error::{CoreError, Result};
+use crate::models::fastdiv::Divisor;
 use crate::models::ftl::{Ftl, GcWork};
 use crate::models::{Counters, DeviceModel};
 use crate::params::{ParamReader, Params};
@@ -81,9 +82,16 @@ pub struct Ssd {
     cfg: SsdConfig,
     pub ftl: Ftl,
     units_per_page: u32,
+    /// Divide by `units_per_page` (physical unit -> page, batch index -> plane).
+    per_page: Divisor,
     dies: u32,
+    /// Channel of each plane (and of each die), so the hot path needs no division.
+    plane_channel: Vec<u32>,
+    die_channel: Vec<u32>,
     batch_units: u32,
     unit_ch_ns: Ns,
+    /// Host link time of one 4 KiB unit (the common request size, computed once).
+    link_unit_ns: Ns,
     ctrl_free: Ns,
     link_free: Ns,
     ch_free: Vec<Ns>,
@@ -140,8 +148,12 @@ impl Ssd {
         let ftl = Ftl::new(planes, blocks_per_plane, units_per_block, logical_units, cfg.gc_free_blocks);
         Ok(Ssd {
             unit_ch_ns: transfer_ns(UNIT_BYTES, cfg.channel_mb_per_s),
+            link_unit_ns: transfer_ns(UNIT_BYTES, cfg.link_mb_per_s),
             units_per_page,
+            per_page: Divisor::new(units_per_page),
             dies: cfg.channels * cfg.dies_per_channel,
+            plane_channel: (0..planes).map(|p| p / cfg.planes_per_die % cfg.channels).collect(),
+            die_channel: (0..cfg.channels * cfg.dies_per_channel).map(|d| d % cfg.channels).collect(),
             batch_units,
             ctrl_free: 0,
             link_free: 0,
@@ -159,6 +171,16 @@ impl Ssd {
             ftl,
             cfg,
         })
+    }
+
+    /// Host link time of `bytes`, in nanoseconds.
+    #[inline]
+    fn link_ns(&self, bytes: u64) -> Ns {
+        if bytes == UNIT_BYTES {
+            self.link_unit_ns
+        } else {
+            transfer_ns(bytes, self.cfg.link_mb_per_s)
+        }
     }
 
     /// How many pages per block the FTL uses (for comparing WA with its many-pages limit).
@@ -185,7 +207,7 @@ impl Ssd {
             return;
         }
         let die = self.batch_die;
-        let ch = (die % self.cfg.channels) as usize;
+        let ch = self.die_channel[die as usize] as usize;
         let xfer = self.unit_ch_ns * self.batch_slots.len() as u64;
         let xs = self.batch_ready.max(self.ch_free[ch]);
         let xe = xs + xfer;
@@ -200,7 +222,10 @@ impl Ssd {
         }
         self.batch_slots.clear();
         self.drained_at = self.drained_at.max(end);
-        self.batch_die = (self.batch_die + 1) % self.dies;
+        self.batch_die += 1;
+        if self.batch_die == self.dies {
+            self.batch_die = 0;
+        }
         self.batch_ready = 0;
     }
 
@@ -208,7 +233,7 @@ impl Ssd {
         let t_cmd = now.max(self.ctrl_free) + self.cfg.cmd_write_ns;
         self.ctrl_free = t_cmd;
         let ls = t_cmd.max(self.link_free);
-        let le = ls + transfer_ns(req.bytes, self.cfg.link_mb_per_s);
+        let le = ls + self.link_ns(req.bytes);
         self.link_free = le;
         let (first, last) = unit_range(req);
         let mut done = le;
@@ -218,7 +243,7 @@ impl Ssd {
             done = done.max(accept);
             self.ring_head = if slot + 1 == self.ring.len() { 0 } else { slot + 1 };
             let idx = self.batch_slots.len() as u32;
-            let plane = self.batch_die * self.cfg.planes_per_die + idx / self.units_per_page;
+            let plane = self.batch_die * self.cfg.planes_per_die + self.per_page.div(idx);
             let work = self.ftl.write(lpn, plane);
             self.gc_time(plane, accept, work);
             self.batch_slots.push(slot as u32);
@@ -252,9 +277,8 @@ impl Ssd {
                 continue;
             };
             let plane = self.ftl.plane_of_phys(phys);
-            let die = plane / self.cfg.planes_per_die;
-            let ch = (die % self.cfg.channels) as usize;
-            let page = phys / upp;
+            let ch = self.plane_channel[plane as usize] as usize;
+            let page = self.per_page.div(phys);
             if page != last_page {
                 let s = t_cmd.max(self.plane_free[plane as usize]);
                 page_ready = s + self.cfg.t_read_ns;
@@ -269,9 +293,8 @@ impl Ssd {
             earliest = earliest.min(xe);
             done = done.max(xe);
         }
-        let link_unit = transfer_ns(UNIT_BYTES, self.cfg.link_mb_per_s);
         let ls = earliest.max(self.link_free);
-        let le = (ls + transfer_ns(req.bytes, self.cfg.link_mb_per_s)).max(done + link_unit);
+        let le = (ls + self.link_ns(req.bytes)).max(done + self.link_unit_ns);
         self.link_free = le;
         le + self.cfg.fixed_latency_ns
     }
@@ -317,6 +340,11 @@ impl DeviceModel for Ssd {
             Op::Flush => self.flush(now),
         };
         ctx.complete(tag, done);
+    }
+
+    #[inline]
+    fn prefetch(&self, req: &Request) {
+        self.ftl.prefetch(req.offset() / UNIT_BYTES);
     }
 
     fn precondition(&mut self) {
