@@ -157,6 +157,10 @@ def _print_report(results: Path, study_id: int | None, metric: str | None) -> No
         if extra is not None:
             for renderable in extra(runs, cells):
                 console.print(renderable)
+    from .report.trace_tables import report_tables  # traced runs: trace and prediction tables
+
+    for renderable in report_tables(runs, cells):
+        console.print(renderable)
     for skip in row.skipped:
         console.print(f"[yellow]{skip['filesystem']}: {skip['reason']}[/yellow]")
     failed = [r for r in runs if r["status"] != "ok"]
