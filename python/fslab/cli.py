@@ -182,6 +182,8 @@ def report(
     by: Annotated[Optional[str], typer.Option(help="one chart per value of this axis (default: rw)")] = None,
     contrast: Annotated[Optional[list[str]], typer.Option(
         help="ratio of one axis value to another per case and file system, e.g. direct=0/1")] = None,
+    traces: Annotated[Optional[Path], typer.Option(help="write the traced runs' Table 1 (CSV), "
+                                                   "I/O counts, size CDFs and LBA plots here")] = None,
 ) -> None:
     """Comparison table of a stored study: workloads x file systems, mean ± 95% CI, n."""
     _print_report(results, study, metric)
@@ -198,6 +200,21 @@ def report(
         axis = by or ("rw" if any("rw" in c["axes"] for c in cells) else None)
         written = write_charts(runs, cells, charts, by=axis, metric=metric)
         console.print(f"wrote {len(written) // 2} charts (PNG and SVG) to {charts}")
+    if traces is not None:
+        _write_trace_figures(results, runs, cells, traces)
+
+
+def _write_trace_figures(results: Path, runs: list[dict], cells: list[dict], out: Path) -> None:
+    from .report.trace_figures import write_trace_figures
+
+    done = write_trace_figures(results, runs, cells, out)
+    for table in done.tables:
+        console.print(table)
+    for path in done.missing:
+        console.print(f"[yellow]trace file missing, run left out: {path}[/yellow]", highlight=False)
+    if not done.tables:
+        raise FslabError(f"no traced runs with a trace file in this study: nothing written to {out}")
+    console.print(f"wrote {len(done.paths)} files to {out}: " + ", ".join(p.name for p in done.paths))
 
 
 def _print_contrast(runs: list[dict], cells: list[dict], text: str, metric: str | None) -> None:
