@@ -1,0 +1,203 @@
+"""A real short traced study (ext4 and xfs, fio random writes with fsync, 2 runs each, on
+loop devices under tracefs) and what the report makes of it, from the store only:
+
+- the device counters of a traced run come from the snapshot taken when tracing stopped,
+  so they equal the trace's counts exactly;
+- the trace table shows mean ± CI with n per file system and marks lossy traces;
+- ``fslab report --traces DIR`` writes Table 1 (CSV whose numbers equal the stored trace
+  metrics), Figure 3, Figure 4 (one CDF line per file system) and LBA plots.
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.device
+
+STUDY = """
+[study]
+name = "trace report test"
+repetitions = 2
+trace = true
+{extra}
+
+[device]
+size = "512MiB"
+image_dir = "{images}"
+
+[filesystems.ext4]
+[filesystems.xfs]
+
+[[workloads]]
+kind = "fio"
+name = "randwrite"
+rw = "randwrite"
+bs = "4k"
+size = "16M"
+io_size = "4M"
+fsync = 8
+runtime = 1
+"""
+
+
+def traced_study_support() -> str | None:
+    """Why a real traced study cannot run here (None when it can)."""
+    if os.geteuid() != 0:
+        return "needs root"
+    if not Path("/dev/loop-control").exists() or shutil.which("fio") is None:
+        return "needs loop devices and fio"
+    from fslab.errors import MissingCapability
+    from fslab.trace.capture import tracefs_root
+
+    try:
+        root = tracefs_root()
+    except MissingCapability as exc:
+        return str(exc)
+    if not (root / "events" / "block" / "block_rq_issue").is_dir():
+        return "no block tracepoints"
+    return None
+
+
+def run_traced_study(tmp: Path, extra: str = "") -> tuple[Path, list[dict[str, Any]], list[dict[str, Any]]]:
+    """Run the study (quick) into ``tmp/results``; returns (results dir, runs, cells) as
+    stored. Checks that no loop device, mount or tracefs instance of ours is left."""
+    from conftest import fslab_leftovers
+    from fslab.runner import run_study
+    from fslab.store import Store
+    from fslab.trace.capture import TRACEFS
+
+    study = tmp / "study.toml"
+    study.write_text(STUDY.format(images=tmp / "images", extra=extra))
+    results = tmp / "results"
+    outcome = run_study(str(study), results_dir=results, quick=True)
+    assert outcome.runs_failed == 0
+    # Only ours: other sessions' tests may hold loop devices at the same time.
+    assert [x for x in fslab_leftovers() if str(tmp) in x] == []
+    assert not [p for p in (TRACEFS / "instances").iterdir() if p.name.startswith(f"fslab-{os.getpid()}-")]
+    with Store(results) as store:
+        return results, store.runs(outcome.study_id), store.cells(outcome.study_id)
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict], list[dict]]:
+    reason = traced_study_support()
+    if reason:
+        pytest.skip(reason)
+    return run_traced_study(tmp_path_factory.mktemp("trace-report"))
+
+
+def _stored(runs: list[dict[str, Any]], fs: str, name: str) -> list[float]:
+    return [r["metrics"][name]["value"] for r in runs if r["cell"]["filesystem"] == fs]
+
+
+def _text(renderables: list[Any]) -> str:
+    from rich.console import Console
+
+    console = Console(record=True, width=260, file=open(os.devnull, "w"))
+    for r in renderables:
+        console.print(r)
+    return console.export_text()
+
+
+def test_device_counters_equal_trace_counts(study) -> None:
+    _, runs, _ = study
+    assert len(runs) == 4 and {r["cell"]["filesystem"] for r in runs} == {"ext4", "xfs"}
+    for run in runs:
+        m = run["metrics"]
+        assert run["provenance"]["trace"]["complete"] is True
+        for op in ("read", "write", "flush", "discard"):
+            assert m[f"trace_{op}_requests_count"]["value"] == m[f"device_{op}_requests_count"]["value"], op
+        for op in ("read", "write"):
+            assert m[f"trace_{op}_sectors_count"]["value"] == m[f"device_{op}_sectors_count"]["value"], op
+        assert m["trace_write_requests_count"]["value"] > 500  # 1024 4 KiB writes, merged at most 8:1
+
+
+def test_trace_table_from_store(study) -> None:
+    from fslab.analysis.stats import summarize
+    from fslab.report.trace_tables import report_tables
+    from fslab.report.units import fmt
+
+    _, runs, cells = study
+    text = _text(report_tables(runs, cells))
+    assert "block trace — randwrite" in text and "INCOMPLETE" not in text
+    assert "predicted on device models" not in text  # this study simulates nothing
+    for fs in ("ext4", "xfs"):
+        s = summarize(_stored(runs, fs, "trace_write_requests_count"))
+        assert s.n == 2
+        assert f"{fmt(s.mean)} ± {fmt(s.ci_half_width)}" in text, fs
+        median_kib = summarize([v / 1024 for v in _stored(runs, fs, "trace_write_size_median_bytes")])
+        assert fmt(median_kib.mean) in text
+
+    # One lossy run of xfs (as the hook stores it: lost-events count, a note on every trace
+    # metric): only xfs is marked, with the count and how many runs.
+    lossy = copy.deepcopy(runs)
+    run = next(r for r in lossy if r["cell"]["filesystem"] == "xfs")
+    for name, m in run["metrics"].items():
+        if name.startswith("trace_"):
+            m["note"] = "incomplete trace: 1234 events lost"
+    run["metrics"]["trace_lost_events_count"]["value"] = 1234.0
+    lines = [line for line in _text(report_tables(lossy, cells)).splitlines() if "INCOMPLETE" in line]
+    assert len(lines) == 1 and "xfs" in lines[0]
+    assert "INCOMPLETE: 1,234 events lost (1 of 2 runs)" in lines[0]
+
+
+def test_report_traces_writes_seed004_figures(study, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import matplotlib.figure
+    from typer.testing import CliRunner
+
+    from fslab.cli import app
+
+    results, runs, _ = study
+    # Record each figure's lines as it is saved: the data plotted, not just a file.
+    saved: dict[str, list[tuple[str, np.ndarray, np.ndarray]]] = {}
+    original = matplotlib.figure.Figure.savefig
+
+    def recording_savefig(self, fname, *args, **kwargs):
+        saved[Path(fname).name] = [(ln.get_label(), np.asarray(ln.get_xdata(), float),
+                                    np.asarray(ln.get_ydata(), float))
+                                   for ax in self.axes for ln in ax.get_lines()]
+        return original(self, fname, *args, **kwargs)
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", recording_savefig)
+    out = tmp_path / "figs"
+    done = CliRunner().invoke(app, ["report", "-r", str(results), "--traces", str(out)])
+    assert done.exit_code == 0, done.output
+    assert "Table 1 — I/O size on the device, randwrite" in done.output
+    expected = {"table1_io_size.csv", "fig3_io_counts_randwrite.png",
+                "fig4_size_cdf_write_randwrite.png", "lba_randwrite_ext4.png", "lba_randwrite_xfs.png"}
+    assert expected <= {p.name for p in out.iterdir()}
+    for name in expected - {"table1_io_size.csv"}:
+        assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
+
+    # Table 1: numbers recomputed from trace.parquet equal the stored trace metrics.
+    rows = list(csv.DictReader(open(out / "table1_io_size.csv")))
+    assert len(rows) == 2 * 4  # file systems x ops
+    for row in rows:
+        fs, op = row["filesystem"], row["op"]
+        assert int(row["n_runs"]) == 2 and row["lost_events"] == "0"
+        stored_count = np.mean(_stored(runs, fs, f"trace_{op}_requests_count"))
+        assert float(row["requests"]) == pytest.approx(stored_count)
+        if op == "write":
+            for k in ("min", "median", "mean", "max"):
+                stored = np.mean(_stored(runs, fs, f"trace_write_size_{k}_bytes")) / 1024
+                assert float(row[f"size_{k}_kib"]) == pytest.approx(stored), k
+            assert float(row["size_median_kib"]) == 4.0  # fio's 4 KiB writes, mostly unmerged
+
+    # Figure 4: one line per file system, each a CDF ending at 1, reaching the largest
+    # write any of that file system's runs made.
+    lines = saved["fig4_size_cdf_write_randwrite.png"]
+    assert sorted(label for label, _, _ in lines) == ["ext4 (n=2)", "xfs (n=2)"]
+    for label, x, y in lines:
+        fs = label.split()[0]
+        assert y[-1] == pytest.approx(1.0) and np.all(np.diff(y) > 0) and np.all(np.diff(x) >= 0)
+        assert x.max() == pytest.approx(max(_stored(runs, fs, "trace_write_size_max_bytes")) / 1024)
+    # Figure 3: bars, not lines; the axis labels carry n.
+    assert "fig3_io_counts_randwrite.png" in saved
