@@ -102,11 +102,41 @@ def run_command(
     return Completed(list(argv), proc.returncode, stdout or "", stderr or "", wall)
 
 
+def _descendants(pid: int) -> list[int]:
+    """All processes below ``pid`` (children, grandchildren, ...), read from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(int(entry.name))
+    found, stack = [], [pid]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            found.append(child)
+            stack.append(child)
+    return found
+
+
 def _kill_group(proc: subprocess.Popen[str]) -> None:
+    """SIGKILL the child, its process group and every descendant. Killing the group is
+    not enough: fio's job processes call setsid() and would outlive it, holding the
+    mount busy and our pipes open."""
+    victims = _descendants(proc.pid)
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
+    for pid in victims:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 def tool_version(argv: Sequence[str]) -> str | None:
