@@ -57,7 +57,7 @@ mod tests {
         divisors.extend((0..200).map(|_| 1 + rng.below((1 << 31) - 1) as u32));
         for &d in &divisors {
             let f = Divisor::new(d);
-            let mut check = |n: u32| assert_eq!(f.div_rem(n), (n / d, n % d), "{n} / {d}");
+            let check = |n: u32| assert_eq!(f.div_rem(n), (n / d, n % d), "{n} / {d}");
             for n in [0, 1, d - 1, d, d.wrapping_add(1), u32::MAX, u32::MAX - 1, u32::MAX - d, u32::MAX / d * d, (u32::MAX / d * d).wrapping_sub(1)] {
                 check(n);
             }
