@@ -113,3 +113,11 @@ def test_not_a_block_device(tmp_path, device_support):
         preflight(block(str(f)), frozenset({str(f)}))
     with pytest.raises(DeviceRefused, match="does not exist"):
         preflight(block(str(tmp_path / "nope")), frozenset({str(tmp_path / "nope")}))
+
+
+def test_loop_device_of_a_deleted_image_is_still_found(device_support, tmp_path):
+    # `fslab cleanup` must find a loop device whose image file was already removed.
+    with provision_image(DeviceSection(kind="image", size="64MiB"), tmp_path, "t4") as dev:
+        image = Path(dev.facts["image"])
+        image.unlink()
+        assert (dev.path, str(image)) in fslab_loop_devices()

@@ -4,8 +4,8 @@ holding the image does not hide the file system's own I/O behaviour)."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
-import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -104,18 +104,17 @@ def _fs_type_of(directory: Path) -> str | None:
     return best[1] if best else None
 
 
-_LOSETUP_LINE = re.compile(r"^(/dev/loop\d+): .*\((.*)\)\s*$")
-
-
 def fslab_loop_devices() -> list[tuple[str, str]]:
-    """(loop device, backing file) for every loop device backed by an fslab image."""
-    done = run_command(["losetup", "-a"], timeout=30, check=False)
+    """(loop device, backing file) for every loop device backed by an fslab image, also
+    when the image was already deleted (the kernel then appends ' (deleted)')."""
+    done = run_command(["losetup", "--list", "--json", "--output", "NAME,BACK-FILE"],
+                       timeout=30, check=False)
+    if not done.stdout.strip():
+        return []
     found = []
-    for line in done.stdout.splitlines():
-        match = _LOSETUP_LINE.match(line.strip())
-        if match:
-            backing = match.group(2).removesuffix(" (deleted)")
-            name = Path(backing).name
-            if name.startswith(IMAGE_PREFIX) and name.endswith(IMAGE_SUFFIX):
-                found.append((match.group(1), backing))
+    for dev in json.loads(done.stdout).get("loopdevices", []):
+        backing = (dev.get("back-file") or "").removesuffix(" (deleted)")
+        name = Path(backing).name
+        if name.startswith(IMAGE_PREFIX) and name.endswith(IMAGE_SUFFIX):
+            found.append((dev["name"], backing))
     return found
