@@ -7,8 +7,10 @@ from pathlib import Path
 import pytest
 
 from fslab.commands import run_command
-from fslab.devices.block import preflight, provision as provision_block
-from fslab.devices.image import fslab_loop_devices, provision as provision_image
+from fslab.devices.block import preflight
+from fslab.devices.block import provision as provision_block
+from fslab.devices.image import fslab_loop_devices
+from fslab.devices.image import provision as provision_image
 from fslab.errors import DeviceRefused, FslabError
 from fslab.spec import DeviceSection
 

@@ -12,8 +12,16 @@ import pytest
 
 from fslab.analysis.traces import _match_requests_py, analyze, match_requests
 from fslab.trace.formats import (
-    EV_COMPLETE, EV_ISSUE, OP_FLUSH, OP_READ, OP_WRITE, Trace, decode_rwbs, detect_format,
-    load_trace, write_parquet,
+    EV_COMPLETE,
+    EV_ISSUE,
+    OP_FLUSH,
+    OP_READ,
+    OP_WRITE,
+    Trace,
+    decode_rwbs,
+    detect_format,
+    load_trace,
+    write_parquet,
 )
 
 DATA = Path(__file__).parent / "data" / "traces"

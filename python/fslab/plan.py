@@ -15,9 +15,9 @@ import random
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from .errors import SpecError
 from .filesystems import FILESYSTEMS
 from .spec import StudySpec, WorkloadSection
-from .errors import SpecError
 from .workloads import WORKLOADS, ParamError
 
 

@@ -14,8 +14,17 @@ from typing import Any
 import numpy as np
 
 from ..trace.formats import (
-    EV_COMPLETE, EV_ISSUE, FLAG_BITS, NO_COMM, OP_DISCARD, OP_FLUSH, OP_NAMES, OP_READ,
-    OP_WRITE, SECTOR_BYTES, Trace,
+    EV_COMPLETE,
+    EV_ISSUE,
+    FLAG_BITS,
+    NO_COMM,
+    OP_DISCARD,
+    OP_FLUSH,
+    OP_NAMES,
+    OP_READ,
+    OP_WRITE,
+    SECTOR_BYTES,
+    Trace,
 )
 
 DIRECTIONS = {"read": OP_READ, "write": OP_WRITE}

@@ -92,7 +92,7 @@ def check_device(path: str, *, allow_signature: bool) -> DeviceHandle:
         os.close(fd)
     except OSError as exc:
         if exc.errno == errno.EBUSY:
-            raise DeviceRefused(f"{path} is in use: another program holds it open exclusively")
+            raise DeviceRefused(f"{path} is in use: another program holds it open exclusively") from None
         raise
     signature = _signature(path)
     if signature and not allow_signature:

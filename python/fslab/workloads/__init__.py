@@ -92,11 +92,13 @@ def validate_workload(section: WorkloadSection, *, source: str, field: str) -> N
 
 
 def _register_builtin() -> None:
+    from .bonnie import BonnieWorkload
     from .fio import FioWorkload
+    from .mobibench import MobibenchWorkload
 
     WORKLOADS.register("fio", FioWorkload())
-    from .mobibench import MobibenchWorkload; WORKLOADS.register("mobibench", MobibenchWorkload())  # noqa: E702
-    from .bonnie import BonnieWorkload; WORKLOADS.register("bonnie", BonnieWorkload())  # noqa: E702
+    WORKLOADS.register("bonnie", BonnieWorkload())
+    WORKLOADS.register("mobibench", MobibenchWorkload())
 
 
 _register_builtin()
