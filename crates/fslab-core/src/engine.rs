@@ -112,10 +112,12 @@ impl EventQueue {
         let n = h.len();
         let mut hole = 0;
         let mut child = 1;
-        while child + 1 < n {
-            child += (h[child + 1].key() < h[child].key()) as usize;
-            h[hole] = h[child];
-            hole = child;
+        // (Slicing the pair of children checks both bounds at once.)
+        while let Some(pair) = h.get(child..child + 2) {
+            let right = (pair[1].key() < pair[0].key()) as usize;
+            let up = pair[right];
+            h[hole] = up;
+            hole = child + right;
             child = 2 * hole + 1;
         }
         if child + 1 == n {
