@@ -11,6 +11,8 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 
+from rich.markup import escape
+
 from .errors import FslabError
 from .plan import Plan, make_plan
 from .records import RunRecord
@@ -65,7 +67,7 @@ def plan(
         table.add_column(col)
     for i, c in enumerate(p.cells):
         params = " ".join(f"{k}={v}" for k, v in c.params.items())
-        table.add_row(str(i + 1), c.filesystem, c.label, params)
+        table.add_row(str(i + 1), c.filesystem, escape(c.label), escape(params))
     console.print(table)
     console.print(f"{len(p.cells)} cells x {p.repetitions} repetitions = {len(p.runs)} runs, "
                   f"order {p.order} (seed {p.seed}), fresh file system per {p.fresh}")
@@ -108,9 +110,11 @@ def run(
 
     def on_record(record: RunRecord, label: str) -> None:
         status = "ok" if record.status == "ok" else f"FAILED: {record.error}"
-        progress.update(task["id"], advance=1, last=f"{label}: {status}"[:60])
+        # Labels hold "[rw=read ...]", which rich would otherwise take for markup.
+        progress.update(task["id"], advance=1, last=escape(f"{label}: {status}"[:60]))
         if plain:
-            err_console.print(f"run {label}: {status} ({record.wall_s:.1f} s)", highlight=False)
+            err_console.print(f"run {label}: {status} ({record.wall_s:.1f} s)",
+                              highlight=False, markup=False)
 
     try:
         with progress:
@@ -166,8 +170,9 @@ def _print_report(results: Path, study_id: int | None, metric: str | None) -> No
     failed = [r for r in runs if r["status"] != "ok"]
     for r in failed[:10]:
         c = r["cell"]
-        console.print(f"[red]failed[/red] {c['filesystem']} {c['workload']} #{r['repetition'] + 1}: "
-                      f"{r['error']} (see {results / (r['artifact_dir'] or '')})", highlight=False)
+        detail = escape(f"{c['filesystem']} {c['workload']} #{r['repetition'] + 1}: {r['error']} "
+                        f"(see {results / (r['artifact_dir'] or '')})")
+        console.print(f"[red]failed[/red] {detail}", highlight=False)
     if row.status != "complete":
         console.print(f"[yellow]{len(runs)} of {row.planned_runs} runs stored; continue with "
                       f"`fslab run {row.source.removeprefix('preset ')} --resume`[/yellow]")

@@ -110,6 +110,7 @@ def cell_text(row: RowData, fs: str, divisor: float) -> str:
 
 def render(table: TableData, title: str) -> Any:
     """A rich Table (printed by the CLI)."""
+    from rich.markup import escape
     from rich.table import Table
 
     out = Table(title=title, title_justify="left", show_lines=False)
@@ -121,7 +122,7 @@ def render(table: TableData, title: str) -> Any:
         magnitude = max((s.mean for s in row.summaries.values()), default=0.0)
         divisor, unit_label = display_scale(row.unit, magnitude)
         direction = "↑" if row.higher_is_better else "↓"
-        out.add_row(row.label, f"{row.metric} [{unit_label}] {direction}",
+        out.add_row(escape(row.label), escape(f"{row.metric} [{unit_label}] {direction}"),
                     *[cell_text(row, fs, divisor) for fs in table.filesystems])
     return out
 
