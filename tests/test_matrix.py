@@ -117,6 +117,17 @@ def test_quick_sub_matrix_with_charts_and_contrasts(device_support, tmp_path):
         bars = bars_in_svg(svg.read_text())
         assert sorted(bars) == sorted((fs, f"ioengine={e}") for fs in ("ext4", "xfs")
                                       for e in ("libaio", "io_uring"))
+    # The table shows every case's axis values (brackets are not taken for markup).
+    from rich.console import Console
+
+    from fslab.report.tables import build_table, render
+
+    console = Console(record=True, width=250)
+    console.print(render(build_table(runs, None, cells), "t"))
+    text = console.export_text()
+    for rw in ("randread", "randwrite"):
+        for engine in ("libaio", "io_uring"):
+            assert f"single-job [rw={rw} ioengine={engine}]" in text
     rows = contrasts(runs, cells, "ioengine", "io_uring", "libaio")
     assert len(rows) == 4  # 2 patterns x 2 file systems
     for row in rows:
