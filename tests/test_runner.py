@@ -210,9 +210,11 @@ def test_relative_results_directory(device_support, tmp_path, monkeypatch):
     text = study.read_text().replace("repetitions = 2", "repetitions = 1")
     study.write_text(text.replace("[filesystems.xfs]\n", ""))
     monkeypatch.chdir(tmp_path)
-    outcome = run_study("study.toml", results_dir=Path("rel-results"))
+    (tmp_path / "sub dir").mkdir()
+    # relative, through "..", with a space (which /proc/mounts shows as \040)
+    outcome = run_study("study.toml", results_dir=Path("sub dir/../rel results"))
     assert outcome.runs_done == 2 and outcome.runs_failed == 0
-    assert (tmp_path / "rel-results" / "fslab.sqlite").exists()
+    assert (tmp_path / "rel results" / "fslab.sqlite").exists()
     assert leftovers(tmp_path) == []
 
 
@@ -232,8 +234,11 @@ def test_cleanup_after_sigkill(device_support, tmp_path):
     assert fio_running
     proc.kill()
     proc.wait()
-    # fio, in its own session, outlives fslab and keeps the mount busy.
     assert leftovers(tmp_path), "the kill should have left a mount and a loop device"
+    # An orphaned workload (fio may or may not outlive fslab) keeps the mount busy:
+    (mnt,) = [Path(l.split()[1]) for l in Path("/proc/mounts").read_text().splitlines()
+              if str(tmp_path) in l]
+    holder = subprocess.Popen(["sleep", "300"], cwd=mnt, start_new_session=True)
     dry = subprocess.run([*fslab, "cleanup", "--dry-run", "--under", str(tmp_path)],
                          capture_output=True, text=True, timeout=60)
     assert "would unmount" in dry.stdout and leftovers(tmp_path)
@@ -241,4 +246,5 @@ def test_cleanup_after_sigkill(device_support, tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "detach /dev/loop" in done.stdout and "killed orphaned" in done.stdout
+    assert holder.wait(timeout=10) == -9
     assert leftovers(tmp_path) == []

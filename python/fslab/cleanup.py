@@ -14,15 +14,11 @@ from pathlib import Path
 from .cgroups import leftover_cgroups, remove_cgroup
 from .devices.image import detach, fslab_loop_devices
 from .filesystems import unmount
+from .mounts import mounts_of_source
 
 
 def _mounts_of(device: str) -> list[Path]:
-    out = []
-    for line in Path("/proc/mounts").read_text().splitlines():
-        source, target = line.split()[:2]
-        if source == device:
-            out.append(Path(target.replace("\\040", " ")))
-    return out
+    return [entry.target for entry in mounts_of_source(device)]
 
 
 def _kill_users(mountpoint: Path) -> list[int]:
@@ -50,7 +46,7 @@ def cleanup(dry_run: bool = False, under: Path | None = None) -> list[str]:
     With ``under``, only loop devices whose image lies below that folder (and their
     mounts) are touched, so one user's cleanup cannot disturb another's running study."""
     done: list[str] = []
-    prefix = str(under.absolute()).rstrip("/") + "/" if under is not None else None
+    prefix = str(under.resolve()).rstrip("/") + "/" if under is not None else None
     for loop, image in fslab_loop_devices():
         if prefix is not None and not image.startswith(prefix):
             continue

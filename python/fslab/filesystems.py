@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from .commands import run_command
 from .devices import DeviceHandle
 from .errors import CommandFailed, FslabError, SpecError
+from .mounts import mount_at
 from .registry import Registry
 from .signals import shielded
 
@@ -151,12 +152,10 @@ class Mounted:
 
 def mount_options_in_effect(mountpoint: Path) -> tuple[str, str]:
     """(fs type, options) for a mount point, as /proc/mounts shows them."""
-    target = str(mountpoint.absolute())
-    for line in Path("/proc/mounts").read_text().splitlines():
-        parts = line.split()
-        if parts[1] == target:
-            return parts[2], parts[3]
-    raise FslabError(f"{target} is not mounted")
+    entry = mount_at(mountpoint)
+    if entry is None:
+        raise FslabError(f"{mountpoint} is not mounted")
+    return entry.fs_type, entry.options
 
 
 @contextlib.contextmanager

@@ -81,8 +81,9 @@ def run_study(
     """Run (or resume) a study. ``on_start(plan, study_id, remaining)`` and
     ``on_record(record, label)`` let the CLI draw progress; the runner prints nothing."""
     started = time.monotonic()
-    # Mount points are compared with /proc/mounts, which holds absolute paths.
-    results_dir = results_dir.absolute()
+    # Mount points are compared with /proc/mounts, which holds canonical paths.
+    results_dir.mkdir(parents=True, exist_ok=True)
+    results_dir = results_dir.resolve()
     spec, source, text = load_spec(study)
     digest = spec_hash(text, quick)
     study_dir = Path(source).parent if Path(source).is_file() else Path.cwd()

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..commands import run_command
 from ..errors import DeviceRefused
+from ..mounts import mount_table
 from ..spec import DeviceSection
 from . import DeviceHandle, handle_for, queue_facts
 
@@ -46,16 +47,16 @@ def _root_device_names() -> set[str]:
 def _mounted_names() -> dict[str, str]:
     """sysfs name -> mount point for every mounted block device."""
     mounted = {}
-    for line in Path("/proc/mounts").read_text().splitlines():
-        source, target = line.split()[:2]
-        if source.startswith("/dev/"):
-            try:
-                st = os.stat(source)
-            except OSError:
-                continue
-            if stat.S_ISBLK(st.st_mode):
-                link = Path(f"/sys/dev/block/{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}")
-                mounted[link.resolve().name] = target
+    for entry in mount_table():
+        if not entry.source.startswith("/dev/"):
+            continue
+        try:
+            st = os.stat(entry.source)
+        except OSError:
+            continue
+        if stat.S_ISBLK(st.st_mode):
+            link = Path(f"/sys/dev/block/{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}")
+            mounted[link.resolve().name] = str(entry.target)
     return mounted
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ..commands import run_command
 from ..errors import CommandFailed, FslabError
+from ..mounts import filesystem_holding
 from ..signals import shielded
 from ..spec import DeviceSection
 from . import DeviceHandle, handle_for, queue_facts
@@ -93,15 +94,8 @@ def _loop_attr(loop: str, name: str) -> str | None:
 
 
 def _fs_type_of(directory: Path) -> str | None:
-    best: tuple[int, str] | None = None
-    resolved = str(directory.resolve())
-    for line in Path("/proc/mounts").read_text().splitlines():
-        parts = line.split()
-        mnt = parts[1].replace("\\040", " ")
-        if resolved == mnt or resolved.startswith(mnt.rstrip("/") + "/"):
-            if best is None or len(mnt) > best[0]:
-                best = (len(mnt), parts[2])
-    return best[1] if best else None
+    entry = filesystem_holding(directory)
+    return entry.fs_type if entry else None
 
 
 def fslab_loop_devices() -> list[tuple[str, str]]:
