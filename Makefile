@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 APT_PACKAGES := fio bonnie++ e2fsprogs xfsprogs btrfs-progs ntfs-3g fusefat dosfstools \
-	f2fs-tools jfsutils nilfs-tools util-linux
+	f2fs-tools jfsutils nilfs-tools util-linux fdisk
 RUST_SOURCES := $(shell find crates -name '*.rs' -o -name Cargo.toml 2>/dev/null)
 
 .PHONY: setup system-packages demo test bench lint clean

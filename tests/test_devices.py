@@ -2,6 +2,8 @@
 it is confirmed, unmounted, unused, not the root device and free of signatures."""
 
 import os
+import stat
+import time
 from pathlib import Path
 
 import pytest
@@ -123,3 +125,32 @@ def test_loop_device_of_a_deleted_image_is_still_found(device_support, tmp_path)
         image = Path(dev.facts["image"])
         image.unlink()
         assert (dev.path, str(image)) in fslab_loop_devices()
+
+
+def test_partition_table_refused_and_empty_partition_accepted(device_support, tmp_path):
+    image = tmp_path / "disk.img"
+    image.write_bytes(b"")
+    os.truncate(image, 128 << 20)
+    run_command(["sfdisk", "--quiet", str(image)], input_text="label: gpt\n,64MiB\n")
+    loop = run_command(["losetup", "--find", "--show", "--partscan", str(image)]).stdout.strip()
+    try:
+        with pytest.raises(DeviceRefused, match="gpt"):
+            preflight(block(loop), frozenset({loop}))
+        sysfs = Path(f"/sys/class/block/{Path(loop).name}p1/dev")
+        if not sysfs.exists():
+            run_command(["partx", "--add", loop], check=False)
+        for _ in range(50):  # the kernel scans the table shortly after attaching
+            if sysfs.exists():
+                break
+            time.sleep(0.1)
+        # Without udev (containers) the node is not made for us: make one in tmp_path.
+        major, minor = (int(x) for x in sysfs.read_text().split(":"))
+        part = str(tmp_path / "part1")
+        os.mknod(part, 0o600 | stat.S_IFBLK, os.makedev(major, minor))
+        # A fresh partition carries only its partition-table entry: no data, accepted.
+        preflight(block(part), frozenset({part}))
+        run_command(["mkfs.ext4", "-q", "-F", part])
+        with pytest.raises(DeviceRefused, match="ext4"):
+            preflight(block(part), frozenset({part}))
+    finally:
+        run_command(["losetup", "-d", loop])

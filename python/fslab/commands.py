@@ -36,6 +36,7 @@ PACKAGE_OF: dict[str, str] = {
     "umount": "mount",
     "blkid": "util-linux",
     "wipefs": "util-linux",
+    "sfdisk": "fdisk",
     "qemu-system-x86_64": "qemu-system-x86",
 }
 

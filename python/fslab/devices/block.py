@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
 import stat
 from collections.abc import Iterator
@@ -61,12 +62,27 @@ def _mounted_names() -> dict[str, str]:
 
 
 def _signature(path: str) -> str | None:
-    """What blkid finds on the device (TYPE or PTTYPE), or None if it looks empty."""
+    """Every signature blkid and wipefs find (file system, RAID, partition table, swap),
+    or None if the device looks empty. A result the tools cannot give is a refusal, never
+    "empty": blkid exits 8 when signatures contradict each other, the riskiest case."""
+    found: list[str] = []
     done = run_command(["blkid", "-p", "-o", "export", path], timeout=30, check=False)
-    if done.returncode == 2:  # nothing found
-        return None
-    fields = dict(line.split("=", 1) for line in done.stdout.splitlines() if "=" in line)
-    return fields.get("TYPE") or fields.get("PTTYPE") or (done.stdout.strip() or None)
+    if done.returncode == 0:
+        fields = dict(line.split("=", 1) for line in done.stdout.splitlines() if "=" in line)
+        # PART_ENTRY_* only describe the partition itself, not data on it.
+        found += [fields[k] for k in ("TYPE", "PTTYPE") if k in fields]
+    elif done.returncode != 2:  # 2: nothing found
+        raise DeviceRefused(
+            f"cannot tell whether {path} holds data (blkid -p exited {done.returncode}: "
+            f"{done.stderr.strip() or 'ambivalent or unreadable signatures'}); inspect it with "
+            "`wipefs --no-act` and wipe it yourself if it is free"
+        )
+    listing = run_command(["wipefs", "--no-act", "--json", path], timeout=30, check=False)
+    if listing.returncode != 0:
+        raise DeviceRefused(f"cannot list signatures on {path}: {listing.stderr.strip()}")
+    if listing.stdout.strip():
+        found += [sig.get("type", "?") for sig in json.loads(listing.stdout).get("signatures", [])]
+    return ", ".join(dict.fromkeys(found)) or None
 
 
 def check_device(path: str, *, allow_signature: bool) -> DeviceHandle:
