@@ -107,3 +107,22 @@ def test_unknown_preset_lists_presets():
 def test_presets_are_valid(name):
     spec, source, _ = load_spec(name)
     assert source == f"preset {name}" and spec.workloads
+
+
+@pytest.mark.parametrize("option,value", [
+    ("mkfs", '["/dev/sdz"]'),
+    ("mkfs", '["-l", "logdev=/dev/sdz"]'),
+    ("mount", '["noatime", "logdev=/dev/sdz"]'),
+    ("mount", '["device=/dev/loop7"]'),
+])
+def test_filesystem_arguments_naming_other_devices_are_refused(option, value):
+    text = BASE.replace("[filesystems.ext4]", f"[filesystems.ext4]\n{option} = {value}")
+    err = spec_error(text)
+    assert f"filesystems.ext4.{option}[" in str(err) and "/dev/" in str(err)
+
+
+@pytest.mark.parametrize("line", ['filename = "/dev/sdz"', 'directory = "/tmp"',
+                                  'filename = "../../etc/x"'])
+def test_fio_may_not_leave_the_filesystem_under_test(line):
+    err = spec_error(BASE.replace('size = "64M"', f'size = "64M"\n{line}'))
+    assert "workloads[0]." + line.split()[0] in str(err)

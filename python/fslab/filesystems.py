@@ -119,6 +119,28 @@ def fs_type_of(section_name: str, declared: str | None) -> FilesystemType:
     return FILESYSTEMS.get(declared or section_name)
 
 
+def names_a_device(argument: str) -> str | None:
+    """The device an mkfs or mount argument points at (``/dev/sdb``, ``logdev=/dev/sdb``,
+    a path that resolves to a block device), or None. Such arguments are refused: they
+    would write to a device the user did not hand over."""
+    import os
+    import stat as stat_mod
+
+    for part in [argument, *argument.replace(",", "=").split("=")]:
+        candidate = part.strip()
+        if not candidate:
+            continue
+        if candidate.startswith("/dev/"):
+            return candidate
+        if candidate.startswith("/"):
+            try:
+                if stat_mod.S_ISBLK(os.stat(candidate).st_mode):
+                    return candidate
+            except OSError:
+                pass
+    return None
+
+
 def validate_filesystems(spec: StudySpec, source: str) -> None:
     for name, section in spec.filesystems.items():
         key = section.type or name
@@ -129,6 +151,16 @@ def validate_filesystems(spec: StudySpec, source: str) -> None:
                 "(to label a configuration, name the section freely and set type = 'ext4')",
                 source=source, field=field_name,
             )
+        for option, values in (("mkfs", section.mkfs), ("mount", section.mount)):
+            for i, value in enumerate(values):
+                device = names_a_device(value)
+                if device:
+                    raise SpecError(
+                        f"{value!r} names the device {device}: fslab only formats and mounts "
+                        "the device under test (mkfs.btrfs would format every device listed; "
+                        "logdev=, rtdev= and device= write to others). Use [device] for it.",
+                        source=source, field=f"filesystems.{name}.{option}[{i}]",
+                    )
         fstype = FILESYSTEMS.get(key)
         if fstype.needs_guest and spec.study.backend == "host":
             raise SpecError(

@@ -57,6 +57,9 @@ class FioWorkload:
     def validate(self, params: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for key, value in params.items():
+            problem = _outside_mount(key, str(value))
+            if problem:
+                raise ParamError(key, problem)
             if not _OPTION_NAME.match(key):
                 raise ParamError(key, "is not a fio option name (lower case letters, digits, _)")
             if isinstance(value, (list, dict)):
@@ -146,6 +149,11 @@ class FioWorkload:
                 raise FslabError(f"job_file {params['job_file']!r} not found (looked at {source})")
             job_path = ctx.artifact_dir / "job.fio"
             shutil.copyfile(source, job_path)
+            for number, line in enumerate(job_path.read_text().splitlines(), 1):
+                key, sep, value = line.partition("=")
+                problem = _outside_mount(key.strip(), value.strip()) if sep else None
+                if problem:
+                    raise FslabError(f"job_file {source} line {number}: {key.strip()}: {problem}")
             extra = [f"--directory={ctx.mountpoint}"]
         else:
             job_path = ctx.artifact_dir / "job.fio"
@@ -165,6 +173,19 @@ class FioWorkload:
         metrics, runtime_s = metrics_from_report(report)
         runtime_s += params.get("ramp_time", 0)
         return WorkloadResult(metrics, runtime_s, info={"fio_version": report.get("fio version")})
+
+
+def _outside_mount(key: str, value: str) -> str | None:
+    """Why an option would make fio touch files outside the file system under test (or a
+    raw device), or None. fslab sets the directory; file names must stay inside it."""
+    if key in ("directory", "opendir"):
+        return "fslab sets the directory to the mounted file system under test; remove it"
+    if key in ("filename", "filename_format"):
+        for name in value.split(":"):
+            if name.startswith("/") or ".." in name.split("/"):
+                return (f"{value!r} leads outside the file system under test; use a name "
+                        "relative to it (fio may not write to devices fslab was not given)")
+    return None
 
 
 def job_file_text(params: dict[str, Any], directory: Path) -> str:
