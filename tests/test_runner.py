@@ -248,3 +248,15 @@ def test_cleanup_after_sigkill(device_support, tmp_path):
     assert "detach /dev/loop" in done.stdout and "killed orphaned" in done.stdout
     assert holder.wait(timeout=10) == -9
     assert leftovers(tmp_path) == []
+
+
+def test_one_study_per_results_directory(device_support, tmp_path):
+    from fslab.errors import FslabError
+    from fslab.runner import study_lock
+
+    results = tmp_path / "results"
+    results.mkdir()
+    with study_lock(results):
+        with pytest.raises(FslabError, match="another fslab .* is running a study"):
+            run_study(str(write_study(tmp_path)), results_dir=results)
+    assert not (results / "fslab.sqlite").exists()  # nothing was started

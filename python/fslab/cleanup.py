@@ -12,7 +12,7 @@ import signal
 from pathlib import Path
 
 from .cgroups import leftover_cgroups, remove_cgroup
-from .devices.image import detach, fslab_loop_devices
+from .devices.image import detach, fslab_loop_devices, owner_pid
 from .filesystems import unmount
 from .mounts import mounts_of_source
 
@@ -50,6 +50,10 @@ def cleanup(dry_run: bool = False, under: Path | None = None) -> list[str]:
     for loop, image in fslab_loop_devices():
         if prefix is not None and not image.startswith(prefix):
             continue
+        owner = owner_pid(image)
+        if owner is not None and owner != os.getpid() and Path(f"/proc/{owner}").exists():
+            done.append(f"leave {loop} ({image}): its study is still running (pid {owner})")
+            continue
         for mountpoint in _mounts_of(loop):
             done.append(f"unmount {mountpoint}")
             if not dry_run:
@@ -65,12 +69,15 @@ def cleanup(dry_run: bool = False, under: Path | None = None) -> list[str]:
     if under is not None:
         return done  # instances and cgroups are not tied to a folder: only a full cleanup
     if not dry_run:
+        # Only instances whose creating process is gone.
         from .trace.capture import remove_stale_instances
 
         done += [f"remove tracefs instance {name}" for name in remove_stale_instances()]
     for cgroup in leftover_cgroups():
-        done.append(f"remove cgroup {cgroup}")
-        if not dry_run:
-            with contextlib.suppress(OSError):
-                remove_cgroup(cgroup, attempts=5)
+        if dry_run:
+            done.append(f"remove cgroup {cgroup}")
+            continue
+        with contextlib.suppress(OSError):  # a live workload's cgroup cannot be removed
+            remove_cgroup(cgroup, attempts=5)
+        done.append(f"{'leave' if cgroup.exists() else 'remove'} cgroup {cgroup}")
     return done

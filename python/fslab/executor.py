@@ -10,6 +10,7 @@ something is a context manager, so release happens on success, failure and Ctrl-
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 import traceback
 import uuid
@@ -97,7 +98,8 @@ def execute_job(job: Job, ctx: ExecContext, emit: Callable[[RunRecord], None]) -
     cell = job.cell
     fstype = FILESYSTEMS.get(cell.fs_type)
     device_kind = DEVICES.get(ctx.device.kind)
-    tag = uuid.uuid4().hex[:12]
+    # The owner's pid in the name lets `fslab cleanup` tell a live study from a dead one.
+    tag = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
     job_started = time.time()
     state = _JobState()
     pending = list(job.runs)

@@ -4,10 +4,12 @@ each record as it arrives, and resumes an interrupted study without repeating a 
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,6 +37,28 @@ class StudyOutcome:
     runs_skipped_as_stored: int
     plan: Plan
     wall_s: float
+
+
+@contextlib.contextmanager
+def study_lock(results_dir: Path) -> Iterator[None]:
+    """One running study per results directory: two processes resuming the same study
+    would measure the same runs twice. The kernel drops the lock if we die."""
+    path = results_dir / ".lock"
+    with open(path, "a+") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            owner = f.read().strip() or "?"
+            raise FslabError(
+                f"another fslab (pid {owner}) is running a study in {results_dir}: wait for it, "
+                "or use another --results directory"
+            ) from None
+        f.seek(0)
+        f.truncate()
+        f.write(str(os.getpid()))
+        f.flush()
+        yield
 
 
 def spec_hash(text: str, quick: bool) -> str:
@@ -87,7 +111,7 @@ def run_study(
     spec, source, text = load_spec(study)
     digest = spec_hash(text, quick)
     study_dir = Path(source).parent if Path(source).is_file() else Path.cwd()
-    with Store(results_dir) as store:
+    with study_lock(results_dir), Store(results_dir) as store:
         previous = store.resumable(digest) if resume else None
         if resume and previous is None:
             raise FslabError(

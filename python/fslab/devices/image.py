@@ -98,6 +98,12 @@ def _fs_type_of(directory: Path) -> str | None:
     return entry.fs_type if entry else None
 
 
+def owner_pid(image: str) -> int | None:
+    """The pid of the fslab process that made an image (``fslab-<pid>-<id>.img``)."""
+    parts = Path(image).name.removeprefix(IMAGE_PREFIX).split("-")
+    return int(parts[0]) if len(parts) == 2 and parts[0].isdigit() else None
+
+
 def fslab_loop_devices() -> list[tuple[str, str]]:
     """(loop device, backing file) for every loop device backed by an fslab image, also
     when the image was already deleted (the kernel then appends ' (deleted)')."""
