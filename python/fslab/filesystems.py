@@ -198,8 +198,11 @@ def mounted(
     argv = ["mount", "-t", fstype.kernel_name]
     if options:
         argv += ["-o", ",".join(options)]
-    run_command([*argv, device.path, str(mountpoint)], timeout=120)
     try:
+        # Shielded: a Ctrl-C that killed mount(8) after mount(2) succeeded would leave a
+        # mount nobody knows about; deferred, it arrives inside the try and is undone.
+        with shielded():
+            run_command([*argv, device.path, str(mountpoint)], timeout=120)
         kind, opts = mount_options_in_effect(mountpoint)
         yield Mounted(mountpoint, opts, kind)
     finally:

@@ -24,10 +24,12 @@ def _raise_terminated(signum: int, frame: FrameType | None) -> None:
 
 
 def install_handlers() -> None:
-    """Make SIGTERM and SIGHUP unwind the stack (call once, from the CLI)."""
+    """Make SIGTERM and SIGHUP unwind the stack (call once, from the CLI). A signal that
+    is ignored (``nohup fslab run ...`` ignores SIGHUP) stays ignored."""
     if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _raise_terminated)
-        signal.signal(signal.SIGHUP, _raise_terminated)
+        for s in (signal.SIGTERM, signal.SIGHUP):
+            if signal.getsignal(s) is not signal.SIG_IGN:
+                signal.signal(s, _raise_terminated)
 
 
 @contextmanager
@@ -37,7 +39,9 @@ def shielded() -> Iterator[None]:
         yield
         return
     pending: list[int] = []
-    caught = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    # Signals the process ignores (a background job's SIGINT, nohup's SIGHUP) stay ignored.
+    caught = tuple(s for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+                   if signal.getsignal(s) is not signal.SIG_IGN)
     previous = {s: signal.getsignal(s) for s in caught}
 
     def remember(signum: int, frame: FrameType | None) -> None:

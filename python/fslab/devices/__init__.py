@@ -81,7 +81,7 @@ class DeviceKind:
 
     name: str
     provision: Callable[[DeviceSection, Path, str, frozenset[str]], AbstractContextManager[DeviceHandle]]
-    preflight: Callable[[DeviceSection, frozenset[str]], None] | None = None
+    preflight: Callable[[DeviceSection, frozenset[str], bool], None] | None = None
     needs_guest: bool = False
     description: str = ""
 

@@ -131,9 +131,10 @@ def _confirmed(section: DeviceSection, allowed: frozenset[str]) -> str:
     return real
 
 
-def preflight(section: DeviceSection, allowed: frozenset[str]) -> None:
-    """Once per study, before anything is written: every check, signature included."""
-    check_device(_confirmed(section, allowed), allow_signature=section.force)
+def preflight(section: DeviceSection, allowed: frozenset[str], resuming: bool = False) -> None:
+    """Once per study, before anything is written: every check, signature included. A
+    resumed study finds the file system it made itself; the confirmation still applies."""
+    check_device(_confirmed(section, allowed), allow_signature=section.force or resuming)
 
 
 @contextlib.contextmanager

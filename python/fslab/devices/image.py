@@ -42,11 +42,14 @@ def provision(
     directory.mkdir(parents=True, exist_ok=True)
     check_free_space(directory, section.size)
     image = directory / f"{IMAGE_PREFIX}{tag}{IMAGE_SUFFIX}"
-    with open(image, "wb") as f:
-        f.truncate(section.size)
     loop: str | None = None
     try:
-        loop = attach(image)
+        # Shielded so that a Ctrl-C cannot land between losetup attaching the device and
+        # `loop` naming it: deferred, it arrives once the finally below can detach it.
+        with shielded():
+            with open(image, "wb") as f:
+                f.truncate(section.size)
+            loop = attach(image)
         facts = {
             "kind": "image",
             "image": str(image),
