@@ -38,8 +38,9 @@ def detect_version() -> int | None:
     """1 or 2 for the memory controller fslab can use, or None."""
     if (V1_ROOT / "memory.limit_in_bytes").exists():
         return 1
-    controllers = V2_ROOT / "cgroup.controllers"
-    if controllers.exists() and "memory" in controllers.read_text().split():
+    # v2: fslab makes its cgroups under the root, so the root must delegate "memory".
+    enabled = V2_ROOT / "cgroup.subtree_control"
+    if enabled.exists() and "memory" in enabled.read_text().split():
         return 2
     return None
 

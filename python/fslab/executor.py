@@ -10,6 +10,7 @@ something is a context manager, so release happens on success, failure and Ctrl-
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import time
 import traceback
@@ -29,8 +30,8 @@ from .plan import Job, Run
 from .provenance import fs_tool_version, host_facts
 from .records import STATUS_FAILED, STATUS_OK, Metric, RunRecord
 from .spec import DeviceSection
-from .trace.hook import traced
-from .workloads import WORKLOADS, RunContext
+from .trace.hook import RunTrace, traced
+from .workloads import WORKLOADS, RunContext, WorkloadResult
 
 DROP_CACHES = Path("/proc/sys/vm/drop_caches")
 
@@ -63,6 +64,8 @@ def _device_counter_metrics(before: dict[str, int], after: dict[str, int]) -> li
     """Requests and sectors the device completed during the workload (/sys/block stat)."""
     out = []
     for direction in ("read", "write", "discard", "flush"):
+        if f"{direction}_ios" not in after:  # kernels before 4.18 (discard) / 5.5 (flush)
+            continue
         ios = after[f"{direction}_ios"] - before[f"{direction}_ios"]
         out.append(Metric.of(f"device_{direction}_requests_count", ios))
         if direction != "flush":
@@ -123,12 +126,11 @@ def execute_job(job: Job, ctx: ExecContext, emit: Callable[[RunRecord], None]) -
                     "mounted_as": mnt.fs_type_in_effect,
                     "info": info,
                 }
-                started = job_started
                 while pending:
-                    run = pending[0]
-                    emit(_execute_run(run, dev, mountpoint, ctx, state, started))
+                    # A run's wall time starts after the file system was made (mkfs_s and
+                    # quiesce_s are in provenance), so first and later runs compare.
+                    emit(_execute_run(pending[0], dev, mountpoint, ctx, state, time.time()))
                     pending.pop(0)
-                    started = time.time()
     except (CommandFailed, FslabError) as exc:
         if not pending or not _is_job_level(exc):
             raise
@@ -166,11 +168,7 @@ def _failed_record(run: Run, ctx: ExecContext, state: _JobState, started: float,
     (path / "error.txt").write_text(error + "\n")
     for name, text in state.texts.items():
         (path / name).write_text(text)
-    return RunRecord(
-        cell_id=run.cell.id, repetition=run.repetition, sequence=ctx.sequence_of[run.key],
-        status=STATUS_FAILED, started_at=started, finished_at=time.time(), error=error,
-        provenance=_base_provenance(run, ctx, state), artifact_dir=relative,
-    )
+    return _failed(run, ctx, _base_provenance(run, ctx, state), started, relative, error)
 
 
 def _execute_run(
@@ -202,23 +200,39 @@ def _execute_run(
         if not isinstance(exc, CommandFailed) and type(exc) is not FslabError:
             raise
         (path / "error.txt").write_text(str(exc) + "\n")
-        return RunRecord(
-            cell_id=cell.id, repetition=run.repetition, sequence=ctx.sequence_of[run.key],
-            status=STATUS_FAILED, started_at=started, finished_at=time.time(), error=str(exc),
-            provenance=provenance, artifact_dir=relative,
-        )
+        return _failed(run, ctx, provenance, started, relative, str(exc))
     except Exception as exc:  # a bug in a workload plug-in must not cost the study
+        _study_level_os_error(exc)
         (path / "error.txt").write_text(traceback.format_exc())
-        return RunRecord(
-            cell_id=cell.id, repetition=run.repetition, sequence=ctx.sequence_of[run.key],
-            status=STATUS_FAILED, started_at=started, finished_at=time.time(),
-            error=f"internal error in workload {cell.workload_kind}: {exc!r}",
-            provenance=provenance, artifact_dir=relative,
-        )
+        return _failed(run, ctx, provenance, started, relative,
+                       f"internal error in workload {cell.workload_kind}: {exc!r}")
     workload_s = time.monotonic() - t0
+    finished = time.time()
+    try:
+        metrics = _collect_metrics(result, before, dev, run_trace, ctx, cell.params, provenance)
+    except Exception as exc:  # the measurement is kept on disk; the study goes on
+        _study_level_os_error(exc)
+        (path / "error.txt").write_text(traceback.format_exc())
+        return _failed(run, ctx, provenance, started, relative,
+                       f"the workload ran, but collecting its results failed: {exc!r}")
+    metrics.append(Metric.of("wall_s", finished - started))
+    metrics.append(Metric.of("overhead_s", (finished - started) - result.tool_runtime_s))
+    provenance["workload_s"] = round(workload_s, 3)
+    provenance["tool_info"] = result.info
+    return RunRecord(
+        cell_id=cell.id, repetition=run.repetition, sequence=ctx.sequence_of[run.key],
+        status=STATUS_OK, started_at=started, finished_at=finished, metrics=tuple(metrics),
+        provenance=provenance, artifact_dir=relative,
+    )
+
+
+def _collect_metrics(result: WorkloadResult, before: dict[str, int], dev: DeviceHandle,
+                     run_trace: RunTrace | None, ctx: ExecContext, params: dict[str, Any],
+                     provenance: dict[str, Any]) -> list[Metric]:
+    """The workload's metrics, the device's counters and, for traced runs, trace metrics
+    and device-model predictions."""
     # A traced run's counters end when tracing stopped, so they match the trace exactly.
     after = run_trace.stat_after if run_trace is not None and run_trace.stat_after else dev.read_stat()
-    finished = time.time()
     metrics = [Metric.of(name, value) for name, value in result.metrics.items()]
     metrics += [Metric(name, None, unit_of(name), note) for name, note in result.notes.items()]
     metrics += _device_counter_metrics(before, after)
@@ -229,14 +243,26 @@ def _execute_run(
             from .predictions import predict_run
 
             predicted, provenance["predictions"] = predict_run(
-                run_trace.path, ctx.simulate, cell.params, run_trace.result)
+                run_trace.path, ctx.simulate, params, run_trace.result)
             metrics += predicted
-    metrics.append(Metric.of("wall_s", finished - started))
-    metrics.append(Metric.of("overhead_s", (finished - started) - result.tool_runtime_s))
-    provenance["workload_s"] = round(workload_s, 3)
-    provenance["tool_info"] = result.info
+    return metrics
+
+
+def _failed(run: Run, ctx: ExecContext, provenance: dict[str, Any], started: float,
+            relative: str, error: str) -> RunRecord:
     return RunRecord(
-        cell_id=cell.id, repetition=run.repetition, sequence=ctx.sequence_of[run.key],
-        status=STATUS_OK, started_at=started, finished_at=finished, metrics=tuple(metrics),
+        cell_id=run.cell.id, repetition=run.repetition, sequence=ctx.sequence_of[run.key],
+        status=STATUS_FAILED, started_at=started, finished_at=time.time(), error=error,
         provenance=provenance, artifact_dir=relative,
     )
+
+
+_STUDY_LEVEL_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS}
+
+
+def _study_level_os_error(exc: BaseException) -> None:
+    """A full or read-only results disk fails every run alike: stop the study (what is
+    stored stays) instead of recording one failure after another."""
+    if isinstance(exc, OSError) and exc.errno in _STUDY_LEVEL_ERRNOS:
+        raise FslabError(f"cannot write results: {exc} — free space (or make the results "
+                         "directory writable) and continue with --resume") from exc

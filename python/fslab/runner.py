@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from .cgroups import detect_version
 from .commands import require_tool
 from .devices import DEVICES
 from .errors import FslabError, MissingCapability
@@ -24,6 +25,7 @@ from .records import RunRecord
 from .signals import install_handlers
 from .spec import StudySpec, load_spec
 from .store import Store
+from .workloads import WORKLOADS
 
 WORK_DIR_NAME = ".work"
 
@@ -70,11 +72,26 @@ def preflight(spec: StudySpec, plan: Plan, allowed: frozenset[str], resuming: bo
     problems: list[str] = []
     if os.geteuid() != 0:
         problems.append("fslab must run as root (it makes loop devices, file systems and mounts)")
-    tools = {"losetup", "mount", "umount", "blkid", "sync"}
+    tools = {"losetup", "mount", "umount", "blkid", "wipefs", "sync"}
+    needs_cgroup = False
     for cell in plan.cells:
         tools.add(FILESYSTEMS.get(cell.fs_type).mkfs_tool)
-        if cell.workload_kind == "fio":
-            tools.add("fio")
+        workload = WORKLOADS.get(cell.workload_kind)
+        tools.update(workload.tools)
+        needs_cgroup |= cell.memory_bytes is not None or "memory_limit" in workload.capabilities
+        if spec.study.trace and "traceable" not in workload.capabilities:
+            problems.append(f"workload kind {cell.workload_kind!r} cannot be traced (study.trace)")
+    if needs_cgroup and detect_version() is None:
+        problems.append("a workload needs a memory-limited cgroup, but no cgroup memory controller "
+                        "is usable (mount the v1 memory controller or enable 'memory' in cgroup v2)")
+    if spec.study.trace:
+        from .trace.capture import tracefs_root
+
+        try:
+            if not (tracefs_root() / "events/block/block_rq_issue").exists():
+                problems.append("study.trace: this kernel's tracefs has no block_rq_issue event")
+        except MissingCapability as exc:
+            problems.append(f"study.trace: {exc}")
     for tool in sorted(tools):
         try:
             require_tool(tool)

@@ -60,7 +60,9 @@ def _write(path: Path, text: str) -> None:
     try:
         path.write_text(text)
     except OSError as exc:
-        raise FslabError(f"cannot write {text.strip()!r} to {path}: {exc.strerror}") from None
+        # tracefs refusing a write is the kernel saying no: every run would fail alike.
+        raise MissingCapability(f"cannot write {text.strip()!r} to {path}: {exc.strerror}",
+                                fix="check tracefs permissions and lockdown") from None
 
 
 def _remove_instance(inst: Path) -> None:

@@ -49,8 +49,13 @@ class ParamError(ValueError):
 
 
 class Workload(Protocol):
+    """``capabilities``: "traceable" (may run under a block trace), "memory_limit" (always
+    runs in a memory cgroup), "direct_io", "job_file", "custom_report". ``tools``: the
+    executables it runs, checked before a study starts."""
+
     name: str
     capabilities: frozenset[str]
+    tools: tuple[str, ...]
 
     def validate(self, params: dict[str, Any]) -> dict[str, Any]: ...
 

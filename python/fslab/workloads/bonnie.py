@@ -240,6 +240,7 @@ OPTIONS_HELP = {
 class BonnieWorkload:
     name = "bonnie"
     capabilities = frozenset({"direct_io", "traceable", "memory_limit", "custom_report"})
+    tools = ("bonnie++",)
 
     def validate(self, params: dict[str, Any]) -> dict[str, Any]:
         unknown = sorted(set(params) - set(OPTIONS_HELP))

@@ -53,6 +53,7 @@ def _size_or_range(key: str, value: Any) -> str:
 class FioWorkload:
     name = "fio"
     capabilities = frozenset({"direct_io", "traceable", "job_file"})
+    tools = ("fio",)
 
     def validate(self, params: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {}

@@ -27,6 +27,7 @@ FILE_NAME = "mobibench.dat"
 class MobibenchWorkload:
     name = "mobibench"
     capabilities = frozenset({"direct_io", "traceable"})
+    tools = ("fio",)
 
     def __init__(self) -> None:
         self._fio = FioWorkload()
