@@ -39,9 +39,19 @@ def test_user_mkfs_arguments_take_effect(mounted_fs):
         assert "has_journal" not in info["Filesystem features"]
 
 
-def test_ext4_made_without_lazy_init():
-    argv = FILESYSTEMS.get("ext4").mkfs_argv("/dev/x", [])
-    assert "lazy_itable_init=0,lazy_journal_init=0" in argv
+def test_user_extended_options_keep_eager_init(mounted_fs):
+    # mke2fs keeps only the last -E; fslab merges its lazy_*=0 with the user's, so a
+    # user's -E cannot bring back background inode-table writes during measurements.
+    argv = FILESYSTEMS.get("ext4").mkfs_argv("/dev/x", ["-E", "stride=16"])
+    assert argv.count("-E") == 1
+    assert argv[argv.index("-E") + 1] == "lazy_itable_init=0,lazy_journal_init=0,stride=16"
+    with mounted_fs("ext4", size="256MiB", mkfs_args=("-E", "stride=16")) as (dev, mnt):
+        from fslab.commands import run_command
+
+        groups = run_command(["dumpe2fs", dev.path]).stdout
+        assert "RAID stride:              16" in groups
+        # Inode tables zeroed at mkfs time (absent with lazy_itable_init=1).
+        assert "ITABLE_ZEROED" in groups
 
 
 def test_guest_only_filesystems_say_so():

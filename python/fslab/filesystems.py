@@ -80,9 +80,19 @@ class FilesystemType:
     version_argv: tuple[str, ...] = ()
     notes: str = ""
     capabilities: frozenset[str] = field(default_factory=frozenset)
+    merged_flags: tuple[str, ...] = ()  # flags whose values combine with the user's
 
     def mkfs_argv(self, device: str, user_args: list[str]) -> list[str]:
-        return [self.mkfs_tool, *self.default_mkfs, *user_args, device]
+        defaults = list(self.default_mkfs)
+        user = list(user_args)
+        # mke2fs keeps only the last -E: merge ours into the user's (theirs come later in
+        # the list, so they win on a conflicting key) instead of losing one of them.
+        for flag in self.merged_flags:
+            if flag in defaults and flag in user[:-1]:
+                i, j = defaults.index(flag), user.index(flag)
+                user[j + 1] = f"{defaults[i + 1]},{user[j + 1]}"
+                del defaults[i:i + 2]
+        return [self.mkfs_tool, *defaults, *user, device]
 
     @property
     def kernel_name(self) -> str:
@@ -98,7 +108,7 @@ for _name, _args in (("ext2", ("-F", "-q")), ("ext3", ("-F", "-q", *_EXT_EAGER))
                      ("ext4", ("-F", "-q", *_EXT_EAGER))):
     FILESYSTEMS.register(_name, FilesystemType(
         _name, f"mkfs.{_name}", _args, _ext_info, version_argv=("mkfs.ext4", "-V"),
-        capabilities=frozenset({"direct_io"}),
+        capabilities=frozenset({"direct_io"}), merged_flags=("-E",),
     ))
 FILESYSTEMS.register("xfs", FilesystemType(
     "xfs", "mkfs.xfs", ("-f", "-q"), _xfs_info, version_argv=("mkfs.xfs", "-V"),
