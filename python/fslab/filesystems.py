@@ -236,7 +236,7 @@ def unmount(mountpoint: Path) -> None:
         mountpoint.rmdir()
 
 
-def quiesce(device: DeviceHandle, *, settle_s: float = 0.3, limit_s: float = 60.0) -> float:
+def quiesce(device: DeviceHandle, *, settle_s: float = 0.2, limit_s: float = 60.0) -> float:
     """sync, then wait until the device has no I/O in flight and its write counter stays
     still for ``settle_s``. Returns the seconds waited (recorded in provenance)."""
     started = time.monotonic()
