@@ -95,12 +95,17 @@ def test_study_runs_stores_reports_and_exports(device_support, tmp_path):
             # direct 4 KiB reads: the device saw about as many reads as fio issued
             issued = m["read_io_bytes"] / 4096
             assert 0.9 * issued <= m["device_read_requests_count"] <= 1.2 * issued + 50
+            # the file was laid out before the counters started (fio --create_only)
+            assert m["device_write_sectors_count"] * 512 < 32 << 20
         else:
             assert m["write_io_bytes"] == 32 << 20
             assert m["device_write_sectors_count"] * 512 >= 32 << 20
         assert run["metrics"]["read_iops" if "read_iops" in m else "write_iops"]["unit"] == "IO/s"
         art = results / run["artifact_dir"]
         assert json.loads((art / "fio.json").read_text())["jobs"]
+        # each run works in a directory of its own on the file system under test
+        key = f"{run['cell']['id']}-r{run['repetition']}"
+        assert f"/fslab-{key}\n" in (art / "job.fio").read_text()
         assert (art / "mkfs.txt").exists() and (art / "fsinfo.txt").read_text()
     table = build_table(runs, None, cells)
     assert table.filesystems == ["ext4", "xfs"]

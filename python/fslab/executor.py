@@ -10,8 +10,10 @@ something is a context manager, so release happens on success, failure and Ctrl-
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import os
+import shutil
 import time
 import traceback
 import uuid
@@ -130,7 +132,11 @@ def execute_job(job: Job, ctx: ExecContext, emit: Callable[[RunRecord], None]) -
                     # A run's wall time starts after the file system was made (mkfs_s and
                     # quiesce_s are in provenance), so first and later runs compare.
                     emit(_execute_run(pending[0], dev, mountpoint, ctx, state, time.time()))
-                    pending.pop(0)
+                    done = pending.pop(0)
+                    if pending:  # the next run on this file system starts from an empty dir
+                        shutil.rmtree(mountpoint / f"fslab-{done.key}", ignore_errors=True)
+                        state.facts["previous_runs_removed"] = state.facts.get(
+                            "previous_runs_removed", []) + [done.key]
     except (CommandFailed, FslabError) as exc:
         if not pending or not _is_job_level(exc):
             raise
@@ -182,18 +188,22 @@ def _execute_run(
         (path / name).write_text(text)
     provenance = _base_provenance(run, ctx, state)
     provenance["tools"] = workload.tool_versions()
-    if ctx.drop_caches:
-        drop_caches()
     provenance["caches_dropped"] = ctx.drop_caches
-    before = dev.read_stat()
-    t0 = time.monotonic()
+    workdir = mountpoint / f"fslab-{run.key}"
+    workdir.mkdir()
+    run_ctx = RunContext(workdir=workdir, device=dev, artifact_dir=path, timeout_s=cell.timeout_s,
+                         memory=None, study_dir=ctx.study_dir)
     try:
+        prepare = getattr(workload, "prepare", None)
+        if prepare is not None:
+            prepare(cell.params, run_ctx)
+        if ctx.drop_caches:
+            drop_caches()
+        before = dev.read_stat()
+        t0 = time.monotonic()
         with _maybe_memory_limit(cell.memory_bytes) as cg, traced(ctx.trace, dev, path) as run_trace:
             provenance["memory_limit"] = cg.describe() if cg else None
-            result = workload.run(cell.params, RunContext(
-                mountpoint=mountpoint, device=dev, artifact_dir=path, timeout_s=cell.timeout_s,
-                memory=cg, study_dir=ctx.study_dir,
-            ))
+            result = workload.run(cell.params, dataclasses.replace(run_ctx, memory=cg))
     except FslabError as exc:
         # The workload failed, timed out or printed garbage: this run fails, the study goes
         # on. Subclasses (missing tool, device refused, bad spec) concern the whole study.

@@ -2,9 +2,10 @@
 a real tool run on a mounted file system and returns metrics with declared units.
 
 Contract of an entry (see ``Workload``): ``validate`` normalises and checks parameters
-(raising SpecError that names the field), ``quick`` scales them down for smoke runs,
-``run`` executes in a RunContext and returns a WorkloadResult, or raises FslabError
-(the run is then stored as failed, with the error and the tool's stderr kept).
+(raising ParamError that names the parameter), ``quick`` scales them down for smoke
+runs, ``prepare`` (optional) lays out files before counters and traces start, ``run``
+executes in a RunContext and returns a WorkloadResult, or raises FslabError (the run is
+then stored as failed, with the error and the tool's stderr kept).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from ..spec import WorkloadSection
 class RunContext:
     """Everything a workload may use: where to work, where to leave files, limits."""
 
-    mountpoint: Path
+    workdir: Path  # an empty directory on the file system under test, this run's own
     device: DeviceHandle
     artifact_dir: Path
     timeout_s: float | None
@@ -66,6 +67,8 @@ class Workload(Protocol):
     def tool_versions(self) -> dict[str, str | None]: ...
 
     def run(self, params: dict[str, Any], ctx: RunContext) -> WorkloadResult: ...
+
+    # Optional: def prepare(self, params: dict[str, Any], ctx: RunContext) -> None
 
 
 WORKLOADS: Registry[Workload] = Registry("workload kind")

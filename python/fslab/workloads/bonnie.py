@@ -326,10 +326,10 @@ class BonnieWorkload:
         choice = _choose_sizes(params, ctx)
         (ctx.artifact_dir / "bonnie-sizes.json").write_text(json.dumps(choice, indent=2) + "\n")
         with _memory(choice["ram_bytes"], ctx.memory) as (cg, source):
-            argv = bonnie_argv(params, choice, ctx.mountpoint)
+            argv = bonnie_argv(params, choice, ctx.workdir)
             timeout = ctx.timeout_s or self.default_timeout_s({**params, "size": choice["size_bytes"]})
             try:
-                done = run_command(argv, timeout=timeout, preexec=cg.enter, cwd=str(ctx.mountpoint))
+                done = run_command(argv, timeout=timeout, preexec=cg.enter, cwd=str(ctx.workdir))
             except CommandFailed as exc:
                 (ctx.artifact_dir / "bonnie.txt").write_text(exc.stderr)
                 raise
@@ -434,9 +434,9 @@ def _choose_sizes(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
                          f"{format_bytes(given_limit)}; give only one (both set the cache size)")
     needs_probe = "auto" in (params.get("size", "auto"), params.get("char_size", "auto"),
                              params.get("files", "auto"), params.get("seeks", "auto"))
-    probe = probe_device(ctx.mountpoint) if needs_probe else None
+    probe = probe_device(ctx.workdir) if needs_probe else None
     target = float(params.get("phase_s", DEFAULT_PHASE_S))
-    stat = os.statvfs(ctx.mountpoint)
+    stat = os.statvfs(ctx.workdir)
     free = stat.f_bavail * stat.f_frsize
     warnings: list[str] = []
 

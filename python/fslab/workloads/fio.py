@@ -141,25 +141,40 @@ class FioWorkload:
             return 3 * (params["runtime"] + params.get("ramp_time", 0)) + 300
         return 3600.0
 
+    def _job(self, params: dict[str, Any], ctx: RunContext) -> tuple[Path, list[str]]:
+        """The job file in the artifact directory, and extra command-line options."""
+        job_path = ctx.artifact_dir / "job.fio"
+        if "job_file" not in params:
+            job_path.write_text(job_file_text(params, ctx.workdir))
+            return job_path, []
+        source = Path(params["job_file"])
+        if not source.is_absolute():
+            source = ctx.study_dir / source
+        if not source.is_file():
+            raise FslabError(f"job_file {params['job_file']!r} not found (looked at {source})")
+        shutil.copyfile(source, job_path)
+        for number, line in enumerate(job_path.read_text().splitlines(), 1):
+            key, sep, value = line.partition("=")
+            problem = _outside_mount(key.strip(), value.strip()) if sep else None
+            if problem:
+                raise FslabError(f"job_file {source} line {number}: {key.strip()}: {problem}")
+        return job_path, [f"--directory={ctx.workdir}"]
+
+    def prepare(self, params: dict[str, Any], ctx: RunContext) -> None:
+        """Lay the files out (fio --create_only) before the device counters and any trace
+        start, so they count the measured I/O only. fio then reuses the files."""
+        job_path, extra = self._job(params, ctx)
+        timeout = ctx.timeout_s or self.default_timeout_s(params)
+        try:
+            run_command(["fio", "--create_only=1", "--output-format=json",
+                         f"--output={ctx.artifact_dir / 'fio-layout.json'}", *extra, str(job_path)],
+                        timeout=timeout)
+        except CommandFailed as exc:
+            (ctx.artifact_dir / "fio-layout.stderr").write_text(exc.stderr)
+            raise
+
     def run(self, params: dict[str, Any], ctx: RunContext) -> WorkloadResult:
-        if "job_file" in params:
-            source = Path(params["job_file"])
-            if not source.is_absolute():
-                source = ctx.study_dir / source
-            if not source.is_file():
-                raise FslabError(f"job_file {params['job_file']!r} not found (looked at {source})")
-            job_path = ctx.artifact_dir / "job.fio"
-            shutil.copyfile(source, job_path)
-            for number, line in enumerate(job_path.read_text().splitlines(), 1):
-                key, sep, value = line.partition("=")
-                problem = _outside_mount(key.strip(), value.strip()) if sep else None
-                if problem:
-                    raise FslabError(f"job_file {source} line {number}: {key.strip()}: {problem}")
-            extra = [f"--directory={ctx.mountpoint}"]
-        else:
-            job_path = ctx.artifact_dir / "job.fio"
-            job_path.write_text(job_file_text(params, ctx.mountpoint))
-            extra = []
+        job_path, extra = self._job(params, ctx)
         output = ctx.artifact_dir / "fio.json"
         argv = ["fio", "--output-format=json", f"--output={output}", *extra, str(job_path)]
         timeout = ctx.timeout_s or self.default_timeout_s(params)

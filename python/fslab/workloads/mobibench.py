@@ -5,8 +5,8 @@ fio job (fio does the I/O and the measuring; this module only fixes the pattern)
 Sync modes: ``none`` (buffered, no syncing), ``fsync`` / ``fdatasync`` (after every
 ``sync_every`` writes), ``osync`` (file opened O_SYNC), ``direct`` (O_DIRECT).
 The job ends with an fsync so buffered data reaches the device within the run (and
-its trace). fio lays the file out sequentially before the random phase (MobiBench also writes its
-file first); a trace of the run therefore starts with that layout.
+its trace). The file is laid out before the measured phase (``prepare``; MobiBench also
+writes its file first), so neither the device counters nor the trace include the layout.
 """
 
 from __future__ import annotations
@@ -94,6 +94,9 @@ class MobibenchWorkload:
 
     def default_timeout_s(self, params: dict[str, Any]) -> float:
         return self._fio.default_timeout_s(self.fio_params(params))
+
+    def prepare(self, params: dict[str, Any], ctx: RunContext) -> None:
+        self._fio.prepare(self.fio_params(params), ctx)
 
     def run(self, params: dict[str, Any], ctx: RunContext) -> WorkloadResult:
         result = self._fio.run(self.fio_params(params), ctx)
