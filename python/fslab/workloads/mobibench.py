@@ -38,14 +38,13 @@ class MobibenchWorkload:
             if key not in known:
                 raise ParamError(key, f"is not a mobibench parameter; known: {', '.join(sorted(known))}")
         out = {**DEFAULTS, **params}
-        try:
-            for key in ("file_size", "bs", "io_size"):
-                if key in out:
-                    out[key] = parse_size(out[key])
-            if "runtime" in out:
-                out["runtime"] = int(parse_duration_s(out["runtime"]))
-        except ValueError as exc:
-            raise ParamError(key, str(exc)) from None
+        for key, parse in (("file_size", parse_size), ("bs", parse_size), ("io_size", parse_size),
+                           ("runtime", lambda v: int(parse_duration_s(v)))):
+            if key in out:
+                try:
+                    out[key] = parse(out[key])
+                except ValueError as exc:
+                    raise ParamError(key, str(exc)) from None
         if out["sync"] not in SYNC_MODES:
             raise ParamError("sync", f"{out['sync']!r} is not a sync mode; allowed: {', '.join(SYNC_MODES)}")
         for key in ("sync_every", "threads"):
