@@ -127,7 +127,7 @@ def run(
         err_console.print(
             f"[yellow]interrupted[/yellow] ({str(exc) or 'Ctrl-C'}): every mount and device was "
             f"released; the runs already stored are kept. Continue with "
-            f"`fslab run {study} -r {results} --resume`", highlight=False)
+            f"`{resume_command(study, results, quick, destroy_data_on or [])}`", highlight=False)
         raise typer.Exit(130) from None
     if not quiet:
         _print_report(results, outcome.study_id, None)
@@ -139,6 +139,24 @@ def run(
         print(outcome.study_id)
 
 
+def resume_command(study: str, results: Path, quick: bool, devices: list[str]) -> str:
+    """The exact command that continues a study (same file, results, quick mode, devices)."""
+    parts = ["fslab", "run", study.removeprefix("preset "), "-r", str(results)]
+    parts += ["--quick"] if quick else []
+    for device in devices:
+        parts += ["--destroy-data-on", device]
+    return " ".join(parts + ["--resume"])
+
+
+def _check_metric(runs: list[dict], metric: str | None) -> None:
+    if metric is None:
+        return
+    stored = sorted({name for r in runs for name in r["metrics"]})
+    if metric not in stored:
+        raise FslabError(f"--metric {metric}: no stored run of this study has it; stored metrics: "
+                         + ", ".join(stored))
+
+
 def _print_report(results: Path, study_id: int | None, metric: str | None) -> None:
     from .report.tables import LEGEND, build_table, render
     from .store import Store
@@ -147,6 +165,7 @@ def _print_report(results: Path, study_id: int | None, metric: str | None) -> No
         row = store.study(study_id)
         runs = store.runs(row.id)
         cells = store.cells(row.id)
+    _check_metric(runs, metric)
     title = f"study {row.id}: {row.name} — {row.status}"
     if row.quick:
         title += " — QUICK run (scaled down: a smoke test, not for conclusions)"
@@ -175,7 +194,7 @@ def _print_report(results: Path, study_id: int | None, metric: str | None) -> No
         console.print(f"[red]failed[/red] {detail}", highlight=False)
     if row.status != "complete":
         console.print(f"[yellow]{len(runs)} of {row.planned_runs} runs stored; continue with "
-                      f"`fslab run {row.source.removeprefix('preset ')} --resume`[/yellow]")
+                      f"`{escape(resume_command(row.source, results, row.quick, []))}`[/yellow]")
 
 
 @app.command()
@@ -232,7 +251,10 @@ def _print_contrast(runs: list[dict], cells: list[dict], text: str, metric: str 
         axis, a, b = parse_contrast(text)
     except ValueError as exc:
         raise FslabError(f"--contrast: {exc}") from None
-    rows = contrasts(runs, cells, axis, a, b, metric)
+    try:
+        rows = contrasts(runs, cells, axis, a, b, metric)
+    except ValueError as exc:
+        raise FslabError(f"--contrast {text}: {exc}") from None
     if not rows:
         raise FslabError(f"--contrast {text}: no pair of cells differs only in {axis} = {a} vs {b}")
     filesystems = list(dict.fromkeys(r.filesystem for r in rows))
@@ -369,7 +391,7 @@ def main() -> None:
     try:
         app()
     except FslabError as exc:
-        err_console.print(f"[red]error:[/red] {exc}", highlight=False)
+        err_console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         sys.exit(2)
     except KeyboardInterrupt:
         err_console.print("[yellow]interrupted[/yellow]")

@@ -7,7 +7,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Generic, TypeVar
 
+from .errors import FslabError
+
 T = TypeVar("T")
+
+
+class UnknownEntry(FslabError, KeyError):
+    """A name no entry of the family has (a KeyError too, for callers that expect one)."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0])
 
 
 class Registry(Generic[T]):
@@ -28,7 +37,7 @@ class Registry(Generic[T]):
             return self._entries[name]
         except KeyError:
             known = ", ".join(sorted(self._entries))
-            raise KeyError(f"unknown {self.kind} {name!r}; known: {known}") from None
+            raise UnknownEntry(f"unknown {self.kind} {name!r}; known: {known}") from None
 
     def __contains__(self, name: object) -> bool:
         return name in self._entries

@@ -72,12 +72,14 @@ def contrasts(runs: list[dict[str, Any]], cells: list[dict[str, Any]], axis: str
               numerator: str, denominator: str, metric: str | None = None) -> list[ContrastRow]:
     """Every pair of cells that differ only in ``axis`` (numerator vs denominator value)."""
     values: dict[str, list[float]] = {}
+    metric_of: dict[str, str] = {}
+    for cell in cells:
+        metric_of[cell["id"]] = metric or WORKLOADS.get(cell["workload_kind"]).primary_metrics(cell["params"])[0]
     for run in runs:
         if run["status"] != "ok":
             continue
         cell = run["cell"]
-        name = metric or WORKLOADS.get(cell["workload_kind"]).primary_metrics(cell["params"])[0]
-        m = run["metrics"].get(name)
+        m = run["metrics"].get(metric_of.get(cell["id"], ""))
         if m is not None and m["value"] is not None:
             values.setdefault(cell["id"], []).append(float(m["value"]))
     index: dict[tuple[str, str, str, str], str] = {}
@@ -93,5 +95,9 @@ def contrasts(runs: list[dict[str, Any]], cells: list[dict[str, Any]], axis: str
         other = index.get((fs, workload, rest, denominator))
         if other is None or not values.get(cell_id) or not values.get(other):
             continue
+        if metric_of[cell_id] != metric_of[other]:
+            raise ValueError(
+                f"{axis}={numerator} is reported in {metric_of[cell_id]} but {axis}={denominator} "
+                f"in {metric_of[other]}: name one metric with --metric (e.g. --metric iops)")
         rows.append(ContrastRow(workload, rest or "all", fs, ratio_ci(values[cell_id], values[other])))
     return rows

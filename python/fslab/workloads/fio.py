@@ -267,9 +267,11 @@ def _direction_metrics(prefix: str, d: dict[str, Any]) -> dict[str, float]:
         f"{prefix}_bw_bytes_per_s": float(d["bw_bytes"]),
         f"{prefix}_io_bytes": float(d["io_bytes"]),
         f"{prefix}_runtime_ms": float(d["runtime"]),
-        f"{prefix}_lat_mean_ns": float(d.get("lat_ns", {}).get("mean", 0.0)),
-        f"{prefix}_clat_mean_ns": float(d.get("clat_ns", {}).get("mean", 0.0)),
     }
+    # Latencies only where fio reported them (never an invented zero).
+    for name, key in (("lat_mean_ns", "lat_ns"), ("clat_mean_ns", "clat_ns")):
+        if "mean" in d.get(key, {}):
+            out[f"{prefix}_{name}"] = float(d[key]["mean"])
     for label, point in (("p50", "50"), ("p99", "99"), ("p99_9", "99.9")):
         value = _percentile(d.get("clat_ns", {}), point)
         if value is not None:

@@ -1,0 +1,77 @@
+"""The `fslab` command as a user runs it: exit codes, messages, machine-readable output."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+FSLAB = [sys.executable, "-m", "fslab.cli"]
+
+
+def fslab(*args: str, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run([*FSLAB, *args], capture_output=True, text=True, timeout=300, cwd=cwd)
+
+
+def test_plan_json_of_seed_002():
+    done = fslab("plan", "seed-002", "--json")
+    assert done.returncode == 0, done.stderr
+    plan = json.loads(done.stdout)
+    assert len(plan["cells"]) == 150 and len(plan["runs"]) == 450
+    assert plan["skipped"][0]["filesystem"] == "jfs"
+
+
+def test_invalid_study_exits_2_with_field(tmp_path):
+    study = tmp_path / "bad.toml"
+    study.write_text('[study]\nname = "x"\n[filesystems.ext4]\n[[workloads]]\nkind = "fio"\n'
+                     'name = "w"\nsize = "1G"\nbs = "4q"\n')
+    done = fslab("plan", str(study))
+    assert done.returncode == 2
+    assert "bad.toml" in done.stderr and "workloads[0].bs" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_doctor_lists_checks_with_fixes():
+    done = fslab("doctor")
+    assert done.returncode == 0
+    assert "fio" in done.stdout and "kernel: xfs" in done.stdout and "checks pass" in done.stdout
+
+
+def test_list_presets():
+    done = fslab("list", "--presets")
+    names = [line.split()[0] for line in done.stdout.splitlines() if line.strip()]
+    assert {"quickstart", "seed-000", "seed-001", "seed-002", "seed-004"} <= set(names)
+
+
+def test_run_report_export_and_errors(device_support, tmp_path):
+    study = tmp_path / "s.toml"
+    study.write_text(f"""
+[study]
+name = "cli"
+repetitions = 2
+[device]
+size = "512MiB"
+image_dir = "{tmp_path / 'images'}"
+[filesystems.ext4]
+[[workloads]]
+kind = "fio"
+name = "randread"
+rw = "randread"
+bs = "4k"
+size = "16M"
+direct = 1
+runtime = 1
+time_based = 1
+""")
+    done = fslab("run", str(study), "-r", "res", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "randread" in done.stdout and "(n=2)" in done.stdout and "IOPS" in done.stdout
+    exported = fslab("export", "-r", "res", "--format", "json", cwd=tmp_path)
+    records = json.loads(exported.stdout)
+    assert len(records) == 2 and all(r["metrics"]["read_iops"]["unit"] == "IO/s" for r in records)
+    bad = fslab("report", "-r", "res", "--metric", "nope", cwd=tmp_path)
+    assert bad.returncode == 2 and "stored metrics:" in bad.stderr and "read_iops" in bad.stderr
+    bad = fslab("export", "-r", "res", "--format", "xml", cwd=tmp_path)
+    assert bad.returncode == 2 and "csv" in bad.stderr and "json" in bad.stderr
+    listed = fslab("list", "-r", "res", cwd=tmp_path)
+    assert "2 / 2" in listed.stdout and "complete" in listed.stdout
