@@ -51,9 +51,11 @@ layout = ["few-large", "lots-of-tiny"]
 
 
 def test_ratio_ci_known_values():
-    # means 20 and 10, s² = 4 and 1, n = 4 each: a = 4/(4*400) = 0.0025, b = 1/(4*100) = 0.0025
-    # se = sqrt(0.005); df = 0.005² / (2 * 0.0025² / 3) = 6; t(0.975, 6) = 2.4469
-    r = ratio_ci([18, 20, 22, 20 + 0], [9, 10, 11, 10])
+    # means 20 and 10, s² = 8/3 and 2/3, n = 4 each: both relative variance terms are
+    # 1/600, so se = sqrt(1/300) = 0.05774 and df = 6 exactly; t(0.975, 6) = 2.446912:
+    # the interval is 2·exp(±0.14128) = [1.73651, 2.30348].
+    r = ratio_ci([18, 20, 22, 20], [9, 10, 11, 10])
+    assert r.low == pytest.approx(1.73651, abs=1e-4) and r.high == pytest.approx(2.30348, abs=1e-4)
     assert r.ratio == pytest.approx(2.0)
     s2x = sum((v - 20) ** 2 for v in [18, 20, 22, 20]) / 3
     s2y = sum((v - 10) ** 2 for v in [9, 10, 11, 10]) / 3

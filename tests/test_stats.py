@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from fslab.analysis.stats import compare_groups, hedges_g, holm, summarize, welch_t
+from fslab.analysis.stats import compare_groups, hedges_g, holm, mann_whitney, summarize, welch_t
 
 # Welch's t-test worked example (two samples of 15; the values used in the Wikipedia
 # article on Welch's t-test): t = -2.46, df = 24.9, p = 0.021.
@@ -68,3 +68,9 @@ def test_compare_groups_holm_and_direction():
     assert result["b"].significant and result["b"].ratio == pytest.approx(0.9)
     assert not result["c"].significant
     assert result["b"].p_adjusted >= result["b"].p_value
+
+
+def test_mann_whitney_exact_small_sample():
+    # Complete separation of 3 vs 3: U = 0; exact two-sided p = 2 / C(6,3) = 0.1.
+    result = mann_whitney([1, 2, 3], [4, 5, 6])
+    assert result.statistic == 0 and result.p_value == pytest.approx(0.1)

@@ -8,7 +8,7 @@ import contextlib
 import os
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -85,6 +85,3 @@ def leftover_cgroups() -> list[Path]:
     roots = [V1_ROOT, V2_ROOT]
     return [p for root in roots if root.exists() for p in root.glob(f"{PREFIX}*") if p.is_dir()]
 
-
-def preexec_for(limit: MemoryLimit | None) -> Callable[[], None] | None:
-    return limit.enter if limit else None

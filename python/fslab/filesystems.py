@@ -125,9 +125,6 @@ for _name, _tool, _args in (("jfs", "mkfs.jfs", ("-q",)), ("f2fs", "mkfs.f2fs", 
     FILESYSTEMS.register(_name, FilesystemType(_name, _tool, _args, needs_guest=True))
 
 
-def fs_type_of(section_name: str, declared: str | None) -> FilesystemType:
-    return FILESYSTEMS.get(declared or section_name)
-
 
 def names_a_device(argument: str) -> str | None:
     """The device an mkfs or mount argument points at (``/dev/sdb``, ``logdev=/dev/sdb``,

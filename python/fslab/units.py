@@ -66,7 +66,3 @@ def format_bytes(n: float) -> str:
         n /= 1024
     raise AssertionError("unreachable")
 
-
-def fio_size(n: int) -> str:
-    """A byte count in a form fio reads exactly (it takes plain integers as bytes)."""
-    return str(int(n))
