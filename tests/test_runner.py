@@ -200,6 +200,11 @@ def test_interrupt_cleans_up_and_resume_completes(device_support, tmp_path, sig,
         key = (r["cell"]["id"], r["repetition"])
         if key in before:
             assert r["run_id"] == before[key]
+    if fresh == "repetition":  # a pass cut short says so in the runs that finished it
+        flagged = [r for r in after if r["provenance"].get("resumed_pass_without")]
+        assert all(r["sequence"] > max(s for s in (a["sequence"] for a in after
+                                                    if (a["cell"]["id"], a["repetition"]) in before))
+                   for r in flagged)
     assert leftovers(tmp_path) == []
 
 

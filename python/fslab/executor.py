@@ -107,6 +107,8 @@ def execute_job(job: Job, ctx: ExecContext, emit: Callable[[RunRecord], None]) -
     tag = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
     job_started = time.time()
     state = _JobState()
+    if job.resumed_without:
+        state.facts["resumed_pass_without"] = list(job.resumed_without)
     pending = list(job.runs)
     try:
         with device_kind.provision(ctx.device, ctx.work_dir, tag, ctx.allowed_devices) as dev:

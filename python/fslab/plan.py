@@ -63,6 +63,9 @@ class Job:
     """Runs executed on one file system instance, in this order."""
 
     runs: tuple[Run, ...]
+    # Runs of the same pass already stored before an interruption: on resume the rest of
+    # the pass runs on a new file system without them, which provenance must say.
+    resumed_without: tuple[str, ...] = ()
 
     @property
     def cell(self) -> Cell:

@@ -150,7 +150,8 @@ def run_study(
         for job in plan.jobs:
             remaining = tuple(r for r in job.runs if (r.cell.id, r.repetition) not in stored)
             if remaining:
-                todo.append(Job(remaining))
+                done_before = tuple(r.key for r in job.runs if r not in remaining)
+                todo.append(Job(remaining, resumed_without=done_before))
         remaining_runs = sum(len(j.runs) for j in todo)
         ctx = ExecContext(
             device=spec.device, results_dir=results_dir,
