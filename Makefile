@@ -32,6 +32,7 @@ demo: setup
 	$(BIN)/fslab run quickstart
 
 test: setup
+	cd crates/fslab-core && cargo test -q
 	$(BIN)/pytest -q
 
 bench: setup

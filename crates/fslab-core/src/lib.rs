@@ -18,4 +18,3 @@ pub mod trace;
 #[cfg(test)]
 mod tests;
 
-pub use bindings::*;

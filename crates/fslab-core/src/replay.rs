@@ -141,7 +141,7 @@ pub fn replay(model: &mut dyn DeviceModel, reqs: &[Request], mode: Mode) -> Resu
                 let event = q.peek_time();
                 match (arrival, event) {
                     (None, None) => break,
-                    (Some(a), e) if e.map_or(true, |t| a <= t) => {
+                    (Some(a), e) if e.is_none_or(|t| a <= t) => {
                         if let Some(&ahead) = order.get(k + PREFETCH_AHEAD) {
                             model.prefetch(&reqs[ahead]);
                         }

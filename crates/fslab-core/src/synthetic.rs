@@ -43,13 +43,13 @@ impl Default for SyntheticSpec {
 
 pub fn generate(spec: &SyntheticSpec) -> Result<Vec<Request>> {
     let bad = |m: String| Err(CoreError::BadSynthetic(m));
-    if spec.bs == 0 || spec.bs % SECTOR_BYTES != 0 {
+    if spec.bs == 0 || !spec.bs.is_multiple_of(SECTOR_BYTES) {
         return bad(format!("bs={} must be a positive multiple of 512 bytes", spec.bs));
     }
     if spec.span < spec.bs {
         return bad(format!("span={} is smaller than bs={}", spec.span, spec.bs));
     }
-    if spec.offset % SECTOR_BYTES != 0 {
+    if !spec.offset.is_multiple_of(SECTOR_BYTES) {
         return bad("offset must be a multiple of 512 bytes".into());
     }
     let (random, kind) = match spec.rw.as_str() {
@@ -87,7 +87,7 @@ pub fn generate(spec: &SyntheticSpec) -> Result<Vec<Request>> {
         out.push(Request::new(time_ns, op, (spec.offset + slot * spec.bs) / SECTOR_BYTES, spec.bs));
         if op == Op::Write {
             writes += 1;
-            if spec.fsync_every > 0 && writes % spec.fsync_every == 0 {
+            if spec.fsync_every > 0 && writes.is_multiple_of(spec.fsync_every) {
                 out.push(Request::new(time_ns, Op::Flush, 0, 0));
             }
         }

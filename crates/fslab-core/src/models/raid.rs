@@ -15,6 +15,9 @@ use crate::models::{build, Counters, DeviceModel};
 use crate::params::{sub_params, ParamReader, Params};
 use crate::request::{Ns, Op, Request, SECTOR_BYTES};
 
+/// One piece of a stripe: (data member index, offset in its chunk, length), in bytes.
+type Piece = (u64, u64, u64);
+
 struct MemberCtx<'a> {
     outer: &'a mut dyn Ctx,
     member: u64,
@@ -179,6 +182,7 @@ impl Raid {
         }
     }
 
+    #[allow(clippy::too_many_arguments)] // one member I/O is fully described by these
     fn issue(&mut self, now: Ns, part: u32, member: u32, op: Op, offset: u64, bytes: u64, ctx: &mut dyn Ctx) {
         let sub = if let Some(i) = self.free_subs.pop() {
             self.subs[i as usize] = part;
@@ -348,9 +352,9 @@ impl Raid {
     }
 
     /// Split [offset, offset+bytes) into per-stripe lists of (data index, offset in chunk, length).
-    fn split(&self, offset: u64, bytes: u64) -> Vec<(u64, Vec<(u64, u64, u64)>)> {
+    fn split(&self, offset: u64, bytes: u64) -> Vec<(u64, Vec<Piece>)> {
         let dm = self.data_members();
-        let mut out: Vec<(u64, Vec<(u64, u64, u64)>)> = Vec::new();
+        let mut out: Vec<(u64, Vec<Piece>)> = Vec::new();
         let mut pos = offset;
         let end = offset + bytes;
         while pos < end {

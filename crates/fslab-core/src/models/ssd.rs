@@ -68,10 +68,10 @@ impl SsdConfig {
             seed: r.int("seed", 1, 0, u64::MAX >> 11)?,
         };
         r.finish()?;
-        if cfg.page_bytes % UNIT_BYTES != 0 {
+        if !cfg.page_bytes.is_multiple_of(UNIT_BYTES) {
             return Err(CoreError::BadParam { name: "page_bytes".into(), reason: "must be a multiple of 4096".into() });
         }
-        if cfg.capacity % UNIT_BYTES != 0 {
+        if !cfg.capacity.is_multiple_of(UNIT_BYTES) {
             return Err(CoreError::BadParam { name: "capacity".into(), reason: "must be a multiple of 4096 bytes".into() });
         }
         Ok(cfg)

@@ -33,11 +33,10 @@ pub fn match_requests(
     for i in 0..n {
         let key = (dev[i], sector[i], op[i]);
         match event[i] {
-            EV_ISSUE => {
-                if op[i] != OP_FLUSH {
+            EV_ISSUE
+                if op[i] != OP_FLUSH => {
                     issued.entry(key).or_default().push_back(time_ns[i]);
                 }
-            }
             EV_COMPLETE => {
                 if op[i] == OP_WRITE && nr_sector[i] == 0 {
                     let tkey = (dev[i], sector[i], flags[i]);
