@@ -36,7 +36,7 @@ LAYOUTS: dict[str, dict[str, int]] = {
 }
 _OPTION_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 QUICK_MIN_SIZE = 64 << 20
-QUICK_RUNTIME_S = 2
+QUICK_RUNTIME_S = 1
 QUICK_RAMP_S = 1
 
 
