@@ -199,6 +199,8 @@ def _execute_run(
         prepare = getattr(workload, "prepare", None)
         if prepare is not None:
             prepare(cell.params, run_ctx)
+            # Let the layout's writeback and journal commits finish before counting.
+            provenance["prepare_quiesce_s"] = round(quiesce(dev), 3)
         if ctx.drop_caches:
             drop_caches()
         before = dev.read_stat()
@@ -243,7 +245,9 @@ def _collect_metrics(result: WorkloadResult, before: dict[str, int], dev: Device
                      provenance: dict[str, Any]) -> list[Metric]:
     """The workload's metrics, the device's counters and, for traced runs, trace metrics
     and device-model predictions."""
-    # A traced run's counters end when tracing stopped, so they match the trace exactly.
+    # A traced run's counters span exactly the traced window, so they match the trace.
+    if run_trace is not None and run_trace.stat_before:
+        before = run_trace.stat_before
     after = run_trace.stat_after if run_trace is not None and run_trace.stat_after else dev.read_stat()
     metrics = [Metric.of(name, value) for name, value in result.metrics.items()]
     metrics += [Metric(name, None, unit_of(name), note) for name, note in result.notes.items()]

@@ -21,6 +21,7 @@ class RunTrace:
     """What the trace of one run produced (filled in when the workload ends)."""
 
     path: Path
+    stat_before: dict[str, int] = field(default_factory=dict)  # taken once tracing is on
     stat_after: dict[str, int] = field(default_factory=dict)
     result: dict[str, Any] | None = None
     meta: dict[str, Any] = field(default_factory=dict)
@@ -62,6 +63,7 @@ def traced(enabled: bool, dev: DeviceHandle, artifact_dir: Path) -> Iterator[Run
     rt = RunTrace(artifact_dir / ARTIFACT_NAME)
     cap = TraceCapture(dev.dev_t, device_name=dev.path, on_stop=lambda: rt.stat_after.update(dev.read_stat()))
     with cap:
+        rt.stat_before.update(dev.read_stat())
         yield rt
     if cap.trace is not None:
         write_parquet(cap.trace, rt.path)
