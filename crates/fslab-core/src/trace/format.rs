@@ -25,28 +25,33 @@ impl EventFormat {
             } else if let Some(rest) = line.strip_prefix("ID:") {
                 id = rest.trim().parse().ok();
             } else if let Some(rest) = line.strip_prefix("field:") {
-                // "field:char rwbs[10];\toffset:34;\tsize:10;\tsigned:0;"
-                let mut parts = rest.split(';');
-                let decl = parts.next().unwrap_or("").trim();
-                let mut offset = None;
-                let mut size = None;
-                for p in parts {
-                    let p = p.trim();
-                    if let Some(v) = p.strip_prefix("offset:") {
-                        offset = v.trim().parse().ok();
-                    } else if let Some(v) = p.strip_prefix("size:") {
-                        size = v.trim().parse().ok();
-                    }
-                }
-                let last = decl.rsplit(' ').next().unwrap_or("");
-                let fname = last.split('[').next().unwrap_or("").to_string();
-                if let (Some(o), Some(s)) = (offset, size) {
+                if let Some((fname, o, s)) = parse_field(rest) {
                     fields.insert(fname, (o, s));
                 }
             }
         }
         Some(EventFormat { name: name?, id: id?, fields })
     }
+}
+
+/// One `field:` line of a tracefs format file (after "field:"), e.g.
+/// "char rwbs[10];\toffset:34;\tsize:10;\tsigned:0;" -> ("rwbs", 34, 10).
+pub fn parse_field(rest: &str) -> Option<(String, usize, usize)> {
+    let mut parts = rest.split(';');
+    let decl = parts.next().unwrap_or("").trim();
+    let mut offset = None;
+    let mut size = None;
+    for p in parts {
+        let p = p.trim();
+        if let Some(v) = p.strip_prefix("offset:") {
+            offset = v.trim().parse().ok();
+        } else if let Some(v) = p.strip_prefix("size:") {
+            size = v.trim().parse().ok();
+        }
+    }
+    let last = decl.rsplit(' ').next().unwrap_or("");
+    let name = last.split('[').next().unwrap_or("").to_string();
+    Some((name, offset?, size?))
 }
 
 /// Where the fields fslab keeps sit in one block_rq_* event.

@@ -41,24 +41,13 @@ impl PageHeader {
         let mut h = PageHeader::DEFAULT;
         for line in text.lines() {
             let Some(rest) = line.trim().strip_prefix("field:") else { continue };
-            let mut parts = rest.split(';');
-            let name = parts.next().unwrap_or("").rsplit(' ').next().unwrap_or("").to_string();
-            let mut offset = None;
-            let mut size = None;
-            for p in parts {
-                let p = p.trim();
-                if let Some(v) = p.strip_prefix("offset:") {
-                    offset = v.trim().parse().ok();
-                } else if let Some(v) = p.strip_prefix("size:") {
-                    size = v.trim().parse().ok();
-                }
-            }
-            match (name.as_str(), offset, size) {
-                ("commit", Some(o), Some(s)) => {
+            let Some((name, o, s)) = super::format::parse_field(rest) else { continue };
+            match name.as_str() {
+                "commit" => {
                     h.commit_offset = o;
                     h.commit_size = s;
                 }
-                ("data", Some(o), _) => h.data_offset = o,
+                "data" => h.data_offset = o,
                 _ => {}
             }
         }
