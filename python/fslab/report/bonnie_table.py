@@ -66,6 +66,8 @@ def pairwise(row: RowData) -> list[PairVerdict]:
 def verdict_text(row: RowData) -> str:
     verdicts = pairwise(row)
     if not verdicts:
+        if len(row.summaries) < 2:
+            return "— (one file system: nothing to compare)"
         return "untested (needs n >= 2 per file system)"
     parts = []
     for v in verdicts:

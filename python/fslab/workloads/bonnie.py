@@ -41,6 +41,7 @@ from . import ParamError, RunContext, WorkloadResult
 
 CSV_VERSION = "1.98"
 CSV_FIELDS = 50
+SIZES_FILE = "bonnie-sizes.json"  # the sizes prepare() chose, read by run()
 MIB = 1 << 20
 TOO_FAST = "+++++"
 # Bonnie++ shows +++++ once a phase ends in less than about half a second; auto sizing
@@ -322,9 +323,17 @@ class BonnieWorkload:
 
         return [render_table_iv(runs, cells)]
 
-    def run(self, params: dict[str, Any], ctx: RunContext) -> WorkloadResult:
+    def prepare(self, params: dict[str, Any], ctx: RunContext) -> None:
+        """Probe the device and choose sizes before counters and traces start (the probe
+        writes and creates files); ``run`` reads the choice from the artifact directory."""
         choice = _choose_sizes(params, ctx)
-        (ctx.artifact_dir / "bonnie-sizes.json").write_text(json.dumps(choice, indent=2) + "\n")
+        (ctx.artifact_dir / SIZES_FILE).write_text(json.dumps(choice, indent=2) + "\n")
+
+    def run(self, params: dict[str, Any], ctx: RunContext) -> WorkloadResult:
+        sizes = ctx.artifact_dir / SIZES_FILE
+        if not sizes.exists():  # called without prepare (tests, other drivers)
+            self.prepare(params, ctx)
+        choice = json.loads(sizes.read_text())
         with _memory(choice["ram_bytes"], ctx.memory) as (cg, source):
             argv = bonnie_argv(params, choice, ctx.workdir)
             timeout = ctx.timeout_s or self.default_timeout_s({**params, "size": choice["size_bytes"]})
