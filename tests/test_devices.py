@@ -1,20 +1,27 @@
 """Devices: loop images are made and released; a user's block device is refused unless
 it is confirmed, unmounted, unused, not the root device and free of signatures."""
 
+import json
 import os
 import stat
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
 from fslab.commands import run_command
-from fslab.devices.block import preflight
+from fslab.devices.block import IDENTITY_FILE
+from fslab.devices.block import preflight as block_preflight
 from fslab.devices.block import provision as provision_block
 from fslab.devices.image import fslab_loop_devices
 from fslab.devices.image import provision as provision_image
 from fslab.errors import DeviceRefused, FslabError
 from fslab.spec import DeviceSection
+
+
+def preflight(section: DeviceSection, allowed: frozenset[str], workdir: Path | None = None) -> None:
+    block_preflight(section, allowed, workdir or Path(tempfile.mkdtemp()))
 
 
 def block(path: str, force: bool = False) -> DeviceSection:
@@ -65,15 +72,23 @@ def test_block_device_needs_confirmation(loop_device):
         preflight(block(dev.path), frozenset({dev.path}))  # empty, confirmed: accepted
 
 
-def test_block_device_with_signature_is_refused_unless_forced(loop_device):
+def test_block_device_with_signature_is_refused_unless_forced(loop_device, tmp_path):
     with loop_device("128MiB") as dev:
         run_command(["mkfs.ext4", "-q", "-F", dev.path])
         with pytest.raises(DeviceRefused, match="ext4.*signature.*force"):
             preflight(block(dev.path), frozenset({dev.path}))
-        preflight(block(dev.path, force=True), frozenset({dev.path}))
-        # Per-run provisioning (after preflight) accepts the file system fslab made.
-        with provision_block(block(dev.path), Path("/nonexistent"), "t", frozenset({dev.path})) as h:
+        preflight(block(dev.path, force=True), frozenset({dev.path}), tmp_path)
+        # Per-run provisioning (after preflight) accepts the file system fslab made...
+        with provision_block(block(dev.path), tmp_path, "t", frozenset({dev.path})) as h:
             assert h.path == os.path.realpath(dev.path)
+        # ...but only on the disk preflight recorded: another disk at the same path is refused.
+        record = tmp_path / IDENTITY_FILE
+        recorded = json.loads(record.read_text())
+        assert recorded["backing_file"].endswith(".img") and int(recorded["size_sectors"]) > 0
+        record.write_text(json.dumps({**recorded, "size_sectors": "1"}))
+        with pytest.raises(DeviceRefused, match="not the disk this study started on"):
+            with provision_block(block(dev.path), tmp_path, "t", frozenset({dev.path})):
+                pass
 
 
 def test_mounted_block_device_is_refused(loop_device, tmp_path):

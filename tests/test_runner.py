@@ -270,3 +270,25 @@ def test_one_study_per_results_directory(device_support, tmp_path):
         with pytest.raises(FslabError, match="another fslab .* is running a study"):
             run_study(str(write_study(tmp_path)), results_dir=results)
     assert not (results / "fslab.sqlite").exists()  # nothing was started
+
+
+def test_study_on_a_block_device_the_user_handed_over(loop_device, tmp_path):
+    from fslab.errors import DeviceRefused
+
+    with loop_device("512MiB") as dev:
+        study = write_study(tmp_path)
+        text = study.read_text().replace(f'size = "512MiB"\nimage_dir = "{tmp_path / "images"}"',
+                                         f'kind = "block"\npath = "{dev.path}"')
+        study.write_text(text.replace("repetitions = 2", "repetitions = 1"))
+        results = tmp_path / "results"
+        with pytest.raises(DeviceRefused, match="--destroy-data-on"):
+            run_study(str(study), results_dir=results)
+        outcome = run_study(str(study), results_dir=results, allowed_devices=frozenset({dev.path}))
+        assert outcome.runs_done == 4 and outcome.runs_failed == 0
+        with Store(results) as store:
+            runs = store.runs(store.study().id)
+        assert {r["provenance"]["device"]["kind"] for r in runs} == {"block"}
+        assert {r["provenance"]["device"]["path"] for r in runs} == {dev.path}
+        # fslab's own file system is now on it: a new study must be told to overwrite it
+        with pytest.raises(DeviceRefused, match="signature"):
+            run_study(str(study), results_dir=tmp_path / "again", allowed_devices=frozenset({dev.path}))

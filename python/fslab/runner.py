@@ -67,7 +67,8 @@ def spec_hash(text: str, quick: bool) -> str:
     return hashlib.sha256((text + f"\n#quick={quick}").encode()).hexdigest()
 
 
-def preflight(spec: StudySpec, plan: Plan, allowed: frozenset[str], resuming: bool = False) -> None:
+def preflight(spec: StudySpec, plan: Plan, allowed: frozenset[str], work_dir: Path,
+              resuming: bool = False) -> None:
     """Everything a study needs, checked before the first mkfs. Lists every missing piece."""
     problems: list[str] = []
     if os.geteuid() != 0:
@@ -106,7 +107,7 @@ def preflight(spec: StudySpec, plan: Plan, allowed: frozenset[str], resuming: bo
                                 fix="`fslab doctor` lists what is missing and how to install it")
     kind = DEVICES.get(spec.device.kind)
     if kind.preflight:
-        kind.preflight(spec.device, allowed, resuming)
+        kind.preflight(spec.device, allowed, work_dir, resuming)
 
 
 def run_study(
@@ -136,7 +137,8 @@ def run_study(
                 "run it without --resume to start it"
             )
         plan = make_plan(spec, quick=quick, seed=previous.seed if previous else None, source=source)
-        preflight(spec, plan, allowed_devices, resuming=previous is not None)
+        preflight(spec, plan, allowed_devices, results_dir / WORK_DIR_NAME,
+                  resuming=previous is not None)
         if previous is not None:
             study_id = previous.id
             store.set_status(study_id, "running")

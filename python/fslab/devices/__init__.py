@@ -81,7 +81,8 @@ class DeviceKind:
 
     name: str
     provision: Callable[[DeviceSection, Path, str, frozenset[str]], AbstractContextManager[DeviceHandle]]
-    preflight: Callable[[DeviceSection, frozenset[str], bool], None] | None = None
+    # preflight(section, allowed, workdir, resuming): once per study, before any mkfs
+    preflight: Callable[[DeviceSection, frozenset[str], Path, bool], None] | None = None
     needs_guest: bool = False
     description: str = ""
 

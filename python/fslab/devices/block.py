@@ -131,17 +131,58 @@ def _confirmed(section: DeviceSection, allowed: frozenset[str]) -> str:
     return real
 
 
-def preflight(section: DeviceSection, allowed: frozenset[str], resuming: bool = False) -> None:
-    """Once per study, before anything is written: every check, signature included. A
-    resumed study finds the file system it made itself; the confirmation still applies."""
-    check_device(_confirmed(section, allowed), allow_signature=section.force or resuming)
+IDENTITY_FILE = "block-device.json"
+
+
+def identity(sysfs_name: str) -> dict[str, str]:
+    """What tells one disk from another at the same path: size and, where the kernel
+    knows them, WWN, serial and model (a loop device: its backing file)."""
+    base = Path(f"/sys/class/block/{sysfs_name}")
+    facts = {"size_sectors": (base / "size").read_text().strip()}
+    for name, rel in (("wwid", "device/wwid"), ("serial", "device/serial"),
+                      ("model", "device/model"), ("backing_file", "loop/backing_file")):
+        try:
+            facts[name] = (base / rel).read_text().strip()
+        except OSError:
+            pass
+    return facts
+
+
+def preflight(section: DeviceSection, allowed: frozenset[str], workdir: Path,
+              resuming: bool = False) -> None:
+    """Once per study, before anything is written: every check, signature included, and
+    the device's identity recorded so that every run can check it is still the same disk.
+    A resumed study finds the file system it made itself, on the disk it recorded."""
+    handle = check_device(_confirmed(section, allowed), allow_signature=section.force or resuming)
+    record = workdir / IDENTITY_FILE
+    if resuming and record.exists():
+        _same_disk(section, handle, record)
+    else:
+        workdir.mkdir(parents=True, exist_ok=True)
+        record.write_text(json.dumps(identity(handle.sysfs_name)))
+
+
+def _same_disk(section: DeviceSection, handle: DeviceHandle, record: Path) -> None:
+    expected = json.loads(record.read_text())
+    now = identity(handle.sysfs_name)
+    if now != expected:
+        raise DeviceRefused(
+            f"{section.path} is not the disk this study started on (then {expected}, now {now}): "
+            "fslab will not format it; check the device and start a new study"
+        )
 
 
 @contextlib.contextmanager
 def provision(
     section: DeviceSection, workdir: Path, tag: str, allowed: frozenset[str] = frozenset()
 ) -> Iterator[DeviceHandle]:
-    # The signature was checked in preflight; later runs find the file system fslab made.
+    # The signature was checked in preflight; later runs find the file system fslab made,
+    # so each run checks instead that the disk at the path is still the one recorded.
     handle = check_device(_confirmed(section, allowed), allow_signature=True)
+    record = workdir / IDENTITY_FILE
+    if not record.exists():
+        raise DeviceRefused(f"{section.path} was not checked before this run (no {record}): "
+                            "run the study through `fslab run`")
+    _same_disk(section, handle, record)
     facts = {"kind": "block", "path": section.path, **queue_facts(handle.sysfs_name)}
     yield DeviceHandle(handle.path, handle.sysfs_name, handle.major, handle.minor, facts)
