@@ -26,6 +26,14 @@ def _incomplete_note(traces: dict[str, Trace]) -> str:
     return f"  [INCOMPLETE traces: {', '.join(lossy)}]" if lossy else ""
 
 
+def _save(fig, out: Path) -> Path:  # noqa: ANN001 (matplotlib Figure, imported lazily)
+    """Lay out, write and close a figure (closing frees its memory in long reports)."""
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    _plt().close(fig)
+    return out
+
+
 def size_cdf(traces: dict[str, Trace], out: Path, op: int = OP_WRITE) -> Path:
     """CDF of data-request sizes (KiB, log scale) of each trace, overlaid."""
     plt = _plt()
@@ -42,10 +50,7 @@ def size_cdf(traces: dict[str, Trace], out: Path, op: int = OP_WRITE) -> Path:
     ax.grid(alpha=0.3)
     ax.legend()
     ax.set_title("I/O size CDF" + _incomplete_note(traces), fontsize=10)
-    fig.tight_layout()
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
-    return out
+    return _save(fig, out)
 
 
 def lba_over_time(trace: Trace, out: Path, label: str = "", bins: tuple[int, int] = (800, 500)) -> Path:
@@ -75,10 +80,7 @@ def lba_over_time(trace: Trace, out: Path, label: str = "", bins: tuple[int, int
     ax.set_xlabel("time (s)")
     ax.set_ylabel("device offset (GiB)")
     ax.set_title(f"LBA over time {label}" + ("" if trace.complete else "  [INCOMPLETE trace]"), fontsize=10)
-    fig.tight_layout()
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
-    return out
+    return _save(fig, out)
 
 
 def iops_over_time(traces: dict[str, Trace], out: Path, bin_s: float = 0.1) -> Path:
@@ -99,10 +101,7 @@ def iops_over_time(traces: dict[str, Trace], out: Path, bin_s: float = 0.1) -> P
     ax.grid(alpha=0.3)
     ax.legend()
     ax.set_title("IOPS over time" + _incomplete_note(traces), fontsize=10)
-    fig.tight_layout()
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
-    return out
+    return _save(fig, out)
 
 
 def io_counts(results: dict[str, dict], out: Path) -> Path:
@@ -118,10 +117,7 @@ def io_counts(results: dict[str, dict], out: Path) -> Path:
     ax.set_ylabel("requests")
     ax.legend()
     ax.set_title("I/O count", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
-    return out
+    return _save(fig, out)
 
 
 def plot_all(traces: dict[str, Trace], out_dir: Path) -> list[Path]:
