@@ -6,7 +6,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 APT_PACKAGES := fio bonnie++ e2fsprogs xfsprogs btrfs-progs ntfs-3g fusefat dosfstools \
 	f2fs-tools jfsutils nilfs-tools util-linux fdisk
-RUST_SOURCES := $(shell find crates -name '*.rs' -o -name Cargo.toml 2>/dev/null)
+# Only real sources: generated .rs files under target/ must not trigger a reinstall.
+RUST_SOURCES := $(shell find crates -name target -prune -o \( -name '*.rs' -o -name Cargo.toml -o -name Cargo.lock \) -print 2>/dev/null)
 
 .PHONY: setup system-packages demo test bench lint clean
 

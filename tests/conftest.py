@@ -15,7 +15,7 @@ import pytest
 from fslab.devices import DeviceHandle
 from fslab.devices.image import provision
 from fslab.filesystems import FILESYSTEMS, mkfs, mounted
-from fslab.spec import DeviceSection
+from fslab.devices.image import ImageSection
 
 
 def _device_support_missing() -> str | None:
@@ -40,7 +40,7 @@ def loop_device(device_support: None, tmp_path: Path) -> Callable[..., contextli
     """``with loop_device(size="1GiB") as dev:`` a fresh loop device on a sparse image."""
 
     def make(size: str = "1GiB") -> contextlib.AbstractContextManager[DeviceHandle]:
-        section = DeviceSection(kind="image", size=size)
+        section = ImageSection(size=size)
         return provision(section, tmp_path / "images", os.urandom(4).hex())
 
     return make

@@ -7,7 +7,6 @@ from typing import Any
 from rich.console import Console
 
 from fslab.report.bonnie_table import TABLE_IV_ROWS, build_table_iv, pairwise, render_table_iv
-from fslab.workloads import WORKLOADS
 
 MIB = 1 << 20
 NOTE = "too fast to measure (+++++): try size >= 8 GiB"
@@ -15,11 +14,12 @@ NOTE = "too fast to measure (+++++): try size >= 8 GiB"
 
 def cell(fs: str, kind: str = "bonnie") -> dict[str, Any]:
     return {"id": f"{fs}-{kind}", "filesystem": fs, "workload": kind, "workload_kind": kind,
-            "axes": {}, "params": {}}
+            "axes": {}, "params": {}, "primary_metric": "block_write_bytes_per_s"}
 
 
 def run(fs: str, values: dict[str, float | None], kind: str = "bonnie") -> dict[str, Any]:
-    metrics = {name: {"value": v, "unit": "B/s", "note": NOTE if v is None else None}
+    metrics = {name: {"value": v, "unit": "B/s", "note": NOTE if v is None else None,
+                      "higher_is_better": True}
                for name, v in values.items()}
     return {"cell": cell(fs, kind), "status": "ok", "metrics": metrics,
             "provenance": {"tool_info": {"sizes": {"size_bytes": 2048 * MIB},
@@ -84,8 +84,10 @@ def test_rendered_text_says_units_n_and_too_fast() -> None:
     assert "xfs > ext4" in text and "ext4 ≈ btrfs" in text
     assert "file 2,048 MiB, memory cgroup limit (-r) 1,024 MiB" in text
     assert "one system call per byte" in text
-    # The workload's hook for the CLI returns the same table.
-    assert len(WORKLOADS.get("bonnie").report_tables(runs, cells)) == 1
+    # The section registered with the report for Bonnie++ cells gives the same table.
+    from fslab.report.sections import extra_tables
+
+    assert len(extra_tables(runs, cells)) == 1
 
 
 def test_no_bonnie_runs() -> None:

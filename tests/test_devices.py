@@ -1,35 +1,34 @@
 """Devices: loop images are made and released; a user's block device is refused unless
 it is confirmed, unmounted, unused, not the root device and free of signatures."""
 
-import json
 import os
 import stat
-import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
 from fslab.commands import run_command
-from fslab.devices.block import IDENTITY_FILE
+from fslab.devices import Grant
+from fslab.devices.block import BlockSection
 from fslab.devices.block import preflight as block_preflight
 from fslab.devices.block import provision as provision_block
 from fslab.devices.image import fslab_loop_devices
+from fslab.devices.image import ImageSection
 from fslab.devices.image import provision as provision_image
 from fslab.errors import DeviceRefused, FslabError
-from fslab.spec import DeviceSection
 
 
-def preflight(section: DeviceSection, allowed: frozenset[str], workdir: Path | None = None) -> None:
-    block_preflight(section, allowed, workdir or Path(tempfile.mkdtemp()))
+def preflight(section: BlockSection, allowed: frozenset[str]) -> dict[str, str]:
+    return block_preflight(section, Grant(allowed))
 
 
-def block(path: str, force: bool = False) -> DeviceSection:
-    return DeviceSection(kind="block", path=path, force=force)
+def block(path: str, force: bool = False) -> BlockSection:
+    return BlockSection(path=path, force=force)
 
 
 def test_image_is_sparse_attached_with_direct_io_and_released(device_support, tmp_path):
-    section = DeviceSection(kind="image", size="256MiB")
+    section = ImageSection(size="256MiB")
     with provision_image(section, tmp_path, "t1") as dev:
         image = Path(dev.facts["image"])
         assert image.exists() and image.stat().st_size == 256 << 20
@@ -43,7 +42,7 @@ def test_image_is_sparse_attached_with_direct_io_and_released(device_support, tm
 
 
 def test_image_released_when_the_body_fails(device_support, tmp_path):
-    section = DeviceSection(kind="image", size="128MiB")
+    section = ImageSection(size="128MiB")
     with pytest.raises(RuntimeError):
         with provision_image(section, tmp_path, "t2") as dev:
             loop = dev.path
@@ -58,7 +57,7 @@ def test_full_disk_is_refused_before_anything_is_made(device_support, tmp_path):
     run_command(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(small)])
     try:
         with pytest.raises(FslabError, match="not enough free space.*device.image_dir"):
-            with provision_image(DeviceSection(kind="image", size="1GiB"), small, "t3"):
+            with provision_image(ImageSection(size="1GiB"), small, "t3"):
                 pass
         assert not list(small.iterdir())
     finally:
@@ -77,17 +76,20 @@ def test_block_device_with_signature_is_refused_unless_forced(loop_device, tmp_p
         run_command(["mkfs.ext4", "-q", "-F", dev.path])
         with pytest.raises(DeviceRefused, match="ext4.*signature.*force"):
             preflight(block(dev.path), frozenset({dev.path}))
-        preflight(block(dev.path, force=True), frozenset({dev.path}), tmp_path)
-        # Per-run provisioning (after preflight) accepts the file system fslab made...
-        with provision_block(block(dev.path), tmp_path, "t", frozenset({dev.path})) as h:
-            assert h.path == os.path.realpath(dev.path)
-        # ...but only on the disk preflight recorded: another disk at the same path is refused.
-        record = tmp_path / IDENTITY_FILE
-        recorded = json.loads(record.read_text())
+        recorded = preflight(block(dev.path, force=True), frozenset({dev.path}))
         assert recorded["backing_file"].endswith(".img") and int(recorded["size_sectors"]) > 0
-        record.write_text(json.dumps({**recorded, "size_sectors": "1"}))
+        # Per-run provisioning (after preflight) accepts the file system fslab made...
+        grant = Grant(frozenset({dev.path}), recorded)
+        with provision_block(block(dev.path), tmp_path, "t", grant) as h:
+            assert h.path == os.path.realpath(dev.path)
+        # ...but only on the disk preflight recorded (the identity the job carries).
+        other = Grant(frozenset({dev.path}), {**recorded, "size_sectors": "1"})
         with pytest.raises(DeviceRefused, match="not the disk this study started on"):
-            with provision_block(block(dev.path), tmp_path, "t", frozenset({dev.path})):
+            with provision_block(block(dev.path), tmp_path, "t", other):
+                pass
+        # A job that carries no identity was never checked: refused.
+        with pytest.raises(DeviceRefused, match="carries no identity"):
+            with provision_block(block(dev.path), tmp_path, "t", Grant(frozenset({dev.path}))):
                 pass
 
 
@@ -136,7 +138,7 @@ def test_not_a_block_device(tmp_path, device_support):
 
 def test_loop_device_of_a_deleted_image_is_still_found(device_support, tmp_path):
     # `fslab cleanup` must find a loop device whose image file was already removed.
-    with provision_image(DeviceSection(kind="image", size="64MiB"), tmp_path, "t4") as dev:
+    with provision_image(ImageSection(size="64MiB"), tmp_path, "t4") as dev:
         image = Path(dev.facts["image"])
         image.unlink()
         assert (dev.path, str(image)) in fslab_loop_devices()

@@ -12,7 +12,7 @@ from fslab.errors import SpecError
 from fslab.plan import make_plan
 from fslab.report.charts import bars_in_svg, write_charts
 from fslab.runner import run_study
-from fslab.spec import load_spec, parse_spec
+from fslab.study import load_spec, parse_spec
 from fslab.store import Store
 
 

@@ -3,7 +3,7 @@
 import tomllib
 
 from fslab.plan import QUICK_REPETITIONS, expand_axes, make_plan
-from fslab.spec import load_spec, parse_spec
+from fslab.study import load_spec, parse_spec
 
 STUDY = """
 [study]

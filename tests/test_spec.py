@@ -6,7 +6,7 @@ import tomllib
 import pytest
 
 from fslab.errors import SpecError
-from fslab.spec import load_spec, parse_spec, preset_names
+from fslab.study import load_spec, parse_spec, preset_names
 
 BASE = """
 [study]
@@ -31,7 +31,9 @@ def spec_error(text: str) -> SpecError:
 
 def test_valid_study_loads():
     spec = parse_spec(tomllib.loads(BASE), "study.toml")
-    assert spec.device.size == 1 << 30
+    from fslab.devices import DEVICES
+
+    assert DEVICES.get(spec.device.kind).parse(spec.device).size == 1 << 30
     assert spec.workloads[0].params["bs"] == "4k"
     assert spec.study.repetitions == 3
 
@@ -78,6 +80,19 @@ def test_zip_needs_equal_lengths():
 def test_missing_size():
     err = spec_error(BASE.replace('size = "64M"\n', ""))
     assert "workloads[0].size" in str(err)
+
+
+def test_device_fields_belong_to_the_device_kind():
+    """Each device kind owns its fields: a typo, a field of another kind, a bad size and an
+    unknown kind each name the field."""
+    err = spec_error(BASE.replace('size = "1GiB"', 'sise = "1GiB"'))
+    assert "device.sise" in str(err) and "not a known field" in str(err)
+    err = spec_error(BASE.replace('size = "1GiB"', 'size = "1GiB"\npath = "/dev/sdb"'))
+    assert "device.path" in str(err)
+    err = spec_error(BASE.replace('size = "1GiB"', 'size = "12 parsecs"'))
+    assert "device.size" in str(err) and "12 parsecs" in str(err)
+    err = spec_error(BASE.replace('size = "1GiB"', 'kind = "tape"'))
+    assert "device.kind" in str(err) and "image" in str(err) and "block" in str(err)
 
 
 def test_block_device_needs_path():

@@ -13,7 +13,7 @@ import pytest
 from fslab.errors import SpecError
 from fslab.metrics import unit_of
 from fslab.predictions import SUFFIXES, replay_queue_depth, split_name
-from fslab.spec import parse_spec
+from fslab.study import parse_spec
 
 MODELS = ["hdd-7200", "sata-mlc-ssd"]
 

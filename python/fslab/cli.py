@@ -43,12 +43,24 @@ def plan(
     study: Annotated[str, typer.Argument(help="study file or preset name")],
     quick: Annotated[bool, typer.Option(help="scale sizes and runtimes down")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
+    jobs: Annotated[Optional[Path], typer.Option(
+        help="also write each job as JSON here (for `fslab job run`)")] = None,
 ) -> None:
     """Show the cells and runs a study expands to, without running anything."""
-    from .spec import load_spec
+    from .study import load_spec
 
     spec, source, _ = load_spec(study)
-    p = make_plan(spec, quick=quick, source=source)
+    study_dir = Path(source).parent.resolve() if Path(source).is_file() else Path.cwd()
+    p = make_plan(spec, quick=quick, source=source, study_dir=str(study_dir))
+    if jobs is not None:
+        from .jobs import write_job
+
+        jobs.mkdir(parents=True, exist_ok=True)
+        for job in p.jobs:
+            write_job(job, jobs / f"{job.id}.json")
+        err_console.print(f"wrote {len(p.jobs)} jobs to {jobs}: run one with "
+                          f"`fslab job run {jobs / p.jobs[0].id}.json --out DIR`" if p.jobs else
+                          f"no jobs to write to {jobs}", highlight=False)
     if as_json:
         out = {
             "study": spec.study.name, "source": source, "quick": quick,
@@ -172,14 +184,11 @@ def _print_report(results: Path, study_id: int | None, metric: str | None) -> No
     table = build_table(runs, metric, cells)
     console.print(render(table, title))
     console.print(LEGEND, style="dim")
-    # Workloads may add tables of their own (e.g. Bonnie++'s Table IV layout).
-    from .workloads import WORKLOADS
+    # Sections of one workload kind (e.g. Bonnie++'s Table IV layout).
+    from .report.sections import extra_tables
 
-    for kind in dict.fromkeys(c["workload_kind"] for c in cells):
-        extra = getattr(WORKLOADS.get(kind), "report_tables", None)
-        if extra is not None:
-            for renderable in extra(runs, cells):
-                console.print(renderable)
+    for renderable in extra_tables(runs, cells):
+        console.print(renderable)
     from .report.trace_tables import report_tables  # traced runs: trace and prediction tables
 
     for renderable in report_tables(runs, cells):
@@ -282,7 +291,7 @@ def list_(
 ) -> None:
     """Stored studies (or, with --presets, the shipped study presets)."""
     if presets:
-        from .spec import load_spec, preset_names
+        from .study import load_spec, preset_names
 
         for name in preset_names():
             spec, _, _ = load_spec(name)
@@ -368,6 +377,40 @@ def cleanup(
         console.print(("would " if dry_run else "") + line)
     if not done:
         console.print("nothing to clean up: no fslab loop devices, mounts or cgroups remain")
+
+
+job_app = typer.Typer(no_args_is_help=True, help="Execute one job (a file system instance and its runs).")
+app.add_typer(job_app, name="job")
+
+
+@job_app.command("run")
+def job_run(
+    job_file: Annotated[Path, typer.Argument(help="a job file (from `fslab plan STUDY --jobs DIR`)")],
+    out: Annotated[Path, typer.Option(help="where records.jsonl and the runs' artifacts go")],
+    work: Annotated[Optional[Path], typer.Option(help="images and mount points (default: OUT/work)")] = None,
+    allow_device: Annotated[Optional[list[str]], typer.Option(
+        "--destroy-data-on", help="confirm a real block device named by the job")] = None,
+) -> None:
+    """Run one job: the same entry the host backend, a guest and a remote worker use.
+    Writes OUT/records.jsonl, one record per run as it ends, and OUT/runs/<run>/."""
+    import dataclasses
+
+    from .jobs import load_job, run_job
+    from .signals import install_handlers
+
+    job = load_job(job_file)
+    if allow_device:
+        job = dataclasses.replace(job, grant=dataclasses.replace(
+            job.grant, allowed=job.grant.allowed | frozenset(allow_device)))
+    install_handlers()
+    counts = {"ok": 0, "failed": 0}
+
+    def on_record(record: RunRecord) -> None:
+        counts["ok" if record.status == "ok" else "failed"] += 1
+
+    run_job(job, out, work or out / "work", on_record)
+    err_console.print(f"job {job.id}: {counts['ok']} runs ok, {counts['failed']} failed; "
+                      f"records in {out / 'records.jsonl'}", highlight=False)
 
 
 def _register_optional_commands() -> None:

@@ -12,41 +12,41 @@ from dataclasses import dataclass
 
 from .errors import CommandFailed, MissingCapability
 
-# Which Debian package provides each tool, so a missing one comes with its fix.
-PACKAGE_OF: dict[str, str] = {
-    "fio": "fio",
-    "bonnie++": "bonnie++",
-    "mkfs.ext2": "e2fsprogs",
-    "mkfs.ext3": "e2fsprogs",
-    "mkfs.ext4": "e2fsprogs",
-    "dumpe2fs": "e2fsprogs",
-    "mkfs.xfs": "xfsprogs",
-    "xfs_info": "xfsprogs",
-    "mkfs.btrfs": "btrfs-progs",
-    "btrfs": "btrfs-progs",
-    "mkfs.f2fs": "f2fs-tools",
-    "mkfs.jfs": "jfsutils",
-    "mkfs.nilfs2": "nilfs-tools",
-    "mkfs.vfat": "dosfstools",
-    "mkntfs": "ntfs-3g",
-    "ntfs-3g": "ntfs-3g",
-    "fusefat": "fusefat",
-    "losetup": "mount",
-    "mount": "mount",
-    "umount": "mount",
-    "blkid": "util-linux",
-    "wipefs": "util-linux",
-    "sfdisk": "fdisk",
-    "qemu-system-x86_64": "qemu-system-x86",
-}
+@dataclass(frozen=True)
+class Tool:
+    """An executable some part of fslab runs, the Debian package that provides it, and
+    what needs it (for `fslab doctor`). Declared by the plug-in that runs it."""
+
+    name: str
+    package: str
+    needed_for: str
+
+
+TOOLS: dict[str, Tool] = {}
+
+
+def declare_tools(packages: dict[str, str], needed_for: str) -> None:
+    """Declare executables (name -> Debian package). Called where a plug-in registers, so
+    preflight and `fslab doctor` know every tool and its fix without a central table."""
+    for name, package in packages.items():
+        known = TOOLS.get(name)
+        if known is not None and known.package != package:
+            raise ValueError(f"tool {name!r} declared from two packages: {known.package!r} and {package!r}")
+        if known is None:
+            TOOLS[name] = Tool(name, package, needed_for)
+        elif needed_for not in known.needed_for.split(", "):
+            TOOLS[name] = Tool(name, package, f"{known.needed_for}, {needed_for}")
+
+
+declare_tools({"sync": "coreutils"}, "flushing dirty pages before a run")
 
 
 def require_tool(name: str) -> str:
     """Path of an executable, or MissingCapability saying how to install it."""
     path = shutil.which(name)
     if path is None:
-        package = PACKAGE_OF.get(name)
-        fix = f"apt-get install {package}" if package else None
+        tool = TOOLS.get(name)
+        fix = f"apt-get install {tool.package}" if tool else None
         raise MissingCapability(f"the tool {name!r} is not installed", fix=fix)
     return path
 

@@ -1,5 +1,5 @@
 """`fslab doctor`: which tools and kernel features are present, and for each missing one
-the command that installs or enables it."""
+the command that installs or enables it. The tools are those the plug-ins declare."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .cgroups import detect_version
-from .commands import PACKAGE_OF
+from .commands import TOOLS
 from .filesystems import FILESYSTEMS
 
 
@@ -22,18 +22,6 @@ class Check:
     needed_for: str = ""
 
 
-TOOLS = {
-    "fio": "fio workloads",
-    "bonnie++": "Bonnie++ workloads",
-    "losetup": "image devices",
-    "blkid": "block-device safety checks",
-    "dumpe2fs": "ext2/3/4 provenance",
-    "xfs_info": "xfs provenance",
-    "btrfs": "btrfs provenance",
-    "qemu-system-x86_64": "the guest backend (jfs, f2fs, nilfs2, vfat, md RAID)",
-}
-
-
 def _kernel_filesystems() -> set[str]:
     try:
         return {line.split()[-1] for line in Path("/proc/filesystems").read_text().splitlines()}
@@ -42,20 +30,20 @@ def _kernel_filesystems() -> set[str]:
 
 
 def run_checks() -> list[Check]:
+    # Importing the registries makes every plug-in declare its tools.
+    import fslab.backends  # noqa: F401
+    import fslab.devices  # noqa: F401
+    import fslab.workloads  # noqa: F401
+
     checks = [Check("root", os.geteuid() == 0, f"uid {os.geteuid()}",
                     "run fslab as root (sudo)", "devices and mounts")]
-    for tool, purpose in TOOLS.items():
-        path = shutil.which(tool)
-        package = PACKAGE_OF.get(tool)
-        checks.append(Check(tool, path is not None, path or "not found",
-                            f"apt-get install {package}" if package else None, purpose))
+    for name, tool in sorted(TOOLS.items()):
+        path = shutil.which(name)
+        checks.append(Check(name, path is not None, path or "not found",
+                            f"apt-get install {tool.package}", tool.needed_for))
     kernel = _kernel_filesystems()
     for name, fs in FILESYSTEMS.items():
-        tool = shutil.which(fs.mkfs_tool)
-        package = PACKAGE_OF.get(fs.mkfs_tool)
-        checks.append(Check(fs.mkfs_tool, tool is not None, tool or "not found",
-                            f"apt-get install {package}" if package else None, f"{name} file systems"))
-        if not fs.needs_guest:
+        if not fs.needs_guest and fs.needs_root:
             in_kernel = fs.kernel_name in kernel
             checks.append(Check(f"kernel: {fs.kernel_name}", in_kernel,
                                 "in /proc/filesystems" if in_kernel else "not in this kernel",

@@ -1,12 +1,37 @@
-"""The error types of fslab. Library code raises these; only the CLI turns them into exits."""
+"""The error types of fslab. Library code raises these; only the CLI turns them into exits.
+
+Every error has a ``scope``: what it fails when it happens while a job executes.
+``run``: that run is stored as failed and the job goes on; ``job``: every run of the job
+not yet done fails with it (the file system could not be made or mounted); ``study``:
+the study stops (what is stored stays) because every later run would fail alike.
+The executor reads the scope; it never guesses from a type name or a command line.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar, Literal
+
+Scope = Literal["run", "job", "study"]
+SCOPES: tuple[Scope, ...] = ("run", "job", "study")
 
 
 class FslabError(Exception):
     """Base of every error fslab reports to a user. The message says what to do."""
+
+    scope: ClassVar[Scope] = "study"
+
+
+class WorkloadFailed(FslabError):
+    """A workload failed, timed out or printed something it could not parse: one run."""
+
+    scope: ClassVar[Scope] = "run"
+
+
+class JobFailed(FslabError):
+    """The file-system instance of a job could not be made or mounted: its runs fail."""
+
+    scope: ClassVar[Scope] = "job"
 
 
 class SpecError(FslabError):
@@ -29,7 +54,10 @@ class MissingCapability(FslabError):
 
 
 class CommandFailed(FslabError):
-    """An external command exited non-zero or timed out. Keeps argv, exit code and stderr."""
+    """An external command exited non-zero or timed out. Keeps argv, exit code and stderr.
+    Its scope is the run's; the executor widens it to the job when mkfs or mount fails."""
+
+    scope: ClassVar[Scope] = "run"
 
     def __init__(
         self,
@@ -44,9 +72,17 @@ class CommandFailed(FslabError):
         self.stderr = stderr
         self.timed_out = timed_out
         how = "timed out" if timed_out else f"exited with status {returncode}"
-        tail = stderr.strip().splitlines()[-5:]
-        detail = ("\n  " + "\n  ".join(tail)) if tail else ""
+        detail = _stderr_excerpt(stderr)
         super().__init__(f"`{' '.join(self.argv)}` {how}{detail}")
+
+
+def _stderr_excerpt(stderr: str, head: int = 3, tail: int = 5) -> str:
+    """The first and last lines of a tool's stderr: tools often put the reason first and
+    a usage text after it (mkfs.xfs: "Filesystem must be larger than 300MB." + usage)."""
+    lines = [line for line in stderr.strip().splitlines() if line.strip()]
+    if len(lines) > head + tail:
+        lines = [*lines[:head], f"... ({len(lines) - head - tail} more lines)", *lines[-tail:]]
+    return ("\n  " + "\n  ".join(lines)) if lines else ""
 
 
 class DeviceRefused(FslabError):

@@ -1,6 +1,10 @@
 """The executor: runs one job (one file-system instance and the runs made on it) and hands
-back a self-contained RunRecord per run through a callback. It depends on no state of the
-runner, so the same jobs can later be executed elsewhere.
+back a self-contained RunRecord per run through a callback. It depends on nothing but the
+job (plain data), an output directory and a work directory, so the same job runs alike
+in this process, in `fslab job run`, in a guest or on another machine.
+
+Each run's artifacts go to ``OUT/runs/<run key>/``; its record names that directory
+relative to OUT, and the store moves it into the results directory.
 
 Order of one job: provision device -> mkfs -> mount -> quiesce -> for each run: drop
 caches, workload, device counters -> unmount -> release device. Every step that acquires
@@ -25,35 +29,26 @@ from typing import Any
 from .cgroups import MemoryLimit, memory_limit
 from .commands import run_command
 from .devices import DEVICES, DeviceHandle
-from .errors import CommandFailed, FslabError
-from .filesystems import FILESYSTEMS, describe, mkfs, mounted, quiesce
-from .metrics import unit_of
+from .errors import FslabError, JobFailed
+from .filesystems import FILESYSTEMS, describe, quiesce
 from .plan import Job, Run
 from .provenance import fs_tool_version, host_facts
 from .records import STATUS_FAILED, STATUS_OK, Metric, RunRecord
-from .spec import DeviceSection
 from .trace.hook import RunTrace, traced
 from .workloads import WORKLOADS, RunContext, WorkloadResult
 
 DROP_CACHES = Path("/proc/sys/vm/drop_caches")
+RUNS_DIR = "runs"
 
 
 @dataclass(frozen=True)
 class ExecContext:
-    """What an executor needs besides the job: all plain data."""
+    """Where a job writes: its output directory (records and artifacts) and its work
+    directory (images and mount points)."""
 
-    device: DeviceSection
-    results_dir: Path
-    artifact_root: Path  # relative to results_dir
-    work_dir: Path  # images and mount points
-    study_dir: Path
-    allowed_devices: frozenset[str]
-    drop_caches: bool
-    fresh: str
-    order_seed: int
-    sequence_of: dict[str, int]  # run key -> position in the study's order
-    trace: bool = False  # block-layer trace of every run (fslab.trace.hook)
-    simulate: tuple[str, ...] = ()  # device models each traced run is replayed on (predictions.py)
+    job: Job
+    out_dir: Path
+    work_dir: Path
 
 
 def drop_caches() -> None:
@@ -93,16 +88,19 @@ class _JobState:
         self.texts: dict[str, str] = {}
 
 
-def execute_job(job: Job, ctx: ExecContext, emit: Callable[[RunRecord], None]) -> None:
+def execute_job(job: Job, out_dir: Path, work_dir: Path, emit: Callable[[RunRecord], None]) -> None:
     """Run every run of ``job``; ``emit`` receives each record as soon as it exists.
 
-    Errors that concern one run (the workload failed, timed out, printed garbage) become
-    failed records. Errors making the file system fail every run of the job. Errors that
-    concern the whole study (device refused, disk full, missing tool) propagate.
+    Errors are handled by their scope (fslab.errors): a run's error becomes its failed
+    record; an error while the device and file system are made and mounted fails every
+    run of the job; a study's error (device refused, disk full, missing tool) propagates.
     """
+    ctx = ExecContext(job, out_dir, work_dir)
     cell = job.cell
+    settings = job.settings
     fstype = FILESYSTEMS.get(cell.fs_type)
-    device_kind = DEVICES.get(ctx.device.kind)
+    device_kind = DEVICES.get(settings.device["kind"])
+    section = device_kind.parse(settings.device)
     # The owner's pid in the name lets `fslab cleanup` tell a live study from a dead one.
     tag = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
     job_started = time.time()
@@ -111,19 +109,20 @@ def execute_job(job: Job, ctx: ExecContext, emit: Callable[[RunRecord], None]) -
         state.facts["resumed_pass_without"] = list(job.resumed_without)
     pending = list(job.runs)
     try:
-        with device_kind.provision(ctx.device, ctx.work_dir, tag, ctx.allowed_devices) as dev:
+        with _setup_step(), device_kind.provision(section, work_dir, tag, job.grant) as dev:
             state.facts["device"] = dev.facts
-            t0 = time.monotonic()
-            state.texts["mkfs.txt"] = mkfs(fstype, dev, list(cell.mkfs))
-            state.facts["mkfs_s"] = round(time.monotonic() - t0, 3)
-            mountpoint = ctx.work_dir / f"mnt-{tag}"
-            with mounted(fstype, dev, list(cell.mount), mountpoint) as mnt:
+            with _setup_step():
+                t0 = time.monotonic()
+                state.texts["mkfs.txt"] = fstype.make(dev, list(cell.mkfs))
+                state.facts["mkfs_s"] = round(time.monotonic() - t0, 3)
+            with _setup_step(), fstype.mounted(dev, list(cell.mount), work_dir / f"mnt-{tag}") as mnt:
+                mountpoint = mnt.mountpoint
                 state.facts["quiesce_s"] = round(quiesce(dev), 3)
                 info, info_text = describe(fstype, dev, mountpoint)
                 state.texts["fsinfo.txt"] = info_text
                 state.facts["filesystem"] = {
                     "type": fstype.name,
-                    "mkfs_argv": fstype.mkfs_argv(dev.path, list(cell.mkfs)),
+                    "mkfs_argv": fstype.mkfs_argv(dev.path, list(cell.mkfs)) if fstype.mkfs_tool else [],
                     "mkfs_version": fs_tool_version(fstype.name),
                     "mount_options_requested": list(cell.mount),
                     "mount_options_in_effect": mnt.options_in_effect,
@@ -139,24 +138,30 @@ def execute_job(job: Job, ctx: ExecContext, emit: Callable[[RunRecord], None]) -
                         shutil.rmtree(mountpoint / f"fslab-{done.key}", ignore_errors=True)
                         state.facts["previous_runs_removed"] = state.facts.get(
                             "previous_runs_removed", []) + [done.key]
-    except (CommandFailed, FslabError) as exc:
-        if not pending or not _is_job_level(exc):
-            raise
-        # mkfs or mount failed: every run not yet done fails with the same reason.
+    except JobFailed as exc:
+        if not pending:  # every run is stored; releasing the device failed: say so
+            raise FslabError(f"releasing the device or file system failed: {exc}") from exc
         for run in pending:
-            emit(_failed_record(run, ctx, state, job_started, f"file system setup failed: {exc}"))
+            emit(_failed_record(run, ctx, state, job_started, str(exc)))
 
 
-def _is_job_level(exc: Exception) -> bool:
-    """mkfs/mount failures belong to the job; device refusals and the like to the study."""
-    return isinstance(exc, CommandFailed) and exc.argv[0].startswith(("mkfs", "mount"))
+@contextlib.contextmanager
+def _setup_step() -> Iterator[None]:
+    """Making the device and the file system: an error of a run's scope (mkfs or mount
+    exited non-zero) fails the job's runs; a study's error stops the study."""
+    try:
+        yield
+    except FslabError as exc:
+        if exc.scope == "study" or isinstance(exc, JobFailed):
+            raise
+        raise JobFailed(f"file system setup failed: {exc}") from exc
 
 
 def _artifact_dir(run: Run, ctx: ExecContext) -> tuple[Path, str]:
-    relative = ctx.artifact_root / run.key
-    path = ctx.results_dir / relative
+    relative = f"{RUNS_DIR}/{run.key}"
+    path = ctx.out_dir / relative
     path.mkdir(parents=True, exist_ok=True)
-    return path, str(relative)
+    return path, relative
 
 
 def _base_provenance(run: Run, ctx: ExecContext, state: _JobState) -> dict[str, Any]:
@@ -164,8 +169,9 @@ def _base_provenance(run: Run, ctx: ExecContext, state: _JobState) -> dict[str, 
     return {
         "host": host_facts(),
         "backend": cell.backend,
-        "fresh": ctx.fresh,
-        "order_seed": ctx.order_seed,
+        "job": ctx.job.id,
+        "fresh": ctx.job.settings.fresh,
+        "order_seed": ctx.job.settings.order_seed,
         "workload": {"kind": cell.workload_kind, "params": cell.params},
         **state.facts,
     }
@@ -189,29 +195,30 @@ def _execute_run(
     for name, text in state.texts.items():
         (path / name).write_text(text)
     provenance = _base_provenance(run, ctx, state)
+    settings = ctx.job.settings
     provenance["tools"] = workload.tool_versions()
-    provenance["caches_dropped"] = ctx.drop_caches
+    provenance["caches_dropped"] = settings.drop_caches
     workdir = mountpoint / f"fslab-{run.key}"
     workdir.mkdir()
     run_ctx = RunContext(workdir=workdir, device=dev, artifact_dir=path, timeout_s=cell.timeout_s,
-                         memory=None, study_dir=ctx.study_dir)
+                         memory=None, study_dir=Path(settings.study_dir))
     try:
         prepare = getattr(workload, "prepare", None)
         if prepare is not None:
             prepare(cell.params, run_ctx)
             # Let the layout's writeback and journal commits finish before counting.
             provenance["prepare_quiesce_s"] = round(quiesce(dev), 3)
-        if ctx.drop_caches:
+        if settings.drop_caches:
             drop_caches()
         before = dev.read_stat()
         t0 = time.monotonic()
-        with _maybe_memory_limit(cell.memory_bytes) as cg, traced(ctx.trace, dev, path) as run_trace:
+        with _maybe_memory_limit(cell.memory_bytes) as cg, traced(settings.trace, dev, path) as run_trace:
             provenance["memory_limit"] = cg.describe() if cg else None
             result = workload.run(cell.params, dataclasses.replace(run_ctx, memory=cg))
     except FslabError as exc:
         # The workload failed, timed out or printed garbage: this run fails, the study goes
-        # on. Subclasses (missing tool, device refused, bad spec) concern the whole study.
-        if not isinstance(exc, CommandFailed) and type(exc) is not FslabError:
+        # on. Errors of the study's scope (missing tool, device refused) stop it.
+        if exc.scope == "study":
             raise
         (path / "error.txt").write_text(str(exc) + "\n")
         return _failed(run, ctx, provenance, started, relative, str(exc))
@@ -234,7 +241,7 @@ def _execute_run(
     provenance["workload_s"] = round(workload_s, 3)
     provenance["tool_info"] = result.info
     return RunRecord(
-        cell_id=cell.id, repetition=run.repetition, sequence=ctx.sequence_of[run.key],
+        cell_id=cell.id, repetition=run.repetition, sequence=run.sequence,
         status=STATUS_OK, started_at=started, finished_at=finished, metrics=tuple(metrics),
         provenance=provenance, artifact_dir=relative,
     )
@@ -250,16 +257,16 @@ def _collect_metrics(result: WorkloadResult, before: dict[str, int], dev: Device
         before = run_trace.stat_before
     after = run_trace.stat_after if run_trace is not None and run_trace.stat_after else dev.read_stat()
     metrics = [Metric.of(name, value) for name, value in result.metrics.items()]
-    metrics += [Metric(name, None, unit_of(name), note) for name, note in result.notes.items()]
+    metrics += [Metric.of(name, None, note) for name, note in result.notes.items()]
     metrics += _device_counter_metrics(before, after)
     if run_trace is not None:
         metrics += run_trace.metrics(result.metrics)
         provenance["trace"] = run_trace.provenance()
-        if ctx.simulate and run_trace.result is not None:
+        if ctx.job.settings.simulate and run_trace.result is not None:
             from .predictions import predict_run
 
             predicted, provenance["predictions"] = predict_run(
-                run_trace.path, ctx.simulate, params, run_trace.result)
+                run_trace.path, ctx.job.settings.simulate, params, run_trace.result)
             metrics += predicted
     return metrics
 
@@ -267,7 +274,7 @@ def _collect_metrics(result: WorkloadResult, before: dict[str, int], dev: Device
 def _failed(run: Run, ctx: ExecContext, provenance: dict[str, Any], started: float,
             relative: str, error: str) -> RunRecord:
     return RunRecord(
-        cell_id=run.cell.id, repetition=run.repetition, sequence=ctx.sequence_of[run.key],
+        cell_id=run.cell.id, repetition=run.repetition, sequence=run.sequence,
         status=STATUS_FAILED, started_at=started, finished_at=time.time(), error=error,
         provenance=provenance, artifact_dir=relative,
     )

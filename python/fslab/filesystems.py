@@ -1,5 +1,6 @@
 """File systems: one registry entry each (mkfs, mount type, what its info tool reports,
-whether this kernel can run it). Adding a file system touches this file and its test."""
+the tools it needs, whether it needs a kernel this host lacks). Adding a file system adds
+an entry here and its test."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .commands import run_command
+from .commands import declare_tools, run_command
 from .devices import DeviceHandle
 from .errors import CommandFailed, FslabError, SpecError
 from .mounts import mount_at
@@ -69,6 +70,7 @@ class FilesystemType:
 
     ``default_mkfs`` comes before the user's arguments (so theirs win where the tool
     takes the last value); ``needs_guest`` means this host kernel cannot mount it.
+    ``tools``: executables it runs (name -> Debian package), besides mount(8).
     """
 
     name: str
@@ -79,8 +81,17 @@ class FilesystemType:
     needs_guest: bool = False
     version_argv: tuple[str, ...] = ()
     notes: str = ""
-    capabilities: frozenset[str] = field(default_factory=frozenset)
     merged_flags: tuple[str, ...] = ()  # flags whose values combine with the user's
+    tools: dict[str, str] = field(default_factory=dict)
+    needs_root: bool = True
+
+    def make(self, device: DeviceHandle, user_args: list[str]) -> str:
+        """Make the file system; returns mkfs's output (kept as an artifact)."""
+        return mkfs(self, device, user_args)
+
+    def mounted(self, device: DeviceHandle, options: list[str],
+                mountpoint: Path) -> contextlib.AbstractContextManager[Mounted]:
+        return mounted(self, device, options, mountpoint)
 
     def mkfs_argv(self, device: str, user_args: list[str]) -> list[str]:
         defaults = list(self.default_mkfs)
@@ -100,29 +111,55 @@ class FilesystemType:
 
 
 FILESYSTEMS: Registry[FilesystemType] = Registry("file system")
+declare_tools({"mount": "mount", "umount": "mount"}, "mounting file systems")
+
+
+def register_filesystem(fstype: FilesystemType) -> FilesystemType:
+    declare_tools(fstype.tools, f"{fstype.name} file systems")
+    return FILESYSTEMS.register(fstype.name, fstype)
+
+
+@dataclass(frozen=True)
+class DirectoryFilesystem(FilesystemType):
+    """No mkfs and no mount: the fake device's directory is the file system (``null``).
+    For testing fslab's orchestration without root; it measures nothing real."""
+
+    def make(self, device: DeviceHandle, user_args: list[str]) -> str:
+        if user_args:
+            raise SpecError(f"the {self.name} file system takes no mkfs arguments (given: {user_args})")
+        return "no mkfs: the null file system is the device's directory\n"
+
+    @contextlib.contextmanager
+    def mounted(self, device: DeviceHandle, options: list[str], mountpoint: Path) -> Iterator[Mounted]:
+        if not Path(device.path).is_dir():
+            raise FslabError(f"the {self.name} file system needs a directory device (kind = 'fake'), "
+                             f"not {device.path}")
+        yield Mounted(Path(device.path), ",".join(options), "none")
 
 # ext4/ext3 lazy initialisation writes inode tables in the background for minutes after
 # mkfs, which would land inside the first runs' measurements; fslab turns it off.
 _EXT_EAGER = ("-E", "lazy_itable_init=0,lazy_journal_init=0")
 for _name, _args in (("ext2", ("-F", "-q")), ("ext3", ("-F", "-q", *_EXT_EAGER)),
                      ("ext4", ("-F", "-q", *_EXT_EAGER))):
-    FILESYSTEMS.register(_name, FilesystemType(
+    register_filesystem(FilesystemType(
         _name, f"mkfs.{_name}", _args, _ext_info, version_argv=("mkfs.ext4", "-V"),
-        capabilities=frozenset({"direct_io"}), merged_flags=("-E",),
+        merged_flags=("-E",), tools={f"mkfs.{_name}": "e2fsprogs", "dumpe2fs": "e2fsprogs"},
     ))
-FILESYSTEMS.register("xfs", FilesystemType(
+register_filesystem(FilesystemType(
     "xfs", "mkfs.xfs", ("-f", "-q"), _xfs_info, version_argv=("mkfs.xfs", "-V"),
-    capabilities=frozenset({"direct_io"}),
+    tools={"mkfs.xfs": "xfsprogs", "xfs_info": "xfsprogs"},
 ))
-FILESYSTEMS.register("btrfs", FilesystemType(
+register_filesystem(FilesystemType(
     "btrfs", "mkfs.btrfs", ("-f", "-q"), _btrfs_info, version_argv=("mkfs.btrfs", "--version"),
-    capabilities=frozenset({"direct_io"}),
+    tools={"mkfs.btrfs": "btrfs-progs", "btrfs": "btrfs-progs"},
 ))
 # These need kernel modules this host lacks; they run on the guest backend (QEMU).
-for _name, _tool, _args in (("jfs", "mkfs.jfs", ("-q",)), ("f2fs", "mkfs.f2fs", ("-f", "-q")),
-                            ("nilfs2", "mkfs.nilfs2", ("-f", "-q")),
-                            ("vfat", "mkfs.vfat", ("-F", "32"))):
-    FILESYSTEMS.register(_name, FilesystemType(_name, _tool, _args, needs_guest=True))
+for _name, _tool, _package, _args in (
+        ("jfs", "mkfs.jfs", "jfsutils", ("-q",)), ("f2fs", "mkfs.f2fs", "f2fs-tools", ("-f", "-q")),
+        ("nilfs2", "mkfs.nilfs2", "nilfs-tools", ("-f", "-q")),
+        ("vfat", "mkfs.vfat", "dosfstools", ("-F", "32"))):
+    register_filesystem(FilesystemType(_name, _tool, _args, needs_guest=True, tools={_tool: _package}))
+register_filesystem(DirectoryFilesystem("null", "", (), mount_type="none", needs_root=False))
 
 
 

@@ -1,5 +1,11 @@
-"""Metric declarations: every metric fslab stores has one unit and one better direction,
-declared here once. Names carry their unit (``iops``, ``bw_bytes_per_s``, ``clat_p99_ns``)."""
+"""Metric declarations: every metric fslab stores has one unit and one better direction.
+Names carry their unit (``iops``, ``bw_bytes_per_s``, ``clat_p99_ns``); a declaration is
+keyed by a name's suffix, so ``read_iops`` and ``write_iops`` share one.
+
+The metrics every run has (wall time, device counters) are declared here; a plug-in
+declares its own where it registers (``declare_metrics``), so adding a workload touches
+one file. A stored metric keeps its unit and direction, so reports need no plug-in.
+"""
 
 from __future__ import annotations
 
@@ -13,46 +19,28 @@ class MetricKind:
     description: str
 
 
-# Keyed by the metric name's suffix, so "read_iops" and "write_iops" share one declaration.
-_BY_SUFFIX: dict[str, MetricKind] = {
-    "iops": MetricKind("IO/s", True, "I/O operations per second"),
-    "bw_bytes_per_s": MetricKind("B/s", True, "bandwidth"),
-    "lat_mean_ns": MetricKind("ns", False, "mean total latency"),
-    "clat_mean_ns": MetricKind("ns", False, "mean completion latency"),
-    "clat_p50_ns": MetricKind("ns", False, "median completion latency"),
-    "clat_p99_ns": MetricKind("ns", False, "99th percentile completion latency"),
-    "clat_p99_9_ns": MetricKind("ns", False, "99.9th percentile completion latency"),
-    "io_bytes": MetricKind("B", True, "bytes transferred"),
-    "runtime_ms": MetricKind("ms", False, "time the workload ran"),
-    "sync_lat_mean_ns": MetricKind("ns", False, "mean fsync latency"),
-    "sync_lat_p99_ns": MetricKind("ns", False, "99th percentile fsync latency"),
-    "wall_s": MetricKind("s", False, "wall time"),
-    "overhead_s": MetricKind("s", False, "time spent outside the workload"),
-    "requests_count": MetricKind("requests", False, "requests completed by the device"),
-    "sectors_count": MetricKind("sectors", False, "512-byte sectors moved by the device"),
-    "cpu_user_pct": MetricKind("%", False, "user CPU"),
-    "cpu_sys_pct": MetricKind("%", False, "system CPU"),
-    "bytes_per_s": MetricKind("B/s", True, "throughput"),
-    "per_s": MetricKind("ops/s", True, "operations per second"),
-    "cpu_pct": MetricKind("%", False, "CPU used"),
-    "latency_ns": MetricKind("ns", False, "latency"),
-    # block-layer trace metrics (fslab.analysis.traces.summary_metrics)
-    "size_mean_bytes": MetricKind("B", True, "mean request size on the device"),
-    "size_median_bytes": MetricKind("B", True, "median request size on the device"),
-    "size_min_bytes": MetricKind("B", True, "smallest request size on the device"),
-    "size_max_bytes": MetricKind("B", True, "largest request size on the device"),
-    "sequential_fraction": MetricKind("fraction", True, "share of requests starting where the previous one ended"),
-    "latency_mean_us": MetricKind("µs", False, "mean issue-to-complete latency"),
-    "latency_p99_us": MetricKind("µs", False, "99th percentile issue-to-complete latency"),
-    "lost_events_count": MetricKind("events", False, "trace events the kernel dropped (0 = complete trace)"),
-    "write_amplification_ratio": MetricKind("B/B", False, "bytes written to the device per byte the workload wrote"),
-    "max_latency_ns": MetricKind("ns", False, "longest latency of one operation (Bonnie++'s latency)"),
-    # device-model predictions (fslab.predictions: pred_<model>_<suffix>), never measured
-    "latency_mean_ns": MetricKind("ns", False, "mean request latency"),
-    "latency_p50_ns": MetricKind("ns", False, "median request latency"),
-    "latency_p99_ns": MetricKind("ns", False, "99th percentile request latency"),
-    "latency_max_ns": MetricKind("ns", False, "longest request latency"),
-}
+class UndeclaredMetric(KeyError):
+    """A metric name no declaration covers: a plug-in bug, caught where it registers."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+_BY_SUFFIX: dict[str, MetricKind] = {}
+_OWNER: dict[str, str] = {}
+
+
+def declare_metrics(owner: str, kinds: dict[str, MetricKind]) -> None:
+    """Declare metric suffixes for ``owner`` (a plug-in's name). Declaring a suffix again
+    with another unit or direction is an error: one name, one meaning."""
+    for suffix, kind in kinds.items():
+        known = _BY_SUFFIX.get(suffix)
+        if known is not None and (known.unit, known.higher_is_better) != (kind.unit, kind.higher_is_better):
+            raise ValueError(f"metric suffix {suffix!r} of {owner} is already declared by "
+                             f"{_OWNER[suffix]} as [{known.unit}], "
+                             f"{'higher' if known.higher_is_better else 'lower'} is better")
+        _BY_SUFFIX.setdefault(suffix, kind)
+        _OWNER.setdefault(suffix, owner)
 
 
 def kind_of(name: str) -> MetricKind:
@@ -60,8 +48,25 @@ def kind_of(name: str) -> MetricKind:
     for suffix in sorted(_BY_SUFFIX, key=len, reverse=True):
         if name == suffix or name.endswith("_" + suffix):
             return _BY_SUFFIX[suffix]
-    raise KeyError(f"metric {name!r} has no declared unit; add its suffix to fslab.metrics")
+    raise UndeclaredMetric(f"metric {name!r} has no declared unit: the plug-in that produces it "
+                           "must declare its suffix (fslab.metrics.declare_metrics)")
 
 
 def unit_of(name: str) -> str:
     return kind_of(name).unit
+
+
+def check_declared(owner: str, names: list[str]) -> None:
+    """Raise if any of ``names`` (metrics a plug-in says it produces) is undeclared."""
+    missing = [n for n in names if not any(n == s or n.endswith("_" + s) for s in _BY_SUFFIX)]
+    if missing:
+        raise UndeclaredMetric(f"{owner} produces metrics with no declared unit: {missing}")
+
+
+# Every run: wall time and the device's own counters (executor).
+declare_metrics("run", {
+    "wall_s": MetricKind("s", False, "wall time"),
+    "overhead_s": MetricKind("s", False, "time spent outside the workload"),
+    "requests_count": MetricKind("requests", False, "requests completed by the device"),
+    "sectors_count": MetricKind("sectors", False, "512-byte sectors moved by the device"),
+})

@@ -1,7 +1,8 @@
-"""Expanding a study into cells and runs, and ordering the runs.
+"""Expanding a study into cells and runs, ordering the runs, and grouping them into jobs.
 
 A cell is one file system x one workload x one combination of axis values. A run is one
-repetition of one cell. Runs are grouped into jobs: the unit an executor receives. With
+repetition of one cell. Runs are grouped into jobs: the unit a backend executes, plain
+data that travels as JSON (``Job.to_json``/``from_json``) to wherever it runs. With
 ``fresh = "run"`` every job is one run on a freshly made file system; with
 ``fresh = "repetition"`` a job is one pass of a file system's cells on one file system.
 """
@@ -12,13 +13,17 @@ import hashlib
 import itertools
 import json
 import random
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from .backends import choose_backend
+from .devices import DEVICES, Grant
 from .errors import SpecError
 from .filesystems import FILESYSTEMS
 from .spec import StudySpec, WorkloadSection
 from .workloads import WORKLOADS, ParamError
+
+JOB_FORMAT = "fslab-job/1"
 
 
 @dataclass(frozen=True)
@@ -35,6 +40,9 @@ class Cell:
     backend: str
     memory_bytes: int | None = None  # memory-cgroup limit for the workload
     timeout_s: float | None = None
+    # The metric reports show first, chosen by the workload at plan time and stored, so
+    # reports need no workload plug-in.
+    primary_metric: str = ""
 
     @property
     def label(self) -> str:
@@ -47,11 +55,19 @@ class Cell:
         data["mount"] = list(self.mount)
         return data
 
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> Cell:
+        fields = dict(data)
+        fields["mkfs"] = tuple(data["mkfs"])
+        fields["mount"] = tuple(data["mount"])
+        return Cell(**fields)
+
 
 @dataclass(frozen=True)
 class Run:
     cell: Cell
     repetition: int
+    sequence: int = 0  # position of the run in the study's execution order
 
     @property
     def key(self) -> str:
@@ -59,10 +75,29 @@ class Run:
 
 
 @dataclass(frozen=True)
-class Job:
-    """Runs executed on one file system instance, in this order."""
+class JobSettings:
+    """What every job of a study shares besides its runs: all plain data."""
 
+    device: dict[str, Any]  # the [device] section: {"kind": ..., its own fields}
+    drop_caches: bool = True
+    fresh: str = "run"
+    order_seed: int = 0
+    trace: bool = False  # block-layer trace of every run
+    simulate: tuple[str, ...] = ()  # device models each traced run is replayed on
+    study_dir: str = "."  # where the study file lives, for relative job-file paths
+
+
+@dataclass(frozen=True)
+class Job:
+    """Runs executed on one file-system instance, in this order, by one backend. Plain
+    data: ``to_json``/``from_json`` round-trip it, so it can run in another process or
+    on another machine (``fslab job run JOB.json --out DIR``)."""
+
+    id: str
+    backend: str
     runs: tuple[Run, ...]
+    settings: JobSettings
+    grant: Grant = field(default_factory=Grant)
     # Runs of the same pass already stored before an interruption: on resume the rest of
     # the pass runs on a new file system without them, which provenance must say.
     resumed_without: tuple[str, ...] = ()
@@ -70,6 +105,41 @@ class Job:
     @property
     def cell(self) -> Cell:
         return self.runs[0].cell
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": JOB_FORMAT,
+            "id": self.id,
+            "backend": self.backend,
+            "settings": {**asdict(self.settings), "simulate": list(self.settings.simulate)},
+            "grant": {"allowed": sorted(self.grant.allowed), "identity": self.grant.identity},
+            "runs": [{"cell": r.cell.to_json(), "repetition": r.repetition, "sequence": r.sequence}
+                     for r in self.runs],
+            "resumed_without": list(self.resumed_without),
+        }
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> Job:
+        """The inverse of ``to_json``. Raises ValueError on another format or a job with
+        no runs (a file that is not a job)."""
+        if not isinstance(data, dict) or data.get("format") != JOB_FORMAT:
+            found = data.get("format") if isinstance(data, dict) else type(data).__name__
+            raise ValueError(f"not an fslab job (format {found!r}, expected {JOB_FORMAT!r})")
+        if not data.get("runs"):
+            raise ValueError("the job has no runs")
+        settings = dict(data["settings"])
+        settings["simulate"] = tuple(settings.get("simulate", ()))
+        return Job(
+            id=str(data["id"]), backend=str(data["backend"]),
+            runs=tuple(Run(Cell.from_json(r["cell"]), int(r["repetition"]), int(r["sequence"]))
+                       for r in data["runs"]),
+            settings=JobSettings(**settings),
+            grant=Grant(frozenset(data["grant"]["allowed"]), data["grant"]["identity"]),
+            resumed_without=tuple(data.get("resumed_without", ())),
+        )
+
+    def with_runs(self, runs: tuple[Run, ...], resumed_without: tuple[str, ...]) -> Job:
+        return replace(self, runs=runs, resumed_without=resumed_without)
 
 
 @dataclass(frozen=True)
@@ -125,25 +195,13 @@ def _cell_id(payload: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()[:12]
 
 
-def backend_for(fs_type: str, requested: str) -> tuple[str | None, str | None]:
-    """(backend, skip reason). Only the host backend exists so far."""
-    entry = FILESYSTEMS.get(fs_type)
-    if entry.needs_guest:
-        return None, (
-            f"{fs_type} needs the guest backend (QEMU), which this version of fslab does not "
-            f"have yet: skipped"
-        )
-    if requested == "guest":
-        return None, "the guest backend is not available yet: skipped"
-    return "host", None
-
-
 def build_cells(spec: StudySpec, *, quick: bool, source: str = "study") -> tuple[list[Cell], list[Skip]]:
     cells: list[Cell] = []
     skipped: list[Skip] = []
     for fs_name, fs_section in spec.filesystems.items():
         fs_type = fs_section.type or fs_name
-        backend, reason = backend_for(fs_type, spec.study.backend)
+        backend, reason = choose_backend(FILESYSTEMS.get(fs_type), DEVICES.get(spec.device.kind),
+                                         fs_section.backend or spec.study.backend)
         if backend is None:
             skipped.append(Skip(fs_name, reason or "skipped"))
             continue
@@ -158,6 +216,7 @@ def build_cells(spec: StudySpec, *, quick: bool, source: str = "study") -> tuple
                                     field=f"workloads[{index}].{exc.key}") from None
                 if quick:
                     params = plugin.quick(params)
+                primary = plugin.primary_metrics(params)[0]
                 payload = {
                     "filesystem": fs_name, "fs_type": fs_type, "mkfs": fs_section.mkfs,
                     "mount": fs_section.mount, "workload": workload.name, "kind": workload.kind,
@@ -169,7 +228,7 @@ def build_cells(spec: StudySpec, *, quick: bool, source: str = "study") -> tuple
                     mkfs=tuple(fs_section.mkfs), mount=tuple(fs_section.mount),
                     workload=workload.name, workload_kind=workload.kind, params=params,
                     axes=dict(axes), backend=backend, memory_bytes=workload.memory,
-                    timeout_s=workload.timeout,
+                    timeout_s=workload.timeout, primary_metric=primary,
                 ))
     return cells, skipped
 
@@ -178,7 +237,7 @@ QUICK_REPETITIONS = 2
 
 
 def make_plan(spec: StudySpec, *, quick: bool = False, seed: int | None = None,
-              source: str = "study") -> Plan:
+              source: str = "study", study_dir: str = ".") -> Plan:
     """Expand and order a study. The seed (given, from the file, or drawn) is in the plan
     so the same order can be reproduced and a resumed study keeps it."""
     cells, skipped = build_cells(spec, quick=quick, source=source)
@@ -187,22 +246,36 @@ def make_plan(spec: StudySpec, *, quick: bool = False, seed: int | None = None,
         seed = spec.study.seed if spec.study.seed is not None else random.SystemRandom().randrange(2**31)
     rng = random.Random(seed)
     shuffle = spec.study.order == "shuffled"
-    jobs: list[Job] = []
+    device = DEVICES.get(spec.device.kind).parse(spec.device).model_dump()
+    settings = JobSettings(
+        device={"kind": spec.device.kind, **device}, drop_caches=spec.study.drop_caches,
+        fresh=spec.study.fresh, order_seed=seed, trace=spec.study.trace,
+        simulate=tuple(spec.study.simulate), study_dir=study_dir,
+    )
+    groups: list[list[tuple[Cell, int]]] = []
     for repetition in range(repetitions):
         if spec.study.fresh == "run":
             order = list(cells)
             if shuffle:
                 rng.shuffle(order)
-            jobs.extend(Job((Run(c, repetition),)) for c in order)
+            groups.extend([(c, repetition)] for c in order)
         else:
             by_fs: dict[str, list[Cell]] = {}
             for cell in cells:
                 by_fs.setdefault(cell.filesystem, []).append(cell)
-            groups = list(by_fs.values())
+            passes = list(by_fs.values())
             if shuffle:
-                rng.shuffle(groups)
-                for group in groups:
+                rng.shuffle(passes)
+                for group in passes:
                     rng.shuffle(group)
-            jobs.extend(Job(tuple(Run(c, repetition) for c in group)) for group in groups)
+            groups.extend([(c, repetition) for c in group] for group in passes)
+    jobs: list[Job] = []
+    sequence = 0
+    for index, group in enumerate(groups):
+        runs = []
+        for cell, repetition in group:
+            runs.append(Run(cell, repetition, sequence))
+            sequence += 1
+        jobs.append(Job(f"job{index:05d}", group[0][0].backend, tuple(runs), settings))
     return Plan(tuple(cells), tuple(jobs), tuple(skipped), repetitions, spec.study.order, seed,
                 spec.study.fresh, quick)

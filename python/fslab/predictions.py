@@ -20,13 +20,24 @@ from pathlib import Path
 from typing import Any
 
 from .errors import FslabError, SpecError
-from .metrics import unit_of
+from .metrics import MetricKind, declare_metrics
 from .records import Metric
 
 PREFIX = "pred_"
 # Stored per model: metric suffix -> how to take it from simulate_requests' result.
 SUFFIXES = ("requests_count", "iops", "bw_bytes_per_s", "latency_mean_ns", "latency_p50_ns",
             "latency_p99_ns", "latency_max_ns", "write_amplification_ratio")
+
+declare_metrics("device-model predictions", {
+    "requests_count": MetricKind("requests", False, "requests completed by the device"),
+    "iops": MetricKind("IO/s", True, "I/O operations per second"),
+    "bw_bytes_per_s": MetricKind("B/s", True, "bandwidth"),
+    "latency_mean_ns": MetricKind("ns", False, "mean request latency"),
+    "latency_p50_ns": MetricKind("ns", False, "median request latency"),
+    "latency_p99_ns": MetricKind("ns", False, "99th percentile request latency"),
+    "latency_max_ns": MetricKind("ns", False, "longest request latency"),
+    "write_amplification_ratio": MetricKind("B/B", False, "bytes written to the device per byte the workload wrote"),
+})
 
 
 def validate_simulate(spec: Any, source: str) -> None:
@@ -117,12 +128,12 @@ def predict_run(trace_path: Path, models: Sequence[str], params: Mapping[str, An
         except FslabError as exc:
             for suffix in SUFFIXES:
                 name = metric_name(model, suffix)
-                metrics.append(Metric(name, None, unit_of(name), f"{label}: failed: {exc}"))
+                metrics.append(Metric.of(name, None, f"{label}: failed: {exc}"))
             prov["models"][model] = {"error": str(exc)}
             continue
         for suffix, value in _values(result).items():
             name = metric_name(model, suffix)
-            metrics.append(Metric(name, None if value is None else float(value), unit_of(name), label))
+            metrics.append(Metric.of(name, value, label))
         prov["models"][model] = {"elapsed_ns": result["elapsed_ns"],
                                  "replay_wall_ns": result.get("replay_wall_ns")}
     return metrics, prov

@@ -1,33 +1,40 @@
 """The runner: turns a study file into stored results. It plans, checks that everything
-needed is present before anything is written, hands jobs to the executor in order, stores
-each record as it arrives, and resumes an interrupted study without repeating a run."""
+needed is present before anything is written, hands each job to its backend in order,
+stores each record as it arrives (moving its artifacts into place), and resumes an
+interrupted study without repeating a run. It knows no concrete backend or executor."""
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import hashlib
 import os
+import shutil
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from .backends import BACKENDS
 from .cgroups import detect_version
 from .commands import require_tool
-from .devices import DEVICES
+from .devices import DEVICES, Grant
 from .errors import FslabError, MissingCapability
-from .executor import DROP_CACHES, ExecContext, execute_job
 from .filesystems import FILESYSTEMS
+from .jobs import read_records
 from .plan import Job, Plan, make_plan
 from .provenance import host_facts
 from .records import RunRecord
 from .signals import install_handlers
-from .spec import StudySpec, load_spec
+from .spec import StudySpec
 from .store import Store
+from .study import load_spec
 from .workloads import WORKLOADS
 
 WORK_DIR_NAME = ".work"
+JOBS_DIR_NAME = ".jobs"  # each job's --out directory while it runs
+DROP_CACHES = Path("/proc/sys/vm/drop_caches")
 
 
 @dataclass(frozen=True)
@@ -67,21 +74,32 @@ def spec_hash(text: str, quick: bool) -> str:
     return hashlib.sha256((text + f"\n#quick={quick}").encode()).hexdigest()
 
 
-def preflight(spec: StudySpec, plan: Plan, allowed: frozenset[str], work_dir: Path,
-              resuming: bool = False) -> None:
-    """Everything a study needs, checked before the first mkfs. Lists every missing piece."""
+def preflight(spec: StudySpec, plan: Plan, grant: Grant, resuming: bool = False) -> dict[str, str] | None:
+    """Everything a study needs, checked before the first mkfs; lists every missing piece.
+    Returns the identity of a handed-over device (None for the others)."""
     problems: list[str] = []
-    if os.geteuid() != 0:
-        problems.append("fslab must run as root (it makes loop devices, file systems and mounts)")
-    tools = {"losetup", "mount", "umount", "blkid", "wipefs", "sync"}
+    device_kind = DEVICES.get(spec.device.kind)
+    tools = set(device_kind.tools)
+    needs_root = device_kind.needs_root or spec.study.drop_caches
     needs_cgroup = False
     for cell in plan.cells:
-        tools.add(FILESYSTEMS.get(cell.fs_type).mkfs_tool)
+        fstype = FILESYSTEMS.get(cell.fs_type)
         workload = WORKLOADS.get(cell.workload_kind)
-        tools.update(workload.tools)
-        needs_cgroup |= cell.memory_bytes is not None or "memory_limit" in workload.capabilities
-        if spec.study.trace and "traceable" not in workload.capabilities:
+        if cell.backend == "host":  # a guest brings its own tools
+            tools.update(fstype.tools)
+            tools.update(workload.tools)
+            tools.update(("mount", "umount", "sync") if fstype.needs_root else ("sync",))
+        needs_root |= fstype.needs_root
+        needs_cgroup |= cell.memory_bytes is not None or workload.capabilities.memory_limited
+        if spec.study.trace and not workload.capabilities.traceable:
             problems.append(f"workload kind {cell.workload_kind!r} cannot be traced (study.trace)")
+        if workload.capabilities.needs_block_device and not device_kind.traceable:
+            problems.append(f"workload kind {cell.workload_kind!r} needs a block device; device kind "
+                            f"{spec.device.kind!r} has none")
+    if spec.study.trace and not device_kind.traceable:
+        problems.append(f"study.trace: device kind {spec.device.kind!r} cannot be traced")
+    if needs_root and os.geteuid() != 0:
+        problems.append("fslab must run as root (it makes loop devices, file systems and mounts)")
     if needs_cgroup and detect_version() is None:
         problems.append("a workload needs a memory-limited cgroup, but no cgroup memory controller "
                         "is usable (mount the v1 memory controller or enable 'memory' in cgroup v2)")
@@ -100,14 +118,14 @@ def preflight(spec: StudySpec, plan: Plan, allowed: frozenset[str], work_dir: Pa
             problems.append(str(exc))
     if spec.study.drop_caches and not os.access(DROP_CACHES, os.W_OK):
         problems.append(f"{DROP_CACHES} is not writable (run as root, or set study.drop_caches = false)")
-    if spec.device.kind == "image" and not Path("/dev/loop-control").exists():
+    if "losetup" in device_kind.tools and not Path("/dev/loop-control").exists():
         problems.append("no loop device support (/dev/loop-control): modprobe loop")
     if problems:
         raise MissingCapability("this study cannot run here:\n  " + "\n  ".join(problems),
                                 fix="`fslab doctor` lists what is missing and how to install it")
-    kind = DEVICES.get(spec.device.kind)
-    if kind.preflight:
-        kind.preflight(spec.device, allowed, work_dir, resuming)
+    if device_kind.preflight is None:
+        return None
+    return device_kind.preflight(device_kind.parse(spec.device), grant, resuming)
 
 
 def run_study(
@@ -136,54 +154,72 @@ def run_study(
                 f"--resume: no unfinished run of {source} (quick={quick}) in {results_dir}; "
                 "run it without --resume to start it"
             )
-        plan = make_plan(spec, quick=quick, seed=previous.seed if previous else None, source=source)
-        preflight(spec, plan, allowed_devices, results_dir / WORK_DIR_NAME,
-                  resuming=previous is not None)
+        plan = make_plan(spec, quick=quick, seed=previous.seed if previous else None, source=source,
+                         study_dir=str(study_dir.resolve()))
+        identity = previous.facts.get("device_identity") if previous else None
+        grant = Grant(allowed_devices, identity)
+        identity = preflight(spec, plan, grant, resuming=previous is not None)
+        grant = Grant(allowed_devices, identity)
         if previous is not None:
             study_id = previous.id
             store.set_status(study_id, "running")
         else:
             study_id = store.create_study(
                 name=spec.study.name, source=source, spec_text=text, spec_hash=digest,
-                plan=plan, host=host_facts(),
+                plan=plan, host=host_facts(), facts={"device_identity": identity},
             )
+        jobs_dir = results_dir / JOBS_DIR_NAME / f"study-{study_id}"
+        _recover_records(store, study_id, jobs_dir)
         stored = store.stored_runs(study_id)
         todo: list[Job] = []
         for job in plan.jobs:
             remaining = tuple(r for r in job.runs if (r.cell.id, r.repetition) not in stored)
             if remaining:
                 done_before = tuple(r.key for r in job.runs if r not in remaining)
-                todo.append(Job(remaining, resumed_without=done_before))
+                todo.append(dataclasses.replace(job.with_runs(remaining, done_before), grant=grant))
         remaining_runs = sum(len(j.runs) for j in todo)
-        ctx = ExecContext(
-            device=spec.device, results_dir=results_dir,
-            artifact_root=Path("artifacts") / f"study-{study_id}",
-            work_dir=results_dir / WORK_DIR_NAME, study_dir=study_dir,
-            allowed_devices=allowed_devices, drop_caches=spec.study.drop_caches,
-            fresh=plan.fresh, order_seed=plan.seed,
-            sequence_of={run.key: i for i, run in enumerate(plan.runs)},
-            trace=spec.study.trace,
-            simulate=tuple(spec.study.simulate),
-        )
         if on_start:
             on_start(plan, study_id, remaining_runs)
         counts = {"done": 0, "failed": 0}
-
-        def emit(record: RunRecord) -> None:
-            store.add_record(study_id, record)
-            counts["done"] += 1
-            counts["failed"] += record.status != "ok"
-            if on_record:
-                label = next(r.cell for j in todo for r in j.runs if r.cell.id == record.cell_id)
-                on_record(record, f"{label.filesystem} {label.label} #{record.repetition + 1}")
+        labels = {c.id: c for c in plan.cells}
 
         install_handlers()
         try:
             for job in todo:
-                execute_job(job, ctx, emit)
+                out_dir = jobs_dir / job.id
+                shutil.rmtree(out_dir, ignore_errors=True)
+
+                def emit(record: RunRecord, out_dir: Path = out_dir) -> None:
+                    store.add_record(study_id, record, source_dir=out_dir)
+                    counts["done"] += 1
+                    counts["failed"] += record.status != "ok"
+                    if on_record:
+                        cell = labels[record.cell_id]
+                        on_record(record, f"{cell.filesystem} {cell.label} #{record.repetition + 1}")
+
+                BACKENDS.get(job.backend).execute(job, out_dir, results_dir / WORK_DIR_NAME, emit)
+                shutil.rmtree(out_dir, ignore_errors=True)
         except BaseException:
             store.set_status(study_id, "interrupted")
             raise
         store.set_status(study_id, "complete")
+        shutil.rmtree(jobs_dir, ignore_errors=True)
     return StudyOutcome(study_id, results_dir, counts["done"], counts["failed"],
                         len(stored), plan, time.monotonic() - started)
+
+
+def _recover_records(store: Store, study_id: int, jobs_dir: Path) -> int:
+    """Records a job wrote before this process died between writing and storing them:
+    store them now, so nothing measured is lost or measured again."""
+    if not jobs_dir.is_dir():
+        return 0
+    stored = store.stored_runs(study_id)
+    count = 0
+    for out_dir in sorted(p for p in jobs_dir.iterdir() if p.is_dir()):
+        for record in read_records(out_dir):
+            if (record.cell_id, record.repetition) not in stored:
+                store.add_record(study_id, record, source_dir=out_dir)
+                stored.add((record.cell_id, record.repetition))
+                count += 1
+        shutil.rmtree(out_dir, ignore_errors=True)
+    return count

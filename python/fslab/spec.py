@@ -1,26 +1,31 @@
-"""Study files: the schema (pydantic), reading TOML in one place, and errors that name the
-file, the field, what was given and what is allowed.
+"""The study file's schema (pydantic). It imports no plug-in: reading a file, checking
+each plug-in's own fields and naming the field of every error is ``study.py``'s job, and
+plug-ins (device kinds, workloads) import this module for their sections.
 
-A study file has four parts: ``[study]`` (name, repetitions, order, ...), ``[device]``,
-``[filesystems.NAME]`` (one section per file-system configuration) and ``[[workloads]]``
-(each with optional ``[workloads.axes]``). Expansion into cells lives in ``plan.py``.
+A study file has four parts: ``[study]`` (name, repetitions, order, ...), ``[device]``
+(``kind`` picks the device plug-in, which owns the other fields), ``[filesystems.NAME]``
+(one section per file-system configuration) and ``[[workloads]]`` (``kind`` picks the
+workload plug-in; optional ``[workloads.axes]``). Expansion into cells is ``plan.py``'s.
 """
 
 from __future__ import annotations
 
-import tomllib
-from importlib import resources
-from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from .errors import SpecError
 from .units import parse_duration_s, parse_size
 
+Backend = Literal["auto", "host", "guest"]
 
-class _Strict(BaseModel):
+
+class StrictSection(BaseModel):
+    """A section whose every field is declared: a misspelt key is an error."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+_Strict = StrictSection
 
 
 class StudySection(_Strict):
@@ -29,40 +34,31 @@ class StudySection(_Strict):
     repetitions: int = Field(default=3, ge=1, le=1000)
     order: Literal["shuffled", "in-order"] = "shuffled"
     seed: int | None = Field(default=None, description="order seed; drawn and recorded if absent")
-    backend: Literal["auto", "host", "guest"] = "auto"
+    backend: Backend = "auto"
     fresh: Literal["run", "repetition"] = "run"
     trace: bool = False
     simulate: list[str] = Field(default_factory=list)
     drop_caches: bool = True
 
 
-class DeviceSection(_Strict):
-    kind: Literal["image", "block"] = "image"
-    size: int = Field(default=4 << 30, description="bytes; image devices only")
-    path: str | None = Field(default=None, description="block devices: the device node")
-    image_dir: str | None = Field(default=None, description="where image files go")
-    force: bool = Field(default=False, description="block devices: allow one with a signature")
+class DeviceSection(BaseModel):
+    """``[device]``: ``kind`` names the device plug-in; its other fields are the plug-in's
+    own (its ``section`` model checks them)."""
 
-    @field_validator("size", mode="before")
-    @classmethod
-    def _size(cls, value: Any) -> int:
-        return parse_size(value)
+    model_config = ConfigDict(extra="allow", frozen=True)
 
-    @model_validator(mode="after")
-    def _check(self) -> DeviceSection:
-        if self.kind == "block" and not self.path:
-            raise ValueError("kind = 'block' needs path = '/dev/...' naming the device to use")
-        if self.kind == "image" and self.path:
-            raise ValueError("path is for kind = 'block'; an image device makes its own file")
-        if self.kind == "image" and self.size < 64 << 20:
-            raise ValueError("an image device needs at least 64MiB (btrfs and xfs refuse less)")
-        return self
+    kind: str = "image"
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
 
 
 class FilesystemSection(_Strict):
     type: str | None = Field(default=None, description="FS type when the section name is a label")
     mkfs: list[str] = Field(default_factory=list, description="extra mkfs arguments")
     mount: list[str] = Field(default_factory=list, description="mount options, e.g. ['noatime']")
+    backend: Backend | None = Field(default=None, description="overrides study.backend for this entry")
 
 
 class WorkloadSection(BaseModel):
@@ -133,79 +129,3 @@ class StudySpec(_Strict):
         if dupes:
             raise ValueError(f"workload names must be unique; repeated: {dupes}")
         return self
-
-
-def _loc_to_path(loc: tuple[Any, ...]) -> str:
-    path = ""
-    for part in loc:
-        if isinstance(part, int):
-            path += f"[{part}]"
-        elif part in ("function-after", "function-before") or str(part).startswith("function-"):
-            continue
-        else:
-            path += ("." if path else "") + str(part)
-    return path
-
-
-def _describe(error: dict[str, Any]) -> str:
-    message = str(error["msg"]).removeprefix("Value error, ")
-    if error["type"] == "extra_forbidden":
-        message = "is not a known field (check its spelling; `fslab plan --help` shows the format)"
-    elif error["type"] == "missing":
-        message = "is required but missing"
-    given = error.get("input")
-    if error["type"] not in ("missing", "extra_forbidden") and not isinstance(given, dict):
-        message += f" (given: {given!r})"
-    return message
-
-
-def parse_spec(data: dict[str, Any], source: str) -> StudySpec:
-    """Validate a parsed study file. Raises SpecError naming every invalid field."""
-    try:
-        spec = StudySpec.model_validate(data)
-    except ValidationError as exc:
-        lines = [f"{_loc_to_path(e['loc']) or '(top level)'}: {_describe(e)}" for e in exc.errors()]
-        raise SpecError(
-            "invalid study file:\n  " + "\n  ".join(lines), source=source
-        ) from None
-    # Workload parameters are validated by their plug-ins (imported late: they import us).
-    from .workloads import validate_workload
-
-    for index, workload in enumerate(spec.workloads):
-        validate_workload(workload, source=source, field=f"workloads[{index}]")
-    from .filesystems import validate_filesystems
-
-    validate_filesystems(spec, source=source)
-    from .predictions import validate_simulate
-
-    validate_simulate(spec, source=source)
-    return spec
-
-
-def preset_names() -> list[str]:
-    folder = resources.files("fslab") / "presets"
-    return sorted(p.name.removesuffix(".toml") for p in folder.iterdir() if p.name.endswith(".toml"))
-
-
-def resolve_study_path(study: str) -> tuple[str, str]:
-    """Return (source label, TOML text) for a file path or a preset name."""
-    path = Path(study)
-    if path.is_file():
-        return str(path), path.read_text()
-    preset = resources.files("fslab") / "presets" / f"{study}.toml"
-    if preset.is_file():
-        return f"preset {study}", preset.read_text()
-    raise SpecError(
-        f"no study file or preset named {study!r}; presets: {', '.join(preset_names())}",
-        source=study,
-    )
-
-
-def load_spec(study: str) -> tuple[StudySpec, str, str]:
-    """Read and validate a study file or preset. Returns (spec, source label, raw text)."""
-    source, text = resolve_study_path(study)
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise SpecError(f"not valid TOML: {exc}", source=source) from None
-    return parse_spec(data, source), source, text

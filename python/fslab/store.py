@@ -1,24 +1,35 @@
 """The results store: one SQLite file (WAL mode) per results directory, holding studies,
 cells, runs, metrics and provenance; raw outputs live as files beside it.
 
-Only RunRecords are written (``add_record``), and reports read only from here.
+Only RunRecords are written (``add_record``, which moves each run's artifacts from the
+job's output directory into ``artifacts/study-N/<run key>/``), and reports read only
+from here: each metric keeps its unit and better direction, each cell its primary
+metric, so reading needs no plug-in.
+
+Schema versions: 1 (first release); 2 adds ``studies.facts_json`` (the identity of a
+handed-over disk), ``metrics.higher_is_better`` and each cell's ``primary_metric``. A
+version-1 file is upgraded in place when opened (``_migrate_1_to_2``).
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import FslabError
-from .plan import Cell, Plan
+from .metrics import MetricKind
 from .records import RunRecord
 
+if TYPE_CHECKING:
+    from .plan import Cell, Plan
+
 DB_NAME = "fslab.sqlite"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS studies (
@@ -37,7 +48,8 @@ CREATE TABLE IF NOT EXISTS studies (
     host_json TEXT NOT NULL,
     status TEXT NOT NULL,
     created_at REAL NOT NULL,
-    finished_at REAL
+    finished_at REAL,
+    facts_json TEXT NOT NULL DEFAULT '{}'
 );
 CREATE TABLE IF NOT EXISTS cells (
     study_id INTEGER NOT NULL REFERENCES studies(id),
@@ -74,6 +86,7 @@ CREATE TABLE IF NOT EXISTS metrics (
     value REAL,
     unit TEXT NOT NULL,
     note TEXT,
+    higher_is_better INTEGER,
     PRIMARY KEY (run_id, name)
 );
 """
@@ -97,6 +110,7 @@ class StudyRow:
     created_at: float
     finished_at: float | None
     spec_text: str
+    facts: dict[str, Any]
 
 
 class Store:
@@ -109,10 +123,12 @@ class Store:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA foreign_keys=ON")
         version = self.db.execute("PRAGMA user_version").fetchone()[0]
-        if version not in (0, SCHEMA_VERSION):
+        if version > SCHEMA_VERSION:
             raise FslabError(
                 f"{self.path} was written by a newer fslab (schema {version}); upgrade fslab"
             )
+        if version == 1:
+            _migrate_1_to_2(self.db)
         self.db.executescript(SCHEMA)
         self.db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         self.db.commit()
@@ -129,16 +145,16 @@ class Store:
     # -- writing -------------------------------------------------------------------------
 
     def create_study(self, *, name: str, source: str, spec_text: str, spec_hash: str,
-                     plan: Plan, host: dict[str, Any]) -> int:
+                     plan: Plan, host: dict[str, Any], facts: dict[str, Any] | None = None) -> int:
         with self.db:
             cur = self.db.execute(
                 "INSERT INTO studies (name, source, spec_text, spec_hash, quick, run_order,"
                 " order_seed, fresh, repetitions, planned_runs, skipped_json, host_json, status,"
-                " created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                " created_at, facts_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (name, source, spec_text, spec_hash, int(plan.quick), plan.order, plan.seed,
                  plan.fresh, plan.repetitions, len(plan.runs),
                  json.dumps([{"filesystem": s.filesystem, "reason": s.reason} for s in plan.skipped]),
-                 json.dumps(host), "running", time.time()),
+                 json.dumps(host), "running", time.time(), json.dumps(facts or {})),
             )
             study_id = int(cur.lastrowid or 0)
             for position, cell in enumerate(plan.cells):
@@ -155,8 +171,12 @@ class Store:
              json.dumps(cell.axes), json.dumps(cell.to_json())),
         )
 
-    def add_record(self, study_id: int, record: RunRecord) -> int:
-        """Store one run. A run already stored is an error: fslab never measures twice."""
+    def add_record(self, study_id: int, record: RunRecord, source_dir: Path | None = None) -> int:
+        """Store one run. A run already stored is an error: fslab never measures twice.
+        With ``source_dir`` (the job's output directory), the record's artifact directory
+        is relative to it and is moved to ``artifacts/study-N/<run key>/`` first."""
+        if source_dir is not None and record.artifact_dir:
+            record = self._move_artifacts(study_id, record, source_dir)
         with self.db:
             try:
                 cur = self.db.execute(
@@ -173,10 +193,29 @@ class Store:
                 ) from None
             run_id = int(cur.lastrowid or 0)
             self.db.executemany(
-                "INSERT INTO metrics (run_id, name, value, unit, note) VALUES (?,?,?,?,?)",
-                [(run_id, m.name, m.value, m.unit, m.note) for m in record.metrics],
+                "INSERT INTO metrics (run_id, name, value, unit, note, higher_is_better)"
+                " VALUES (?,?,?,?,?,?)",
+                [(run_id, m.name, m.value, m.unit, m.note,
+                  None if m.higher_is_better is None else int(m.higher_is_better))
+                 for m in record.metrics],
             )
         return run_id
+
+    def _move_artifacts(self, study_id: int, record: RunRecord, source_dir: Path) -> RunRecord:
+        from dataclasses import replace
+
+        relative = Path("artifacts") / f"study-{study_id}" / record.run_key
+        target = self.results_dir / relative
+        source = source_dir / str(record.artifact_dir)
+        if source.resolve() != target.resolve():
+            if target.exists():  # left by a run that was interrupted before it was stored
+                shutil.rmtree(target)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if source.exists():
+                shutil.move(str(source), str(target))
+            else:
+                target.mkdir()
+        return replace(record, artifact_dir=str(relative))
 
     def set_status(self, study_id: int, status: str) -> None:
         with self.db:
@@ -194,7 +233,7 @@ class Store:
             fresh=row["fresh"], repetitions=row["repetitions"], planned_runs=row["planned_runs"],
             skipped=json.loads(row["skipped_json"]), host=json.loads(row["host_json"]),
             status=row["status"], created_at=row["created_at"], finished_at=row["finished_at"],
-            spec_text=row["spec_text"],
+            spec_text=row["spec_text"], facts=json.loads(row["facts_json"]),
         )
 
     def studies(self) -> list[StudyRow]:
@@ -245,8 +284,10 @@ class Store:
         ).fetchall()
         by_run: dict[int, dict[str, dict[str, Any]]] = {}
         for m in metric_rows:
+            better = m["higher_is_better"]
             by_run.setdefault(m["run_id"], {})[m["name"]] = {
-                "value": m["value"], "unit": m["unit"], "note": m["note"]
+                "value": m["value"], "unit": m["unit"], "note": m["note"],
+                "higher_is_better": None if better is None else bool(better),
             }
         return [
             {
@@ -258,3 +299,46 @@ class Store:
             }
             for r in rows
         ]
+
+
+def _migrate_1_to_2(db: sqlite3.Connection) -> None:
+    """Schema 1 -> 2, in one transaction: the new columns, and for old rows the better
+    direction of each metric and each cell's primary metric, from the plug-ins' own
+    declarations (the only time the store consults them)."""
+    from .metrics import UndeclaredMetric, kind_of
+    from .workloads import WORKLOADS
+
+    import fslab.predictions  # noqa: F401  (declares prediction metrics)
+    import fslab.trace.hook  # noqa: F401  (declares trace metrics)
+
+    with db:
+        db.execute("ALTER TABLE studies ADD COLUMN facts_json TEXT NOT NULL DEFAULT '{}'")
+        db.execute("ALTER TABLE metrics ADD COLUMN higher_is_better INTEGER")
+        for (name,) in db.execute("SELECT DISTINCT name FROM metrics").fetchall():
+            try:
+                better = int(kind_of(name).higher_is_better)
+            except UndeclaredMetric:
+                continue
+            db.execute("UPDATE metrics SET higher_is_better = ? WHERE name = ?", (better, name))
+        for study_id, cell_id, text in db.execute("SELECT study_id, id, cell_json FROM cells").fetchall():
+            cell = json.loads(text)
+            if cell.get("primary_metric"):
+                continue
+            try:
+                cell["primary_metric"] = WORKLOADS.get(cell["workload_kind"]).primary_metrics(cell["params"])[0]
+            except KeyError:
+                cell["primary_metric"] = ""
+            db.execute("UPDATE cells SET cell_json = ? WHERE study_id = ? AND id = ?",
+                       (json.dumps(cell), study_id, cell_id))
+        db.execute("PRAGMA user_version = 2")
+
+
+def stored_metric_kind(runs: list[dict[str, Any]], name: str) -> MetricKind:
+    """Unit and better direction of a metric as the runs stored it (no plug-in needed).
+    A metric no run has (every run failed) gets unit '?' and 'higher is better'."""
+    for run in runs:
+        metric = run["metrics"].get(name)
+        if metric is not None:
+            better = metric.get("higher_is_better")
+            return MetricKind(metric["unit"], True if better is None else better, name)
+    return MetricKind("?", True, name)

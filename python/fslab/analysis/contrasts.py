@@ -18,7 +18,6 @@ from typing import Any
 import numpy as np
 from scipy import stats as sps
 
-from ..workloads import WORKLOADS
 
 
 @dataclass(frozen=True)
@@ -74,7 +73,7 @@ def contrasts(runs: list[dict[str, Any]], cells: list[dict[str, Any]], axis: str
     values: dict[str, list[float]] = {}
     metric_of: dict[str, str] = {}
     for cell in cells:
-        metric_of[cell["id"]] = metric or WORKLOADS.get(cell["workload_kind"]).primary_metrics(cell["params"])[0]
+        metric_of[cell["id"]] = metric or cell["primary_metric"]
     for run in runs:
         if run["status"] != "ok":
             continue

@@ -3,7 +3,9 @@ is a context manager: it yields a DeviceHandle and always releases the device.""
 
 from __future__ import annotations
 
+import importlib
 import os
+import pkgutil
 import stat
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -11,6 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
+from ..commands import declare_tools
 from ..registry import Registry
 from ..spec import DeviceSection
 
@@ -31,7 +36,10 @@ class DeviceHandle:
         return (self.major << 20) | self.minor
 
     def read_stat(self) -> dict[str, int]:
-        """/sys/block/DEV/stat counters (see Documentation/block/stat.rst)."""
+        """/sys/block/DEV/stat counters (see Documentation/block/stat.rst); all zero for
+        a device with no block device behind it (the fake device)."""
+        if not self.sysfs_name:
+            return dict.fromkeys(STAT_FIELDS, 0)
         return read_block_stat(self.sysfs_name)
 
 
@@ -76,28 +84,55 @@ def queue_facts(sysfs_name: str) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
+class Grant:
+    """What the user allowed for this study's device, carried in every job: the real
+    devices confirmed with --destroy-data-on, and the identity preflight recorded of a
+    handed-over disk (so a run refuses a different disk at the same path)."""
+
+    allowed: frozenset[str] = frozenset()
+    identity: dict[str, str] | None = None
+
+
+@dataclass(frozen=True)
 class DeviceKind:
-    """A device family. ``provision(section, workdir, tag, allowed)`` yields a handle."""
+    """A device family, one module each.
+
+    ``section``: the pydantic model of its fields in ``[device]`` (besides ``kind``).
+    ``provision(section, workdir, tag, grant)``: a context manager yielding a handle and
+    always releasing the device. ``preflight(section, grant, resuming)``: once per study,
+    before any mkfs; returns the device's identity (or None) for the jobs to carry.
+    Capabilities: ``needs_root``, ``traceable`` (has a dev_t the block tracepoints see),
+    ``tools`` (executable -> Debian package).
+    """
 
     name: str
-    provision: Callable[[DeviceSection, Path, str, frozenset[str]], AbstractContextManager[DeviceHandle]]
-    # preflight(section, allowed, workdir, resuming): once per study, before any mkfs
-    preflight: Callable[[DeviceSection, frozenset[str], Path, bool], None] | None = None
-    needs_guest: bool = False
+    section: type[BaseModel]
+    provision: Callable[[Any, Path, str, Grant], AbstractContextManager[DeviceHandle]]
+    preflight: Callable[[Any, Grant, bool], dict[str, str] | None] | None = None
+    needs_root: bool = True
+    traceable: bool = True
+    tools: dict[str, str] = field(default_factory=dict)
     description: str = ""
+
+    def parse(self, section: DeviceSection | dict[str, Any]) -> Any:
+        """The typed section of this kind (raises pydantic's ValidationError)."""
+        data = section.params if isinstance(section, DeviceSection) else {
+            k: v for k, v in section.items() if k != "kind"}
+        return self.section.model_validate(data)
 
 
 DEVICES: Registry[DeviceKind] = Registry("device kind")
 
 
-def _register_builtin() -> None:
-    from . import block, image
-
-    DEVICES.register("image", DeviceKind("image", image.provision, description=image.__doc__ or ""))
-    DEVICES.register(
-        "block",
-        DeviceKind("block", block.provision, block.preflight, description=block.__doc__ or ""),
-    )
+def register_device_kind(kind: DeviceKind) -> DeviceKind:
+    declare_tools(kind.tools, f"{kind.name} devices")
+    return DEVICES.register(kind.name, kind)
 
 
-_register_builtin()
+def _discover() -> None:
+    """Every module in this package registers one device kind when imported."""
+    for info in pkgutil.iter_modules(__path__):
+        importlib.import_module(f"{__name__}.{info.name}")
+
+
+_discover()

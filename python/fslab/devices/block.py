@@ -12,11 +12,20 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
+from pydantic import Field
+
 from ..commands import run_command
 from ..errors import DeviceRefused
 from ..mounts import mount_table
-from ..spec import DeviceSection
-from . import DeviceHandle, handle_for, queue_facts
+from ..spec import StrictSection
+from . import DeviceHandle, DeviceKind, Grant, handle_for, queue_facts, register_device_kind
+
+
+class BlockSection(StrictSection):
+    """``[device]`` with ``kind = "block"``: a real device the user hands over."""
+
+    path: str = Field(description="the device node, e.g. /dev/sdb")
+    force: bool = Field(default=False, description="allow a device that carries a signature")
 
 
 def _whole_disk_and_partitions(sysfs_name: str) -> list[str]:
@@ -120,7 +129,7 @@ def check_device(path: str, *, allow_signature: bool) -> DeviceHandle:
     return handle
 
 
-def _confirmed(section: DeviceSection, allowed: frozenset[str]) -> str:
+def _confirmed(section: BlockSection, allowed: frozenset[str]) -> str:
     assert section.path is not None
     real = os.path.realpath(section.path)
     if section.path not in allowed and real not in allowed:
@@ -129,9 +138,6 @@ def _confirmed(section: DeviceSection, allowed: frozenset[str]) -> str:
             f"`fslab run ... --destroy-data-on {section.path}`"
         )
     return real
-
-
-IDENTITY_FILE = "block-device.json"
 
 
 def identity(sysfs_name: str) -> dict[str, str]:
@@ -148,22 +154,18 @@ def identity(sysfs_name: str) -> dict[str, str]:
     return facts
 
 
-def preflight(section: DeviceSection, allowed: frozenset[str], workdir: Path,
-              resuming: bool = False) -> None:
-    """Once per study, before anything is written: every check, signature included, and
-    the device's identity recorded so that every run can check it is still the same disk.
-    A resumed study finds the file system it made itself, on the disk it recorded."""
-    handle = check_device(_confirmed(section, allowed), allow_signature=section.force or resuming)
-    record = workdir / IDENTITY_FILE
-    if resuming and record.exists():
-        _same_disk(section, handle, record)
-    else:
-        workdir.mkdir(parents=True, exist_ok=True)
-        record.write_text(json.dumps(identity(handle.sysfs_name)))
+def preflight(section: BlockSection, grant: Grant, resuming: bool = False) -> dict[str, str]:
+    """Once per study, before anything is written: every check, signature included.
+    Returns the device's identity, which every job carries so that each run can check it
+    is still the same disk. A resumed study finds the file system it made itself, on the
+    disk it recorded (``grant.identity``)."""
+    handle = check_device(_confirmed(section, grant.allowed), allow_signature=section.force or resuming)
+    if resuming and grant.identity is not None:
+        _same_disk(section, handle, grant.identity)
+    return identity(handle.sysfs_name)
 
 
-def _same_disk(section: DeviceSection, handle: DeviceHandle, record: Path) -> None:
-    expected = json.loads(record.read_text())
+def _same_disk(section: BlockSection, handle: DeviceHandle, expected: dict[str, str]) -> None:
     now = identity(handle.sysfs_name)
     if now != expected:
         raise DeviceRefused(
@@ -174,15 +176,20 @@ def _same_disk(section: DeviceSection, handle: DeviceHandle, record: Path) -> No
 
 @contextlib.contextmanager
 def provision(
-    section: DeviceSection, workdir: Path, tag: str, allowed: frozenset[str] = frozenset()
+    section: BlockSection, workdir: Path, tag: str, grant: Grant = Grant()
 ) -> Iterator[DeviceHandle]:
     # The signature was checked in preflight; later runs find the file system fslab made,
     # so each run checks instead that the disk at the path is still the one recorded.
-    handle = check_device(_confirmed(section, allowed), allow_signature=True)
-    record = workdir / IDENTITY_FILE
-    if not record.exists():
-        raise DeviceRefused(f"{section.path} was not checked before this run (no {record}): "
-                            "run the study through `fslab run`")
-    _same_disk(section, handle, record)
+    handle = check_device(_confirmed(section, grant.allowed), allow_signature=True)
+    if grant.identity is None:
+        raise DeviceRefused(f"{section.path} was not checked before this job (the job carries no "
+                            "identity of the disk): run the study through `fslab run`")
+    _same_disk(section, handle, grant.identity)
     facts = {"kind": "block", "path": section.path, **queue_facts(handle.sysfs_name)}
     yield DeviceHandle(handle.path, handle.sysfs_name, handle.major, handle.minor, facts)
+
+
+register_device_kind(DeviceKind(
+    "block", BlockSection, provision, preflight,
+    tools={"blkid": "util-linux", "wipefs": "util-linux"}, description=__doc__ or "",
+))

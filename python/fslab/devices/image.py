@@ -9,12 +9,17 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from typing import Any
+
+from pydantic import ConfigDict, Field, field_validator, model_validator
+
 from ..commands import run_command
 from ..errors import CommandFailed, FslabError
 from ..mounts import filesystem_holding
 from ..signals import shielded
-from ..spec import DeviceSection
-from . import DeviceHandle, handle_for, queue_facts
+from ..spec import StrictSection
+from ..units import parse_size
+from . import DeviceHandle, DeviceKind, Grant, handle_for, queue_facts, register_device_kind
 
 IMAGE_PREFIX = "fslab-"
 IMAGE_SUFFIX = ".img"
@@ -34,9 +39,29 @@ def check_free_space(directory: Path, size: int) -> None:
         )
 
 
+class ImageSection(StrictSection):
+    """``[device]`` with ``kind = "image"``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    size: int = Field(default=4 << 30, description="bytes of the sparse image")
+    image_dir: str | None = Field(default=None, description="where image files go")
+
+    @field_validator("size", mode="before")
+    @classmethod
+    def _size(cls, value: Any) -> int:
+        return parse_size(value)
+
+    @model_validator(mode="after")
+    def _check(self) -> ImageSection:
+        if self.size < 64 << 20:
+            raise ValueError("an image device needs at least 64MiB (btrfs and xfs refuse less)")
+        return self
+
+
 @contextlib.contextmanager
 def provision(
-    section: DeviceSection, workdir: Path, tag: str, allowed: frozenset[str] = frozenset()
+    section: ImageSection, workdir: Path, tag: str, grant: Grant = Grant()
 ) -> Iterator[DeviceHandle]:
     directory = Path(section.image_dir) if section.image_dir else workdir
     directory.mkdir(parents=True, exist_ok=True)
@@ -121,3 +146,8 @@ def fslab_loop_devices() -> list[tuple[str, str]]:
         if name.startswith(IMAGE_PREFIX) and name.endswith(IMAGE_SUFFIX):
             found.append((dev["name"], backing))
     return found
+
+
+register_device_kind(DeviceKind(
+    "image", ImageSection, provision, tools={"losetup": "mount"}, description=__doc__ or "",
+))

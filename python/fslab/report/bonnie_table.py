@@ -14,6 +14,7 @@ from itertools import combinations
 from typing import Any
 
 from ..analysis.stats import CONFIDENCE, holm, welch_t
+from .sections import register_tables
 from .tables import RowData, build_table, cell_text
 from .units import fmt
 
@@ -148,3 +149,10 @@ def render_table_iv(runs: list[dict[str, Any]], cells: list[dict[str, Any]]) -> 
         return Text("no Bonnie++ runs in this study")
     parts.append(Text(LEGEND, style="dim"))
     return Group(*parts)
+
+
+def _tables(runs: list[dict[str, Any]], cells: list[dict[str, Any]]) -> list[Any]:
+    return [render_table_iv(runs, [c for c in cells if c["workload_kind"] == "bonnie"])]
+
+
+register_tables("bonnie", _tables)

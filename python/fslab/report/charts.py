@@ -18,8 +18,7 @@ matplotlib.use("Agg")  # files only, no display needed
 import matplotlib.pyplot as plt  # noqa: E402
 
 from ..analysis.stats import summarize  # noqa: E402
-from ..metrics import kind_of  # noqa: E402
-from ..workloads import WORKLOADS  # noqa: E402
+from ..store import stored_metric_kind  # noqa: E402
 from .units import display_scale  # noqa: E402
 
 
@@ -27,6 +26,7 @@ from .units import display_scale  # noqa: E402
 class Chart:
     title: str
     metric: str
+    unit: str
     cases: list[str] = field(default_factory=list)
     filesystems: list[str] = field(default_factory=list)
     values: dict[tuple[str, str], list[float]] = field(default_factory=dict)  # (fs, case)
@@ -40,13 +40,13 @@ def build_charts(runs: list[dict[str, Any]], cells: list[dict[str, Any]], by: st
                  metric: str | None = None) -> list[Chart]:
     charts: dict[tuple[str, str], Chart] = {}
     for cell in cells:
-        name = metric or WORKLOADS.get(cell["workload_kind"]).primary_metrics(cell["params"])[0]
+        name = metric or cell["primary_metric"]
         has_by = by is not None and by in cell["axes"]
         key = (cell["workload"], f"{by}={cell['axes'][by]}" if has_by else "")
         chart = charts.get(key)
         if chart is None:
             title = cell["workload"] + (f": {key[1]}" if key[1] else "")
-            chart = charts[key] = Chart(title, name)
+            chart = charts[key] = Chart(title, name, stored_metric_kind(runs, name).unit)
         case = _case_label(cell["axes"], by if has_by else None)
         if case not in chart.cases:
             chart.cases.append(case)
@@ -68,10 +68,9 @@ def build_charts(runs: list[dict[str, Any]], cells: list[dict[str, Any]], by: st
 
 def draw(chart: Chart, path_stem: Path) -> list[Path]:
     """Write the chart as PNG and SVG; returns the files written."""
-    kind = kind_of(chart.metric)
     means = {k: summarize(v) for k, v in chart.values.items() if v}
     magnitude = max((s.mean for s in means.values()), default=0.0)
-    divisor, unit_label = display_scale(kind.unit, magnitude)
+    divisor, unit_label = display_scale(chart.unit, magnitude)
     n_fs = max(len(chart.filesystems), 1)
     width = 0.8 / n_fs
     fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * len(chart.cases) * max(1, n_fs / 2)), 4.5))

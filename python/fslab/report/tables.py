@@ -8,8 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..analysis.stats import Comparison, Summary, compare_groups, summarize
-from ..metrics import kind_of
-from ..workloads import WORKLOADS
+from ..store import stored_metric_kind
 from .units import display_scale, fmt
 
 
@@ -34,9 +33,7 @@ class TableData:
 
 
 def _row_metric(cell: dict[str, Any], requested: str | None) -> str:
-    if requested:
-        return requested
-    return WORKLOADS.get(cell["workload_kind"]).primary_metrics(cell["params"])[0]
+    return requested or cell["primary_metric"]
 
 
 def build_table(runs: list[dict[str, Any]], metric: str | None = None,
@@ -51,7 +48,7 @@ def build_table(runs: list[dict[str, Any]], metric: str | None = None,
         key = (cell["workload"], _label(cell))
         if key not in rows:
             name = _row_metric(cell, metric)
-            kind = kind_of(name)
+            kind = stored_metric_kind(runs, name)
             rows[key] = RowData(_label(cell), name, kind.unit, kind.higher_is_better)
     for run in runs:
         cell = run["cell"]

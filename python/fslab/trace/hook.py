@@ -11,7 +11,22 @@ from pathlib import Path
 from typing import Any
 
 from ..devices import DeviceHandle
+from ..metrics import MetricKind, declare_metrics
 from ..records import Metric
+
+# Metrics of a traced run (fslab.analysis.traces.summary_metrics).
+declare_metrics("block trace", {
+    "size_mean_bytes": MetricKind("B", True, "mean request size on the device"),
+    "size_median_bytes": MetricKind("B", True, "median request size on the device"),
+    "size_min_bytes": MetricKind("B", True, "smallest request size on the device"),
+    "size_max_bytes": MetricKind("B", True, "largest request size on the device"),
+    "sequential_fraction": MetricKind("fraction", True, "share of requests starting where the previous one ended"),
+    "latency_mean_us": MetricKind("µs", False, "mean issue-to-complete latency"),
+    "latency_p99_us": MetricKind("µs", False, "99th percentile issue-to-complete latency"),
+    "lost_events_count": MetricKind("events", False, "trace events the kernel dropped (0 = complete trace)"),
+    "write_amplification_ratio": MetricKind("B/B", False, "bytes written to the device per byte the workload wrote"),
+    "requests_count": MetricKind("requests", False, "requests completed by the device"),
+})
 
 ARTIFACT_NAME = "trace.parquet"
 
@@ -40,7 +55,7 @@ class RunTrace:
         note = None
         if not self.result["complete"]:
             note = f"incomplete trace: {self.result['lost_events']} events lost"
-        return [Metric(name, float(v), Metric.of(name, v).unit, note) for name, v in flat.items()]
+        return [Metric.of(name, v, note) for name, v in flat.items()]
 
     def provenance(self) -> dict[str, Any]:
         if self.result is None:

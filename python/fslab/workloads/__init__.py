@@ -1,22 +1,30 @@
-"""Workloads: one module each, registered here. A workload turns a cell's parameters into
-a real tool run on a mounted file system and returns metrics with declared units.
+"""Workloads: one module each, which registers itself (``register_workload``) when this
+package imports it. A workload turns a cell's parameters into a real tool run on a
+mounted file system and returns metrics with declared units.
 
 Contract of an entry (see ``Workload``): ``validate`` normalises and checks parameters
 (raising ParamError that names the parameter), ``quick`` scales them down for smoke
 runs, ``prepare`` (optional) lays out files before counters and traces start, ``run``
-executes in a RunContext and returns a WorkloadResult, or raises FslabError (the run is
-then stored as failed, with the error and the tool's stderr kept).
+executes in a RunContext and returns a WorkloadResult, or raises an FslabError whose
+scope is the run's (WorkloadFailed, CommandFailed: the run is stored as failed, with the
+error and the tool's stderr kept). It declares, in its own module, the executables it
+runs (``tools``: name -> Debian package), the metrics it produces (``metrics``: name
+suffix -> MetricKind) and its ``capabilities``; registration checks the declarations.
 """
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from ..cgroups import MemoryLimit
+from ..commands import declare_tools
 from ..devices import DeviceHandle
 from ..errors import SpecError
+from ..metrics import MetricKind, check_declared, declare_metrics
 from ..registry import Registry
 from ..spec import WorkloadSection
 
@@ -49,14 +57,25 @@ class ParamError(ValueError):
         super().__init__(message)
 
 
+@dataclass(frozen=True)
+class WorkloadCapabilities:
+    """What preflight asks of a workload before the first mkfs."""
+
+    traceable: bool = False  # may run under a block-layer trace (study.trace)
+    memory_limited: bool = False  # always runs in a memory cgroup (needs the controller)
+    needs_block_device: bool = True  # reads the device's counters; False: runs anywhere
+
+
 class Workload(Protocol):
-    """``capabilities``: "traceable" (may run under a block trace), "memory_limit" (always
-    runs in a memory cgroup), "direct_io", "job_file", "custom_report". ``tools``: the
-    executables it runs, checked before a study starts."""
+    """``tools``: the executables it runs (name -> Debian package), checked before a study
+    starts. ``metrics``: the suffixes of the metric names it produces. ``example``: a small
+    valid parameter set (registration checks its primary metrics are declared)."""
 
     name: str
-    capabilities: frozenset[str]
-    tools: tuple[str, ...]
+    capabilities: WorkloadCapabilities
+    tools: dict[str, str]
+    metrics: dict[str, MetricKind]
+    example: dict[str, Any]
 
     def validate(self, params: dict[str, Any]) -> dict[str, Any]: ...
 
@@ -99,14 +118,20 @@ def validate_workload(section: WorkloadSection, *, source: str, field: str) -> N
                 raise SpecError(str(exc) + extra, source=source, field=where) from None
 
 
-def _register_builtin() -> None:
-    from .bonnie import BonnieWorkload
-    from .fio import FioWorkload
-    from .mobibench import MobibenchWorkload
+def register_workload(workload: Workload) -> Workload:
+    """Register a workload; its tools and metrics are declared, and its example's primary
+    metrics checked, here — an undeclared metric fails at import, not in every run."""
+    declare_tools(workload.tools, f"{workload.name} workloads")
+    declare_metrics(workload.name, workload.metrics)
+    check_declared(f"workload {workload.name!r}",
+                   workload.primary_metrics(workload.validate(dict(workload.example))))
+    return WORKLOADS.register(workload.name, workload)
 
-    WORKLOADS.register("fio", FioWorkload())
-    WORKLOADS.register("bonnie", BonnieWorkload())
-    WORKLOADS.register("mobibench", MobibenchWorkload())
+
+def _discover() -> None:
+    """Every module in this package registers its workloads when imported."""
+    for info in pkgutil.iter_modules(__path__):
+        importlib.import_module(f"{__name__}.{info.name}")
 
 
-_register_builtin()
+_discover()

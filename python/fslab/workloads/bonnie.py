@@ -35,9 +35,10 @@ from typing import Any
 
 from ..cgroups import MemoryLimit, memory_limit
 from ..commands import run_command
-from ..errors import CommandFailed, FslabError
+from ..errors import CommandFailed, WorkloadFailed
 from ..units import format_bytes, parse_duration_s, parse_size
-from . import ParamError, RunContext, WorkloadResult
+from ..metrics import MetricKind
+from . import ParamError, RunContext, WorkloadCapabilities, WorkloadResult, register_workload
 
 CSV_VERSION = "1.98"
 CSV_FIELDS = 50
@@ -127,7 +128,7 @@ def parse_latency_ns(text: str) -> int:
     """'6171us' -> 6171000. Bonnie++ picks us, ms or s by magnitude; ns is accepted too."""
     match = _LATENCY_RE.match(text.strip())
     if not match:
-        raise FslabError(f"bonnie++ latency {text!r} is not a number with unit ns, us, ms or s")
+        raise WorkloadFailed(f"bonnie++ latency {text!r} is not a number with unit ns, us, ms or s")
     return round(float(match.group(1)) * _LATENCY_NS[match.group(2)])
 
 
@@ -135,16 +136,16 @@ def _number(text: str, what: str) -> float:
     try:
         return float(text)
     except ValueError:
-        raise FslabError(f"bonnie++ CSV field {what} is {text!r}, not a number") from None
+        raise WorkloadFailed(f"bonnie++ CSV field {what} is {text!r}, not a number") from None
 
 
 def parse_csv_line(line: str) -> ParsedLine:
-    """Parse one CSV line of format 1.98. Raises FslabError on any other shape."""
+    """Parse one CSV line of format 1.98. Raises WorkloadFailed on any other shape."""
     fields = line.strip().split(",")
     if fields[0] != CSV_VERSION:
-        raise FslabError(f"bonnie++ CSV format {fields[0]!r}; fslab reads format {CSV_VERSION}")
+        raise WorkloadFailed(f"bonnie++ CSV format {fields[0]!r}; fslab reads format {CSV_VERSION}")
     if len(fields) != CSV_FIELDS:
-        raise FslabError(f"bonnie++ CSV line has {len(fields)} fields, format {CSV_VERSION} has {CSV_FIELDS}")
+        raise WorkloadFailed(f"bonnie++ CSV line has {len(fields)} fields, format {CSV_VERSION} has {CSV_FIELDS}")
     out = ParsedLine(info={name: fields[i] for i, name in _INFO_FIELDS.items() if fields[i]})
     for phase in PHASES:
         rate, cpu, latency = fields[phase.rate_field], fields[phase.cpu_field], fields[phase.latency_field]
@@ -169,10 +170,10 @@ def parse_csv_output(stdout: str) -> ParsedLine:
     """The one result line of ``bonnie++ -q`` (other lines, if any, are ignored)."""
     lines = [ln for ln in stdout.splitlines() if ln.startswith(CSV_VERSION + ",")]
     if not lines:
-        raise FslabError("bonnie++ printed no CSV result line"
+        raise WorkloadFailed("bonnie++ printed no CSV result line"
                          + (f": {stdout.strip()[-300:]}" if stdout.strip() else ""))
     if len(lines) > 1:
-        raise FslabError(f"bonnie++ printed {len(lines)} result lines; fslab runs one test per run")
+        raise WorkloadFailed(f"bonnie++ printed {len(lines)} result lines; fslab runs one test per run")
     return parse_csv_line(lines[0])
 
 
@@ -240,8 +241,15 @@ OPTIONS_HELP = {
 
 class BonnieWorkload:
     name = "bonnie"
-    capabilities = frozenset({"direct_io", "traceable", "memory_limit", "custom_report"})
-    tools = ("bonnie++",)
+    capabilities = WorkloadCapabilities(traceable=True, memory_limited=True)
+    tools = {"bonnie++": "bonnie++"}
+    metrics = {
+        "bytes_per_s": MetricKind("B/s", True, "throughput"),
+        "per_s": MetricKind("ops/s", True, "operations per second"),
+        "cpu_pct": MetricKind("%", False, "CPU used"),
+        "max_latency_ns": MetricKind("ns", False, "longest latency of one operation (Bonnie++'s latency)"),
+    }
+    example: dict[str, Any] = {}
 
     def validate(self, params: dict[str, Any]) -> dict[str, Any]:
         unknown = sorted(set(params) - set(OPTIONS_HELP))
@@ -316,12 +324,6 @@ class BonnieWorkload:
             # Generous: 20 MB/s for each of four passes over the file, plus the create tests.
             return 4 * size / 20e6 + 3600
         return 3600.0
-
-    def report_tables(self, runs: list[dict[str, Any]], cells: list[dict[str, Any]]) -> list[Any]:
-        """Table IV of seed 000 (per-char and block MB/s per file system), for the CLI."""
-        from ..report.bonnie_table import render_table_iv
-
-        return [render_table_iv(runs, cells)]
 
     def prepare(self, params: dict[str, Any], ctx: RunContext) -> None:
         """Probe the device and choose sizes before counters and traces start (the probe
@@ -439,7 +441,7 @@ def _choose_sizes(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
     given_limit = ctx.memory.limit_bytes if ctx.memory else None
     ram = params.get("ram", "auto")
     if given_limit is not None and ram != "auto" and ram != given_limit:
-        raise FslabError(f"bonnie ram = {format_bytes(ram)} differs from the workload's memory = "
+        raise WorkloadFailed(f"bonnie ram = {format_bytes(ram)} differs from the workload's memory = "
                          f"{format_bytes(given_limit)}; give only one (both set the cache size)")
     needs_probe = "auto" in (params.get("size", "auto"), params.get("char_size", "auto"),
                              params.get("files", "auto"), params.get("seeks", "auto"))
@@ -457,7 +459,7 @@ def _choose_sizes(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
         # The created files share the device with the big file: keep a third of it free.
         room = (free * 2 // 3) // (64 * MIB) * 64 * MIB
         if room < 128 * MIB:
-            raise FslabError(f"only {format_bytes(free)} free on the device: too little for Bonnie++ "
+            raise WorkloadFailed(f"only {format_bytes(free)} free on the device: too little for Bonnie++ "
                              "(raise device.size)")
         if size > room:
             warnings.append(f"size {format_bytes(size)} would time every phase but only "
@@ -469,7 +471,7 @@ def _choose_sizes(params: dict[str, Any], ctx: RunContext) -> dict[str, Any]:
         if params.get("size", "auto") == "auto":
             size = 2 * ram
         else:
-            raise FslabError(f"bonnie size {format_bytes(size)} is below twice the memory limit "
+            raise WorkloadFailed(f"bonnie size {format_bytes(size)} is below twice the memory limit "
                              f"{format_bytes(ram)}: Bonnie++ refuses it, and the page cache would hold the file")
 
     char = params.get("char_size", "auto")
@@ -620,3 +622,6 @@ def _probe_files(directory: Path, budget_s: float, cap: int = 20000) -> dict[str
     delete_rate = len(order) / max(time.monotonic() - start, 1e-6)
     directory.rmdir()
     return {"create_per_s": create_rate, "stat_per_s": stat_rate, "delete_per_s": delete_rate}
+
+
+register_workload(BonnieWorkload())

@@ -2,7 +2,7 @@
 JSON output, parsed into per-direction IOPS, bandwidth and latency metrics.
 
 fio failing, hanging past its timeout or printing something that is not JSON raises
-FslabError; the runner stores that run as failed with fio's stderr beside it.
+WorkloadFailed; the runner stores that run as failed with fio's stderr beside it.
 """
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from ..commands import run_command, tool_version
-from ..errors import CommandFailed, FslabError
+from ..errors import CommandFailed, WorkloadFailed
 from ..units import parse_duration_s, parse_size
-from . import ParamError, RunContext, WorkloadResult
+from ..metrics import MetricKind
+from . import ParamError, RunContext, WorkloadCapabilities, WorkloadResult, register_workload
 
 RW_CHOICES = ("read", "write", "rw", "readwrite", "randread", "randwrite", "randrw",
               "trim", "randtrim", "trimwrite")
@@ -50,10 +51,29 @@ def _size_or_range(key: str, value: Any) -> str:
     return "-".join(str(s) for s in sizes)
 
 
+METRICS: dict[str, MetricKind] = {
+    "iops": MetricKind("IO/s", True, "I/O operations per second"),
+    "bw_bytes_per_s": MetricKind("B/s", True, "bandwidth"),
+    "lat_mean_ns": MetricKind("ns", False, "mean total latency"),
+    "clat_mean_ns": MetricKind("ns", False, "mean completion latency"),
+    "clat_p50_ns": MetricKind("ns", False, "median completion latency"),
+    "clat_p99_ns": MetricKind("ns", False, "99th percentile completion latency"),
+    "clat_p99_9_ns": MetricKind("ns", False, "99.9th percentile completion latency"),
+    "io_bytes": MetricKind("B", True, "bytes transferred"),
+    "runtime_ms": MetricKind("ms", False, "time the workload ran"),
+    "sync_lat_mean_ns": MetricKind("ns", False, "mean fsync latency"),
+    "sync_lat_p99_ns": MetricKind("ns", False, "99th percentile fsync latency"),
+    "cpu_user_pct": MetricKind("%", False, "user CPU"),
+    "cpu_sys_pct": MetricKind("%", False, "system CPU"),
+}
+
+
 class FioWorkload:
     name = "fio"
-    capabilities = frozenset({"direct_io", "traceable", "job_file"})
-    tools = ("fio",)
+    capabilities = WorkloadCapabilities(traceable=True)
+    tools = {"fio": "fio"}
+    metrics = METRICS
+    example: dict[str, Any] = {"rw": "randread", "bs": "4k", "size": "64M"}
 
     def validate(self, params: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -151,13 +171,13 @@ class FioWorkload:
         if not source.is_absolute():
             source = ctx.study_dir / source
         if not source.is_file():
-            raise FslabError(f"job_file {params['job_file']!r} not found (looked at {source})")
+            raise WorkloadFailed(f"job_file {params['job_file']!r} not found (looked at {source})")
         shutil.copyfile(source, job_path)
         for number, line in enumerate(job_path.read_text().splitlines(), 1):
             key, sep, value = line.partition("=")
             problem = _outside_mount(key.strip(), value.strip()) if sep else None
             if problem:
-                raise FslabError(f"job_file {source} line {number}: {key.strip()}: {problem}")
+                raise WorkloadFailed(f"job_file {source} line {number}: {key.strip()}: {problem}")
         return job_path, [f"--directory={ctx.workdir}"]
 
     def prepare(self, params: dict[str, Any], ctx: RunContext) -> None:
@@ -244,13 +264,13 @@ def parse_json_output(text: str, stderr: str = "") -> dict[str, Any]:
     """fio's JSON report; fio may print warnings before it, which are skipped."""
     start = text.find("{")
     if start < 0:
-        raise FslabError(
+        raise WorkloadFailed(
             "fio printed no JSON report" + (f"; its stderr says: {stderr.strip()[-500:]}" if stderr.strip() else "")
         )
     try:
         return json.loads(text[start:])
     except json.JSONDecodeError as exc:
-        raise FslabError(f"fio's output is not valid JSON ({exc}); raw output kept in fio.json") from None
+        raise WorkloadFailed(f"fio's output is not valid JSON ({exc}); raw output kept in fio.json") from None
 
 
 def _percentile(clat: dict[str, Any], point: str) -> float | None:
@@ -284,10 +304,10 @@ def metrics_from_report(report: dict[str, Any]) -> tuple[dict[str, float], float
     latencies are given per direction for one section, per section when there are more."""
     jobs = report.get("jobs") or []
     if not jobs:
-        raise FslabError("fio's report has no jobs")
+        raise WorkloadFailed("fio's report has no jobs")
     for job in jobs:
         if job.get("error"):
-            raise FslabError(f"fio job {job.get('jobname')!r} failed with error {job['error']}")
+            raise WorkloadFailed(f"fio job {job.get('jobname')!r} failed with error {job['error']}")
     metrics: dict[str, float] = {}
     total_iops = 0.0
     total_bw = 0.0
@@ -319,3 +339,6 @@ def metrics_from_report(report: dict[str, Any]) -> tuple[dict[str, float], float
         metrics["cpu_sys_pct"] = float(jobs[0].get("sys_cpu", 0.0))
     runtime_ms = max(float(job.get("job_runtime", 0)) for job in jobs)
     return metrics, runtime_ms / 1000.0
+
+
+register_workload(FioWorkload())

@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..units import parse_duration_s, parse_size
-from . import ParamError, RunContext, WorkloadResult
-from .fio import FioWorkload
+from . import ParamError, RunContext, WorkloadCapabilities, WorkloadResult, register_workload
+from .fio import METRICS, FioWorkload
 
 SYNC_MODES = ("none", "fsync", "fdatasync", "osync", "direct")
 DEFAULTS: dict[str, Any] = {"file_size": 1 << 30, "bs": 4096, "sync": "none", "sync_every": 1,
@@ -26,8 +26,10 @@ FILE_NAME = "mobibench.dat"
 
 class MobibenchWorkload:
     name = "mobibench"
-    capabilities = frozenset({"direct_io", "traceable"})
-    tools = ("fio",)
+    capabilities = WorkloadCapabilities(traceable=True)
+    tools = {"fio": "fio"}
+    metrics = METRICS  # it is a fio job
+    example: dict[str, Any] = {}
 
     def __init__(self) -> None:
         self._fio = FioWorkload()
@@ -102,3 +104,6 @@ class MobibenchWorkload:
         result.info["mobibench"] = {"sync": params["sync"], "sync_every": params["sync_every"],
                                     "file_size": params["file_size"], "bs": params["bs"]}
         return result
+
+
+register_workload(MobibenchWorkload())

@@ -1,0 +1,5 @@
+"""``python -m fslab``: the same command as ``fslab``."""
+
+from .cli import main
+
+main()

@@ -1,0 +1,67 @@
+"""Backends: where a job executes. One module each, registering itself; the runner asks
+the registry and never imports a concrete backend.
+
+Contract of an entry (``Backend``): ``unavailable()`` says why it cannot run here (None
+when it can); ``supports(fs, device)`` says why it cannot run that file system on that
+device kind (None when it can); ``execute(job, out_dir, work_dir, on_record)`` runs one
+job through the job entry (``fslab job run``: records in ``out_dir/records.jsonl``,
+artifacts beside them) and hands each record to ``on_record`` as it is read back.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..registry import Registry
+
+if TYPE_CHECKING:
+    from ..plan import Job
+    from ..records import RunRecord
+
+# `auto` tries these in order: the host kernel where it can, a guest where it cannot.
+PREFERENCE = ("host", "guest")
+
+
+class Backend(Protocol):
+    name: str
+
+    def unavailable(self) -> str | None: ...
+
+    def supports(self, fs: Any, device: Any) -> str | None: ...
+
+    def execute(self, job: Job, out_dir: Path, work_dir: Path,
+                on_record: Callable[[RunRecord], None]) -> None: ...
+
+
+BACKENDS: Registry[Backend] = Registry("backend")
+
+
+def choose_backend(fs: Any, device: Any, requested: str) -> tuple[str | None, str | None]:
+    """(backend name, None) or (None, why the file system is skipped). ``requested`` is
+    ``host``, ``guest`` or ``auto`` (the first of PREFERENCE that can)."""
+    names = PREFERENCE if requested == "auto" else (requested,)
+    reasons = []
+    for name in names:
+        if name not in BACKENDS:
+            reasons.append(f"the {name} backend is not part of this fslab yet")
+            continue
+        backend = BACKENDS.get(name)
+        why = backend.unavailable() or backend.supports(fs, device)
+        if why is None:
+            return name, None
+        reasons.append(f"{name}: {why}")
+    if fs.needs_guest and "guest" not in BACKENDS:
+        return None, f"{fs.name} needs the guest backend (QEMU), which this fslab does not have yet: skipped"
+    return None, "; ".join(reasons) + ": skipped"
+
+
+def _discover() -> None:
+    for info in pkgutil.iter_modules(__path__):
+        importlib.import_module(f"{__name__}.{info.name}")
+
+
+_discover()

@@ -1,0 +1,51 @@
+"""A fake device: a directory (on tmpfs by default), no block device behind it. With the
+``null`` file system and the ``null`` workload it lets fslab's orchestration — plan, job,
+records, store, report — run and be tested without root, as fio's null engine tests fio.
+Its device counters are all zero and it cannot be traced; it measures nothing real."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+from pydantic import Field
+
+from ..spec import StrictSection
+from . import DeviceHandle, DeviceKind, Grant, register_device_kind
+
+
+class FakeSection(StrictSection):
+    """``[device]`` with ``kind = "fake"``."""
+
+    directory: str | None = Field(default=None, description="where the fake device's directory "
+                                  "goes (default: /dev/shm when writable, else the work dir)")
+
+
+def _base(section: FakeSection, workdir: Path) -> Path:
+    if section.directory:
+        return Path(section.directory)
+    shm = Path("/dev/shm")
+    return shm if shm.is_dir() and _writable(shm) else workdir
+
+
+def _writable(path: Path) -> bool:
+    import os
+
+    return os.access(path, os.W_OK | os.X_OK)
+
+
+@contextlib.contextmanager
+def provision(section: FakeSection, workdir: Path, tag: str, grant: Grant = Grant()) -> Iterator[DeviceHandle]:
+    root = _base(section, workdir) / f"fslab-fake-{tag}"
+    root.mkdir(parents=True)
+    try:
+        yield DeviceHandle(str(root), "", 0, 0, {"kind": "fake", "directory": str(root)})
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+register_device_kind(DeviceKind(
+    "fake", FakeSection, provision, needs_root=False, traceable=False, description=__doc__ or "",
+))

@@ -1,0 +1,116 @@
+"""Reading a study file: TOML parsed in one place, the schema checked (``spec.py``), then
+each plug-in's own fields (device kind, file systems, workloads, device models), every
+error naming the file, the field, what was given and what is allowed."""
+
+from __future__ import annotations
+
+import tomllib
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from .errors import SpecError
+from .spec import StudySpec
+
+
+def _loc_to_path(loc: tuple[Any, ...]) -> str:
+    path = ""
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        elif part in ("function-after", "function-before") or str(part).startswith("function-"):
+            continue
+        else:
+            path += ("." if path else "") + str(part)
+    return path
+
+
+def _describe(error: dict[str, Any]) -> str:
+    message = str(error["msg"]).removeprefix("Value error, ")
+    if error["type"] == "extra_forbidden":
+        message = "is not a known field (check its spelling; `fslab plan --help` shows the format)"
+    elif error["type"] == "missing":
+        message = "is required but missing"
+    given = error.get("input")
+    if error["type"] not in ("missing", "extra_forbidden") and not isinstance(given, dict):
+        message += f" (given: {given!r})"
+    return message
+
+
+def validation_lines(exc: ValidationError, prefix: str = "") -> list[str]:
+    """One line per invalid field, each with its path in the study file."""
+    lines = []
+    for e in exc.errors():
+        path = ".".join(p for p in (prefix, _loc_to_path(e["loc"])) if p)
+        lines.append(f"{path or '(top level)'}: {_describe(e)}")
+    return lines
+
+
+def _invalid(lines: list[str], source: str) -> SpecError:
+    return SpecError("invalid study file:\n  " + "\n  ".join(lines), source=source)
+
+
+def _validate_device(spec: StudySpec, source: str) -> None:
+    from .devices import DEVICES
+
+    if spec.device.kind not in DEVICES:
+        raise SpecError(f"unknown device kind {spec.device.kind!r}; known: {', '.join(DEVICES.names())}",
+                        source=source, field="device.kind")
+    try:
+        DEVICES.get(spec.device.kind).parse(spec.device)
+    except ValidationError as exc:
+        raise _invalid(validation_lines(exc, "device"), source) from None
+
+
+def parse_spec(data: dict[str, Any], source: str) -> StudySpec:
+    """Validate a parsed study file. Raises SpecError naming every invalid field."""
+    try:
+        spec = StudySpec.model_validate(data)
+    except ValidationError as exc:
+        raise _invalid(validation_lines(exc), source) from None
+    _validate_device(spec, source)
+    from .workloads import validate_workload
+
+    for index, workload in enumerate(spec.workloads):
+        validate_workload(workload, source=source, field=f"workloads[{index}]")
+    from .filesystems import validate_filesystems
+
+    validate_filesystems(spec, source=source)
+    from .predictions import validate_simulate
+
+    validate_simulate(spec, source=source)
+    return spec
+
+
+def preset_names() -> list[str]:
+    folder = resources.files("fslab") / "presets"
+    return sorted(p.name.removesuffix(".toml") for p in folder.iterdir() if p.name.endswith(".toml"))
+
+
+def resolve_study_path(study: str) -> tuple[str, str]:
+    """Return (source label, TOML text) for a file path or a preset name."""
+    path = Path(study)
+    if path.is_file():
+        try:
+            return str(path), path.read_text()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise SpecError(f"cannot read the study file: {exc}", source=str(path)) from None
+    preset = resources.files("fslab") / "presets" / f"{study}.toml"
+    if preset.is_file():
+        return f"preset {study}", preset.read_text()
+    raise SpecError(
+        f"no study file or preset named {study!r}; presets: {', '.join(preset_names())}",
+        source=study,
+    )
+
+
+def load_spec(study: str) -> tuple[StudySpec, str, str]:
+    """Read and validate a study file or preset. Returns (spec, source label, raw text)."""
+    source, text = resolve_study_path(study)
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"not valid TOML: {exc}", source=source) from None
+    return parse_spec(data, source), source, text

@@ -1,0 +1,73 @@
+"""The null workload: no tool, no real I/O measurement. It writes and reads back ``ops``
+small files in its directory and reports a value the study chooses, so fslab's
+orchestration (plan, job, records, store, report, resume) can be tested without root and
+without fio — as fio's null engine tests fio. It can also fail (``fail = true``) or take
+its time (``sleep``) on purpose, for tests of failures, timeouts and signals."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from ..errors import WorkloadFailed
+from ..metrics import MetricKind
+from . import ParamError, RunContext, WorkloadCapabilities, WorkloadResult, register_workload
+
+DEFAULTS: dict[str, Any] = {"ops": 10, "value": 1.0, "sleep": 0.0, "fail": False}
+
+
+class NullWorkload:
+    name = "null"
+    capabilities = WorkloadCapabilities(traceable=False, needs_block_device=False)
+    tools: dict[str, str] = {}
+    metrics = {
+        "ops_count": MetricKind("ops", True, "operations the null workload completed"),
+        "null_value": MetricKind("1", True, "the value the study asked the null workload to report"),
+    }
+    example: dict[str, Any] = {}
+
+    def validate(self, params: dict[str, Any]) -> dict[str, Any]:
+        unknown = sorted(set(params) - set(DEFAULTS))
+        if unknown:
+            raise ParamError(unknown[0], f"is not a null-workload parameter; known: {', '.join(DEFAULTS)}")
+        out = {**DEFAULTS, **params}
+        if isinstance(out["ops"], bool) or not isinstance(out["ops"], int) or out["ops"] < 0:
+            raise ParamError("ops", f"must be a whole number >= 0 (given: {out['ops']!r})")
+        for key in ("value", "sleep"):
+            if isinstance(out[key], bool) or not isinstance(out[key], (int, float)):
+                raise ParamError(key, f"must be a number (given: {out[key]!r})")
+        if out["sleep"] < 0:
+            raise ParamError("sleep", "must be >= 0 seconds")
+        if not isinstance(out["fail"], bool):
+            raise ParamError("fail", "must be true or false")
+        return out
+
+    def quick(self, params: dict[str, Any]) -> dict[str, Any]:
+        return {**params, "sleep": min(params["sleep"], 0.1)}
+
+    def primary_metrics(self, params: dict[str, Any]) -> list[str]:
+        return ["null_value", "ops_count"]
+
+    def tool_versions(self) -> dict[str, str | None]:
+        return {}
+
+    def run(self, params: dict[str, Any], ctx: RunContext) -> WorkloadResult:
+        started = time.monotonic()
+        deadline = started + (ctx.timeout_s if ctx.timeout_s is not None else float("inf"))
+        while time.monotonic() < started + params["sleep"]:
+            if time.monotonic() > deadline:
+                raise WorkloadFailed(f"the null workload hit its timeout of {ctx.timeout_s} s")
+            time.sleep(min(0.05, params["sleep"]))
+        if params["fail"]:
+            raise WorkloadFailed("the null workload failed, as its parameters asked (fail = true)")
+        for i in range(params["ops"]):
+            path = ctx.workdir / f"op-{i}"
+            path.write_bytes(b"fslab")
+            if path.read_bytes() != b"fslab":
+                raise WorkloadFailed(f"read back something else than was written to {path}")
+        (ctx.artifact_dir / "null.txt").write_text(f"ops={params['ops']} value={params['value']}\n")
+        return WorkloadResult({"ops_count": float(params["ops"]), "null_value": float(params["value"])},
+                              time.monotonic() - started)
+
+
+register_workload(NullWorkload())

@@ -1,0 +1,257 @@
+"""The job seam: a job is plain data that survives a JSON round trip; `fslab job run`
+executes one in its own process and writes one record per run as each ends; the runner
+stores only records, whichever way the host backend runs the job. These tests use the
+fake device, the null file system and the null workload, so they need no root."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from fslab.backends.host import HostBackend
+from fslab.jobs import load_job, read_records, run_job, write_job
+from fslab.plan import Job, make_plan
+from fslab.records import RunRecord
+from fslab.runner import run_study
+from fslab.store import Store
+from fslab.study import parse_spec
+
+NULL_STUDY = """
+[study]
+name = "null study"
+repetitions = {reps}
+order = "shuffled"
+seed = 7
+fresh = "{fresh}"
+drop_caches = false
+
+[device]
+kind = "fake"
+directory = "{fake}"
+
+[filesystems.null]
+[filesystems.null-noatime]
+type = "null"
+mount = ["noatime"]
+
+[[workloads]]
+kind = "null"
+name = "value"
+ops = 3
+[workloads.axes]
+value = [1.0, 2.0]
+
+[[workloads]]
+kind = "null"
+name = "slow"
+sleep = {sleep}
+"""
+
+
+def write_study(tmp_path: Path, reps: int = 2, fresh: str = "run", sleep: float = 0.0) -> Path:
+    fake = tmp_path / "fake"
+    fake.mkdir(exist_ok=True)
+    path = tmp_path / "null.toml"
+    path.write_text(NULL_STUDY.format(reps=reps, fresh=fresh, sleep=sleep, fake=fake))
+    return path
+
+
+def null_plan(tmp_path: Path, **kw):
+    import tomllib
+
+    spec = parse_spec(tomllib.loads(write_study(tmp_path, **kw).read_text()), "null.toml")
+    return make_plan(spec, source="null.toml", study_dir=str(tmp_path))
+
+
+def test_job_round_trips_through_json(tmp_path):
+    plan = null_plan(tmp_path, fresh="repetition")
+    assert len(plan.jobs) == 4 and all(len(j.runs) == 3 for j in plan.jobs)
+    for job in plan.jobs:
+        text = json.dumps(job.to_json())
+        again = Job.from_json(json.loads(text))
+        assert again == job
+        assert again.to_json() == job.to_json()
+    # Sequence numbers are the study's execution order, carried by each run.
+    assert [r.sequence for r in plan.runs] == list(range(len(plan.runs)))
+
+
+def test_not_a_job_is_refused_with_its_file_name(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": "something-else/9", "runs": []}')
+    with pytest.raises(Exception, match=r"bad.json.*not a valid fslab job.*something-else/9"):
+        load_job(bad)
+    bad.write_text("{not json")
+    with pytest.raises(Exception, match=r"bad.json.*cannot read the job"):
+        load_job(bad)
+
+
+def test_record_round_trips_through_json(tmp_path):
+    plan = null_plan(tmp_path)
+    records: list[RunRecord] = []
+    run_job(plan.jobs[0], tmp_path / "out", tmp_path / "work", records.append)
+    (record,) = records
+    assert RunRecord.from_json(json.loads(json.dumps(record.to_json()))) == record
+    assert record.status == "ok" and record.artifact_dir == f"runs/{record.run_key}"
+    assert (tmp_path / "out" / record.artifact_dir / "null.txt").exists()
+    names = {m.name: m for m in record.metrics}
+    assert names["null_value"].unit == "1" and names["null_value"].higher_is_better is True
+    assert names["wall_s"].higher_is_better is False
+
+
+def test_fslab_job_run_writes_records_as_runs_end(tmp_path):
+    """The command a guest or a remote worker calls: own process, records.jsonl, artifacts."""
+    plan = null_plan(tmp_path, fresh="repetition")
+    job = plan.jobs[0]
+    write_job(job, tmp_path / "job.json")
+    done = subprocess.run([sys.executable, "-m", "fslab", "job", "run", str(tmp_path / "job.json"),
+                           "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    records = list(read_records(tmp_path / "out"))
+    assert [(r.cell_id, r.repetition, r.sequence) for r in records] == [
+        (r.cell.id, r.repetition, r.sequence) for r in job.runs]
+    assert all(r.status == "ok" for r in records)
+    assert "3 runs ok, 0 failed" in done.stderr
+
+
+def test_plan_writes_every_job_as_json(tmp_path):
+    study = write_study(tmp_path)
+    done = subprocess.run([sys.executable, "-m", "fslab", "plan", str(study), "--jobs", str(tmp_path / "jobs")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    files = sorted((tmp_path / "jobs").glob("*.json"))
+    jobs = [load_job(f) for f in files]
+    assert len(jobs) == 12 and sorted(r.sequence for j in jobs for r in j.runs) == list(range(12))
+
+
+def test_killed_job_keeps_the_records_it_finished(tmp_path):
+    """SIGKILL mid-job: the finished runs' records are complete lines; nothing is half-read."""
+    plan = null_plan(tmp_path, fresh="repetition", sleep=30.0)
+    job = next(j for j in plan.jobs if j.runs[-1].cell.workload == "slow")
+    write_job(job, tmp_path / "job.json")
+    proc = subprocess.Popen([sys.executable, "-m", "fslab", "job", "run", str(tmp_path / "job.json"),
+                             "--out", str(tmp_path / "out")], stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while len(list(read_records(tmp_path / "out"))) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.kill()
+    proc.wait()
+    records = list(read_records(tmp_path / "out"))
+    assert [r.cell_id for r in records] == [r.cell.id for r in job.runs[:2]]
+
+
+@pytest.mark.parametrize("isolate", [False, True], ids=["in-process", "job-process"])
+def test_study_runs_through_the_json_seam(tmp_path, isolate, monkeypatch):
+    """plan -> job (JSON) -> records -> store -> report, with the host backend running each
+    job in this process or as `fslab job run`; artifacts end up under the results dir."""
+    monkeypatch.setenv("FSLAB_JOB_PROCESS", "1" if isolate else "0")
+    results = tmp_path / "results"
+    outcome = run_study(str(write_study(tmp_path)), results_dir=results)
+    assert outcome.runs_done == 12 and outcome.runs_failed == 0
+    with Store(results) as store:
+        study = store.study()
+        runs = store.runs(study.id)
+    assert study.status == "complete" and len(runs) == 12
+    for run in runs:
+        assert run["artifact_dir"] == f"artifacts/study-{study.id}/{run['cell']['id']}-r{run['repetition']}"
+        assert (results / run["artifact_dir"] / "null.txt").exists()
+        assert run["provenance"]["job"].startswith("job")
+    values = {(r["cell"]["filesystem"], r["cell"]["axes"].get("value")): r["metrics"]["null_value"]["value"]
+              for r in runs if r["cell"]["workload"] == "value"}
+    assert values == {(fs, v): v for fs in ("null", "null-noatime") for v in (1.0, 2.0)}
+    assert not (results / ".jobs" / f"study-{study.id}").exists()  # job dirs are removed once stored
+    from fslab.report.tables import build_table
+
+    table = build_table(runs, None, [r["cell"] for r in runs])
+    row = next(r for r in table.rows if "value=2.0" in r.label)
+    assert row.metric == "null_value" and row.unit == "1" and row.summaries["null"].mean == 2.0
+
+
+def test_job_process_is_stopped_by_sigterm_and_keeps_finished_runs(tmp_path):
+    """SIGTERM to the runner while a job runs in its own process: the job is told to stop,
+    the runs it finished are stored, and the study is interrupted, resumable."""
+    study = write_study(tmp_path, reps=1, sleep=60.0, fresh="repetition")
+    results = tmp_path / "results"
+    env = {**os.environ, "FSLAB_JOB_PROCESS": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "fslab", "run", str(study), "-r", str(results), "-q"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        if (results / "fslab.sqlite").exists():
+            with Store(results) as store:
+                if store.studies() and len(store.stored_runs(store.study().id)) >= 2:
+                    break
+        time.sleep(0.1)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    with Store(results) as store:
+        study_row = store.study()
+        stored = store.stored_runs(study_row.id)
+    assert study_row.status == "interrupted" and len(stored) >= 2
+    assert "--resume" in err
+    leftover = [p for p in (tmp_path / "fake").iterdir()]
+    assert leftover == [], leftover  # the fake device of the stopped job was released
+
+
+def test_job_runs_in_a_thread_that_is_not_the_main_thread(tmp_path):
+    """A distributed worker runs jobs in a thread: no signal handler may be needed there."""
+    plan = null_plan(tmp_path)
+    errors: list[BaseException] = []
+    records: list[RunRecord] = []
+
+    def work() -> None:
+        try:
+            HostBackend(isolate=False).execute(plan.jobs[0], tmp_path / "out", tmp_path / "work", records.append)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join(60)
+    assert errors == [] and len(records) == 1 and records[0].status == "ok"
+
+
+def test_failed_run_and_resume_without_root_tools(tmp_path):
+    """A workload that fails becomes a failed record; the others are stored."""
+    study = write_study(tmp_path, reps=1)
+    study.write_text(study.read_text().replace('name = "slow"', 'name = "slow"\nfail = true'))
+    outcome = run_study(str(study), results_dir=tmp_path / "results")
+    assert outcome.runs_done == 6 and outcome.runs_failed == 2
+    with Store(tmp_path / "results") as store:
+        runs = store.runs(store.study().id)
+    failed = [r for r in runs if r["status"] != "ok"]
+    assert {r["cell"]["workload"] for r in failed} == {"slow"}
+    assert all("as its parameters asked" in r["error"] for r in failed)
+
+
+def test_non_root_user_runs_a_fake_study(tmp_path):
+    """The non-root tier is real: the same study runs as an unprivileged user."""
+    setpriv = shutil.which("setpriv")
+    if os.geteuid() != 0 or setpriv is None:
+        pytest.skip("needs root (to become another user) and setpriv")
+    tmp_path.chmod(0o777)
+    for parent in tmp_path.parents:
+        if not os.access(parent, os.X_OK, effective_ids=False):
+            pytest.skip(f"{parent} is not searchable by other users")
+    study = write_study(tmp_path, reps=1)
+    (tmp_path / "fake").chmod(0o777)
+    study.chmod(0o644)
+    done = subprocess.run([setpriv, "--reuid=65534", "--regid=65534", "--clear-groups",
+                           sys.executable, "-m", "fslab", "run", str(study), "-r", str(tmp_path / "results"), "-q"],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                          env={**os.environ, "HOME": str(tmp_path)})
+    if "Permission denied" in done.stderr and "site-packages" in done.stderr:
+        pytest.skip("the Python environment is not readable by other users")
+    assert done.returncode == 0, done.stderr
+    with Store(tmp_path / "results") as store:
+        assert len(store.stored_runs(store.study().id)) == 6
