@@ -13,9 +13,8 @@ from pathlib import Path
 import pytest
 
 from fslab.devices import DeviceHandle
-from fslab.devices.image import provision
+from fslab.devices.image import ImageSection, provision
 from fslab.filesystems import FILESYSTEMS, mkfs, mounted
-from fslab.devices.image import ImageSection
 
 
 def _device_support_missing() -> str | None:

@@ -4,7 +4,6 @@ import json
 import subprocess
 import sys
 
-
 FSLAB = [sys.executable, "-m", "fslab.cli"]
 
 

@@ -12,8 +12,8 @@ from fslab.errors import SpecError
 from fslab.plan import make_plan
 from fslab.report.charts import bars_in_svg, write_charts
 from fslab.runner import run_study
-from fslab.study import load_spec, parse_spec
 from fslab.store import Store
+from fslab.study import load_spec, parse_spec
 
 
 def test_seed_002_expands_to_50_cells_per_filesystem():

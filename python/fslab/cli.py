@@ -10,7 +10,6 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
-
 from rich.markup import escape
 
 from .errors import FslabError

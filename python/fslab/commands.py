@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from .errors import CommandFailed, MissingCapability
 
+
 @dataclass(frozen=True)
 class Tool:
     """An executable some part of fslab runs, the Debian package that provides it, and

@@ -19,7 +19,6 @@ import numpy as np
 from scipy import stats as sps
 
 
-
 @dataclass(frozen=True)
 class RatioCI:
     ratio: float

@@ -93,6 +93,9 @@ class Grant:
     identity: dict[str, str] | None = None
 
 
+NO_GRANT = Grant()  # nothing confirmed, no identity: image and fake devices need none
+
+
 @dataclass(frozen=True)
 class DeviceKind:
     """A device family, one module each.

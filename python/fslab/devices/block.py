@@ -18,7 +18,7 @@ from ..commands import run_command
 from ..errors import DeviceRefused
 from ..mounts import mount_table
 from ..spec import StrictSection
-from . import DeviceHandle, DeviceKind, Grant, handle_for, queue_facts, register_device_kind
+from . import NO_GRANT, DeviceHandle, DeviceKind, Grant, handle_for, queue_facts, register_device_kind
 
 
 class BlockSection(StrictSection):
@@ -176,7 +176,7 @@ def _same_disk(section: BlockSection, handle: DeviceHandle, expected: dict[str, 
 
 @contextlib.contextmanager
 def provision(
-    section: BlockSection, workdir: Path, tag: str, grant: Grant = Grant()
+    section: BlockSection, workdir: Path, tag: str, grant: Grant = NO_GRANT
 ) -> Iterator[DeviceHandle]:
     # The signature was checked in preflight; later runs find the file system fslab made,
     # so each run checks instead that the disk at the path is still the one recorded.

@@ -13,7 +13,7 @@ from pathlib import Path
 from pydantic import Field
 
 from ..spec import StrictSection
-from . import DeviceHandle, DeviceKind, Grant, register_device_kind
+from . import NO_GRANT, DeviceHandle, DeviceKind, Grant, register_device_kind
 
 
 class FakeSection(StrictSection):
@@ -37,7 +37,7 @@ def _writable(path: Path) -> bool:
 
 
 @contextlib.contextmanager
-def provision(section: FakeSection, workdir: Path, tag: str, grant: Grant = Grant()) -> Iterator[DeviceHandle]:
+def provision(section: FakeSection, workdir: Path, tag: str, grant: Grant = NO_GRANT) -> Iterator[DeviceHandle]:
     root = _base(section, workdir) / f"fslab-fake-{tag}"
     root.mkdir(parents=True)
     try:

@@ -8,7 +8,6 @@ import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
-
 from typing import Any
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
@@ -19,7 +18,7 @@ from ..mounts import filesystem_holding
 from ..signals import shielded
 from ..spec import StrictSection
 from ..units import parse_size
-from . import DeviceHandle, DeviceKind, Grant, handle_for, queue_facts, register_device_kind
+from . import NO_GRANT, DeviceHandle, DeviceKind, Grant, handle_for, queue_facts, register_device_kind
 
 IMAGE_PREFIX = "fslab-"
 IMAGE_SUFFIX = ".img"
@@ -61,7 +60,7 @@ class ImageSection(StrictSection):
 
 @contextlib.contextmanager
 def provision(
-    section: ImageSection, workdir: Path, tag: str, grant: Grant = Grant()
+    section: ImageSection, workdir: Path, tag: str, grant: Grant = NO_GRANT
 ) -> Iterator[DeviceHandle]:
     directory = Path(section.image_dir) if section.image_dir else workdir
     directory.mkdir(parents=True, exist_ok=True)

@@ -36,8 +36,8 @@ from typing import Any
 from ..cgroups import MemoryLimit, memory_limit
 from ..commands import run_command
 from ..errors import CommandFailed, WorkloadFailed
-from ..units import format_bytes, parse_duration_s, parse_size
 from ..metrics import MetricKind
+from ..units import format_bytes, parse_duration_s, parse_size
 from . import ParamError, RunContext, WorkloadCapabilities, WorkloadResult, register_workload
 
 CSV_VERSION = "1.98"

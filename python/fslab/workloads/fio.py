@@ -16,8 +16,8 @@ from typing import Any
 
 from ..commands import run_command, tool_version
 from ..errors import CommandFailed, WorkloadFailed
-from ..units import parse_duration_s, parse_size
 from ..metrics import MetricKind
+from ..units import parse_duration_s, parse_size
 from . import ParamError, RunContext, WorkloadCapabilities, WorkloadResult, register_workload
 
 RW_CHOICES = ("read", "write", "rw", "readwrite", "randread", "randwrite", "randrw",
