@@ -67,7 +67,7 @@ def test_trace_counts_equal_block_stat(tracing: Path, mounted_fs, fs: str, metho
     for d in ("read", "write"):
         assert r["sectors"][d] == after[f"{d}_sectors"] - before[f"{d}_sectors"], d
     assert r["requests"]["write"] > 1000 and r["requests"]["read"] > 0
-    assert r["latency_us"]["write"]["count"] > 0
+    assert r["latency_ns"]["write"]["count"] > 0
     assert {t["task"] for t in r["by_task"]} >= {"fio", "dd"}
     out = tmp_path / "t.parquet"
     write_parquet(trace, out)

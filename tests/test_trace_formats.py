@@ -76,7 +76,7 @@ def test_blk_tracer_text() -> None:
     assert r["sectors"]["write"] == 40 and r["sectors"]["read"] == 256
     assert r["flags"]["fua"] == 1 and r["flags"]["preflush"] == 1
     assert trace.columns["dev"][0] == (8 << 20) | 16
-    assert r["latency_us"]["read"]["p50"] == pytest.approx(300.0)
+    assert r["latency_ns"]["read"]["p50"] == pytest.approx(300_000)
     assert r["lost_events"] is None  # text from elsewhere: unknown, not zero
 
 
@@ -119,7 +119,7 @@ def test_sequential_fraction_and_sizes_on_a_synthetic_trace() -> None:
     r = analyze(Trace.from_lists(rows, [], {"lost_events": 0}))
     assert r["sequential_fraction"]["write"] == pytest.approx(3 / 4)
     assert r["size_bytes"]["write"]["min"] == 4096 and r["size_bytes"]["write"]["max"] == 8192
-    assert r["latency_us"]["write"]["mean"] == pytest.approx(0.5)
+    assert r["latency_ns"]["write"]["mean"] == pytest.approx(500)
     assert r["seek_distance_sectors"]["write"]["max"] == 968
 
 
@@ -141,7 +141,7 @@ def test_native_summary_agrees_with_numpy(name: str) -> None:
             {k: fast[key][k] for k in fast[key]} == slow[key] or _approx_equal(fast[key], slow[key]), key
     for d in ("read", "write"):
         for k in ("mean", "p50", "p99"):
-            assert fast["latency_us"][d][k] == pytest.approx(slow["latency_us"][d][k])
+            assert fast["latency_ns"][d][k] == pytest.approx(slow["latency_ns"][d][k])
     assert sorted(t["task"] for t in fast["by_task"]) == sorted(t["task"] for t in slow["by_task"])
 
 

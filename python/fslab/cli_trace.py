@@ -42,7 +42,7 @@ def print_summary(label: str, r: dict[str, Any]) -> None:
     t = Table(title_justify="left")
     for col in ("", "read", "write"):
         t.add_column(col, justify="right")
-    rq, sz, lat = r["requests"], r["size_bytes"], r["latency_us"]
+    rq, sz, lat = r["requests"], r["size_bytes"], r["latency_ns"]
     t.add_row("requests", _fmt(rq["read"], "req"), _fmt(rq["write"], "req"))
     t.add_row("sectors", _fmt(r["sectors"]["read"], "sect"), _fmt(r["sectors"]["write"], "sect"))
     for key in ("min", "median", "mean", "max", "p90", "p99"):
@@ -51,7 +51,8 @@ def print_summary(label: str, r: dict[str, Any]) -> None:
     t.add_row("sequential", *(_fmt(None if r["sequential_fraction"][d] is None
                                    else 100 * r["sequential_fraction"][d], "%") for d in ("read", "write")))
     for key in ("mean", "p50", "p99"):
-        t.add_row(f"latency {key}", *(_fmt(lat[d][key], "µs") for d in ("read", "write")))
+        t.add_row(f"latency {key}", *(_fmt(None if lat[d][key] is None else lat[d][key] / 1000, "µs")
+                                      for d in ("read", "write")))
     console.print(t)
     console.print(f"flush {rq['flush']:,} req, discard {rq['discard']:,} req; flags on completed "
                   f"requests: " + ", ".join(f"{k} {v:,} req" for k, v in r["flags"].items()))

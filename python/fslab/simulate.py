@@ -163,21 +163,22 @@ def model_capacity(params: Mapping[str, Any]) -> int:
 # --------------------------------------------------------------------------- requests
 
 
+_OP_LETTERS = {0: "R", 1: "W", 2: "F", 3: "D"}  # fslab's op codes (trace.formats) -> model ops
+
+
 def _op_from_text(text: str, where: str) -> tuple[str, bool]:
-    """Op letter and FUA flag from ``R``/``read``/``W``/``D``/``F`` or a blktrace rwbs string."""
+    """Op letter and FUA flag from ``R``/``read``/``W``/``D``/``F`` or a blktrace rwbs
+    string (decoded by fslab's one rwbs decoder)."""
+    from .trace.formats import FLAG_BITS, decode_rwbs
+
     t = text.strip()
-    low = t.lower()
     named = {"read": "R", "write": "W", "discard": "D", "trim": "D", "flush": "F"}
-    if low in named:
-        return named[low], False
-    upper = t.upper()
-    for i, ch in enumerate(upper):
-        if ch in "RWD":
-            # rwbs: a leading F is a preflush, an F after the op letter is FUA.
-            return ch, "F" in upper[i + 1:]
-    if upper.startswith("F"):
-        return "F", False
-    raise SpecError(f"unknown op {text!r}; use R, W, D (discard), F (flush) or an rwbs string", field=where)
+    if t.lower() in named:
+        return named[t.lower()], False
+    op, flags = decode_rwbs(t.upper())
+    if op not in _OP_LETTERS:
+        raise SpecError(f"unknown op {text!r}; use R, W, D (discard), F (flush) or an rwbs string", field=where)
+    return _OP_LETTERS[op], bool(flags & FLAG_BITS["fua"])
 
 
 def read_csv(path: Path) -> Requests:
@@ -199,14 +200,51 @@ def read_csv(path: Path) -> Requests:
     return reqs
 
 
+def requests_from_trace(trace: Any, dev: int | None = None) -> Requests:
+    """The issue events of one device of an fslab Trace, as model requests (ops the
+    models do not know, fslab's ``other``, are left out)."""
+    import numpy as np
+
+    from .trace.formats import EV_ISSUE, FLAG_BITS, SECTOR_BYTES
+
+    c = trace.columns
+    devs = np.unique(c["dev"][c["event"] == EV_ISSUE])
+    if dev is None and len(devs) > 1:
+        raise SpecError("the trace holds several devices; choose one", field="dev")
+    keep = (c["event"] == EV_ISSUE) & np.isin(c["op"], list(_OP_LETTERS))
+    if dev is not None:
+        keep &= c["dev"] == dev
+    reqs = Requests()
+    reqs.time_ns = c["time_ns"][keep].astype(np.int64).tolist()
+    reqs.op = bytearray(ord(_OP_LETTERS[int(o)]) for o in c["op"][keep])
+    reqs.sector = c["sector"][keep].astype(np.int64).tolist()
+    reqs.nbytes = (c["nr_sector"][keep].astype(np.int64) * SECTOR_BYTES).tolist()
+    reqs.fua = bytearray(((c["flags"][keep] & FLAG_BITS["fua"]) != 0).astype(np.uint8).tobytes())
+    return reqs
+
+
 def read_parquet(path: Path, dev: int | None = None) -> Requests:
-    """fslab's trace Parquet (time_ns, event, dev, sector, bytes, op, flags, pid, comm), or a
-    foreign one with a ``time`` column: the issue events of one device become requests.
-    Times are in nanoseconds; integer ``flags`` use fslab's bits (FUA = 2); ops the models
-    do not know (fslab's ``other``) are left out."""
+    """Requests from a Parquet trace: fslab's own (read by fslab's one trace reader,
+    trace.formats.read_parquet) or a foreign one with ``time``/``time_ns``, ``sector``,
+    ``bytes`` and ``op`` or ``rwbs`` columns. Times are in nanoseconds."""
     import pyarrow.parquet as pq
 
-    from .trace.formats import FLAG_BITS
+    from .trace.formats import METADATA_KEY
+    from .trace.formats import read_parquet as read_trace
+
+    schema = pq.read_schema(path)
+    if METADATA_KEY in (schema.metadata or {}) or {"time_ns", "event", "op", "bytes"} <= set(schema.names):
+        try:
+            return requests_from_trace(read_trace(path), dev)
+        except SpecError as exc:
+            raise SpecError(str(exc).split(": ", 1)[-1], source=str(path), field=exc.field) from None
+    return _read_foreign_parquet(path, dev)
+
+
+def _read_foreign_parquet(path: Path, dev: int | None) -> Requests:
+    """A request list from another tool's Parquet: one row per request (issue events
+    only where an ``event`` column says so)."""
+    import pyarrow.parquet as pq
 
     table = pq.read_table(path)
     cols = set(table.column_names)
@@ -223,23 +261,20 @@ def read_parquet(path: Path, dev: int | None = None) -> Requests:
     ops = data.get("op") or data.get("rwbs")
     flags = data.get("flags", [None] * n)
     reqs = Requests()
-    t0 = None
     for i in range(n):
         # Only issues stand for requests (insert/queue events would count them twice).
         if events[i] is not None and any(k in str(events[i]) for k in ("complete", "insert", "queue")):
             continue
-        if ops[i] == "other":
-            continue
         if dev is not None and devs[i] != dev:
             continue
-        op, fua = _op_from_text(str(ops[i]), f"row {i}")
-        if isinstance(flags[i], int):
-            fua = fua or bool(flags[i] & FLAG_BITS["fua"])
-        elif flags[i] is not None:
-            fua = fua or "fua" in str(flags[i]).lower() or str(flags[i]).upper().startswith("F")
+        try:
+            op, fua = _op_from_text(str(ops[i]), f"row {i}")
+        except SpecError:
+            continue  # ops the models do not know
+        if flags[i] is not None:  # a text flag column: "FUA", or rwbs-like flags
+            fua = fua or "fua" in str(flags[i]).lower()
         t = data[time_col][i]
         t = int(t.timestamp() * 1e9) if hasattr(t, "timestamp") else int(t)
-        t0 = t if t0 is None else t0
         reqs.append(t, op, int(data["sector"][i] or 0), int(data["bytes"][i] or 0), fua)
     return reqs
 

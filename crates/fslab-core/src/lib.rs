@@ -13,6 +13,7 @@ pub mod params;
 pub mod replay;
 pub mod request;
 pub mod rng;
+pub mod stats;
 pub mod synthetic;
 pub mod trace;
 #[cfg(test)]

@@ -172,13 +172,13 @@ pub fn replay(model: &mut dyn DeviceModel, reqs: &[Request], mode: Mode) -> Resu
     })
 }
 
-/// Nearest-rank percentile, `p` on a 0–100 scale, of sorted values.
+/// The p-th percentile (0–100) of sorted values: fslab's one definition, the nearest
+/// rank (crate::stats). 0 for no values.
 pub fn percentile(sorted: &[Ns], p: f64) -> Ns {
     if sorted.is_empty() {
         return 0;
     }
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
+    sorted[(crate::stats::nearest_rank(sorted.len() as u64, p) - 1) as usize]
 }
 
 impl ReplayOutcome {

@@ -74,7 +74,8 @@ def _dist(values: np.ndarray) -> dict[str, float | int | None]:
     if len(values) == 0:
         return {"count": 0, "min": None, "median": None, "mean": None, "max": None,
                 "p90": None, "p99": None}
-    p50, p90, p99 = np.percentile(values, [50, 90, 99])
+    # fslab's one percentile definition, the nearest rank (as the Rust core's stats.rs).
+    p50, p90, p99 = np.percentile(values, [50, 90, 99], method="inverted_cdf")
     return {"count": int(len(values)), "min": float(values.min()), "median": float(p50),
             "mean": float(values.mean()), "max": float(values.max()),
             "p90": float(p90), "p99": float(p99)}
@@ -99,7 +100,7 @@ def data_requests(trace: Trace) -> np.ndarray:
 def analyze(trace: Trace, *, workload_bytes_written: float | None = None,
             with_cdf: bool = False, top_tasks: int = 10, native: bool = True) -> dict[str, Any]:
     """All metrics of one trace as plain data (JSON-ready). Units are in the key names or
-    stated: sizes in bytes, latency in microseconds, seek distance in sectors.
+    stated: sizes in bytes, latency in nanoseconds, seek distance in sectors.
     The native core does the per-event pass in one go; numpy is the fallback (and the
     cross-check in the tests)."""
     if native:
@@ -157,14 +158,14 @@ def analyze(trace: Trace, *, workload_bytes_written: float | None = None,
         out["size_cdf"] = cdfs
     latency = {}
     for name, code in DIRECTIONS.items():
-        v = lat[(lat >= 0) & (op == code)] / 1000.0
+        v = lat[(lat >= 0) & (op == code)]
         if len(v):
-            p50, p99 = np.percentile(v, [50, 99])
+            p50, p99 = np.percentile(v, [50, 99], method="inverted_cdf")
             latency[name] = {"count": int(len(v)), "mean": float(v.mean()), "p50": float(p50),
                              "p99": float(p99), "max": float(v.max())}
         else:
             latency[name] = {"count": 0, "mean": None, "p50": None, "p99": None, "max": None}
-    out["latency_us"] = latency
+    out["latency_ns"] = latency
     written = out["sectors"]["write"] * SECTOR_BYTES
     out["device_bytes_written"] = written
     out["write_amplification"] = (written / workload_bytes_written
@@ -211,8 +212,8 @@ def _analyze_native(trace: Trace, core: Any, workload_bytes_written: float | Non
             seek[name]["forward_fraction"] = d["forward"] / d["transitions"]
         ln = d["latency_ns"]
         if ln["count"]:
-            lat[name] = {"count": ln["count"], "mean": ln["mean"] / 1000, "p50": ln["pct"][0] / 1000,
-                         "p99": ln["pct"][2] / 1000, "max": ln["max"] / 1000}
+            lat[name] = {"count": ln["count"], "mean": ln["mean"], "p50": ln["pct"][0],
+                         "p99": ln["pct"][2], "max": ln["max"]}
         else:
             lat[name] = {"count": 0, "mean": None, "p50": None, "p99": None, "max": None}
         if with_cdf:
@@ -223,7 +224,7 @@ def _analyze_native(trace: Trace, core: Any, workload_bytes_written: float | Non
     out.update({"size_bytes": sizes, "sequential_fraction": seq, "seek_distance_sectors": seek})
     if with_cdf:
         out["size_cdf"] = cdfs
-    out["latency_us"] = lat
+    out["latency_ns"] = lat
     written = out["sectors"]["write"] * SECTOR_BYTES
     out["device_bytes_written"] = written
     out["write_amplification"] = written / workload_bytes_written if workload_bytes_written else None
@@ -266,10 +267,10 @@ def summary_metrics(result: dict[str, Any]) -> dict[str, float]:
             out[f"trace_{d}_size_min_bytes"] = s["min"]
         if result["sequential_fraction"][d] is not None:
             out[f"trace_{d}_sequential_fraction"] = result["sequential_fraction"][d]
-        lat = result["latency_us"][d]
+        lat = result["latency_ns"][d]
         if lat["count"]:
-            out[f"trace_{d}_latency_mean_us"] = lat["mean"]
-            out[f"trace_{d}_latency_p99_us"] = lat["p99"]
+            out[f"trace_{d}_latency_mean_ns"] = lat["mean"]
+            out[f"trace_{d}_latency_p99_ns"] = lat["p99"]
     out["trace_lost_events_count"] = result["lost_events"] or 0
     if result.get("write_amplification") is not None:
         out["trace_write_amplification_ratio"] = result["write_amplification"]

@@ -8,6 +8,7 @@ under the key ``fslab.trace`` (JSON: source, device, lost events, completeness, 
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterable
@@ -73,23 +74,15 @@ class Trace:
         return cls(cols, list(raw["comm_names"]), meta)
 
 
+@functools.lru_cache(maxsize=256)
 def decode_rwbs(rwbs: str) -> tuple[int, int]:
-    """(op, flags) from the kernel's rwbs string: [F]op[F][A][S][M] (blk_fill_rwbs)."""
-    flags = 0
-    i = 0
-    if len(rwbs) > 1 and rwbs[0] == "F" and rwbs[1] in "WRDFN":
-        flags |= FLAG_BITS["preflush"]
-        i = 1
-    op = {"R": OP_READ, "W": OP_WRITE, "F": OP_FLUSH, "D": OP_DISCARD}.get(rwbs[i:i + 1], OP_OTHER)
-    i += 1
-    if op == OP_DISCARD and rwbs[i:i + 1] == "E":
-        flags |= FLAG_BITS["secure"]
-        i += 1
-    for c in rwbs[i:]:
-        flags |= {"F": 2, "A": 4, "S": 8, "M": 16}.get(c, 0)
-    if op == OP_OTHER and flags & FLAG_BITS["preflush"]:
-        op = OP_FLUSH  # blktrace's userspace prints a pure flush as "FN"
-    return op, flags
+    """(op, flags) from the kernel's rwbs string: [F]op[F][A][S][M] (blk_fill_rwbs), or
+    blktrace's "FN" for a pure flush. The one decoder is the Rust core's (the raw-page
+    reader uses it too); a trace has a handful of distinct strings, hence the cache."""
+    from .. import _core
+
+    op, flags = _core.trace_decode_rwbs(rwbs)
+    return int(op), int(flags)
 
 
 # ---------------------------------------------------------------- Parquet

@@ -36,7 +36,9 @@ pub const FL_META: u8 = 16;
 pub const FL_SECURE: u8 = 32;
 
 /// Decode the kernel's rwbs string (blk_fill_rwbs: [F]op[F][A][S][M]) into (op, flags).
-/// Bytes after the first NUL are ignored: the kernel leaves garbage there.
+/// Bytes after the first NUL are ignored: the kernel leaves garbage there. blktrace's
+/// userspace prints a pure flush as "FN": a preflush with no op is a flush. This is
+/// fslab's one rwbs decoder; Python calls it through the bindings.
 pub fn decode_rwbs(rwbs: &[u8]) -> (u8, u8) {
     let end = rwbs.iter().position(|&b| b == 0).unwrap_or(rwbs.len());
     let s = &rwbs[..end];
@@ -46,7 +48,7 @@ pub fn decode_rwbs(rwbs: &[u8]) -> (u8, u8) {
         flags |= FL_PREFLUSH;
         i = 1;
     }
-    let op = match s.get(i) {
+    let mut op = match s.get(i) {
         Some(b'R') => OP_READ,
         Some(b'W') => OP_WRITE,
         Some(b'F') => OP_FLUSH,
@@ -67,6 +69,9 @@ pub fn decode_rwbs(rwbs: &[u8]) -> (u8, u8) {
             _ => 0,
         };
     }
+    if op == OP_OTHER && flags & FL_PREFLUSH != 0 {
+        op = OP_FLUSH;
+    }
     (op, flags)
 }
 
@@ -82,6 +87,9 @@ mod tests {
         assert_eq!(decode_rwbs(b"FWFSM"), (OP_WRITE, FL_PREFLUSH | FL_FUA | FL_SYNC | FL_META));
         assert_eq!(decode_rwbs(b"RA"), (OP_READ, FL_AHEAD));
         assert_eq!(decode_rwbs(b"DE"), (OP_DISCARD, FL_SECURE));
+        assert_eq!(decode_rwbs(b"FN"), (OP_FLUSH, FL_PREFLUSH));
+        assert_eq!(decode_rwbs(b"N"), (OP_OTHER, 0));
+        assert_eq!(decode_rwbs(b""), (OP_OTHER, 0));
         assert_eq!(decode_rwbs(b"N"), (OP_OTHER, 0));
     }
 }

@@ -116,6 +116,12 @@ fn view<'a, T: Element + Copy>(buf: &'a PyBuffer<T>, name: &str) -> PyResult<&'a
 }
 
 /// Issue-to-complete latency (ns, -1 if unmatched) and counted-request flag per event.
+/// (op, flags) of one rwbs string: fslab's one decoder (crate::trace::decode_rwbs).
+#[pyfunction]
+fn trace_decode_rwbs(rwbs: &str) -> (u8, u8) {
+    super::decode_rwbs(rwbs.as_bytes())
+}
+
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 fn trace_match_requests(
@@ -199,6 +205,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyRawTraceCapture>()?;
     m.add_function(wrap_pyfunction!(trace_parse_raw_pages, m)?)?;
     m.add_function(wrap_pyfunction!(trace_match_requests, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_decode_rwbs, m)?)?;
     m.add_function(wrap_pyfunction!(trace_summarize, m)?)?;
     Ok(())
 }

@@ -53,12 +53,10 @@ pub struct Dist {
     pub pct: Vec<f64>,
 }
 
+/// The p-th percentile (fslab's one definition: crate::stats::nearest_rank) of `n`
+/// values, given `at(i)`: the value of 0-based rank i in sorted order.
 fn pct_sorted_by<F: Fn(u64) -> f64>(n: u64, p: f64, at: F) -> f64 {
-    let h = (n - 1) as f64 * p / 100.0;
-    let lo = h.floor() as u64;
-    let hi = h.ceil() as u64;
-    let (a, b) = (at(lo), at(hi));
-    a + (b - a) * (h - lo as f64)
+    at(crate::stats::nearest_rank(n, p) - 1)
 }
 
 /// Summary of values given as a histogram (value -> count).
@@ -93,16 +91,8 @@ pub fn dist_from_values(v: &mut [u64], pcts: &[f64]) -> Dist {
     let max = *v.iter().max().unwrap() as f64;
     let mut pct = Vec::new();
     for &p in pcts {
-        let h = (n - 1) as f64 * p / 100.0;
-        let lo = h.floor() as usize;
-        let a = *v.select_nth_unstable(lo).1 as f64;
-        let b = if (h.ceil() as usize) != lo {
-            // the next rank is the minimum of the part above lo
-            *v[lo + 1..].iter().min().unwrap() as f64
-        } else {
-            a
-        };
-        pct.push(a + (b - a) * (h - lo as f64));
+        let rank = (crate::stats::nearest_rank(n, p) - 1) as usize;
+        pct.push(*v.select_nth_unstable(rank).1 as f64);
     }
     Dist { count: n, min, max, mean: sum / n as f64, pct }
 }
