@@ -32,7 +32,7 @@ $(VENV)/.installed: pyproject.toml $(RUST_SOURCES)
 demo: setup
 	$(BIN)/fslab run quickstart
 
-test: setup
+test: setup lint
 	cd crates/fslab-core && cargo test -q
 	$(BIN)/pytest -q
 

@@ -39,11 +39,11 @@ def main() -> None:
         synth = {**stream, "count": COUNT, "span": 4 << 30, "seed": 1}
         params = model_params("sata-mlc-ssd", {"capacity": "4GiB", **overrides})
 
-        def model_rate() -> float:
+        def model_rate(params: dict = params, synth: dict = synth) -> float:
             r = _core.simulate_synthetic(params, synth, 32, False, False)
             return r["requests"] / (r["replay_wall_ns"] / 1e9)
 
-        def reference_rate() -> float:
+        def reference_rate(synth: dict = synth) -> float:
             # Twice, keeping the faster: the first call after a model run also pays for
             # faulting in fresh pages for its output array, which is not loop speed.
             rates = []

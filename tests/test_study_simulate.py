@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from fslab.errors import SpecError
 from fslab.analysis.traces import match_requests
+from fslab.errors import SpecError
 from fslab.metrics import unit_of
-from fslab.trace.formats import EV_COMPLETE, OP_FLUSH, read_parquet
 from fslab.predictions import SUFFIXES, replay_queue_depth, split_name
 from fslab.study import parse_spec
+from fslab.trace.formats import EV_COMPLETE, OP_FLUSH, read_parquet
 
 MODELS = ["hdd-7200", "sata-mlc-ssd"]
 

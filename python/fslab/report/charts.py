@@ -85,7 +85,8 @@ def draw(chart: Chart, path_stem: Path) -> list[Path]:
             height = summary.mean / divisor
             # An interval reaching below zero is drawn to zero: no rate is negative.
             yerr = [[min(err, height)], [err]]
-            bars = ax.bar(j - 0.4 + width * (i + 0.5), height, width, yerr=yerr, capsize=2, color=f"C{i}", label=fs if j == 0 else None)
+            bars = ax.bar(j - 0.4 + width * (i + 0.5), height, width, yerr=yerr, capsize=2, color=f"C{i}",
+                          label=fs if j == 0 else None)
             bars.patches[0].set_gid(f"bar|{fs}|{case}")
     ax.set_xticks(range(len(chart.cases)))
     ax.set_xticklabels([c.replace(", ", "\n") for c in chart.cases], fontsize=7)

@@ -203,7 +203,8 @@ def _dev(major: str, minor: str) -> int:
 
 # tracefs event text, as `trace` / `trace_pipe` print it. The ftrace context columns
 # (irq flags, optional tgid) vary with options, so only task-pid, [cpu] and time are fixed.
-_FTRACE_PREFIX = r"^\s*(?P<task>.*?)-(?P<pid>\d+)\s+(?:\(\s*[-\d]+\)\s+)?\[(?P<cpu>\d+)\]\s+(?:\S+\s+)?(?P<ts>\d+\.\d+):\s+"
+_FTRACE_PREFIX = (r"^\s*(?P<task>.*?)-(?P<pid>\d+)\s+(?:\(\s*[-\d]+\)\s+)?\[(?P<cpu>\d+)\]\s+"
+                  r"(?:\S+\s+)?(?P<ts>\d+\.\d+):\s+")
 _TRACEFS_EVENT = re.compile(
     _FTRACE_PREFIX + r"block_rq_(?P<ev>issue|complete|insert):\s+(?P<maj>\d+),(?P<min>\d+)\s+"
     r"(?P<rwbs>[A-Z]*)\s+(?:(?P<bytes>\d+)\s+)?\((?P<cmd>[^)]*)\)\s+(?P<sector>\d+)\s+\+\s+(?P<nr>\d+)"

@@ -224,7 +224,8 @@ def _file_spec(value: Any) -> str:
 
 
 OPTIONS_HELP = {
-    "size": "'auto' (probe the device, pick the smallest size that times every phase) or a size in MiB; 0 skips the IO tests",
+    "size": ("'auto' (probe the device, pick the smallest size that times every phase) or a size in MiB; "
+             "0 skips the IO tests"),
     "ram": "'auto' (half of size, as Bonnie++ asks) or a size: the memory cgroup limit, passed as -r",
     "chunk_size": "IO chunk, a power of two from 256 B to 1 MiB (Bonnie++ default 8 KiB)",
     "seeks": "'auto' (at least Bonnie++'s 8192, more where the probe says they would take under phase_s) or a number",
