@@ -53,7 +53,8 @@ def test_traced_study_is_replayed_on_models(tmp_path: Path) -> None:
     from fslab.report.tables import build_table
     from fslab.report.trace_tables import report_tables
     from fslab.simulate import read_requests
-    from test_trace_report import _text, run_traced_study, traced_study_support
+    from traced_study import rendered_text as _text
+    from traced_study import run_traced_study, traced_study_support
 
     reason = traced_study_support()
     if reason:

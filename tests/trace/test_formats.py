@@ -24,7 +24,7 @@ from fslab.trace.formats import (
     write_parquet,
 )
 
-DATA = Path(__file__).parent / "data" / "traces"
+DATA = Path(__file__).parents[1] / "data" / "traces"
 
 
 def test_rwbs_decoding_matches_the_kernel_layout() -> None:

@@ -22,7 +22,7 @@ from fslab.workloads.bonnie import (
     too_fast_note,
 )
 
-DATA = Path(__file__).parent / "data" / "bonnie"
+DATA = Path(__file__).parents[1] / "data" / "bonnie"
 MIB = 1 << 20
 
 

@@ -7,7 +7,7 @@ import pytest
 from fslab.errors import FslabError
 from fslab.workloads.fio import job_file_text, metrics_from_report, parse_json_output
 
-DATA = Path(__file__).parent / "data" / "fio"
+DATA = Path(__file__).parents[1] / "data" / "fio"
 
 
 def test_randrw_with_fsync():
