@@ -255,3 +255,38 @@ def test_non_root_user_runs_a_fake_study(tmp_path):
     assert done.returncode == 0, done.stderr
     with Store(tmp_path / "results") as store:
         assert len(store.stored_runs(store.study().id)) == 6
+
+
+def test_failed_runs_make_run_exit_1_with_grouped_reasons_and_retry_fixes_them(tmp_path):
+    """A study whose runs failed is not a success: exit status 1, the reasons grouped, and
+    the command that re-runs them; --retry-failed runs only those, keeping the failures
+    as history."""
+    blocker = tmp_path / "blocker"
+    blocker.write_text("present")
+    study = write_study(tmp_path, reps=2)
+    study.write_text(study.read_text().replace('name = "slow"', f'name = "slow"\nfail_while_exists = "{blocker}"'))
+    results = tmp_path / "results"
+    cmd = [sys.executable, "-m", "fslab", "run", str(study), "-r", str(results)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stderr
+    assert "4 of 12 stored runs failed" in done.stdout and "for one reason" in done.stdout
+    assert f"4 x the null workload failed: {blocker} exists" in done.stdout
+    assert "4 of 12 runs failed" in done.stderr and "--retry-failed" in done.stderr
+    with Store(results) as store:
+        study_row = store.study()
+        first_ids = {r["run_id"] for r in store.runs(study_row.id)}
+    blocker.unlink()  # the cause is fixed
+    done = subprocess.run([*cmd, "--retry-failed"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    with Store(results) as store:
+        runs = store.runs(study_row.id)
+        history = store.retired_runs(study_row.id)
+        assert len(store.studies()) == 1
+    assert len(runs) == 12 and all(r["status"] == "ok" for r in runs)
+    assert len(history) == 4 and all("exists" in h["error"] for h in history)
+    kept = {r["run_id"] for r in runs} & first_ids
+    assert len(kept) == 8  # the runs that were ok were not measured again
+    for h in history:  # the failed attempt's artifacts are kept beside the new ones
+        assert (results / h["artifact_dir"]).is_dir() and ".failed-" in h["artifact_dir"]
+    again = subprocess.run([*cmd, "--retry-failed"], capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0 and "0 runs" in again.stdout

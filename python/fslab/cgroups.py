@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import MissingCapability
+from .resources import Resource, register, release
 
 V1_ROOT = Path("/sys/fs/cgroup/memory")
 V2_ROOT = Path("/sys/fs/cgroup")
@@ -56,6 +57,7 @@ def memory_limit(limit_bytes: int) -> Iterator[MemoryLimit]:
         )
     root = V1_ROOT if version == 1 else V2_ROOT
     path = root / f"{PREFIX}{uuid.uuid4().hex[:12]}"
+    token = register(Resource("cgroup", str(path)))
     path.mkdir()
     try:
         if version == 1:
@@ -66,6 +68,7 @@ def memory_limit(limit_bytes: int) -> Iterator[MemoryLimit]:
         yield MemoryLimit(path, version, limit_bytes)
     finally:
         remove_cgroup(path)
+        release(token)
 
 
 def remove_cgroup(path: Path, attempts: int = 50) -> None:

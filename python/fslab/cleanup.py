@@ -1,8 +1,9 @@
-"""`fslab cleanup`: release anything an fslab process could not (it was killed with
-SIGKILL, or the machine lost power mid-run): mounts, loop devices, images, cgroups and
-tracefs instances whose process is gone.
-It only touches what fslab made: loop devices backed by ``fslab-*.img`` images, the
-mounts on them, and ``fslab-*`` cgroups."""
+"""`fslab cleanup`: release what an fslab process could not (it was killed with SIGKILL,
+or the machine lost power mid-run). Every resource fslab creates is written down in its
+process's state file first (fslab.resources); cleanup releases exactly what the state
+files of dead processes list — mounts (killing the workloads orphaned on them), loop
+devices, images, tracefs instances, cgroups and guest processes — newest first, and
+never anything of a process that is still alive."""
 
 from __future__ import annotations
 
@@ -11,19 +12,16 @@ import os
 import signal
 from pathlib import Path
 
-from .cgroups import leftover_cgroups, remove_cgroup
-from .devices.image import detach, fslab_loop_devices, owner_pid
+from .cgroups import remove_cgroup
+from .devices.image import detach, loops_backed_by
 from .filesystems import unmount
-from .mounts import mounts_of_source
-
-
-def _mounts_of(device: str) -> list[Path]:
-    return [entry.target for entry in mounts_of_source(device)]
+from .mounts import mount_at, mount_table, mounts_of_source
+from .resources import Leftover, Resource, leftovers
 
 
 def _kill_users(mountpoint: Path) -> list[int]:
     """SIGKILL processes with a file, cwd or root below a mount point. Only called for
-    mounts on fslab's own images, whose users are workloads orphaned by a killed fslab."""
+    mounts fslab made, whose users are workloads orphaned by a killed fslab."""
     prefix = str(mountpoint).rstrip("/")
     killed = []
     for proc in Path("/proc").iterdir():
@@ -41,43 +39,125 @@ def _kill_users(mountpoint: Path) -> list[int]:
     return killed
 
 
-def cleanup(dry_run: bool = False, under: Path | None = None) -> list[str]:
-    """Release leftovers; returns a line per thing released (or that would be).
-    With ``under``, only loop devices whose image lies below that folder (and their
-    mounts) are touched, so one user's cleanup cannot disturb another's running study."""
-    done: list[str] = []
-    prefix = str(under.resolve()).rstrip("/") + "/" if under is not None else None
-    for loop, image in fslab_loop_devices():
-        if prefix is not None and not image.startswith(prefix):
-            continue
-        owner = owner_pid(image)
-        if owner is not None and owner != os.getpid() and Path(f"/proc/{owner}").exists():
-            done.append(f"leave {loop} ({image}): its study is still running (pid {owner})")
-            continue
-        for mountpoint in _mounts_of(loop):
-            done.append(f"unmount {mountpoint}")
-            if not dry_run:
-                killed = _kill_users(mountpoint)
-                if killed:
-                    done.append(f"killed orphaned processes using it: {killed}")
-                unmount(mountpoint)
-        done.append(f"detach {loop} ({image})")
+def _moved(path: Path) -> Path:
+    """Where a listed mount point is now: its name (``mnt-<pid>-<id>``) is unique, so a
+    mount whose folder was renamed or moved since is still found."""
+    if mount_at(path) is not None:
+        return path
+    for entry in mount_table():
+        if entry.target.name == path.name:
+            return entry.target
+    return path
+
+
+def _release_mount(target: Path, dry_run: bool) -> list[str]:
+    done = []
+    target = _moved(target)
+    if mount_at(target) is not None:
+        done.append(f"unmount {target}")
         if not dry_run:
-            detach(loop)
+            killed = _kill_users(target)
+            if killed:
+                done.append(f"killed orphaned processes using it: {killed}")
+            unmount(target)
+    elif target.is_dir() and not dry_run:
+        with contextlib.suppress(OSError):
+            target.rmdir()
+    return done
+
+
+def _release(resource: Resource, dry_run: bool) -> list[str]:
+    """Release one listed resource; a line per thing done (or that would be)."""
+    kind, ident = resource.kind, resource.ident
+    done: list[str] = []
+    if kind == "mount":
+        done += _release_mount(Path(ident), dry_run)
+    elif kind == "image":
+        # by the image's unique name, so an image whose folder was renamed is found too
+        for loop in loops_backed_by(ident, by_name=True):
+            for entry in mounts_of_source(loop):
+                done += _release_mount(entry.target, dry_run)
+            done.append(f"detach {loop} ({ident})")
+            if not dry_run:
+                detach(loop)
+        if Path(ident).exists():
+            done.append(f"remove image {ident}")
+            if not dry_run:
+                Path(ident).unlink(missing_ok=True)
+    elif kind == "tracefs":
+        if Path(ident).exists():
+            done.append(f"remove tracefs instance {Path(ident).name}")
+            if not dry_run:
+                from .trace.capture import remove_instance
+
+                remove_instance(Path(ident))
+    elif kind == "cgroup":
+        if Path(ident).exists():
+            done.append(f"remove cgroup {ident}")
+            if not dry_run:
+                _kill_cgroup(Path(ident))
+                remove_cgroup(Path(ident), attempts=20)
+    elif kind == "process":
+        done += _release_process(resource, dry_run)
+    elif kind == "directory":
+        if Path(ident).is_dir():
+            done.append(f"remove {ident}")
+            if not dry_run:
+                import shutil
+
+                shutil.rmtree(ident, ignore_errors=True)
+    return done
+
+
+def _kill_cgroup(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        for pid in (path / "cgroup.procs").read_text().split():
             with contextlib.suppress(OSError):
-                Path(image).unlink()
-    if under is not None:
-        return done  # instances and cgroups are not tied to a folder: only a full cleanup
+                os.kill(int(pid), signal.SIGKILL)
+
+
+def _release_process(resource: Resource, dry_run: bool) -> list[str]:
+    """A process fslab started (a guest's QEMU): killed only if it is still the same
+    program (its command line starts as recorded), so a reused pid is left alone."""
+    pid = int(resource.ident)
+    expected = (resource.info or {}).get("argv0", "")
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
+    except OSError:
+        return []
+    if expected and Path(cmdline).name != Path(expected).name:
+        return []
     if not dry_run:
-        # Only instances whose creating process is gone.
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    return [f"kill process {pid} ({cmdline})"]
+
+
+def cleanup(dry_run: bool = False, under: Path | None = None) -> list[str]:
+    """Release what dead fslab processes left; returns a line per thing released (or
+    that would be). With ``under``, only resources below that folder. A live study's
+    resources are never touched nor listed; the lines say which studies are still live."""
+    done: list[str] = []
+    dead, live = leftovers(under)
+    for leftover in dead:
+        done += _release_leftover(leftover, dry_run)
+    if not dry_run:
         from .trace.capture import remove_stale_instances
 
         done += [f"remove tracefs instance {name}" for name in remove_stale_instances()]
-    for cgroup in leftover_cgroups():
-        if dry_run:
-            done.append(f"remove cgroup {cgroup}")
-            continue
-        with contextlib.suppress(OSError):  # a live workload's cgroup cannot be removed
-            remove_cgroup(cgroup, attempts=5)
-        done.append(f"{'leave' if cgroup.exists() else 'remove'} cgroup {cgroup}")
+    done += [f"leave the resources of fslab process {pid}: it is still running" for pid in live]
+    return list(dict.fromkeys(done))  # a dry run meets a mount twice: as itself and on its loop
+
+
+def _release_leftover(leftover: Leftover, dry_run: bool) -> list[str]:
+    done: list[str] = []
+    failed = False
+    for resource in reversed(leftover.resources):
+        try:
+            done += _release(resource, dry_run)
+        except Exception as exc:  # noqa: BLE001 - report it, release the rest
+            failed = True
+            done.append(f"could not release {resource.kind} {resource.ident}: {exc}")
+    if not dry_run and not failed:
+        leftover.path.unlink(missing_ok=True)
     return done

@@ -92,6 +92,8 @@ def run(
     quick: Annotated[bool, typer.Option(help="smoke run: smaller sizes, shorter runtimes, 2 repetitions")] = False,
     results: ResultsOpt = DEFAULT_RESULTS,
     resume: Annotated[bool, typer.Option(help="continue an interrupted run of this study")] = False,
+    retry_failed: Annotated[bool, typer.Option(
+        help="run the failed runs of this study's newest run again (failures stay as history)")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress output")] = False,
     destroy_data_on: Annotated[Optional[list[str]], typer.Option(
         "--destroy-data-on", help="confirm that fslab may format this real block device")] = None,
@@ -130,7 +132,7 @@ def run(
     try:
         with progress:
             outcome = run_study(
-                study, results_dir=results, quick=quick, resume=resume,
+                study, results_dir=results, quick=quick, resume=resume, retry_failed=retry_failed,
                 allowed_devices=frozenset(destroy_data_on or []), on_start=on_start,
                 on_record=on_record,
             )
@@ -148,6 +150,14 @@ def run(
             f"`fslab report -r {results}`, `fslab export -r {results} --format csv`")
     else:
         print(outcome.study_id)
+    if outcome.runs_failed_total:
+        # A study with failed runs is not a success, even when it ran to its end.
+        err_console.print(
+            f"[red]{outcome.runs_failed_total} of {outcome.runs_planned} runs failed[/red] (reasons above; "
+            f"`fslab report -r {results}` shows them again); re-run them with "
+            f"`{resume_command(study, results, quick, destroy_data_on or []).replace('--resume', '--retry-failed')}`",
+            highlight=False)
+        raise typer.Exit(1)
 
 
 def resume_command(study: str, results: Path, quick: bool, devices: list[str]) -> str:
@@ -177,7 +187,10 @@ def _print_report(results: Path, study_id: int | None, metric: str | None) -> No
         runs = store.runs(row.id)
         cells = store.cells(row.id)
     _check_metric(runs, metric)
-    title = f"study {row.id}: {row.name} — {row.status}"
+    from .runner import shown_status
+
+    status = shown_status(row.status, results)
+    title = f"study {row.id}: {row.name} — {status}"
     if row.quick:
         title += " — QUICK run (scaled down: a smoke test, not for conclusions)"
     table = build_table(runs, metric, cells)
@@ -194,15 +207,39 @@ def _print_report(results: Path, study_id: int | None, metric: str | None) -> No
         console.print(renderable)
     for skip in row.skipped:
         console.print(f"[yellow]{skip['filesystem']}: {skip['reason']}[/yellow]")
-    failed = [r for r in runs if r["status"] != "ok"]
-    for r in failed[:10]:
-        c = r["cell"]
-        detail = escape(f"{c['filesystem']} {c['workload']} #{r['repetition'] + 1}: {r['error']} "
-                        f"(see {results / (r['artifact_dir'] or '')})")
-        console.print(f"[red]failed[/red] {detail}", highlight=False)
-    if row.status != "complete":
+    _print_failures(runs, results)
+    if status != "complete":
         console.print(f"[yellow]{len(runs)} of {row.planned_runs} runs stored; continue with "
                       f"`{escape(resume_command(row.source, results, row.quick, []))}`[/yellow]")
+
+
+def failure_groups(runs: list[dict]) -> list[tuple[str, list[dict]]]:
+    """Failed runs grouped by reason (the error's first line, device numbers left out),
+    the most frequent first."""
+    import re
+
+    groups: dict[str, list[dict]] = {}
+    for r in runs:
+        if r["status"] != "ok":
+            first = (r["error"] or "no reason recorded").strip().splitlines()[0]
+            groups.setdefault(re.sub(r"/dev/loop\d+", "/dev/loopN", first), []).append(r)
+    return sorted(groups.items(), key=lambda item: -len(item[1]))
+
+
+def _print_failures(runs: list[dict], results: Path) -> None:
+    groups = failure_groups(runs)
+    if not groups:
+        return
+    total = sum(len(g) for _, g in groups)
+    console.print(f"[red]{total} of {len(runs)} stored runs failed[/red], "
+                  f"{'for one reason' if len(groups) == 1 else f'for {len(groups)} reasons'}:",
+                  highlight=False)
+    for reason, group in groups:
+        example = group[0]
+        c = example["cell"]
+        where = results / (example["artifact_dir"] or "")
+        console.print(escape(f"  {len(group)} x {reason}\n      e.g. {c['filesystem']} {c['workload']} "
+                             f"#{example['repetition'] + 1}; details in {where}"), highlight=False)
 
 
 @app.command()
@@ -304,6 +341,8 @@ def list_(
 
     if not (results / "fslab.sqlite").exists():
         raise FslabError(f"no results in {results}: run a study first (`fslab run quickstart`)")
+    from .runner import shown_status
+
     with Store(results) as store:
         rows = store.studies()
         counts = {r.id: len(store.stored_runs(r.id)) for r in rows}
@@ -313,7 +352,7 @@ def list_(
     for r in rows:
         started = datetime.fromtimestamp(r.created_at).strftime("%Y-%m-%d %H:%M")
         table.add_row(str(r.id), r.name + (" (quick)" if r.quick else ""), r.source, started,
-                      f"{counts[r.id]} / {r.planned_runs}", r.status)
+                      f"{counts[r.id]} / {r.planned_runs}", shown_status(r.status, results))
     console.print(table)
 
 
@@ -375,7 +414,7 @@ def cleanup(
     for line in done:
         console.print(("would " if dry_run else "") + line)
     if not done:
-        console.print("nothing to clean up: no fslab loop devices, mounts or cgroups remain")
+        console.print("nothing to clean up: no fslab process that died left anything behind")
 
 
 job_app = typer.Typer(no_args_is_help=True, help="Execute one job (a file system instance and its runs).")

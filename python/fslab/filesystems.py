@@ -17,6 +17,7 @@ from .devices import DeviceHandle
 from .errors import CommandFailed, FslabError, SpecError
 from .mounts import mount_at
 from .registry import Registry
+from .resources import Resource, register, release
 from .signals import shielded
 
 if TYPE_CHECKING:
@@ -242,6 +243,7 @@ def mounted(
     argv = ["mount", "-t", fstype.kernel_name]
     if options:
         argv += ["-o", ",".join(options)]
+    token = register(Resource("mount", str(mountpoint), str(mountpoint.parent)))
     try:
         # Shielded: a Ctrl-C that killed mount(8) after mount(2) succeeded would leave a
         # mount nobody knows about; deferred, it arrives inside the try and is undone.
@@ -252,6 +254,7 @@ def mounted(
     finally:
         with shielded():
             unmount(mountpoint)
+            release(token)
 
 
 def unmount(mountpoint: Path) -> None:

@@ -134,7 +134,8 @@ class Leftover:
 
 def leftovers(under: Path | None = None) -> tuple[list[Leftover], list[int]]:
     """(state files of dead processes, pids of live fslab processes that have one).
-    With ``under``, only resources below that folder (or whose work dir is below it)."""
+    With ``under``, only the processes that made something below that folder (all of
+    what such a process made is its leftover: its cgroups and traces too)."""
     dead: list[Leftover] = []
     live: list[int] = []
     directory = state_dir()
@@ -147,11 +148,12 @@ def leftovers(under: Path | None = None) -> tuple[list[Leftover], list[int]]:
         except (OSError, json.JSONDecodeError):
             continue
         if alive(int(data["pid"]), data.get("start_time")):
-            live.append(int(data["pid"]))
+            if data["pid"] != os.getpid():
+                live.append(int(data["pid"]))
             continue
         resources = [Resource(**r) for r in data.get("resources", [])]
-        if prefix is not None:
-            resources = [r for r in resources
-                         if (r.under + "/").startswith(prefix) or r.ident.startswith(prefix)]
+        if prefix is not None and not any((r.under.rstrip("/") + "/").startswith(prefix)
+                                          or r.ident.startswith(prefix) for r in resources):
+            continue
         dead.append(Leftover(path, int(data["pid"]), resources))
     return dead, live

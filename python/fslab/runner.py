@@ -41,11 +41,17 @@ DROP_CACHES = Path("/proc/sys/vm/drop_caches")
 class StudyOutcome:
     study_id: int
     results_dir: Path
-    runs_done: int
-    runs_failed: int
+    runs_done: int  # runs executed now
+    runs_failed: int  # of those, failed
     runs_skipped_as_stored: int
     plan: Plan
     wall_s: float
+    runs_failed_total: int = 0  # failed runs the study holds now (earlier passes included)
+    runs_retried: int = 0  # failed runs moved to history by --retry-failed
+
+    @property
+    def runs_planned(self) -> int:
+        return len(self.plan.runs)
 
 
 @contextlib.contextmanager
@@ -68,6 +74,29 @@ def study_lock(results_dir: Path) -> Iterator[None]:
         f.write(str(os.getpid()))
         f.flush()
         yield
+
+
+def study_running(results_dir: Path) -> bool:
+    """Whether an fslab process holds this results directory's study lock right now. A
+    study stored as "running" whose lock nobody holds was interrupted (its process died)."""
+    path = results_dir / ".lock"
+    try:
+        with open(path) as f:
+            try:
+                fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+            fcntl.flock(f, fcntl.LOCK_UN)
+            return False
+    except OSError:
+        return False
+
+
+def shown_status(stored: str, results_dir: Path) -> str:
+    """The status to show a person: "running" only while a process holds the lock."""
+    if stored == "running" and not study_running(results_dir):
+        return "interrupted"
+    return stored
 
 
 def spec_hash(text: str, quick: bool) -> str:
@@ -134,12 +163,15 @@ def run_study(
     results_dir: Path,
     quick: bool = False,
     resume: bool = False,
+    retry_failed: bool = False,
     allowed_devices: frozenset[str] = frozenset(),
     on_start: Callable[[Plan, int, int], None] | None = None,
     on_record: Callable[[RunRecord, str], None] | None = None,
 ) -> StudyOutcome:
-    """Run (or resume) a study. ``on_start(plan, study_id, remaining)`` and
-    ``on_record(record, label)`` let the CLI draw progress; the runner prints nothing."""
+    """Run (or resume) a study. ``retry_failed``: continue the newest study of this file
+    and run its failed runs again (their failures stay in the store as history).
+    ``on_start(plan, study_id, remaining)`` and ``on_record(record, label)`` let the CLI
+    draw progress; the runner prints nothing."""
     started = time.monotonic()
     # Mount points are compared with /proc/mounts, which holds canonical paths.
     results_dir.mkdir(parents=True, exist_ok=True)
@@ -149,10 +181,16 @@ def run_study(
     study_dir = Path(source).parent if Path(source).is_file() else Path.cwd()
     with study_lock(results_dir), Store(results_dir) as store:
         previous = store.resumable(digest) if resume else None
+        if retry_failed:
+            previous = store.latest(digest)
+            if previous is None:
+                raise FslabError(f"--retry-failed: no run of {source} (quick={quick}) in {results_dir} "
+                                 "to retry; run it without --retry-failed to start it")
         if resume and previous is None:
             raise FslabError(
                 f"--resume: no unfinished run of {source} (quick={quick}) in {results_dir}; "
-                "run it without --resume to start it"
+                "run it without --resume to start it (or --retry-failed to re-run failed runs "
+                "of a finished one)"
             )
         plan = make_plan(spec, quick=quick, seed=previous.seed if previous else None, source=source,
                          study_dir=str(study_dir.resolve()))
@@ -160,9 +198,12 @@ def run_study(
         grant = Grant(allowed_devices, identity)
         identity = preflight(spec, plan, grant, resuming=previous is not None)
         grant = Grant(allowed_devices, identity)
+        retried = 0
         if previous is not None:
             study_id = previous.id
             store.set_status(study_id, "running")
+            if retry_failed:
+                retried = store.retire_failed(study_id)
         else:
             study_id = store.create_study(
                 name=spec.study.name, source=source, spec_text=text, spec_hash=digest,
@@ -204,8 +245,9 @@ def run_study(
             raise
         store.set_status(study_id, "complete")
         shutil.rmtree(jobs_dir, ignore_errors=True)
+        failed_total = store.failed_count(study_id)
     return StudyOutcome(study_id, results_dir, counts["done"], counts["failed"],
-                        len(stored), plan, time.monotonic() - started)
+                        len(stored), plan, time.monotonic() - started, failed_total, retried)
 
 
 def _recover_records(store: Store, study_id: int, jobs_dir: Path) -> int:

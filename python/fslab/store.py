@@ -7,8 +7,10 @@ from here: each metric keeps its unit and better direction, each cell its primar
 metric, so reading needs no plug-in.
 
 Schema versions: 1 (first release); 2 adds ``studies.facts_json`` (the identity of a
-handed-over disk), ``metrics.higher_is_better`` and each cell's ``primary_metric``. A
-version-1 file is upgraded in place when opened (``_migrate_1_to_2``).
+handed-over disk), ``metrics.higher_is_better``, each cell's ``primary_metric`` and
+``retired_runs`` (failed runs that ``--retry-failed`` ran again: history, never
+reported as results). A version-1 file is upgraded in place when opened
+(``_migrate_1_to_2``).
 """
 
 from __future__ import annotations
@@ -79,6 +81,20 @@ CREATE TABLE IF NOT EXISTS runs (
     provenance_json TEXT NOT NULL,
     artifact_dir TEXT,
     UNIQUE (study_id, cell_id, repetition)
+);
+CREATE TABLE IF NOT EXISTS retired_runs (
+    id INTEGER PRIMARY KEY,
+    study_id INTEGER NOT NULL REFERENCES studies(id),
+    cell_id TEXT NOT NULL,
+    repetition INTEGER NOT NULL,
+    sequence INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    error TEXT,
+    started_at REAL NOT NULL,
+    finished_at REAL NOT NULL,
+    provenance_json TEXT NOT NULL,
+    artifact_dir TEXT,
+    retired_at REAL NOT NULL
 );
 CREATE TABLE IF NOT EXISTS metrics (
     run_id INTEGER NOT NULL REFERENCES runs(id),
@@ -216,6 +232,44 @@ class Store:
             else:
                 target.mkdir()
         return replace(record, artifact_dir=str(relative))
+
+    def retire_failed(self, study_id: int) -> int:
+        """Move the study's failed runs to ``retired_runs`` (their artifacts to
+        ``<run>.failed-<id>/``) so they can be run again; returns how many."""
+        rows = self.db.execute("SELECT * FROM runs WHERE study_id = ? AND status != 'ok'",
+                               (study_id,)).fetchall()
+        with self.db:
+            for row in rows:
+                artifact = row["artifact_dir"]
+                if artifact and (self.results_dir / artifact).is_dir():
+                    moved = f"{artifact}.failed-{row['id']}"
+                    shutil.move(str(self.results_dir / artifact), str(self.results_dir / moved))
+                    artifact = moved
+                self.db.execute(
+                    "INSERT INTO retired_runs (id, study_id, cell_id, repetition, sequence, status, error,"
+                    " started_at, finished_at, provenance_json, artifact_dir, retired_at)"
+                    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (row["id"], study_id, row["cell_id"], row["repetition"], row["sequence"], row["status"],
+                     row["error"], row["started_at"], row["finished_at"], row["provenance_json"], artifact,
+                     time.time()))
+                self.db.execute("DELETE FROM metrics WHERE run_id = ?", (row["id"],))
+                self.db.execute("DELETE FROM runs WHERE id = ?", (row["id"],))
+        return len(rows)
+
+    def retired_runs(self, study_id: int) -> list[dict[str, Any]]:
+        rows = self.db.execute("SELECT * FROM retired_runs WHERE study_id = ? ORDER BY id",
+                               (study_id,)).fetchall()
+        return [dict(r) for r in rows]
+
+    def failed_count(self, study_id: int) -> int:
+        return int(self.db.execute("SELECT COUNT(*) FROM runs WHERE study_id = ? AND status != 'ok'",
+                                   (study_id,)).fetchone()[0])
+
+    def latest(self, spec_hash: str) -> StudyRow | None:
+        """The newest study of this study file (any status)."""
+        row = self.db.execute("SELECT * FROM studies WHERE spec_hash = ? ORDER BY id DESC LIMIT 1",
+                              (spec_hash,)).fetchone()
+        return self._study(row) if row else None
 
     def set_status(self, study_id: int, status: str) -> None:
         with self.db:

@@ -15,6 +15,7 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 from ..commands import run_command
 from ..errors import CommandFailed, FslabError
 from ..mounts import filesystem_holding
+from ..resources import Resource, register, release
 from ..signals import shielded
 from ..spec import StrictSection
 from ..units import parse_size
@@ -67,6 +68,9 @@ def provision(
     check_free_space(directory, section.size)
     image = directory / f"{IMAGE_PREFIX}{tag}{IMAGE_SUFFIX}"
     loop: str | None = None
+    # Written down before it exists: `fslab cleanup` releases the image and any loop
+    # device backed by it if this process dies with SIGKILL.
+    token = register(Resource("image", str(image), str(workdir)))
     try:
         # Shielded so that a Ctrl-C cannot land between losetup attaching the device and
         # `loop` naming it: deferred, it arrives once the finally below can detach it.
@@ -88,6 +92,7 @@ def provision(
             if loop is not None:
                 detach(loop)
             image.unlink(missing_ok=True)
+            release(token)
 
 
 def attach(image: Path) -> str:
@@ -129,6 +134,14 @@ def owner_pid(image: str) -> int | None:
     """The pid of the fslab process that made an image (``fslab-<pid>-<id>.img``)."""
     parts = Path(image).name.removeprefix(IMAGE_PREFIX).split("-")
     return int(parts[0]) if len(parts) == 2 and parts[0].isdigit() else None
+
+
+def loops_backed_by(image: str, by_name: bool = False) -> list[str]:
+    """Loop devices whose backing file is ``image`` (also when it was already deleted);
+    ``by_name``: any fslab image of that (unique, pid-stamped) file name, wherever it is."""
+    if by_name:
+        return [loop for loop, backing in fslab_loop_devices() if Path(backing).name == Path(image).name]
+    return [loop for loop, backing in fslab_loop_devices() if backing == image]
 
 
 def fslab_loop_devices() -> list[tuple[str, str]]:

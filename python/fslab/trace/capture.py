@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import FslabError, MissingCapability
+from ..resources import Resource, register, release
 from ..signals import shielded
 from .formats import EV_COMPLETE, EV_INSERT, EV_ISSUE, EV_QUEUE, Trace, parse_tracefs_text
 
@@ -63,6 +64,11 @@ def _write(path: Path, text: str) -> None:
         # tracefs refusing a write is the kernel saying no: every run would fail alike.
         raise MissingCapability(f"cannot write {text.strip()!r} to {path}: {exc.strerror}",
                                 fix="check tracefs permissions and lockdown") from None
+
+
+def remove_instance(inst: Path) -> None:
+    """Disable and remove a tracefs instance (for `fslab cleanup`)."""
+    _remove_instance(inst)
 
 
 def _remove_instance(inst: Path) -> None:
@@ -210,6 +216,7 @@ class TraceCapture:
         self.on_stop = on_stop
         self.device_name = device_name
         self.instance: Path | None = None
+        self._token = 0
         self.trace: Trace | None = None
         self._reader: _RawReader | _TextReader | None = None
 
@@ -231,6 +238,7 @@ class TraceCapture:
         name = f"{INSTANCE_PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
         with shielded():
             inst = root / "instances" / name
+            self._token = register(Resource("tracefs", str(inst)))
             inst.mkdir()
             self.instance = inst
         try:
@@ -254,6 +262,7 @@ class TraceCapture:
                 if self._reader is not None:
                     self._reader.abandon()
                 _remove_instance(inst)
+                release(self._token)
                 self.instance = None
             raise
         return self
@@ -285,4 +294,5 @@ class TraceCapture:
             finally:
                 self._reader = None
                 _remove_instance(inst)
+                release(self._token)
                 self.instance = None

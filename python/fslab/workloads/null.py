@@ -2,18 +2,21 @@
 small files in its directory and reports a value the study chooses, so fslab's
 orchestration (plan, job, records, store, report, resume) can be tested without root and
 without fio — as fio's null engine tests fio. It can also fail (``fail = true``) or take
-its time (``sleep``) on purpose, for tests of failures, timeouts and signals."""
+its time (``sleep``) on purpose, for tests of failures, timeouts and signals;
+``fail_while_exists = PATH`` fails while that file exists (a failure that can be fixed,
+for tests of --retry-failed)."""
 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 from ..errors import WorkloadFailed
 from ..metrics import MetricKind
 from . import ParamError, RunContext, WorkloadCapabilities, WorkloadResult, register_workload
 
-DEFAULTS: dict[str, Any] = {"ops": 10, "value": 1.0, "sleep": 0.0, "fail": False}
+DEFAULTS: dict[str, Any] = {"ops": 10, "value": 1.0, "sleep": 0.0, "fail": False, "fail_while_exists": ""}
 
 
 class NullWorkload:
@@ -40,6 +43,8 @@ class NullWorkload:
             raise ParamError("sleep", "must be >= 0 seconds")
         if not isinstance(out["fail"], bool):
             raise ParamError("fail", "must be true or false")
+        if not isinstance(out["fail_while_exists"], str):
+            raise ParamError("fail_while_exists", "must be a path (a string)")
         return out
 
     def quick(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -60,6 +65,9 @@ class NullWorkload:
             time.sleep(min(0.05, params["sleep"]))
         if params["fail"]:
             raise WorkloadFailed("the null workload failed, as its parameters asked (fail = true)")
+        if params["fail_while_exists"] and Path(params["fail_while_exists"]).exists():
+            raise WorkloadFailed(f"the null workload failed: {params['fail_while_exists']} exists "
+                                 "(fail_while_exists)")
         for i in range(params["ops"]):
             path = ctx.workdir / f"op-{i}"
             path.write_bytes(b"fslab")
