@@ -310,3 +310,23 @@ def test_study_on_a_block_device_the_user_handed_over(loop_device, tmp_path):
         # fslab's own file system is now on it: a new study must be told to overwrite it
         with pytest.raises(DeviceRefused, match="signature"):
             run_study(str(study), results_dir=tmp_path / "again", allowed_devices=frozenset({dev.path}))
+
+
+def test_memory_limit_that_kills_the_workload_says_so(device_support, tmp_path):
+    """fio in a 1 MiB memory cgroup is killed by the kernel: the run's error names the
+    limit, not 'exited with status -9'."""
+    from fslab.cgroups import detect_version
+
+    if detect_version() is None:
+        pytest.skip("needs a cgroup memory controller")
+    study = write_study(tmp_path)
+    text = study.read_text().replace('name = "randread"\n', 'name = "randread"\nmemory = "1MiB"\n', 1)
+    study.write_text(text.replace("[filesystems.xfs]\n", "").replace("repetitions = 2", "repetitions = 1"))
+    outcome = run_study(str(study), results_dir=tmp_path / "results")
+    with Store(tmp_path / "results") as store:
+        runs = store.runs(store.study().id)
+    (killed,) = [r for r in runs if r["cell"]["workload"] == "randread"]
+    assert killed["status"] == "failed"
+    assert killed["error"].startswith("killed by the memory limit (memory = 1 MiB)"), killed["error"]
+    assert outcome.runs_failed == 1 and outcome.runs_failed_total == 1
+    assert leftovers(tmp_path) == []

@@ -31,6 +31,18 @@ class MemoryLimit:
     def enter(self) -> None:
         (self.path / "cgroup.procs").write_text(str(os.getpid()))
 
+    def oom_kills(self) -> int:
+        """Processes the kernel killed for exceeding this cgroup's limit (0 if unknown)."""
+        name = "memory.oom_control" if self.version == 1 else "memory.events"
+        try:
+            for line in (self.path / name).read_text().splitlines():
+                key, _, value = line.partition(" ")
+                if key == "oom_kill":
+                    return int(value)
+        except (OSError, ValueError):
+            pass
+        return 0
+
     def describe(self) -> dict[str, object]:
         return {"cgroup": str(self.path), "cgroup_version": self.version, "limit_bytes": self.limit_bytes}
 

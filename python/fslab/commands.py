@@ -92,7 +92,7 @@ def run_command(
     except subprocess.TimeoutExpired:
         _kill_group(proc)
         stdout, stderr = proc.communicate()
-        raise CommandFailed(argv, None, stderr or "", timed_out=True) from None
+        raise CommandFailed(argv, None, stderr or "", timed_out=True, timeout_s=timeout) from None
     except BaseException:
         # KeyboardInterrupt / SystemExit: never leave the child running behind us.
         _kill_group(proc)

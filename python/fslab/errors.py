@@ -66,12 +66,19 @@ class CommandFailed(FslabError):
         stderr: str,
         *,
         timed_out: bool = False,
+        timeout_s: float | None = None,
     ):
         self.argv = list(argv)
         self.returncode = returncode
         self.stderr = stderr
         self.timed_out = timed_out
-        how = "timed out" if timed_out else f"exited with status {returncode}"
+        self.timeout_s = timeout_s
+        if timed_out:
+            how = "timed out" + (f" after {timeout_s:g} s" if timeout_s is not None else "")
+        elif returncode is not None and returncode < 0:
+            how = f"was killed by signal {-returncode}"
+        else:
+            how = f"exited with status {returncode}"
         detail = _stderr_excerpt(stderr)
         super().__init__(f"`{' '.join(self.argv)}` {how}{detail}")
 

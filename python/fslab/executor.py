@@ -29,12 +29,13 @@ from typing import Any
 from .cgroups import MemoryLimit, memory_limit
 from .commands import run_command
 from .devices import DEVICES, DeviceHandle
-from .errors import FslabError, JobFailed
+from .errors import CommandFailed, FslabError, JobFailed, WorkloadFailed
 from .filesystems import FILESYSTEMS, describe, quiesce
 from .plan import Job, Run
 from .provenance import fs_tool_version, host_facts
 from .records import STATUS_FAILED, STATUS_OK, Metric, RunRecord
 from .trace.hook import RunTrace, traced
+from .units import format_bytes
 from .workloads import WORKLOADS, RunContext, WorkloadResult
 
 DROP_CACHES = Path("/proc/sys/vm/drop_caches")
@@ -214,7 +215,10 @@ def _execute_run(
         t0 = time.monotonic()
         with _maybe_memory_limit(cell.memory_bytes) as cg, traced(settings.trace, dev, path) as run_trace:
             provenance["memory_limit"] = cg.describe() if cg else None
-            result = workload.run(cell.params, dataclasses.replace(run_ctx, memory=cg))
+            try:
+                result = workload.run(cell.params, dataclasses.replace(run_ctx, memory=cg))
+            except CommandFailed as exc:
+                raise _explained(exc, cg, cell.timeout_s) from exc
     except FslabError as exc:
         # The workload failed, timed out or printed garbage: this run fails, the study goes
         # on. Errors of the study's scope (missing tool, device refused) stop it.
@@ -245,6 +249,20 @@ def _execute_run(
         status=STATUS_OK, started_at=started, finished_at=finished, metrics=tuple(metrics),
         provenance=provenance, artifact_dir=relative,
     )
+
+
+def _explained(exc: CommandFailed, cg: MemoryLimit | None, timeout_s: float | None) -> FslabError:
+    """Say why a workload's command died in the study's words: the memory limit that
+    killed it, or the time limit it hit (not just "status -9")."""
+    if cg is not None and cg.oom_kills() > 0:
+        return WorkloadFailed(
+            f"killed by the memory limit (memory = {format_bytes(cg.limit_bytes)}): the workload "
+            f"needs more than that; raise the workload's memory or lower its data size\n  ({exc})")
+    if exc.timed_out:
+        source = (f"timeout = {timeout_s:g} s" if timeout_s is not None
+                  else "the workload's default limit; set the workload's timeout to change it")
+        return WorkloadFailed(f"timed out after {exc.timeout_s:g} s ({source})\n  ({exc})")
+    return exc
 
 
 def _collect_metrics(result: WorkloadResult, before: dict[str, int], dev: DeviceHandle,

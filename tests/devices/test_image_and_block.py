@@ -170,3 +170,20 @@ def test_partition_table_refused_and_empty_partition_accepted(device_support, tm
             preflight(block(part), frozenset({part}))
     finally:
         run_command(["losetup", "-d", loop])
+
+
+def test_root_disk_is_refused_before_any_confirmation_is_asked():
+    """The root disk (and a missing path, a file) is refused for what it is; the message
+    must not suggest that --destroy-data-on would make fslab format it."""
+    from fslab.devices.block import _root_device_names
+
+    names = sorted(_root_device_names())
+    if not names or not Path(f"/dev/{names[-1]}").exists():
+        pytest.skip("no block device holds / here")
+    root = f"/dev/{names[-1]}"
+    with pytest.raises(DeviceRefused) as refused:
+        preflight(block(root), frozenset())
+    assert "root file system" in str(refused.value) and "--destroy-data-on" not in str(refused.value)
+    with pytest.raises(DeviceRefused, match="does not exist") as missing:
+        preflight(block("/dev/no-such-disk"), frozenset())
+    assert "--destroy-data-on" not in str(missing.value)

@@ -159,6 +159,9 @@ def preflight(section: BlockSection, grant: Grant, resuming: bool = False) -> di
     Returns the device's identity, which every job carries so that each run can check it
     is still the same disk. A resumed study finds the file system it made itself, on the
     disk it recorded (``grant.identity``)."""
+    # Refusals no confirmation can lift come first (missing, not a block device, the root
+    # disk, mounted, in use): asking to confirm those would read like an invitation.
+    check_device(os.path.realpath(section.path), allow_signature=True)
     handle = check_device(_confirmed(section, grant.allowed), allow_signature=section.force or resuming)
     if resuming and grant.identity is not None:
         _same_disk(section, handle, grant.identity)
@@ -180,6 +183,7 @@ def provision(
 ) -> Iterator[DeviceHandle]:
     # The signature was checked in preflight; later runs find the file system fslab made,
     # so each run checks instead that the disk at the path is still the one recorded.
+    check_device(os.path.realpath(section.path), allow_signature=True)
     handle = check_device(_confirmed(section, grant.allowed), allow_signature=True)
     if grant.identity is None:
         raise DeviceRefused(f"{section.path} was not checked before this job (the job carries no "
