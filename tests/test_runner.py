@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from fslab.errors import FslabError
 from fslab.export import EXPORTERS
 from fslab.report.tables import build_table
 from fslab.runner import run_study
@@ -329,4 +330,47 @@ def test_memory_limit_that_kills_the_workload_says_so(device_support, tmp_path):
     assert killed["status"] == "failed"
     assert killed["error"].startswith("killed by the memory limit (memory = 1 MiB)"), killed["error"]
     assert outcome.runs_failed == 1 and outcome.runs_failed_total == 1
+    assert leftovers(tmp_path) == []
+
+
+def test_errors_every_run_would_hit_are_found_before_the_first_mkfs(device_support, tmp_path):
+    """A file system the device is too small for, a mount option the kernel rejects, a
+    job file that does not exist and files larger than the device: one error listing
+    each with its field, before anything is stored."""
+    study = tmp_path / "bad.toml"
+    study.write_text(f"""
+[study]
+name = "doomed"
+repetitions = 1
+
+[device]
+size = "256MiB"
+image_dir = "{tmp_path / 'images'}"
+
+[filesystems.ext4]
+mount = ["no_such_option"]
+[filesystems.xfs]
+
+[[workloads]]
+kind = "fio"
+name = "from-file"
+job_file = "missing.fio"
+
+[[workloads]]
+kind = "fio"
+name = "too-big"
+rw = "write"
+bs = "1M"
+size = "1G"
+""")
+    results = tmp_path / "results"
+    with pytest.raises(FslabError) as failed:
+        run_study(str(study), results_dir=results)
+    text = str(failed.value)
+    assert "filesystems.xfs.mkfs" in text and "larger than 300MB" in text
+    assert "filesystems.ext4.mount" in text
+    assert "workloads[0]: job_file 'missing.fio' not found" in text
+    assert "workloads[1]" in text and "more than 90% of the 256 MiB device" in text
+    with Store(results) as store:
+        assert store.studies() == []
     assert leftovers(tmp_path) == []

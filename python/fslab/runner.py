@@ -20,7 +20,7 @@ from .backends import BACKENDS
 from .cgroups import detect_version
 from .commands import require_tool
 from .devices import DEVICES, Grant
-from .errors import FslabError, MissingCapability
+from .errors import CommandFailed, FslabError, MissingCapability, SpecError
 from .filesystems import FILESYSTEMS
 from .jobs import read_records
 from .plan import Job, Plan, make_plan
@@ -30,6 +30,7 @@ from .signals import install_handlers
 from .spec import StudySpec
 from .store import Store
 from .study import load_spec
+from .units import format_bytes
 from .workloads import WORKLOADS
 
 WORK_DIR_NAME = ".work"
@@ -103,7 +104,8 @@ def spec_hash(text: str, quick: bool) -> str:
     return hashlib.sha256((text + f"\n#quick={quick}").encode()).hexdigest()
 
 
-def preflight(spec: StudySpec, plan: Plan, grant: Grant, resuming: bool = False) -> dict[str, str] | None:
+def preflight(spec: StudySpec, plan: Plan, grant: Grant, resuming: bool = False, *,
+              work_dir: Path, study_dir: Path, source: str = "study") -> dict[str, str] | None:
     """Everything a study needs, checked before the first mkfs; lists every missing piece.
     Returns the identity of a handed-over device (None for the others)."""
     problems: list[str] = []
@@ -152,9 +154,66 @@ def preflight(spec: StudySpec, plan: Plan, grant: Grant, resuming: bool = False)
     if problems:
         raise MissingCapability("this study cannot run here:\n  " + "\n  ".join(problems),
                                 fix="`fslab doctor` lists what is missing and how to install it")
+    _check_study_inputs(spec, plan, work_dir, study_dir, source)
     if device_kind.preflight is None:
         return None
     return device_kind.preflight(device_kind.parse(spec.device), grant, resuming)
+
+
+def _check_study_inputs(spec: StudySpec, plan: Plan, work_dir: Path, study_dir: Path, source: str) -> None:
+    """What would otherwise fail every run, found once before the first mkfs: workload
+    inputs (a job file missing or rejected by fio), data larger than the device, and
+    mkfs or mount options the file system rejects (tried on a scratch image)."""
+    problems: list[str] = []
+    device = DEVICES.get(spec.device.kind).parse(spec.device)
+    device_bytes = getattr(device, "size", None)
+    index_of = {w.name: i for i, w in enumerate(spec.workloads)}
+    seen: set[tuple[str, str]] = set()
+    for cell in plan.cells:
+        workload = WORKLOADS.get(cell.workload_kind)
+        where = f"workloads[{index_of[cell.workload]}]"
+        check = getattr(workload, "preflight", None)
+        if check is not None and (cell.workload, "inputs") not in seen:
+            seen.add((cell.workload, "inputs"))
+            problems += [f"{where}: {p}" for p in check(cell.params, study_dir)]
+        sizing = getattr(workload, "data_bytes", None)
+        data = sizing(cell.params) if sizing is not None else None
+        if data and device_bytes and data > 0.9 * device_bytes and (cell.workload, cell.label) not in seen:
+            seen.add((cell.workload, cell.label))
+            problems.append(f"{where} ({cell.label}): lays out {format_bytes(data)} of files, more than 90% "
+                            f"of the {format_bytes(device_bytes)} device: raise device.size or lower the size")
+    problems += _probe_filesystems(spec, plan, work_dir)
+    if problems:
+        raise SpecError("the study would fail when it runs:\n  " + "\n  ".join(dict.fromkeys(problems)),
+                        source=source)
+
+
+def _probe_filesystems(spec: StudySpec, plan: Plan, work_dir: Path) -> list[str]:
+    """Make and mount each file-system entry once, with the study's options, on a sparse
+    scratch image of the study's device size: a rejected option or a too small device
+    is found now, not in every run."""
+    from .devices.image import ImageSection, provision
+
+    device = DEVICES.get(spec.device.kind).parse(spec.device)
+    size = max(getattr(device, "size", 0) or 1 << 30, 64 << 20)
+    problems: list[str] = []
+    for name in dict.fromkeys(c.filesystem for c in plan.cells if c.backend == "host"):
+        cell = next(c for c in plan.cells if c.filesystem == name)
+        fstype = FILESYSTEMS.get(cell.fs_type)
+        if not fstype.needs_root or not DEVICES.get(spec.device.kind).needs_root:
+            continue
+        step = "mkfs"
+        try:
+            scratch = ImageSection(size=size, image_dir=getattr(device, "image_dir", None))
+            with provision(scratch, work_dir, f"{os.getpid()}-probe{len(problems)}") as dev:
+                fstype.make(dev, list(cell.mkfs))
+                step = "mount"
+                with fstype.mounted(dev, list(cell.mount), work_dir / f"mnt-{os.getpid()}-probe"):
+                    pass
+        except CommandFailed as exc:
+            what = f"a {format_bytes(size)} device" if step == "mkfs" else "the options"
+            problems.append(f"filesystems.{name}.{step}: {step} fails on {what}: {exc}")
+    return problems
 
 
 def run_study(
@@ -196,7 +255,8 @@ def run_study(
                          study_dir=str(study_dir.resolve()))
         identity = previous.facts.get("device_identity") if previous else None
         grant = Grant(allowed_devices, identity)
-        identity = preflight(spec, plan, grant, resuming=previous is not None)
+        identity = preflight(spec, plan, grant, resuming=previous is not None,
+                             work_dir=results_dir / WORK_DIR_NAME, study_dir=study_dir, source=source)
         grant = Grant(allowed_devices, identity)
         retried = 0
         if previous is not None:

@@ -88,6 +88,10 @@ class Workload(Protocol):
     def run(self, params: dict[str, Any], ctx: RunContext) -> WorkloadResult: ...
 
     # Optional: def prepare(self, params: dict[str, Any], ctx: RunContext) -> None
+    # Optional: def preflight(self, params: dict[str, Any], study_dir: Path) -> list[str]
+    #           (problems found before the first mkfs, e.g. a job file fio rejects)
+    # Optional: def data_bytes(self, params: dict[str, Any]) -> int | None
+    #           (bytes of files it lays out, checked against the device's size)
 
 
 WORKLOADS: Registry[Workload] = Registry("workload kind")

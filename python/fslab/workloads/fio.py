@@ -180,6 +180,35 @@ class FioWorkload:
                 raise WorkloadFailed(f"job_file {source} line {number}: {key.strip()}: {problem}")
         return job_path, [f"--directory={ctx.workdir}"]
 
+    def data_bytes(self, params: dict[str, Any]) -> int | None:
+        """Bytes of files the job lays out (size x numjobs), None for a job file."""
+        if "job_file" in params or "size" not in params:
+            return None
+        return int(params["size"]) * int(params.get("numjobs", 1))
+
+    def preflight(self, params: dict[str, Any], study_dir: Path) -> list[str]:
+        """A job file's problems, found before the first mkfs: it is missing, names a
+        place outside the file system under test, or fio rejects it (--parse-only)."""
+        if "job_file" not in params:
+            return []
+        source = Path(params["job_file"])
+        if not source.is_absolute():
+            source = study_dir / source
+        if not source.is_file():
+            return [f"job_file {params['job_file']!r} not found (looked at {source})"]
+        problems = []
+        for number, line in enumerate(source.read_text(errors="replace").splitlines(), 1):
+            key, sep, value = line.partition("=")
+            problem = _outside_mount(key.strip(), value.strip()) if sep else None
+            if problem:
+                problems.append(f"job_file {source} line {number}: {key.strip()}: {problem}")
+        if not problems and shutil.which("fio") is not None:
+            done = run_command(["fio", "--parse-only", str(source)], timeout=60, check=False)
+            if done.returncode != 0:
+                reason = (done.stderr or done.stdout).strip().splitlines()
+                problems.append(f"job_file {source}: fio rejects it: {' '.join(reason[:3])}")
+        return problems
+
     def prepare(self, params: dict[str, Any], ctx: RunContext) -> None:
         """Lay the files out (fio --create_only) before the device counters and any trace
         start, so they count the measured I/O only. fio then reuses the files."""

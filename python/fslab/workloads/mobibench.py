@@ -93,6 +93,9 @@ class MobibenchWorkload:
             job["direct"] = 1
         return job
 
+    def data_bytes(self, params: dict[str, Any]) -> int | None:
+        return self._fio.data_bytes(self.fio_params(params))
+
     def default_timeout_s(self, params: dict[str, Any]) -> float:
         return self._fio.default_timeout_s(self.fio_params(params))
 
