@@ -126,10 +126,11 @@ def test_fio_failure_and_timeout_become_failed_runs(device_support, tmp_path):
     extra = """
 [[workloads]]
 kind = "fio"
-name = "too-big"
+name = "unaligned"
 rw = "write"
-bs = "1M"
-size = "2G"
+bs = 1000
+size = "8M"
+direct = 1
 
 [[workloads]]
 kind = "fio"
@@ -149,9 +150,10 @@ timeout = 2
     assert outcome.runs_done == 4 and outcome.runs_failed == 2
     with Store(results) as store:
         runs = {r["cell"]["workload"]: r for r in store.runs(store.study().id)}
-    too_big, hangs = runs["too-big"], runs["hangs"]
-    assert too_big["status"] == "failed" and "fio" in too_big["error"]
-    assert (results / too_big["artifact_dir"] / "fio.stderr").read_text()
+    # O_DIRECT writes of 1000 bytes: valid options, refused by the kernel at run time
+    unaligned, hangs = runs["unaligned"], runs["hangs"]
+    assert unaligned["status"] == "failed" and "fio" in unaligned["error"]
+    assert (results / unaligned["artifact_dir"] / "fio.stderr").read_text()
     assert hangs["status"] == "failed" and "timed out" in hangs["error"]
     assert runs["randread"]["status"] == "ok"
     assert leftovers(tmp_path) == []
@@ -234,7 +236,8 @@ def test_cleanup_after_sigkill(device_support, tmp_path):
     study = write_study(tmp_path, runtime=20)
     # Traced and memory-limited: the kill also leaves a tracefs instance and a cgroup.
     study.write_text(study.read_text().replace("[study]\n", "[study]\ntrace = true\n", 1)
-                     .replace('name = "randread"\n', 'name = "randread"\nmemory = "256MiB"\n', 1))
+                     .replace('name = "randread"\n', 'name = "randread"\nmemory = "256MiB"\n', 1)
+                     .replace('name = "seqwrite"\n', 'name = "seqwrite"\nmemory = "256MiB"\n', 1))
     results = tmp_path / "results"
     fslab = [sys.executable, "-m", "fslab.cli"]
     proc = subprocess.Popen([*fslab, "run", str(study), "-r", str(results), "-q"],
