@@ -290,3 +290,15 @@ def test_failed_runs_make_run_exit_1_with_grouped_reasons_and_retry_fixes_them(t
         assert (results / h["artifact_dir"]).is_dir() and ".failed-" in h["artifact_dir"]
     again = subprocess.run([*cmd, "--retry-failed"], capture_output=True, text=True, timeout=120)
     assert again.returncode == 0 and "0 runs" in again.stdout
+
+
+def test_resume_starts_a_study_interrupted_before_anything_was_stored_and_refuses_a_finished_one(tmp_path):
+    """Ctrl-C during preflight leaves nothing stored: the --resume the message gives must
+    start the study. A finished study has nothing to resume: say so."""
+    from fslab.errors import FslabError
+
+    study = write_study(tmp_path, reps=1)
+    outcome = run_study(str(study), results_dir=tmp_path / "r", resume=True)
+    assert outcome.runs_done == 6
+    with pytest.raises(FslabError, match="no unfinished run.*--retry-failed"):
+        run_study(str(study), results_dir=tmp_path / "r", resume=True)

@@ -211,13 +211,6 @@ def test_interrupt_cleans_up_and_resume_completes(device_support, tmp_path, sig,
     assert leftovers(tmp_path) == []
 
 
-def test_resume_without_unfinished_study_says_so(device_support, tmp_path):
-    from fslab.errors import FslabError
-
-    with pytest.raises(FslabError, match="no unfinished run"):
-        run_study(str(write_study(tmp_path)), results_dir=tmp_path / "r", resume=True)
-
-
 def test_relative_results_directory(device_support, tmp_path, monkeypatch):
     study = write_study(tmp_path)
     text = study.read_text().replace("repetitions = 2", "repetitions = 1")

@@ -245,6 +245,8 @@ def run_study(
             if previous is None:
                 raise FslabError(f"--retry-failed: no run of {source} (quick={quick}) in {results_dir} "
                                  "to retry; run it without --retry-failed to start it")
+        if resume and previous is None and store.latest(digest) is None:
+            resume = False  # interrupted before anything was stored (e.g. in preflight): start it
         if resume and previous is None:
             raise FslabError(
                 f"--resume: no unfinished run of {source} (quick={quick}) in {results_dir}; "
