@@ -226,53 +226,57 @@ def test_relative_results_directory(device_support, tmp_path, monkeypatch):
 
 def test_cleanup_after_sigkill(device_support, tmp_path):
     """SIGKILL gives fslab no chance to clean up; `fslab cleanup` must then do it."""
-    study = write_study(tmp_path, runtime=20)
-    # Traced and memory-limited: the kill also leaves a tracefs instance and a cgroup.
-    study.write_text(study.read_text().replace("[study]\n", "[study]\ntrace = true\n", 1)
-                     .replace('name = "randread"\n', 'name = "randread"\nmemory = "256MiB"\n', 1)
-                     .replace('name = "seqwrite"\n', 'name = "seqwrite"\nmemory = "256MiB"\n', 1))
-    results = tmp_path / "results"
-    fslab = [sys.executable, "-m", "fslab.cli"]
-    proc = subprocess.Popen([*fslab, "run", str(study), "-r", str(results), "-q"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    fio_running = False
-    while time.monotonic() < deadline and not fio_running:
-        time.sleep(0.1)
-        # the measured run (not the layout pass), so the cgroup and the trace exist
-        ps = subprocess.run(["pgrep", "-f", f"fio --output-format=json --output={results}"], capture_output=True)
-        fio_running = ps.returncode == 0
-    assert fio_running
-    proc.kill()
-    proc.wait()
-    assert leftovers(tmp_path), "the kill should have left a mount and a loop device"
-    from fslab.cgroups import leftover_cgroups
-    from fslab.trace.capture import TRACEFS
+    try:
+        study = write_study(tmp_path, runtime=20)
+        # Traced and memory-limited: the kill also leaves a tracefs instance and a cgroup.
+        study.write_text(study.read_text().replace("[study]\n", "[study]\ntrace = true\n", 1)
+                         .replace('name = "randread"\n', 'name = "randread"\nmemory = "256MiB"\n', 1)
+                         .replace('name = "seqwrite"\n', 'name = "seqwrite"\nmemory = "256MiB"\n', 1))
+        results = tmp_path / "results"
+        fslab = [sys.executable, "-m", "fslab.cli"]
+        proc = subprocess.Popen([*fslab, "run", str(study), "-r", str(results), "-q"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        fio_running = False
+        while time.monotonic() < deadline and not fio_running:
+            time.sleep(0.1)
+            # the measured run (not the layout pass), so the cgroup and the trace exist
+            ps = subprocess.run(["pgrep", "-f", f"fio --output-format=json --output={results}"], capture_output=True)
+            fio_running = ps.returncode == 0
+        assert fio_running
+        proc.kill()
+        proc.wait()
+        assert leftovers(tmp_path), "the kill should have left a mount and a loop device"
+        from fslab.cgroups import leftover_cgroups
+        from fslab.trace.capture import TRACEFS
 
-    instances = [p.name for p in (TRACEFS / "instances").glob(f"fslab-{proc.pid}-*")]
-    (state,) = [p for p in Path("/run/fslab").glob(f"fslab-{proc.pid}-*.json")]
-    listed = {r["kind"]: r["ident"] for r in json.loads(state.read_text())["resources"]}
-    assert {"image", "mount", "cgroup", "tracefs"} <= set(listed), listed
-    assert instances and Path(listed["cgroup"]) in leftover_cgroups()
-    # `fslab list` tells a study whose process is gone from a running one.
-    listing = subprocess.run([*fslab, "list", "-r", str(results)], capture_output=True, text=True, timeout=60)
-    assert "interrupted" in listing.stdout and "running" not in listing.stdout
-    # An orphaned workload (fio may or may not outlive fslab) keeps the mount busy:
-    (mnt,) = [Path(l.split()[1]) for l in Path("/proc/mounts").read_text().splitlines()
-              if str(tmp_path) in l]
-    holder = subprocess.Popen(["sleep", "300"], cwd=mnt, start_new_session=True)
-    dry = subprocess.run([*fslab, "cleanup", "--dry-run", "--under", str(tmp_path)],
-                         capture_output=True, text=True, timeout=60)
-    assert "would unmount" in dry.stdout and leftovers(tmp_path)
-    done = subprocess.run([*fslab, "cleanup", "--under", str(tmp_path)],
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert "detach /dev/loop" in done.stdout and "killed orphaned" in done.stdout
-    assert f"remove cgroup {listed['cgroup']}" in done.stdout and "remove tracefs instance" in done.stdout
-    assert holder.wait(timeout=10) == -9
-    assert leftovers(tmp_path) == []
-    assert not Path(listed["cgroup"]).exists() and not state.exists()
-    assert not [p for p in (TRACEFS / "instances").glob(f"fslab-{proc.pid}-*")]
+        instances = [p.name for p in (TRACEFS / "instances").glob(f"fslab-{proc.pid}-*")]
+        (state,) = [p for p in Path("/run/fslab").glob(f"fslab-{proc.pid}-*.json")]
+        listed = {r["kind"]: r["ident"] for r in json.loads(state.read_text())["resources"]}
+        assert {"image", "mount", "cgroup", "tracefs"} <= set(listed), listed
+        assert instances and Path(listed["cgroup"]) in leftover_cgroups()
+        # `fslab list` tells a study whose process is gone from a running one.
+        listing = subprocess.run([*fslab, "list", "-r", str(results)], capture_output=True, text=True, timeout=60)
+        assert "interrupted" in listing.stdout and "running" not in listing.stdout
+        # An orphaned workload (fio may or may not outlive fslab) keeps the mount busy:
+        (mnt,) = [Path(l.split()[1]) for l in Path("/proc/mounts").read_text().splitlines()
+                  if str(tmp_path) in l]
+        holder = subprocess.Popen(["sleep", "300"], cwd=mnt, start_new_session=True)
+        dry = subprocess.run([*fslab, "cleanup", "--dry-run", "--under", str(tmp_path)],
+                             capture_output=True, text=True, timeout=60)
+        assert "would unmount" in dry.stdout and leftovers(tmp_path)
+        done = subprocess.run([*fslab, "cleanup", "--under", str(tmp_path)],
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert "detach /dev/loop" in done.stdout and "killed orphaned" in done.stdout
+        assert f"remove cgroup {listed['cgroup']}" in done.stdout and "remove tracefs instance" in done.stdout
+        assert holder.wait(timeout=10) == -9
+        assert leftovers(tmp_path) == []
+        assert not Path(listed["cgroup"]).exists() and not state.exists()
+        assert not [p for p in (TRACEFS / "instances").glob(f"fslab-{proc.pid}-*")]
+    finally:  # even when an assertion failed: never leave a mount behind
+        subprocess.run([sys.executable, "-m", "fslab", "cleanup", "--under", str(tmp_path)],
+                       capture_output=True, timeout=120)
 
 
 def test_one_study_per_results_directory(device_support, tmp_path):
