@@ -104,7 +104,9 @@ def main() -> None:
         # Kill at a random moment while runs are left, until enough kills were survived;
         # then let it finish.
         if kills < MIN_KILLS:
-            deadline = time.monotonic() + rng.uniform(0.3, 4.0)
+            # preflight (tools, a scratch mkfs and mount per file system) takes a few seconds:
+            # kill anywhere from preflight to well into the runs
+            deadline = time.monotonic() + rng.uniform(0.5, 12.0)
             while time.monotonic() < deadline and proc.poll() is None:
                 time.sleep(0.02)
             if proc.poll() is None:

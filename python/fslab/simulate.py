@@ -151,13 +151,14 @@ def model_params(name: str, overrides: Mapping[str, Any] | None = None) -> dict[
 
 
 def model_capacity(params: Mapping[str, Any]) -> int:
-    """Logical capacity in bytes a model offers the host (RAID: data members x member)."""
-    if params.get("kind") == "raid":
-        member = {k[len("member."):]: v for k, v in params.items() if k.startswith("member.")}
-        chunk = int(params.get("chunk_bytes", 512 << 10))
-        data = int(params.get("members", 8)) - (1 if int(params.get("level", 5)) == 5 else 0)
-        return model_capacity(member) // chunk * chunk * data
-    return int(params.get("capacity", 0))
+    """Logical capacity in bytes a model offers the host, as the model itself computes it.
+    Raises SimulationError when the parameters do not make a model."""
+    from . import _core
+
+    try:
+        return int(_core.model_capacity(dict(params)))
+    except ValueError as exc:
+        raise SimulationError(str(exc)) from None
 
 
 # --------------------------------------------------------------------------- requests

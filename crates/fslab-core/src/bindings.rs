@@ -211,10 +211,19 @@ fn reference_loop(py: Python<'_>, synthetic: &Bound<'_, PyDict>) -> PyResult<(u6
     }))
 }
 
+/// Logical capacity in bytes the model `params` describe offers the host (built by the
+/// model itself, so RAID geometry and rounding are the model's, not a Python copy).
+#[pyfunction]
+fn model_capacity(params: &Bound<'_, PyDict>) -> PyResult<u64> {
+    let p = params_from_dict(params)?;
+    Ok(crate::models::build(&p).map_err(to_py_err)?.capacity_bytes())
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(core_version, m)?)?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
+    m.add_function(wrap_pyfunction!(model_capacity, m)?)?;
     m.add_function(wrap_pyfunction!(simulate_synthetic, m)?)?;
     m.add_function(wrap_pyfunction!(synthetic_requests, m)?)?;
     m.add_function(wrap_pyfunction!(reference_loop, m)?)?;

@@ -8,8 +8,8 @@ pub enum CoreError {
     BadParam { name: String, reason: String },
     #[error("unknown model parameter `{name}` for a {kind} model (known: {known})")]
     UnknownParam { name: String, kind: String, known: String },
-    #[error("unknown model kind `{0}` (known: hdd, ssd, raid)")]
-    UnknownKind(String),
+    #[error("unknown model kind `{0}` (known: {1})")]
+    UnknownKind(String, String),
     #[error("request {index}: {reason}")]
     BadRequest { index: usize, reason: String },
     #[error("synthetic stream: {0}")]

@@ -39,17 +39,32 @@ pub trait DeviceModel {
     fn counters(&self) -> Counters;
 }
 
+/// A model constructor: the parameters in, the model (or why not) out.
+type Constructor = fn(&Params) -> Result<Box<dyn DeviceModel>>;
+
+/// Every model kind, by the `kind` parameter that selects it: the one table to extend
+/// when a model is added (its own file plus one row here).
+const KINDS: &[(&str, Constructor)] = &[
+    ("hdd", |p| Ok(Box::new(hdd::Hdd::from_params(p)?))),
+    ("ssd", |p| Ok(Box::new(ssd::Ssd::from_params(p)?))),
+    ("raid", |p| Ok(Box::new(raid::Raid::from_params(p)?))),
+];
+
+/// The model kinds `build` knows, in table order.
+pub fn kind_names() -> Vec<&'static str> {
+    KINDS.iter().map(|(name, _)| *name).collect()
+}
+
 /// Build a model from its parameters; `kind` selects the model.
 pub fn build(params: &Params) -> Result<Box<dyn DeviceModel>> {
+    let known = || kind_names().join(", ");
     let kind = match params.get("kind") {
         Some(Value::Text(k)) => k.as_str(),
-        _ => return Err(CoreError::BadParam { name: "kind".into(), reason: "missing; use hdd, ssd or raid".into() }),
+        _ => return Err(CoreError::BadParam { name: "kind".into(), reason: format!("missing; use one of {}", known()) }),
     };
-    match kind {
-        "ssd" => Ok(Box::new(ssd::Ssd::from_params(params)?)),
-        "hdd" => Ok(Box::new(hdd::Hdd::from_params(params)?)),
-        "raid" => Ok(Box::new(raid::Raid::from_params(params)?)),
-        other => Err(CoreError::UnknownKind(other.into())),
+    match KINDS.iter().find(|(name, _)| *name == kind) {
+        Some((_, construct)) => construct(params),
+        None => Err(CoreError::UnknownKind(kind.into(), known())),
     }
 }
 
@@ -75,4 +90,24 @@ pub(crate) fn prefetch_read<T>(x: &T) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = x;
+}
+
+#[cfg(test)]
+mod kind_tests {
+    use super::*;
+
+    #[test]
+    fn unknown_kind_lists_the_table() {
+        let mut p = Params::new();
+        p.insert("kind".into(), Value::Text("tape".into()));
+        match build(&p) {
+            Err(CoreError::UnknownKind(kind, known)) => {
+                assert_eq!(kind, "tape");
+                assert_eq!(known, kind_names().join(", "));
+                assert!(known.contains("hdd") && known.contains("ssd") && known.contains("raid"));
+            }
+            Err(other) => panic!("unexpected error: {other}"),
+            Ok(_) => panic!("a tape model was built"),
+        }
+    }
 }
