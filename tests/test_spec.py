@@ -141,3 +141,27 @@ def test_filesystem_arguments_naming_other_devices_are_refused(option, value):
 def test_fio_may_not_leave_the_filesystem_under_test(line):
     err = spec_error(BASE.replace('size = "64M"', f'size = "64M"\n{line}'))
     assert "workloads[0]." + line.split()[0] in str(err)
+
+
+def test_the_schema_imports_no_plug_in():
+    """The study schema sits below every plug-in: importing it loads no workload, device
+    kind, file system or backend (a plug-in may import the schema, never the reverse)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, fslab.spec; "
+            "print(sorted(m for m in sys.modules if m.startswith('fslab')))")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    for plugin in ("fslab.workloads", "fslab.devices", "fslab.filesystems", "fslab.backends"):
+        assert plugin not in loaded, loaded
+
+
+def test_reports_need_no_workload_plug_in():
+    """Reports read what the store kept (units, directions, primary metrics)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, fslab.report.tables, fslab.report.charts, fslab.analysis.contrasts, fslab.store; "
+            "print(sorted(m for m in sys.modules if m.startswith('fslab')))")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "fslab.workloads" not in loaded, loaded
