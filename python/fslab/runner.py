@@ -232,6 +232,7 @@ def run_study(
     ``on_start(plan, study_id, remaining)`` and ``on_record(record, label)`` let the CLI
     draw progress; the runner prints nothing."""
     started = time.monotonic()
+    install_handlers()  # before preflight too: its scratch images are released on SIGTERM
     # Mount points are compared with /proc/mounts, which holds canonical paths.
     results_dir.mkdir(parents=True, exist_ok=True)
     results_dir = results_dir.resolve()
@@ -285,8 +286,6 @@ def run_study(
             on_start(plan, study_id, remaining_runs)
         counts = {"done": 0, "failed": 0}
         labels = {c.id: c for c in plan.cells}
-
-        install_handlers()
         try:
             for job in todo:
                 out_dir = jobs_dir / job.id
