@@ -1,0 +1,316 @@
+"""Layout facts of a mounted file system: where each file's blocks lie (FIEMAP), how
+contiguous they are (the layout score), and how the free space is cut up (a histogram of
+free extents by size).
+
+Glossary: an *extent* is one FIEMAP record (logical offset, physical offset, length); a
+*fragment* is a maximal run of a file's blocks that is physically contiguous (extents the
+file system split but laid end to end count as one fragment). The *layout score* of a
+file is the fraction of its blocks, after the first, that sit directly after their
+predecessor on disk (Smith & Seltzer, "File System Aging", SIGMETRICS 1997; Impressions,
+FAST 2009): 1.0 is perfectly contiguous, 0 is every block elsewhere. Files of one block
+(or none) have no score and are left out of the whole-file-system score, which is the
+same fraction over the blocks of all files.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import struct
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .commands import run_command
+from .errors import CommandFailed, FslabError
+from .mounts import mount_at
+
+# linux/fs.h: FS_IOC_FIEMAP = _IOWR('f', 11, struct fiemap); struct fiemap is 32 bytes,
+# each struct fiemap_extent 56.
+FS_IOC_FIEMAP = 0xC020660B
+FIEMAP_FLAG_SYNC = 0x1  # flush delayed allocation first, so every block has a place
+FIEMAP_EXTENT_LAST = 0x1
+FIEMAP_EXTENT_UNKNOWN = 0x2  # no physical location yet (delalloc not flushed)
+FIEMAP_EXTENT_DATA_INLINE = 0x200  # data inside the inode: no block of its own
+_HEADER = struct.Struct("=QQIIII")
+_EXTENT = struct.Struct("=QQQ16xI12x")
+_BATCH = 512  # extents asked for per ioctl
+
+
+@dataclass(frozen=True)
+class Extent:
+    logical: int  # bytes from the start of the file
+    physical: int  # bytes from the start of the device
+    length: int  # bytes
+    flags: int
+
+
+def file_extents(path: Path | str) -> list[Extent]:
+    """Every extent of one regular file, in logical order. Raises FslabError when the file
+    system has no FIEMAP (the message names the file system)."""
+    out: list[Extent] = []
+    start = 0
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    try:
+        while True:
+            buf = bytearray(_HEADER.size + _BATCH * _EXTENT.size)
+            _HEADER.pack_into(buf, 0, start, (1 << 64) - 1 - start, FIEMAP_FLAG_SYNC, 0, _BATCH, 0)
+            try:
+                fcntl.ioctl(fd, FS_IOC_FIEMAP, buf, True)
+            except OSError as exc:
+                raise FslabError(
+                    f"FIEMAP failed on {path}: {exc.strerror}; this file system does not report "
+                    "file layout, so fragmentation cannot be measured on it"
+                ) from None
+            mapped = _HEADER.unpack_from(buf, 0)[3]
+            last = False
+            for i in range(mapped):
+                logical, physical, length, flags = _EXTENT.unpack_from(buf, _HEADER.size + i * _EXTENT.size)
+                out.append(Extent(logical, physical, length, flags))
+                last = bool(flags & FIEMAP_EXTENT_LAST)
+            if last or mapped < _BATCH or mapped == 0:
+                return out
+            start = out[-1].logical + out[-1].length
+    finally:
+        os.close(fd)
+
+
+@dataclass(frozen=True)
+class FileLayout:
+    """One file's layout in blocks of ``block_size`` bytes."""
+
+    blocks: int  # blocks with a physical place
+    fragments: int  # physically contiguous runs
+    contiguous_blocks: int  # blocks that follow their predecessor on disk
+
+    @property
+    def score(self) -> float | None:
+        return self.contiguous_blocks / (self.blocks - 1) if self.blocks > 1 else None
+
+
+def layout_of(extents: Iterable[Extent], block_size: int) -> FileLayout:
+    """Blocks, fragments and contiguous blocks of a file from its extents. Extents without
+    a physical place (inline data, unflushed delalloc) hold no blocks and are skipped."""
+    blocks = fragments = 0
+    expected_next: int | None = None
+    for ext in extents:
+        if ext.flags & (FIEMAP_EXTENT_UNKNOWN | FIEMAP_EXTENT_DATA_INLINE):
+            continue
+        n = -(-ext.length // block_size)
+        if n == 0:
+            continue
+        if ext.physical != expected_next:
+            fragments += 1
+        blocks += n
+        expected_next = ext.physical + n * block_size
+    # Within a fragment every block but its first follows its predecessor.
+    return FileLayout(blocks, fragments, blocks - fragments)
+
+
+def regular_files(root: Path) -> Iterator[Path]:
+    """Every regular file under root (symlinks not followed), in a stable sorted order."""
+    stack = [root]
+    while stack:
+        directory = stack.pop()
+        with os.scandir(directory) as it:
+            entries = sorted(it, key=lambda e: e.name)
+        for entry in reversed(entries):
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name != "lost+found":
+                    stack.append(Path(entry.path))
+            elif entry.is_file(follow_symlinks=False):
+                yield Path(entry.path)
+
+
+@dataclass
+class LayoutSummary:
+    """Layout of every file under a directory."""
+
+    files: int = 0
+    blocks: int = 0
+    contiguous_blocks: int = 0
+    scored_blocks: int = 0  # blocks of files with more than one block, first blocks excluded
+    fragments_per_file: dict[int, int] = field(default_factory=dict)  # fragments -> files
+    block_size: int = 4096
+
+    @property
+    def layout_score(self) -> float | None:
+        return self.contiguous_blocks / self.scored_blocks if self.scored_blocks else None
+
+    def as_dict(self) -> dict[str, object]:
+        counts = sorted(self.fragments_per_file.items())
+        total = sum(n for _, n in counts)
+        mean = sum(k * n for k, n in counts) / total if total else None
+        return {
+            "files": self.files, "blocks": self.blocks, "block_size_bytes": self.block_size,
+            "layout_score": self.layout_score,
+            "fragments_per_file_mean": mean,
+            "fragments_per_file_max": counts[-1][0] if counts else None,
+            "fragments_per_file": {str(k): n for k, n in counts},
+        }
+
+
+def summarize_layout(root: Path, block_size: int | None = None,
+                     physical: list[tuple[int, int]] | None = None) -> LayoutSummary:
+    """Layout score and fragments per file over every regular file under root. If
+    ``physical`` is given, each file's (start, end) byte ranges on the device are appended
+    to it (for the FIEMAP-based free-space histogram)."""
+    bs = block_size or os.statvfs(root).f_bsize
+    summary = LayoutSummary(block_size=bs)
+    for path in regular_files(root):
+        extents = file_extents(path)
+        lay = layout_of(extents, bs)
+        summary.files += 1
+        summary.blocks += lay.blocks
+        summary.fragments_per_file[lay.fragments] = summary.fragments_per_file.get(lay.fragments, 0) + 1
+        if lay.blocks > 1:
+            summary.contiguous_blocks += lay.contiguous_blocks
+            summary.scored_blocks += lay.blocks - 1
+        if physical is not None:
+            physical.extend((e.physical, e.physical + -(-e.length // bs) * bs) for e in extents
+                            if not e.flags & (FIEMAP_EXTENT_UNKNOWN | FIEMAP_EXTENT_DATA_INLINE))
+    return summary
+
+
+# --- free space ----------------------------------------------------------------------
+
+
+@dataclass
+class FreeSpaceHistogram:
+    """Free extents by size in power-of-two buckets: bucket k holds extents of
+    [2^k, 2^(k+1)) bytes. ``method`` says where the numbers came from."""
+
+    method: str  # "e2freefrag" | "xfs_spaceman freesp" | "fiemap-inversion"
+    buckets: dict[int, tuple[int, int]]  # lower bound in bytes -> (extents, free bytes)
+    note: str = ""
+
+    @property
+    def free_extents(self) -> int:
+        return sum(n for n, _ in self.buckets.values())
+
+    @property
+    def free_bytes(self) -> int:
+        return sum(b for _, b in self.buckets.values())
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "method": self.method, "note": self.note,
+            "free_extents": self.free_extents, "free_bytes": self.free_bytes,
+            "buckets": [{"from_bytes": lo, "extents": n, "bytes": b}
+                        for lo, (n, b) in sorted(self.buckets.items())],
+        }
+
+
+def _bucket(nbytes: int) -> int:
+    return 1 << (nbytes.bit_length() - 1)
+
+
+def histogram_from_sizes(sizes: Iterable[int], method: str, note: str = "") -> FreeSpaceHistogram:
+    buckets: dict[int, tuple[int, int]] = {}
+    for size in sizes:
+        if size <= 0:
+            continue
+        lo = _bucket(size)
+        n, b = buckets.get(lo, (0, 0))
+        buckets[lo] = (n + 1, b + size)
+    return FreeSpaceHistogram(method, buckets, note)
+
+
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+_E2_ROW = re.compile(r"^\s*(\d+)([KMGT]?)\.\.\.\s*\S+\s*:\s*(\d+)\s+(\d+)\s")
+_E2_BS = re.compile(r"^Blocksize:\s*(\d+)")
+
+
+def parse_e2freefrag(text: str) -> FreeSpaceHistogram:
+    """The histogram e2freefrag prints ("4K...8K- : extents blocks percent")."""
+    block_size = None
+    buckets: dict[int, tuple[int, int]] = {}
+    in_table = False
+    for line in text.splitlines():
+        if m := _E2_BS.match(line):
+            block_size = int(m.group(1))
+        if line.startswith("HISTOGRAM"):
+            in_table = True
+            continue
+        if in_table and (m := _E2_ROW.match(line)):
+            if block_size is None:
+                raise FslabError("e2freefrag printed no block size before its histogram")
+            lo = int(m.group(1)) * _UNITS[m.group(2)]
+            buckets[lo] = (int(m.group(3)), int(m.group(4)) * block_size)
+    if block_size is None:
+        raise FslabError("could not read e2freefrag's output (no 'Blocksize:' line)")
+    return FreeSpaceHistogram("e2freefrag", buckets)
+
+
+_XFS_ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+[\d.]+\s*$")
+
+
+def parse_xfs_freesp(text: str, block_size: int) -> FreeSpaceHistogram:
+    """xfs_spaceman/xfs_db ``freesp`` rows: from, to (blocks), extents, blocks, percent.
+    Rows are power-of-two ranges of blocks; with a power-of-two block size they map onto
+    the same byte buckets as the other methods."""
+    buckets: dict[int, tuple[int, int]] = {}
+    for line in text.splitlines():
+        if m := _XFS_ROW.match(line):
+            lo = _bucket(int(m.group(1)) * block_size)
+            n, b = buckets.get(lo, (0, 0))
+            buckets[lo] = (n + int(m.group(3)), b + int(m.group(4)) * block_size)
+    return FreeSpaceHistogram("xfs_spaceman freesp", buckets)
+
+
+def fiemap_inversion(mountpoint: Path) -> FreeSpaceHistogram:
+    """Free extents as the gaps between all files' blocks, for any file system with
+    FIEMAP. Metadata (inode tables, journal, log, btrees) holds no file, so it counts as
+    free here: the totals are an upper bound, the shape of small holes is what it shows."""
+    st = os.statvfs(mountpoint)
+    ranges: list[tuple[int, int]] = []
+    summarize_layout(mountpoint, st.f_bsize, physical=ranges)
+    ranges.sort()
+    gaps = []
+    cursor = 0
+    for start, end in ranges:
+        if start > cursor:
+            gaps.append(start - cursor)
+        cursor = max(cursor, end)
+    device_end = st.f_blocks * st.f_frsize
+    if device_end > cursor:
+        gaps.append(device_end - cursor)
+    return histogram_from_sizes(
+        gaps, "fiemap-inversion",
+        note="gaps between file blocks; file-system metadata counts as free (upper bound)",
+    )
+
+
+def free_space_histogram(mountpoint: Path) -> FreeSpaceHistogram:
+    """The free-space histogram from the file system's own tool where there is one
+    (e2freefrag for ext2/3/4, xfs_spaceman freesp for xfs), else from FIEMAP."""
+    entry = mount_at(mountpoint)
+    fs_type = entry.fs_type if entry else ""
+    syncfs(mountpoint)
+    try:
+        if fs_type in ("ext2", "ext3", "ext4") and entry is not None:
+            # e2freefrag reads the bitmaps through the block device's page cache, which
+            # holds ext4's metadata buffers: after syncfs they are current, not last commit's.
+            done = run_command(["e2freefrag", entry.source], timeout=120)
+            return parse_e2freefrag(done.stdout)
+        if fs_type == "xfs":
+            done = run_command(["xfs_spaceman", "-c", "freesp", str(mountpoint)], timeout=120)
+            return parse_xfs_freesp(done.stdout, os.statvfs(mountpoint).f_bsize)
+    except (CommandFailed, FileNotFoundError, FslabError):
+        pass  # fall back to FIEMAP below; the method field says which was used
+    return fiemap_inversion(mountpoint)
+
+
+def syncfs(path: Path) -> None:
+    """Write back one file system, so delayed allocation has placed every block."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        if libc.syncfs(fd) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, os.strerror(err), str(path))
+    finally:
+        os.close(fd)
