@@ -1,0 +1,366 @@
+"""Aging: bring a freshly made file system to a used, fragmented state — seeded, fast and
+verified — before a workload measures it.
+
+``age(mountpoint, option)`` writes files of seeded random sizes under ``fslab-aging/``:
+
+* ``random-holes``: fill past the target, delete a random subset so the free space lies
+  in holes of random size between surviving files, then refill to the target.
+* ``churn`` (Geriatrix-style): fill to the target, then ``rounds`` times delete randomly
+  chosen files holding a quarter of the target and create new ones up to it again.
+
+*Utilisation* is the fraction of all the file system's blocks in use (statfs:
+``1 - f_bfree / f_blocks``), so it includes metadata and, on ext*, counts root's reserve
+as free. The target is reached within ±2% or ``AgingError`` says what was reached.
+The same option (seed included) on the same file system gives the same files in the
+same order; the report carries a digest of that list.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import math
+import os
+import random
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from .errors import FslabError, SpecError
+from .fragmentation import free_space_histogram, summarize_layout, syncfs
+from .units import parse_size
+
+AGING_DIR = "fslab-aging"
+FILES_PER_DIR = 512
+TOLERANCE = 0.02  # the promised accuracy, in utilisation (fraction of blocks)
+QUANTUM = 0.002  # top-ups come in steps of this share of all blocks
+CHURN_FRACTION = 0.25  # share of the target each churn round deletes and rewrites
+MAX_TOP_UPS = 8
+DATA_BYTES = 8 << 20  # seeded random data every file is cut from (defeats compression)
+
+
+class AgingError(FslabError):
+    """Aging could not reach its target; the message says what it reached and why."""
+
+
+_SIZES = re.compile(r"^(lognormal|uniform|fixed):([^:]+)(?::([^:]+))?$")
+
+
+@dataclass(frozen=True)
+class FileSizes:
+    """A file-size distribution: ``lognormal:MEDIAN:SIGMA``, ``uniform:MIN:MAX`` or
+    ``fixed:SIZE`` (sizes as in study files: ``64KiB``, ``1m``)."""
+
+    kind: str
+    a: float
+    b: float
+
+    @classmethod
+    def parse(cls, text: str) -> FileSizes:
+        m = _SIZES.match(text.strip())
+        if not m:
+            raise ValueError(f"{text!r} is not a size distribution; write 'lognormal:64KiB:1.5' "
+                             "(median, sigma), 'uniform:4KiB:1MiB' or 'fixed:256KiB'")
+        kind, first, second = m.groups()
+        a = parse_size(first)
+        if a <= 0:
+            raise ValueError(f"{text!r}: the size must be above 0 bytes")
+        if kind == "fixed":
+            if second is not None:
+                raise ValueError(f"{text!r}: 'fixed' takes one size, e.g. 'fixed:256KiB'")
+            return cls(kind, a, a)
+        if second is None:
+            raise ValueError(f"{text!r}: {kind} needs two values, e.g. "
+                             + ("'lognormal:64KiB:1.5'" if kind == "lognormal" else "'uniform:4KiB:1MiB'"))
+        if kind == "lognormal":
+            try:
+                sigma = float(second)
+            except ValueError:
+                raise ValueError(f"{text!r}: sigma {second!r} is not a number") from None
+            if not 0 <= sigma <= 5:
+                raise ValueError(f"{text!r}: sigma must be between 0 and 5")
+            return cls(kind, a, sigma)
+        b = parse_size(second)
+        if b < a:
+            raise ValueError(f"{text!r}: the maximum is below the minimum")
+        return cls(kind, a, b)
+
+    def draw(self, rng: random.Random, cap: int) -> int:
+        """One size in bytes, at least 1 and at most cap."""
+        if self.kind == "lognormal":
+            size = self.a * math.exp(rng.gauss(0.0, self.b))
+        elif self.kind == "uniform":
+            size = rng.uniform(self.a, self.b)
+        else:
+            size = self.a
+        return max(1, min(cap, int(size)))
+
+
+class AgingOption(BaseModel):
+    """The study option ``aging = { fill = 0.5, pattern = "random-holes", seed = 7,
+    file_sizes = "lognormal:64KiB:1.5" }`` (``rounds = N`` with ``pattern = "churn"``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    fill: float = Field(gt=0, lt=1, description="target utilisation, a fraction of all blocks")
+    pattern: Literal["random-holes", "churn"] = "random-holes"
+    seed: int = Field(default=0, ge=0, lt=1 << 63)
+    file_sizes: str = "lognormal:64KiB:1.5"
+    rounds: int | None = Field(default=None, ge=1, le=1000, description="churn: delete/create rounds")
+    max_file_size: int = Field(default=64 << 20, description="bytes; no file is larger")
+
+    @field_validator("file_sizes")
+    @classmethod
+    def _sizes(cls, value: str) -> str:
+        FileSizes.parse(value)
+        return value
+
+    @field_validator("max_file_size", mode="before")
+    @classmethod
+    def _max(cls, value: Any) -> int:
+        size = parse_size(value)
+        if size < 4096:
+            raise ValueError("must be at least 4KiB")
+        return size
+
+    @model_validator(mode="after")
+    def _rounds(self) -> AgingOption:
+        if self.pattern == "random-holes" and self.rounds is not None:
+            raise ValueError("rounds applies to pattern = 'churn' only; remove it or set pattern = 'churn'")
+        return self
+
+    @property
+    def churn_rounds(self) -> int:
+        return self.rounds if self.rounds is not None else 10
+
+    def key(self) -> str:
+        """A stable text naming this option, for caches of aged images."""
+        return self.model_dump_json()
+
+
+def parse_aging(data: Any, *, source: str, field: str = "aging") -> AgingOption:
+    """Validate an ``aging`` table; errors name the field (``aging.fill``) and the file."""
+    if not isinstance(data, dict):
+        raise SpecError("must be a table, e.g. { fill = 0.5, pattern = \"random-holes\", seed = 7 }",
+                        source=source, field=field)
+    try:
+        return AgingOption.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join([field, *(str(p) for p in first["loc"])])
+        message = first["msg"].removeprefix("Value error, ")
+        if first["type"] == "extra_forbidden":
+            message = f"unknown aging field; known: {', '.join(AgingOption.model_fields)}"
+        elif "input" in first and first["type"] != "missing":
+            message += f" (given: {first['input']!r})"
+        raise SpecError(message, source=source, field=where) from None
+
+
+@dataclass
+class AgingReport:
+    """What aging did and the state it left, verified after a final sync."""
+
+    option: dict[str, Any]
+    fs_type: str | None
+    block_size_bytes: int
+    utilisation_start: float
+    utilisation_target: float
+    utilisation_reached: float
+    files: int  # files left by aging
+    files_created: int
+    files_deleted: int
+    bytes_written: int
+    wall_s: float
+    layout: dict[str, Any]
+    free_space: dict[str, Any]
+    file_set: list[tuple[str, int]] = field(repr=False, default_factory=list)  # (path, bytes) created, in order
+
+    @property
+    def file_set_sha256(self) -> str:
+        h = hashlib.sha256()
+        for path, size in self.file_set:
+            h.update(f"{path}\t{size}\n".encode())
+        return h.hexdigest()
+
+    def as_dict(self) -> dict[str, Any]:
+        """For provenance: everything but the (long) file list, which is kept as a digest."""
+        out = {k: v for k, v in self.__dict__.items() if k != "file_set"}
+        out["file_set_sha256"] = self.file_set_sha256
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> AgingReport:
+        data = {k: v for k, v in data.items() if k != "file_set_sha256"}
+        return cls(**data)
+
+    def metrics(self, prefix: str = "aging_") -> dict[str, float]:
+        """Numbers for the metrics table; names carry their unit (see fslab.metrics)."""
+        out = {
+            f"{prefix}utilisation_fraction": self.utilisation_reached,
+            f"{prefix}files_count": float(self.files),
+            f"{prefix}written_bytes": float(self.bytes_written),
+            f"{prefix}wall_s": self.wall_s,
+            f"{prefix}free_extents_count": float(self.free_space["free_extents"]),
+        }
+        if self.layout.get("layout_score") is not None:
+            out[f"{prefix}layout_score"] = float(self.layout["layout_score"])
+        if self.layout.get("fragments_per_file_mean") is not None:
+            out[f"{prefix}fragments_per_file_mean"] = float(self.layout["fragments_per_file_mean"])
+        return out
+
+
+def utilisation(mountpoint: Path) -> float:
+    st = os.statvfs(mountpoint)
+    return 1.0 - st.f_bfree / st.f_blocks
+
+
+class _Ager:
+    """The state of one aging pass: the files alive, the RNG, what was written."""
+
+    def __init__(self, mountpoint: Path, option: AgingOption):
+        self.root = mountpoint / AGING_DIR
+        self.option = option
+        self.rng = random.Random(option.seed)
+        self.sizes = FileSizes.parse(option.file_sizes)
+        st = os.statvfs(mountpoint)
+        self.mountpoint = mountpoint
+        self.block = st.f_frsize
+        self.total_blocks = st.f_blocks
+        self.cap = min(option.max_file_size, max(self.block, st.f_blocks * st.f_frsize // 32))
+        data = self.rng.randbytes(DATA_BYTES)
+        self.data = memoryview(data + data)  # any file starts anywhere and reads on
+        self.alive: list[tuple[str, int]] = []  # (relative path, bytes)
+        self.created: list[tuple[str, int]] = []
+        self.deleted = 0
+        self.written = 0
+        self.next_index = 0
+        self.dirs: set[int] = set()
+        self.planned = 0  # blocks: use at the start plus the data blocks of live files
+
+    def measured_blocks(self) -> int:
+        """Blocks in use by statfs, after a sync so delayed allocation is counted."""
+        syncfs(self.mountpoint)
+        st = os.statvfs(self.mountpoint)
+        return st.f_blocks - st.f_bfree
+
+    def _blocks(self, nbytes: int) -> int:
+        return -(-nbytes // self.block)
+
+    def create(self, nbytes: int) -> None:
+        index = self.next_index
+        self.next_index += 1
+        d = index // FILES_PER_DIR
+        if d not in self.dirs:
+            (self.root / f"d{d:05d}").mkdir(parents=True, exist_ok=True)
+            self.dirs.add(d)
+        rel = f"d{d:05d}/f{index:08d}"
+        path = self.root / rel
+        start = self.rng.randrange(DATA_BYTES)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            left = nbytes
+            while left:  # one large write per 8 MiB: no per-block Python work
+                n = os.write(fd, self.data[start:start + min(left, DATA_BYTES)])
+                left -= n
+        except OSError as exc:
+            os.close(fd)
+            path.unlink(missing_ok=True)
+            if exc.errno == errno.ENOSPC:
+                raise AgingError(
+                    f"the file system filled up at {utilisation(self.mountpoint):.1%} utilisation "
+                    f"while aging to {self.option.fill:.0%}: lower aging.fill or enlarge the device"
+                ) from None
+            raise
+        os.close(fd)
+        self.alive.append((rel, nbytes))
+        self.created.append((rel, nbytes))
+        self.written += nbytes
+        self.planned += self._blocks(nbytes)
+
+    # The phases steer by ``planned`` (data blocks of the files alive, counted from their
+    # sizes), not by statfs: statfs moves by a few blocks with writeback timing (extent
+    # tree and bitmap blocks), and steering by it would make the file set depend on timing.
+
+    def fill_to(self, target_blocks: int, *, exact: bool) -> None:
+        """Create files until the planned use reaches target_blocks; with ``exact`` the
+        last file is cut so the plan lands on the target."""
+        while self.planned < target_blocks:
+            size = self.sizes.draw(self.rng, self.cap)
+            if exact:
+                size = min(size, (target_blocks - self.planned) * self.block)
+            self.create(size)
+
+    def delete_to(self, target_blocks: int) -> None:
+        """Delete randomly chosen files until the planned use falls to target_blocks."""
+        while self.planned > target_blocks and self.alive:
+            i = self.rng.randrange(len(self.alive))
+            self.alive[i], self.alive[-1] = self.alive[-1], self.alive[i]
+            rel, nbytes = self.alive.pop()
+            (self.root / rel).unlink()
+            self.deleted += 1
+            self.planned -= self._blocks(nbytes)
+
+
+def age(mountpoint: Path, option: AgingOption) -> AgingReport:
+    """Age the file system mounted at ``mountpoint`` to ``option`` and verify the result.
+
+    Raises AgingError if the target cannot be reached within ±2% (the message gives the
+    utilisation reached), or if the file system is already fuller than the target."""
+    from .mounts import mount_at
+
+    started = time.monotonic()
+    mountpoint = Path(mountpoint)
+    start_util = utilisation(mountpoint)
+    ager = _Ager(mountpoint, option)
+    total = ager.total_blocks
+    target = round(option.fill * total)
+    if start_util >= option.fill - TOLERANCE / 2:
+        raise AgingError(f"the file system is already {start_util:.1%} used, so aging cannot bring it "
+                         f"to {option.fill:.0%}: raise aging.fill or start from an emptier one")
+    ager.planned = ager.measured_blocks()
+    if option.pattern == "random-holes":
+        # Overfill halfway to full, then delete down to below the target: the refill
+        # lands in holes left between survivors.
+        high = min(0.95, option.fill + 0.5 * (1.0 - option.fill))
+        low = max(start_util, option.fill - 0.5 * (high - option.fill))
+        ager.fill_to(round(high * total), exact=False)
+        syncfs(mountpoint)  # place the files before deleting, so the holes are on disk
+        ager.delete_to(round(low * total))
+        syncfs(mountpoint)
+        ager.fill_to(target, exact=True)
+    else:
+        ager.fill_to(target, exact=False)
+        for _ in range(option.churn_rounds):
+            syncfs(mountpoint)
+            ager.delete_to(ager.planned - round(CHURN_FRACTION * option.fill * total))
+            ager.fill_to(target, exact=False)
+        ager.delete_to(target)
+    # Metadata (directories, extent trees, journal-free counts) is not in the plan: top
+    # up by what statfs says is missing, in steps of QUANTUM of the blocks so that a few
+    # blocks of timing noise rarely change the files made.
+    quantum = max(1, round(QUANTUM * total))
+    for _ in range(MAX_TOP_UPS):
+        missing = (target - ager.measured_blocks()) // quantum * quantum
+        if missing <= 0:
+            break
+        ager.fill_to(ager.planned + missing, exact=True)
+    reached = utilisation(mountpoint)
+    if abs(reached - option.fill) > TOLERANCE:
+        raise AgingError(f"aging reached {reached:.1%} utilisation, not {option.fill:.0%} ± 2%: "
+                         "the device is too small for these file sizes; enlarge it or lower "
+                         "aging.max_file_size")
+    wall = time.monotonic() - started
+    layout = summarize_layout(ager.root)
+    entry = mount_at(mountpoint)
+    return AgingReport(
+        option=option.model_dump(), fs_type=entry.fs_type if entry else None,
+        block_size_bytes=ager.block, utilisation_start=start_util,
+        utilisation_target=option.fill, utilisation_reached=reached,
+        files=len(ager.alive), files_created=len(ager.created), files_deleted=ager.deleted,
+        bytes_written=ager.written, wall_s=wall, layout=layout.as_dict(),
+        free_space=free_space_histogram(mountpoint).as_dict(), file_set=ager.created,
+    )
