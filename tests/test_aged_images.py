@@ -1,0 +1,76 @@
+"""Aged once, reused: the aged image is made once per key and every repetition starts
+from a byte-identical copy, on a real loop-mounted ext4."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+
+from fslab.aged_images import aged_image, image_key, make_aged_filesystem
+from fslab.aging import AgingOption, AgingReport, utilisation
+from fslab.devices import handle_for
+from fslab.devices.image import attach, detach
+from fslab.filesystems import FILESYSTEMS, mounted
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(8 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def test_aged_image_made_once_copies_identical(device_support: None, tmp_path: Path) -> None:
+    option = AgingOption(fill=0.5, seed=11)
+    size = 256 << 20
+    key = image_key("ext4", [], size, option)
+    made: list[Path] = []
+
+    def make(image: Path) -> AgingReport:
+        made.append(image)
+        return make_aged_filesystem(image, size, "ext4", [], [], option, tmp_path)
+
+    cache = tmp_path / "cache"
+    first = aged_image(key, make, cache, tmp_path / "rep1.img")
+    original_sum = _sha256(next(cache.glob("aged-*.img")))
+    assert len(made) == 1 and not first.cache_hit and first.make_s > 0
+    assert abs(first.report.utilisation_reached - 0.5) <= 0.02
+
+    # Repetition 1 runs on its copy and changes it ...
+    loop = attach(first.image)
+    try:
+        with mounted(FILESYSTEMS.get("ext4"), handle_for(loop), [], tmp_path / "mnt-rep1") as m:
+            assert abs(utilisation(m.mountpoint) - first.report.utilisation_reached) < 0.005
+            assert (m.mountpoint / "fslab-aging").is_dir()
+            (m.mountpoint / "new").write_bytes(os.urandom(1 << 20))
+    finally:
+        detach(loop)
+    assert _sha256(first.image) != original_sum
+
+    # ... and repetition 2 still starts from the state aging left, without aging again.
+    second = aged_image(key, make, cache, tmp_path / "rep2.img")
+    assert len(made) == 1 and second.cache_hit and second.make_s == 0
+    assert _sha256(second.image) == original_sum
+    assert second.report.file_set_sha256 == first.report.file_set_sha256
+    assert second.copy_method in ("reflink", "sparse copy")
+    # sparse: the copy takes no more disk than the data aging wrote plus metadata
+    assert os.stat(second.image).st_blocks * 512 < 0.75 * size
+
+
+def test_failed_aging_leaves_nothing_cached(device_support: None, tmp_path: Path) -> None:
+    from fslab.aging import AgingError
+
+    option = AgingOption(fill=0.99, seed=1, file_sizes="fixed:1MiB")
+    size = 128 << 20
+
+    def make(image: Path) -> AgingReport:
+        return make_aged_filesystem(image, size, "ext4", [], [], option, tmp_path)
+
+    with pytest.raises(AgingError):
+        aged_image(image_key("ext4", [], size, option), make, tmp_path / "cache", tmp_path / "r.img")
+    assert not list((tmp_path / "cache").glob("*.img"))
+    assert not (tmp_path / "r.img").exists()
