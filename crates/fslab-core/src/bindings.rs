@@ -229,5 +229,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(reference_loop, m)?)?;
     // block-layer tracing (crate::trace::py): its own registration, one line here
     crate::trace::py::register(m)?;
+    // timed file-system operations (crate::alloc::py)
+    crate::alloc::py::register(m)?;
     Ok(())
 }

@@ -5,6 +5,7 @@
 //! device (HDD, SSD, RAID) that turns requests into completion times; *replay* drives a
 //! model with a request list; all simulated time is integer nanoseconds.
 
+pub mod alloc;
 mod bindings;
 pub mod engine;
 pub mod error;

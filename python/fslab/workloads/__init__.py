@@ -64,6 +64,7 @@ class WorkloadCapabilities:
     traceable: bool = False  # may run under a block-layer trace (study.trace)
     memory_limited: bool = False  # always runs in a memory cgroup (needs the controller)
     needs_block_device: bool = True  # reads the device's counters; False: runs anywhere
+    free_space_facts: bool = False  # free-space fragmentation is recorded before and after
 
 
 class Workload(Protocol):
