@@ -21,15 +21,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .aging import AgingOption, AgingReport, age
-from .commands import run_command
-from .devices import handle_for
-from .devices.image import IMAGE_PREFIX, IMAGE_SUFFIX, attach, detach
+from .commands import declare_tools, run_command
+from .devices import DeviceHandle, handle_for, queue_facts
+from .devices.image import IMAGE_PREFIX, IMAGE_SUFFIX, attach, check_free_space, detach
 from .errors import FslabError
 from .filesystems import FILESYSTEMS, mkfs, mounted
 from .fragmentation import file_extents
 from .signals import shielded
 
 FIEMAP_EXTENT_SHARED = 0x2000
+declare_tools({"cp": "coreutils", "fstrim": "util-linux"}, "aged images")
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,7 @@ class AgedCopy:
     """One repetition's copy of an aged image and what it cost."""
 
     image: Path
+    original: Path  # the cached aged image this is a copy of
     report: AgingReport  # the aging that made the original (its cost included)
     cache_hit: bool  # the original existed already: aging was not paid for this copy
     make_s: float  # wall time of making the original (0 on a cache hit)
@@ -44,15 +46,18 @@ class AgedCopy:
     copy_method: str  # "reflink" | "sparse copy"
 
     def provenance(self) -> dict[str, object]:
-        return {"aging": self.report.as_dict(), "aged_image_cache_hit": self.cache_hit,
+        return {"aging": self.report.as_dict(), "aged_image": str(self.original),
+                "aged_image_cache_hit": self.cache_hit,
                 "aged_image_make_s": self.make_s, "aged_image_copy_s": self.copy_s,
                 "aged_image_copy_method": self.copy_method}
 
 
-def image_key(fs_type: str, mkfs_args: list[str], size_bytes: int, option: AgingOption) -> str:
-    """The text that names an aged image: what went into making it, nothing else."""
+def image_key(fs_type: str, mkfs_args: list[str], size_bytes: int, option: AgingOption,
+              mount_options: list[str] | None = None) -> str:
+    """The text that names an aged image: what went into making it (mount options too:
+    they steer allocation), nothing else."""
     return json.dumps({"fs": fs_type, "mkfs": list(mkfs_args), "size": size_bytes,
-                       "aging": option.model_dump()}, sort_keys=True)
+                       "mount": list(mount_options or []), "aging": option.model_dump()}, sort_keys=True)
 
 
 @contextlib.contextmanager
@@ -101,7 +106,7 @@ def aged_image(key: str, make: Callable[[Path], AgingReport], cache_dir: Path, d
         dest.parent.mkdir(parents=True, exist_ok=True)
         run_command(["cp", "--reflink=auto", "--sparse=always", str(original), str(dest)], timeout=3600)
         copy_s = time.monotonic() - started
-    return AgedCopy(dest, report, hit, make_s, copy_s, _copy_method(dest))
+    return AgedCopy(dest, original, report, hit, make_s, copy_s, _copy_method(dest))
 
 
 def _copy_method(copy: Path) -> str:
@@ -128,8 +133,41 @@ def make_aged_filesystem(image: Path, size_bytes: int, fs_type: str, mkfs_args: 
         mkfs(fstype, device, list(mkfs_args))
         mountpoint = workdir / f"mnt-aging-{os.getpid()}-{os.urandom(3).hex()}"
         with mounted(fstype, device, list(mount_options), mountpoint):
-            return age(mountpoint, option)
+            report = age(mountpoint, option)
+            # Deleted files' blocks become holes in the image (the loop device punches
+            # them), so a copy moves only live data and free space reads as zeros.
+            run_command(["fstrim", str(mountpoint)], timeout=600, check=False)
+            return report
     finally:
         with shielded():
             if loop is not None:
                 detach(loop)
+
+
+@contextlib.contextmanager
+def aged_image_device(fs_type: str, mkfs_args: list[str], mount_options: list[str], size_bytes: int,
+                      option: AgingOption, work_dir: Path, cache_dir: Path,
+                      tag: str) -> Iterator[tuple[DeviceHandle, AgedCopy]]:
+    """A loop device on this job's copy of the aged image (made first if the cache lacks
+    it), for the executor in place of provision + mkfs. Detached and removed on exit."""
+    work_dir.mkdir(parents=True, exist_ok=True)
+    check_free_space(work_dir, size_bytes)
+    image = work_dir / f"{IMAGE_PREFIX}{tag}{IMAGE_SUFFIX}"
+    loop: str | None = None
+
+    def make(path: Path) -> AgingReport:
+        return make_aged_filesystem(path, size_bytes, fs_type, mkfs_args, mount_options, option, work_dir)
+
+    try:
+        copy = aged_image(image_key(fs_type, mkfs_args, size_bytes, option, mount_options),
+                          make, cache_dir, image)
+        with shielded():
+            loop = attach(image)
+        facts = {"kind": "image", "image": str(image), "image_size_bytes": size_bytes,
+                 "copy_of": str(copy.original), **queue_facts(Path(loop).name)}
+        yield handle_for(loop, facts), copy
+    finally:
+        with shielded():
+            if loop is not None:
+                detach(loop)
+            image.unlink(missing_ok=True)

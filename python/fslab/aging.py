@@ -26,12 +26,13 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from .errors import FslabError, SpecError
+from .errors import FslabError, Scope, SpecError
 from .fragmentation import free_space_histogram, summarize_layout, syncfs
+from .metrics import MetricKind, declare_metrics
 from .units import parse_size
 
 AGING_DIR = "fslab-aging"
@@ -44,7 +45,10 @@ DATA_BYTES = 8 << 20  # seeded random data every file is cut from (defeats compr
 
 
 class AgingError(FslabError):
-    """Aging could not reach its target; the message says what it reached and why."""
+    """Aging could not reach its target; the message says what it reached and why. Its
+    scope is the job's: the file system every run of the job needed cannot be had."""
+
+    scope: ClassVar[Scope] = "job"
 
 
 _SIZES = re.compile(r"^(lognormal|uniform|fixed):([^:]+)(?::([^:]+))?$")
@@ -211,6 +215,17 @@ class AgingReport:
         if self.layout.get("fragments_per_file_mean") is not None:
             out[f"{prefix}fragments_per_file_mean"] = float(self.layout["fragments_per_file_mean"])
         return out
+
+
+# The verified aged state (AgingReport.metrics) and free-space facts (executor).
+declare_metrics("aging", {
+    "utilisation_fraction": MetricKind("fraction", False, "share of the file system's blocks in use"),
+    "files_count": MetricKind("files", False, "files present"),
+    "written_bytes": MetricKind("B", False, "bytes written"),
+    "free_extents_count": MetricKind("extents", False, "free-space extents (more = more scattered)"),
+    "layout_score": MetricKind("fraction", True, "share of file blocks contiguous with their predecessor"),
+    "fragments_per_file_mean": MetricKind("fragments", False, "mean physically contiguous runs per file"),
+})
 
 
 def utilisation(mountpoint: Path) -> float:

@@ -26,11 +26,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .aged_images import AgedCopy, aged_image_device
+from .aging import AgingOption, age
 from .cgroups import MemoryLimit, memory_limit
 from .commands import run_command
 from .devices import DEVICES, DeviceHandle
 from .errors import CommandFailed, FslabError, JobFailed, WorkloadFailed
 from .filesystems import FILESYSTEMS, describe, quiesce
+from .fragmentation import free_space_histogram
 from .plan import Job, Run
 from .provenance import fs_tool_version, host_facts
 from .records import STATUS_FAILED, STATUS_OK, Metric, RunRecord
@@ -39,6 +42,7 @@ from .units import format_bytes
 from .workloads import WORKLOADS, RunContext, WorkloadResult
 
 DROP_CACHES = Path("/proc/sys/vm/drop_caches")
+AGED_IMAGES_DIR = "aged-images"  # under the work directory: later jobs and resumes reuse them
 RUNS_DIR = "runs"
 
 
@@ -87,6 +91,7 @@ class _JobState:
     def __init__(self) -> None:
         self.facts: dict[str, Any] = {}
         self.texts: dict[str, str] = {}
+        self.aging_metrics: dict[str, float] = {}  # the aged state every run started from
 
 
 def execute_job(job: Job, out_dir: Path, work_dir: Path, emit: Callable[[RunRecord], None]) -> None:
@@ -102,6 +107,7 @@ def execute_job(job: Job, out_dir: Path, work_dir: Path, emit: Callable[[RunReco
     fstype = FILESYSTEMS.get(cell.fs_type)
     device_kind = DEVICES.get(settings.device["kind"])
     section = device_kind.parse(settings.device)
+    aging = AgingOption.model_validate(cell.aging) if cell.aging is not None else None
     # The owner's pid in the name lets `fslab cleanup` tell a live study from a dead one.
     tag = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
     job_started = time.time()
@@ -110,14 +116,22 @@ def execute_job(job: Job, out_dir: Path, work_dir: Path, emit: Callable[[RunReco
         state.facts["resumed_pass_without"] = list(job.resumed_without)
     pending = list(job.runs)
     try:
-        with _setup_step(), device_kind.provision(section, work_dir, tag, job.grant) as dev:
+        with _setup_step(), _device_for(job, section, work_dir, tag, aging) as (dev, aged_copy):
             state.facts["device"] = dev.facts
-            with _setup_step():
-                t0 = time.monotonic()
-                state.texts["mkfs.txt"] = fstype.make(dev, list(cell.mkfs))
-                state.facts["mkfs_s"] = round(time.monotonic() - t0, 3)
+            if aged_copy is None:
+                with _setup_step():
+                    t0 = time.monotonic()
+                    state.texts["mkfs.txt"] = fstype.make(dev, list(cell.mkfs))
+                    state.facts["mkfs_s"] = round(time.monotonic() - t0, 3)
+            else:  # made (and aged) once for every repetition: its cost is in the facts
+                state.facts.update(aged_copy.provenance())
+                state.aging_metrics = aged_copy.report.metrics()
             with _setup_step(), fstype.mounted(dev, list(cell.mount), work_dir / f"mnt-{tag}") as mnt:
                 mountpoint = mnt.mountpoint
+                if aging is not None and aged_copy is None:  # not an image file: aged in place
+                    report = age(mountpoint, aging)
+                    state.facts["aging"] = report.as_dict()
+                    state.aging_metrics = report.metrics()
                 state.facts["quiesce_s"] = round(quiesce(dev), 3)
                 info, info_text = describe(fstype, dev, mountpoint)
                 state.texts["fsinfo.txt"] = info_text
@@ -144,6 +158,24 @@ def execute_job(job: Job, out_dir: Path, work_dir: Path, emit: Callable[[RunReco
             raise FslabError(f"releasing the device or file system failed: {exc}") from exc
         for run in pending:
             emit(_failed_record(run, ctx, state, job_started, str(exc)))
+
+
+@contextlib.contextmanager
+def _device_for(job: Job, section: Any, work_dir: Path, tag: str,
+                aging: AgingOption | None) -> Iterator[tuple[DeviceHandle, AgedCopy | None]]:
+    """The job's device. An aged file system on an image-file device is a copy of an
+    image aged once per (file system, mkfs and mount options, size, aging), kept in the
+    work directory, so every repetition starts from the same state; else a fresh device."""
+    cell = job.cell
+    kind = DEVICES.get(job.settings.device["kind"])
+    if aging is not None and kind.image_file:
+        image_dir = Path(section.image_dir) if section.image_dir else work_dir
+        with aged_image_device(cell.fs_type, list(cell.mkfs), list(cell.mount), section.size, aging,
+                               image_dir, work_dir / AGED_IMAGES_DIR, tag) as (dev, copy):
+            yield dev, copy
+    else:
+        with kind.provision(section, work_dir, tag, job.grant) as dev:
+            yield dev, None
 
 
 @contextlib.contextmanager
@@ -209,6 +241,11 @@ def _execute_run(
             prepare(cell.params, run_ctx)
             # Let the layout's writeback and journal commits finish before counting.
             provenance["prepare_quiesce_s"] = round(quiesce(dev), 3)
+        free_before = None
+        if cell.aging is not None or workload.capabilities.free_space_facts:
+            # Before counters start: the tools read the device themselves.
+            free_before = free_space_histogram(mountpoint)
+            provenance["free_space_before"] = free_before.as_dict()
         if settings.drop_caches:
             drop_caches()
         before = dev.read_stat()
@@ -235,6 +272,12 @@ def _execute_run(
     finished = time.time()
     try:
         metrics = _collect_metrics(result, before, dev, run_trace, ctx, cell.params, provenance)
+        metrics += [Metric.of(name, value) for name, value in state.aging_metrics.items()]
+        if free_before is not None:  # after the device counters were read
+            free_after = free_space_histogram(mountpoint)
+            provenance["free_space_after"] = free_after.as_dict()
+            metrics.append(Metric.of("free_space_before_free_extents_count", free_before.free_extents))
+            metrics.append(Metric.of("free_space_after_free_extents_count", free_after.free_extents))
     except Exception as exc:  # the measurement is kept on disk; the study goes on
         _study_level_os_error(exc)
         (path / "error.txt").write_text(traceback.format_exc())

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .commands import run_command
+from .commands import declare_tools, run_command
 from .errors import CommandFailed, FslabError
 from .mounts import mount_at
 
@@ -34,6 +34,7 @@ FIEMAP_EXTENT_LAST = 0x1
 FIEMAP_EXTENT_UNKNOWN = 0x2  # no physical location yet (delalloc not flushed)
 FIEMAP_EXTENT_DATA_INLINE = 0x200  # data inside the inode: no block of its own
 _HEADER = struct.Struct("=QQIIII")
+declare_tools({"e2freefrag": "e2fsprogs", "xfs_spaceman": "xfsprogs"}, "free-space fragmentation")
 _EXTENT = struct.Struct("=QQQ16xI12x")
 _BATCH = 512  # extents asked for per ioctl
 

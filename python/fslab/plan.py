@@ -43,6 +43,7 @@ class Cell:
     # The metric reports show first, chosen by the workload at plan time and stored, so
     # reports need no workload plug-in.
     primary_metric: str = ""
+    aging: dict[str, Any] | None = None  # fslab.aging.AgingOption as data; None: not aged
 
     @property
     def label(self) -> str:
@@ -223,12 +224,16 @@ def build_cells(spec: StudySpec, *, quick: bool, source: str = "study") -> tuple
                     "params": params, "device": spec.device.model_dump(), "backend": backend,
                     "memory": workload.memory,
                 }
+                aging = workload.aging_in_effect(spec.study.aging)
+                if aging is not None:  # only then: un-aged cells keep the ids they had
+                    payload["aging"] = aging.model_dump()
                 cells.append(Cell(
                     id=_cell_id(payload), filesystem=fs_name, fs_type=fs_type,
                     mkfs=tuple(fs_section.mkfs), mount=tuple(fs_section.mount),
                     workload=workload.name, workload_kind=workload.kind, params=params,
                     axes=dict(axes), backend=backend, memory_bytes=workload.memory,
                     timeout_s=workload.timeout, primary_metric=primary,
+                    aging=aging.model_dump() if aging is not None else None,
                 ))
     return cells, skipped
 
@@ -260,9 +265,10 @@ def make_plan(spec: StudySpec, *, quick: bool = False, seed: int | None = None,
                 rng.shuffle(order)
             groups.extend([(c, repetition)] for c in order)
         else:
+            # Cells share a file system only if they also share its aging.
             by_fs: dict[str, list[Cell]] = {}
             for cell in cells:
-                by_fs.setdefault(cell.filesystem, []).append(cell)
+                by_fs.setdefault(cell.filesystem + json.dumps(cell.aging, sort_keys=True), []).append(cell)
             passes = list(by_fs.values())
             if shuffle:
                 rng.shuffle(passes)

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from .aging import AgingOption
 from .units import parse_duration_s, parse_size
 
 Backend = Literal["auto", "host", "guest"]
@@ -39,6 +40,8 @@ class StudySection(_Strict):
     trace: bool = False
     simulate: list[str] = Field(default_factory=list)
     drop_caches: bool = True
+    aging: AgingOption | None = Field(
+        default=None, description="age every file system after mkfs, before any workload (fslab.aging)")
 
 
 class DeviceSection(BaseModel):
@@ -74,6 +77,9 @@ class WorkloadSection(BaseModel):
     )
     memory: int | None = Field(default=None, description="memory-cgroup limit for the workload")
     timeout: float | None = Field(default=None, description="seconds before the run is killed")
+    aging: AgingOption | Literal["none"] | None = Field(
+        default=None, description="this workload's aging; 'none' runs it on an un-aged file system "
+        "even when [study] sets aging")
 
     @field_validator("memory", mode="before")
     @classmethod
@@ -114,6 +120,12 @@ class WorkloadSection(BaseModel):
     def params(self) -> dict[str, Any]:
         """The workload's own parameters (everything but the common fields)."""
         return dict(self.model_extra or {})
+
+    def aging_in_effect(self, study: AgingOption | None) -> AgingOption | None:
+        """The workload's own aging, else the study's; ``"none"`` turns the study's off."""
+        if self.aging == "none":
+            return None
+        return self.aging if isinstance(self.aging, AgingOption) else study
 
 
 class StudySpec(_Strict):

@@ -105,7 +105,9 @@ class DeviceKind:
     always releasing the device. ``preflight(section, grant, resuming)``: once per study,
     before any mkfs; returns the device's identity (or None) for the jobs to carry.
     Capabilities: ``needs_root``, ``traceable`` (has a dev_t the block tracepoints see),
-    ``tools`` (executable -> Debian package).
+    ``tools`` (executable -> Debian package), ``image_file`` (its section has ``size`` and
+    ``image_dir`` and the device is a loop-attached image file, so a job may start from a
+    copy of a prepared image: aged images, fslab.aged_images).
     """
 
     name: str
@@ -114,6 +116,7 @@ class DeviceKind:
     preflight: Callable[[Any, Grant, bool], dict[str, str] | None] | None = None
     needs_root: bool = True
     traceable: bool = True
+    image_file: bool = False
     tools: dict[str, str] = field(default_factory=dict)
     description: str = ""
 

@@ -161,5 +161,5 @@ def fslab_loop_devices() -> list[tuple[str, str]]:
 
 
 register_device_kind(DeviceKind(
-    "image", ImageSection, provision, tools={"losetup": "mount"}, description=__doc__ or "",
+    "image", ImageSection, provision, image_file=True, tools={"losetup": "mount"}, description=__doc__ or "",
 ))

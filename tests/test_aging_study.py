@@ -1,0 +1,110 @@
+"""A study with aging, end to end on real ext4: the aged image is made once and every
+repetition starts from a copy of it, the verified aged state is stored per run, and
+free-space fragmentation is recorded before and after the workload."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from fslab.errors import SpecError
+from fslab.plan import make_plan
+from fslab.runner import run_study
+from fslab.study import load_spec, parse_spec
+from fslab.store import Store
+
+STUDY = """
+[study]
+name = "aging test"
+repetitions = 2
+order = "in-order"
+fresh = "{fresh}"
+
+[device]
+size = "256MiB"
+image_dir = "{images}"
+
+[filesystems.ext4]
+
+[[workloads]]
+kind = "alloc"
+name = "alloc-empty"
+count = 50
+
+[[workloads]]
+kind = "alloc"
+name = "alloc-aged"
+count = 50
+aging = {{ fill = 0.5, seed = 4, file_sizes = "lognormal:32KiB:1.2" }}
+"""
+
+
+def _leftovers(tmp_path: Path) -> list[str]:
+    found = [l for l in Path("/proc/mounts").read_text().splitlines() if str(tmp_path) in l]
+    losetup = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
+    found += [l for l in losetup.splitlines() if str(tmp_path) in l]
+    # the cached aged image is kept beside the results on purpose (resumes reuse it)
+    found += [str(p) for p in tmp_path.rglob("*.img") if p.parent.name != "aged-images"]
+    return found
+
+
+@pytest.mark.parametrize("fresh", ["run", "repetition"])
+def test_aged_study_reuses_one_aged_image(device_support: None, tmp_path: Path, fresh: str) -> None:
+    study = tmp_path / "study.toml"
+    study.write_text(STUDY.format(fresh=fresh, images=tmp_path / "images"))
+    results = tmp_path / "results"
+    outcome = run_study(str(study), results_dir=results)
+    assert outcome.runs_done == 4 and outcome.runs_failed == 0
+    assert _leftovers(tmp_path) == []
+    assert len(list((results / ".work" / "aged-images").glob("aged-*.img"))) == 1
+    with Store(results) as store:
+        runs = store.runs(store.study().id)
+    aged = sorted((r for r in runs if r["cell"]["workload"] == "alloc-aged"), key=lambda r: r["repetition"])
+    empty = [r for r in runs if r["cell"]["workload"] == "alloc-empty"]
+    assert [r["provenance"]["aged_image_cache_hit"] for r in aged] == [False, True]
+    digests = {r["provenance"]["aging"]["file_set_sha256"] for r in aged}
+    assert len(digests) == 1
+    for run in aged:
+        m = {k: v["value"] for k, v in run["metrics"].items()}
+        assert abs(m["aging_utilisation_fraction"] - 0.5) <= 0.02
+        assert run["metrics"]["aging_utilisation_fraction"]["unit"] == "fraction"
+        assert m["aging_files_count"] > 100
+        # the aged file system's free space is cut up; the empty one's is not
+        assert m["free_space_before_free_extents_count"] > 20
+        assert run["provenance"]["free_space_before"]["method"] == "e2freefrag"
+        assert m["seq_write_samples_count"] == 50
+    for run in empty:
+        m = {k: v["value"] for k, v in run["metrics"].items()}
+        assert "aging_utilisation_fraction" not in m and "aging" not in run["provenance"]
+        assert m["free_space_before_free_extents_count"] < 20
+        assert m["rand_write_lat_mean_ns"] > 0
+
+
+def test_aging_option_errors_name_the_field(tmp_path: Path) -> None:
+    data = {
+        "study": {"name": "x", "aging": {"fill": 0.5, "pattern": "churn", "rounds": 0}},
+        "filesystems": {"ext4": {}},
+        "workloads": [{"kind": "alloc", "name": "a"}],
+    }
+    with pytest.raises(SpecError, match=r"study\.aging\.rounds"):
+        parse_spec(data, "s.toml")
+    data["study"]["aging"] = {"fill": 0.5}
+    data["workloads"].append({"kind": "alloc", "name": "b", "aging": "none"})
+    data["workloads"].append({"kind": "alloc", "name": "c", "aging": {"fill": 0.3, "seed": 9}})
+    plan = make_plan(parse_spec(data, "s.toml"), seed=1)
+    by_name = {c.workload: c.aging for c in plan.cells}
+    assert by_name["a"]["fill"] == 0.5 and by_name["b"] is None and by_name["c"]["seed"] == 9
+    data["workloads"][1]["aging"] = "some"
+    with pytest.raises(SpecError, match=r"workloads\[1\]\.aging"):
+        parse_spec(data, "s.toml")
+
+
+def test_seed_003_preset_plans_and_says_what_it_skips() -> None:
+    spec, _, _ = load_spec("seed-003")
+    plan = make_plan(spec, seed=1)
+    skipped = {s.filesystem: s.reason for s in plan.skipped}
+    assert set(skipped) == {"fat32", "ntfs"} and all("guest" in r for r in skipped.values())
+    assert {c.filesystem for c in plan.cells} == {"ext2", "ext3", "ext4"}
+    assert {c.workload: c.aging is not None for c in plan.cells} == {"alloc-empty": False, "alloc-aged-50": True}
