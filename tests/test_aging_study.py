@@ -108,3 +108,27 @@ def test_seed_003_preset_plans_and_says_what_it_skips() -> None:
     assert set(skipped) == {"fat32", "ntfs"} and all("guest" in r for r in skipped.values())
     assert {c.filesystem for c in plan.cells} == {"ext2", "ext3", "ext4"}
     assert {c.workload: c.aging is not None for c in plan.cells} == {"alloc-empty": False, "alloc-aged-50": True}
+
+
+def test_block_device_is_aged_in_place_and_unreachable_target_fails_the_run(loop_device, tmp_path: Path) -> None:
+    with loop_device("256MiB") as dev:
+        study = tmp_path / "study.toml"
+        text = STUDY.format(fresh="run", images=tmp_path / "images")
+        text = text.replace(f'size = "256MiB"\nimage_dir = "{tmp_path / "images"}"',
+                            f'kind = "block"\npath = "{dev.path}"\nforce = true')
+        text = text.replace("repetitions = 2", "repetitions = 1")
+        text += ('\n[[workloads]]\nkind = "alloc"\nname = "alloc-too-full"\ncount = 10\n'
+                 'aging = { fill = 0.99, file_sizes = "fixed:1MiB" }\n')
+        study.write_text(text)
+        results = tmp_path / "results"
+        outcome = run_study(str(study), results_dir=results, allowed_devices=frozenset({dev.path}))
+        assert outcome.runs_done == 3 and outcome.runs_failed == 1
+        assert not (results / "aged-images").exists()  # nothing to reuse on a block device
+        with Store(results) as store:
+            runs = {r["cell"]["workload"]: r for r in store.runs(store.study().id)}
+        aged = runs["alloc-aged"]
+        assert aged["provenance"]["device"]["kind"] == "block"
+        assert abs(aged["metrics"]["aging_utilisation_fraction"]["value"] - 0.5) <= 0.02
+        failed = runs["alloc-too-full"]
+        assert failed["status"] == "failed" and "utilisation" in failed["error"]
+    assert _leftovers(tmp_path) == []

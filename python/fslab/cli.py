@@ -32,7 +32,8 @@ StudyOpt = Annotated[Optional[int], typer.Option("--study", "-s", help="study id
 def _cell_rows(plan: Plan) -> list[dict[str, object]]:
     return [
         {"cell": c.id, "filesystem": c.filesystem, "fs_type": c.fs_type, "workload": c.workload,
-         "kind": c.workload_kind, "axes": c.axes, "params": c.params, "backend": c.backend}
+         "kind": c.workload_kind, "axes": c.axes, "params": c.params, "backend": c.backend,
+         "aging": c.aging}
         for c in plan.cells
     ]
 
@@ -78,6 +79,8 @@ def plan(
         table.add_column(col)
     for i, c in enumerate(p.cells):
         params = " ".join(f"{k}={v}" for k, v in c.params.items())
+        if c.aging is not None:
+            params += " aging=" + ",".join(f"{k}={v}" for k, v in c.aging.items() if v is not None)
         table.add_row(str(i + 1), c.filesystem, escape(c.label), escape(params))
     console.print(table)
     console.print(f"{len(p.cells)} cells x {p.repetitions} repetitions = {len(p.runs)} runs, "
