@@ -12,8 +12,8 @@ import pytest
 from fslab.errors import SpecError
 from fslab.plan import make_plan
 from fslab.runner import run_study
-from fslab.study import load_spec, parse_spec
 from fslab.store import Store
+from fslab.study import load_spec, parse_spec
 
 STUDY = """
 [study]
@@ -123,7 +123,7 @@ def test_block_device_is_aged_in_place_and_unreachable_target_fails_the_run(loop
         results = tmp_path / "results"
         outcome = run_study(str(study), results_dir=results, allowed_devices=frozenset({dev.path}))
         assert outcome.runs_done == 3 and outcome.runs_failed == 1
-        assert not (results / "aged-images").exists()  # nothing to reuse on a block device
+        assert not (results / ".work" / "aged-images").exists()  # nothing to reuse on a block device
         with Store(results) as store:
             runs = {r["cell"]["workload"]: r for r in store.runs(store.study().id)}
         aged = runs["alloc-aged"]
