@@ -27,6 +27,7 @@ from .devices.image import IMAGE_PREFIX, IMAGE_SUFFIX, attach, check_free_space,
 from .errors import FslabError
 from .filesystems import FILESYSTEMS, mkfs, mounted
 from .fragmentation import file_extents
+from .resources import tracked
 from .signals import shielded
 
 FIEMAP_EXTENT_SHARED = 0x2000
@@ -124,24 +125,27 @@ def make_aged_filesystem(image: Path, size_bytes: int, fs_type: str, mkfs_args: 
     caller, who removes it if aging failed)."""
     fstype = FILESYSTEMS.get(fs_type)
     loop: str | None = None
-    try:
-        with shielded():
-            with open(image, "wb") as f:
-                f.truncate(size_bytes)
-            loop = attach(image)
-        device = handle_for(loop, {"kind": "image", "image": str(image)})
-        mkfs(fstype, device, list(mkfs_args))
-        mountpoint = workdir / f"mnt-aging-{os.getpid()}-{os.urandom(3).hex()}"
-        with mounted(fstype, device, list(mount_options), mountpoint):
-            report = age(mountpoint, option)
-            # Deleted files' blocks become holes in the image (the loop device punches
-            # them), so a copy moves only live data and free space reads as zeros.
-            run_command(["fstrim", str(mountpoint)], timeout=600, check=False)
-            return report
-    finally:
-        with shielded():
-            if loop is not None:
-                detach(loop)
+    # Written down before it exists: `fslab cleanup` detaches and removes a half-made
+    # image if this process dies with SIGKILL.
+    with tracked("image", str(image), str(workdir)):
+        try:
+            with shielded():
+                with open(image, "wb") as f:
+                    f.truncate(size_bytes)
+                loop = attach(image)
+            device = handle_for(loop, {"kind": "image", "image": str(image)})
+            mkfs(fstype, device, list(mkfs_args))
+            mountpoint = workdir / f"mnt-aging-{os.getpid()}-{os.urandom(3).hex()}"
+            with mounted(fstype, device, list(mount_options), mountpoint):
+                report = age(mountpoint, option)
+                # Deleted files' blocks become holes in the image (the loop device punches
+                # them), so a copy moves only live data and free space reads as zeros.
+                run_command(["fstrim", str(mountpoint)], timeout=600, check=False)
+                return report
+        finally:
+            with shielded():
+                if loop is not None:
+                    detach(loop)
 
 
 @contextlib.contextmanager
@@ -158,16 +162,17 @@ def aged_image_device(fs_type: str, mkfs_args: list[str], mount_options: list[st
     def make(path: Path) -> AgingReport:
         return make_aged_filesystem(path, size_bytes, fs_type, mkfs_args, mount_options, option, work_dir)
 
-    try:
-        copy = aged_image(image_key(fs_type, mkfs_args, size_bytes, option, mount_options),
-                          make, cache_dir, image)
-        with shielded():
-            loop = attach(image)
-        facts = {"kind": "image", "image": str(image), "image_size_bytes": size_bytes,
-                 "copy_of": str(copy.original), **queue_facts(Path(loop).name)}
-        yield handle_for(loop, facts), copy
-    finally:
-        with shielded():
-            if loop is not None:
-                detach(loop)
-            image.unlink(missing_ok=True)
+    with tracked("image", str(image), str(work_dir)):
+        try:
+            copy = aged_image(image_key(fs_type, mkfs_args, size_bytes, option, mount_options),
+                              make, cache_dir, image)
+            with shielded():
+                loop = attach(image)
+            facts = {"kind": "image", "image": str(image), "image_size_bytes": size_bytes,
+                     "copy_of": str(copy.original), **queue_facts(Path(loop).name)}
+            yield handle_for(loop, facts), copy
+        finally:
+            with shielded():
+                if loop is not None:
+                    detach(loop)
+                image.unlink(missing_ok=True)
