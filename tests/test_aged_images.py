@@ -74,3 +74,39 @@ def test_failed_aging_leaves_nothing_cached(device_support: None, tmp_path: Path
         aged_image(image_key("ext4", [], size, option), make, tmp_path / "cache", tmp_path / "r.img")
     assert not list((tmp_path / "cache").glob("*.img"))
     assert not (tmp_path / "r.img").exists()
+
+
+def test_cleanup_after_sigkill_while_aging(device_support: None, tmp_path: Path) -> None:
+    """Killed mid-aging, the half-made image, its loop device and its mount are in the
+    state file, and `fslab cleanup --under` releases all of them."""
+    import subprocess
+    import sys
+    import time
+
+    script = (
+        "from pathlib import Path\n"
+        "from fslab.aged_images import make_aged_filesystem\n"
+        "from fslab.aging import AgingOption\n"
+        f"d = Path({str(tmp_path)!r})\n"
+        "make_aged_filesystem(d / 'fslab-0-agedtest.img', 1 << 30, 'ext4', [], [],\n"
+        "                     AgingOption(fill=0.9, seed=1, file_sizes='fixed:4KiB'), d)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script])
+    deadline = time.monotonic() + 60
+    mounted_now = False
+    while time.monotonic() < deadline and not mounted_now:
+        time.sleep(0.05)
+        mounted_now = any(str(tmp_path) in line and "mnt-aging" in line
+                          for line in Path("/proc/mounts").read_text().splitlines())
+    assert mounted_now and proc.poll() is None
+    time.sleep(0.3)  # aging is under way
+    proc.kill()
+    proc.wait()
+    assert any(str(tmp_path) in line for line in Path("/proc/mounts").read_text().splitlines())
+    done = subprocess.run([sys.executable, "-m", "fslab.cli", "cleanup", "--under", str(tmp_path)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert not any(str(tmp_path) in line for line in Path("/proc/mounts").read_text().splitlines())
+    losetup = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
+    assert str(tmp_path) not in losetup
+    assert not list(tmp_path.glob("*.img"))
