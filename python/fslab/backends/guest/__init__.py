@@ -1,0 +1,1 @@
+"""The QEMU guest backend."""
