@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -121,8 +120,9 @@ def test_scsi_debug_is_a_rotational_disk_with_delay(booted: Booted) -> None:
     out = booted.sh("""
         modprobe sd_mod
         modprobe scsi_debug dev_size_mb=32 ndelay=2000000
-        for i in $(seq 50); do ls /sys/bus/pseudo/drivers/scsi_debug/adapter*/host*/target*/*/block 2>/dev/null && break; sleep 0.1; done >/dev/null
-        name=$(ls /sys/bus/pseudo/drivers/scsi_debug/adapter*/host*/target*/*/block)
+        S=/sys/bus/pseudo/drivers/scsi_debug
+        for i in $(seq 50); do ls $S/adapter*/host*/target*/*/block >/dev/null 2>&1 && break; sleep 0.1; done
+        name=$(ls $S/adapter*/host*/target*/*/block)
         echo 1 > /sys/block/$name/queue/rotational
         echo NAME $name
         echo MODEL $(cat /sys/block/$name/device/model)

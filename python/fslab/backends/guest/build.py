@@ -26,6 +26,7 @@ BUILDER_VERSION; a build is reused until one of them changes.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import shutil
@@ -151,7 +152,16 @@ def build(kernel: str = "6.1", *, root: Path | None = None, force: bool = False)
     (partial / "manifest.json").write_text(json.dumps(result.manifest(), indent=2) + "\n")
     shutil.rmtree(folder, ignore_errors=True)
     partial.rename(folder)
+    _prune(root, kernel, keep=key)
     return result
+
+
+def _prune(root: Path, kernel: str, keep: str) -> None:
+    """Remove builds of the same kernel made from older inputs. A running guest is not
+    hurt: QEMU read its initramfs into memory when it started."""
+    for old in cached_builds(root):
+        if old.kernel_spec == kernel and old.key != keep:
+            shutil.rmtree(old.initramfs.parent, ignore_errors=True)
 
 
 def load(manifest: Path) -> GuestBuild:
@@ -165,5 +175,8 @@ def load(manifest: Path) -> GuestBuild:
 def cached_builds(root: Path | None = None) -> list[GuestBuild]:
     """Every complete build in the cache, newest first."""
     folder = paths.builds_dir(root)
-    found = [load(m) for m in folder.glob("*/manifest.json")] if folder.exists() else []
+    found = []
+    for manifest in folder.glob("*/manifest.json") if folder.exists() else []:
+        with contextlib.suppress(OSError, ValueError, TypeError):
+            found.append(load(manifest))
     return sorted(found, key=lambda b: b.initramfs.stat().st_mtime, reverse=True)
