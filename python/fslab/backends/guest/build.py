@@ -35,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import lzma
 import shutil
 import time
 from dataclasses import asdict, dataclass
@@ -96,6 +97,8 @@ def module_closure(tree: KernelTree, names: tuple[str, ...]) -> list[str]:
 
     for name in names:
         path = tree.module_path(name)
+        if path is None and tree.is_builtin(name):
+            continue
         if path is None:
             raise MissingCapability(f"kernel {tree.release} has no module {name!r}")
         visit(str(path.relative_to(tree.modules)))
@@ -127,11 +130,22 @@ def _entries(tree: KernelTree, closure: list[str]) -> list[cpio.Entry]:
     entries.append(cpio.Entry("agent.sh", AGENT.encode(), 0o644))
     names = []
     for rel in closure:
-        base = Path(rel).name
-        entries.append(cpio.Entry(f"modules/{base}", (tree.modules / rel).read_bytes(), 0o644))
+        base, data = _module_bytes(tree.modules / rel)
+        entries.append(cpio.Entry(f"modules/{base}", data, 0o644))
         names.append(base)
     entries.append(cpio.Entry("modules/order", ("\n".join(names) + "\n").encode(), 0o644))
     return entries
+
+
+def _module_bytes(path: Path) -> tuple[str, bytes]:
+    """A module's name and bytes as busybox insmod can load it: Debian's 6.12 packages
+    compress modules with xz, which busybox's insmod does not read, so they are
+    decompressed here (the guest's kmod modprobe reads them as they are)."""
+    if path.name.endswith(".ko.xz"):
+        return path.name.removesuffix(".xz"), lzma.decompress(path.read_bytes())
+    if path.name.endswith(".ko"):
+        return path.name, path.read_bytes()
+    raise MissingCapability(f"{path.name}: only .ko and .ko.xz modules can go in the initramfs")
 
 
 def build(kernel: str = "6.1", *, root: Path | None = None, force: bool = False) -> GuestBuild:

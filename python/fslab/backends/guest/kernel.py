@@ -49,6 +49,15 @@ class KernelTree:
                 return self.modules / rel
         return None
 
+    def is_builtin(self, name: str) -> bool:
+        """Whether a module is built into the kernel image (6.12 builds virtio_pci in)."""
+        builtin = self.modules / "modules.builtin"
+        wanted = name.replace("-", "_")
+        if not builtin.exists():
+            return False
+        return any(Path(line).name.split(".ko")[0].replace("-", "_") == wanted
+                   for line in builtin.read_text().splitlines())
+
 
 def _apt_private_options(root: Path) -> list[str]:
     """apt options for a private configuration: its own sources list (the machine's

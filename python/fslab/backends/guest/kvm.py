@@ -42,15 +42,25 @@ def _verdict_file(root: Path | None) -> Path:
     return (root or paths.cache_root()) / "kvm.json"
 
 
+def _read_all(root: Path | None) -> dict[str, dict[str, object]]:
+    try:
+        data = json.loads(_verdict_file(root).read_text())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {k: v for k, v in data.items() if isinstance(v, dict)}  # one entry per key
+
+
 def cached_verdict(build: GuestBuild, qemu: str, root: Path | None = None) -> KvmVerdict | None:
     """The remembered verdict for this host, QEMU and guest kernel, if any."""
-    path = _verdict_file(root)
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
+    entry = _read_all(root).get(_key(build, qemu))
+    if not isinstance(entry, dict):
         return None
-    verdict = KvmVerdict(**data)
-    return verdict if verdict.key == _key(build, qemu) else None
+    try:
+        return KvmVerdict(**entry)  # type: ignore[arg-type]
+    except TypeError:
+        return None
 
 
 def probe(build: GuestBuild, qemu: str) -> KvmVerdict:
@@ -95,7 +105,11 @@ def kvm_verdict(build: GuestBuild, root: Path | None = None, *, refresh: bool = 
         if cached is not None:
             return cached
     verdict = probe(build, qemu)
+    verdicts = _read_all(root)
+    verdicts[verdict.key] = asdict(verdict)
     path = _verdict_file(root)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(asdict(verdict)) + "\n")
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(verdicts, indent=2) + "\n")
+    tmp.rename(path)
     return verdict
