@@ -38,11 +38,37 @@ SCRIPT = textwrap.dedent("""
                        check=True, capture_output=True)
         return time.monotonic() - started
 
+    def traced_write(md, members):
+        # md is bio-based: it issues no requests of its own, so it is traced at
+        # block_bio_queue while its members are traced at request issue/complete.
+        from fslab.devices import handle_for
+        from fslab.trace.capture import TraceCapture
+        from fslab.trace.formats import EV_ISSUE, EV_QUEUE, OP_WRITE
+        handles = [handle_for(m) for m in members]
+        after = {}
+        events = ("block_rq_issue", "block_rq_complete", "block_bio_queue")
+        with TraceCapture([md.dev_t, *(h.dev_t for h in handles)], method="raw", events=events,
+                          on_stop=lambda: after.update({h.path: h.read_stat() for h in handles})) as cap:
+            before = {h.path: h.read_stat() for h in handles}
+            subprocess.run(["dd", "if=/dev/zero", f"of={md.path}", "bs=1M", "count=8", "oflag=direct"],
+                           check=True, capture_output=True)
+        c = cap.trace.columns
+        writes = (c["op"] == OP_WRITE)
+        return {
+            "method": cap.trace.meta["capture_method"], "complete": cap.trace.meta["complete"],
+            "md_bio_writes": int(((c["dev"] == md.dev_t) & (c["event"] == EV_QUEUE) & writes).sum()),
+            "member_issue_writes": int(sum(((c["dev"] == h.dev_t) & (c["event"] == EV_ISSUE) & writes).sum()
+                                           for h in handles)),
+            "member_stat_writes": sum(after[h.path]["write_ios"] - before[h.path]["write_ios"]
+                                      for h in handles),
+        }
+
     out = {}
     for level in (5, 0):
         section = RaidSection(level=level, disks=8, chunk="512KiB", member_size="64MiB")
         with raid(section, Path("/tmp"), f"r{level}", members=take(8)) as h:
-            out[f"raid{level}"] = {"facts": h.facts, "read_s": use(h.path)}
+            out[f"raid{level}"] = {"facts": h.facts, "read_s": use(h.path),
+                                   "trace": traced_write(h, take(8))}
         out[f"raid{level}"]["md_after"] = sorted(p.name for p in Path("/sys/block").glob("md*"))
     lower = take(1, first=8)[0]
     for model, size in (("scsi_debug", "64MiB"), ("dm-delay", "64MiB"), ("null_blk", "1GiB")):
@@ -76,6 +102,15 @@ def test_raid_device_facts_and_release(results: dict, level: int, data_disks: in
     assert all(m["serial"].startswith("fslab-disk") for m in facts["members"])
     assert facts["mdadm_uuid"]
     assert r["md_after"] == []  # stopped
+
+
+@pytest.mark.parametrize("level", [5, 0])
+def test_md_and_members_traced_with_the_hosts_reader(results: dict, level: int) -> None:
+    t = results[f"raid{level}"]["trace"]
+    assert t["method"] == "raw" and t["complete"] is True
+    assert t["md_bio_writes"] > 0  # the 8 MiB written to md, as bios
+    # Every write request the members' counters saw is in the trace, and no other.
+    assert t["member_issue_writes"] == t["member_stat_writes"] > 0
 
 
 @pytest.mark.parametrize("model", ["scsi_debug", "dm-delay", "null_blk"])

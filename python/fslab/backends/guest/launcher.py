@@ -192,7 +192,9 @@ class Guest:
                 "-virtfs", f"local,path={self.build.modules},mount_tag=modules,"
                            "security_model=none,readonly=on",
                 "-virtfs", f"local,path={folder / 'ctl'},mount_tag=fslabctl,security_model=none"]
-        argv += ["-accel", "kvm", "-cpu", "host"] if self.kvm else ["-accel", "tcg"]
+        # TCG's default CPU model (qemu64) lacks SSE4.2 and POPCNT, which wheels such as
+        # pyarrow's take for granted ("Illegal instruction"); "max" offers all TCG can do.
+        argv += ["-accel", "kvm", "-cpu", "host"] if self.kvm else ["-accel", "tcg", "-cpu", "max"]
         for tag, host in c.shares.items():
             argv += ["-virtfs", f"local,path={host},mount_tag={tag},security_model=none,"
                                 "multidevs=remap"]
