@@ -27,7 +27,9 @@ modules come from the unpacked package through a second share, and the guest's m
 
 The cache key is a hash of every input: the kernel package and version, the modules put
 in the initramfs, busybox (its size and mtime), the init and agent scripts and
-BUILDER_VERSION; a build is reused until one of them changes.
+BUILDER_VERSION; a build is reused until one of them changes. Older builds are kept (1.4
+MB each) so that a guest starting from one is never pulled from under QEMU; `fslab guest
+clean` removes them.
 """
 
 from __future__ import annotations
@@ -172,16 +174,7 @@ def build(kernel: str = "6.1", *, root: Path | None = None, force: bool = False)
     (partial / "manifest.json").write_text(json.dumps(result.manifest(), indent=2) + "\n")
     shutil.rmtree(folder, ignore_errors=True)
     partial.rename(folder)
-    _prune(root, kernel, keep=key)
     return result
-
-
-def _prune(root: Path, kernel: str, keep: str) -> None:
-    """Remove builds of the same kernel made from older inputs. A running guest is not
-    hurt: QEMU read its initramfs into memory when it started."""
-    for old in cached_builds(root):
-        if old.kernel_spec == kernel and old.key != keep:
-            shutil.rmtree(old.initramfs.parent, ignore_errors=True)
 
 
 def load(manifest: Path) -> GuestBuild:

@@ -99,6 +99,8 @@ C=/run/fslab/ctl
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export HOME=/root LANG=C.UTF-8 TERM=dumb
 cd /
+# Without udev nothing makes /dev/loop-control, so loop is not autoloaded on first use.
+/sbin/modprobe loop 2>/dev/null
 echo "fslab-guest: ready at $($B cut -d' ' -f1 /proc/uptime) s, kernel $($B uname -r)"
 $B cut -d' ' -f1 /proc/uptime > $C/ready.tmp && $B mv $C/ready.tmp $C/ready
 n=0
