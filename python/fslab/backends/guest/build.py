@@ -2,17 +2,17 @@
 host's root read-only over virtio-9p.
 
 Why the shared root and not a self-contained busybox initramfs: both were measured on
-this machine kind (2 cores, TCG, guest kernel 6.1.0-56, 1 GiB, 2 vCPUs; median of 3
-boots each, while the host was busy: load average about 6):
+this machine kind (2 cores, TCG with its default qemu64 CPU, guest kernel 6.1.0-56, 1 GiB,
+2 vCPUs; median of 3 boots each, while the host was busy: load average about 6):
 
-=========================================  ======================  =====================
-                                           (a) busybox initramfs   (b) host root on 9p
-=========================================  ======================  =====================
-initramfs (gzip)                           107.6 MB, built in 25 s 1.4 MB, built in 0.4 s
-QEMU start to a shell                      25.1 s                  17.4 s
-``import fslab.cli, fslab.executor``       40.6 s                  25.0 s
-fio 4 KiB randread, psync, 2 s, tmpfs      11.9k IOPS              11.9k IOPS
-=========================================  ======================  =====================
+=========================================  ========================  ====================
+                                           (a) busybox initramfs     (b) host root on 9p
+=========================================  ========================  ====================
+initramfs (gzip)                           107.6 MB, built in 25 s   1.4 MB, built in 0.4 s
+QEMU start to a shell                      25.1 s                    17.4 s
+``import fslab.cli, fslab.executor``       40.6 s                    25.0 s
+fio 4 KiB randread, psync, 2 s, tmpfs      11.9k IOPS                11.9k IOPS
+=========================================  ========================  ====================
 
 (a) held only what the job entry imports (395 files found through sys.modules), their
 ldd-collected libraries, fio and busybox — no kernel modules yet, and it was already 108 MB:

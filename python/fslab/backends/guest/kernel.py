@@ -77,15 +77,18 @@ def _apt_private_options(root: Path) -> list[str]:
 
 def resolve_package(series: str, *, private: list[str] | None = None) -> str:
     """The concrete image package the series' meta-package depends on now, e.g.
-    ``linux-image-6.1.0-56-amd64``. Raises MissingCapability when apt does not know it."""
-    meta = META_PACKAGES[series]
+    ``linux-image-6.1.0-56-amd64``. In the private configuration (backports alone) the
+    series' kernel is what ``linux-image-amd64`` points to there. Raises
+    MissingCapability when apt does not know it."""
+    meta = "linux-image-amd64" if private else META_PACKAGES[series]
     argv = ["apt-cache", *(private or []), "depends", meta]
     done = run_command(argv, timeout=60, check=False)
     for line in done.stdout.splitlines():
         line = line.strip()
         if line.startswith("Depends:"):
             name = line.split(":", 1)[1].strip()
-            if _IMAGE_RE.match(name) and "-cloud-" not in name:
+            if _IMAGE_RE.match(name) and "-cloud-" not in name and \
+                    name.startswith(f"linux-image-{series}."):
                 return name
     raise MissingCapability(f"apt does not know {meta} (kernel {series!r})",
                             fix="apt-get update")
@@ -169,14 +172,22 @@ def fetch_kernel(kernel: str, root: Path | None = None) -> KernelTree:
                         "vmlinuz", field="kernel")
     private: list[str] | None = None
     try:
-        package = resolve_package(kernel)
-    except MissingCapability:
-        if kernel == "6.1":
+        try:
+            package = resolve_package(kernel)
+        except MissingCapability:
+            if kernel == "6.1":
+                raise
+            # Not in the machine's sources: a private configuration with backports.
+            private = _apt_private_options(root)
+            run_command(["apt-get", *private, "update"], timeout=900)
+            package = resolve_package(kernel, private=private)
+    except (MissingCapability, CommandFailed):
+        # Offline, or apt lost track of it: the newest package of the series in the cache.
+        cached = sorted(paths.debs_dir(root).glob(f"linux-image-{kernel}.*-amd64_*_amd64.deb"))
+        cached = [deb for deb in cached if "-cloud-" not in deb.name]
+        if not cached:
             raise
-        # Not in the machine's sources: a private configuration with backports.
-        private = _apt_private_options(root)
-        run_command(["apt-get", *private, "update"], timeout=900)
-        package = resolve_package(kernel, private=private)
+        return unpack(cached[-1], root)
     return unpack(download(package, root, private=private), root)
 
 
