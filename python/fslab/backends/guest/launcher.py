@@ -70,6 +70,7 @@ class GuestConfig:
     disk_cache: Literal["none", "writeback"] = "none"
     accel: Literal["auto", "kvm", "tcg"] = "auto"
     boot_timeout_s: float = 180.0
+    tcg_cpu: str = "max"             # QEMU CPU model under TCG (see _qemu_argv)
     run_root: Path | None = None     # where the guest's run folder goes (default: cache)
     die_with_parent: bool = True     # PR_SET_PDEATHSIG; off only to test cleanup_guests
 
@@ -194,7 +195,7 @@ class Guest:
                 "-virtfs", f"local,path={folder / 'ctl'},mount_tag=fslabctl,security_model=none"]
         # TCG's default CPU model (qemu64) lacks SSE4.2 and POPCNT, which wheels such as
         # pyarrow's take for granted ("Illegal instruction"); "max" offers all TCG can do.
-        argv += ["-accel", "kvm", "-cpu", "host"] if self.kvm else ["-accel", "tcg", "-cpu", "max"]
+        argv += ["-accel", "kvm", "-cpu", "host"] if self.kvm else ["-accel", "tcg", "-cpu", c.tcg_cpu]
         for tag, host in c.shares.items():
             argv += ["-virtfs", f"local,path={host},mount_tag={tag},security_model=none,"
                                 "multidevs=remap"]
