@@ -139,6 +139,11 @@ def _die_with_parent() -> None:
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
+def _q(path: Path) -> str:
+    """A path inside a QEMU option string, where a comma must be doubled."""
+    return str(path).replace(",", ",,")
+
+
 def console_tail(path: Path, lines: int = CONSOLE_TAIL_LINES) -> str:
     try:
         text = path.read_text(errors="replace")
@@ -185,22 +190,22 @@ class Guest:
         c = self.config
         argv = [qemu, "-machine", "q35", "-m", str(c.memory_bytes // MiB), "-smp", str(c.cpus),
                 "-nodefaults", "-display", "none", "-no-reboot", "-no-user-config",
-                "-serial", f"file:{self.console_path}",
+                "-serial", f"file:{_q(self.console_path)}",
                 "-kernel", str(self.build.vmlinuz), "-initrd", str(self.build.initramfs),
                 "-append", "console=ttyS0 panic=-1 loglevel=4 rdinit=/init",
                 "-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,"
                            "multidevs=remap",
-                "-virtfs", f"local,path={self.build.modules},mount_tag=modules,"
+                "-virtfs", f"local,path={_q(self.build.modules)},mount_tag=modules,"
                            "security_model=none,readonly=on",
-                "-virtfs", f"local,path={folder / 'ctl'},mount_tag=fslabctl,security_model=none"]
+                "-virtfs", f"local,path={_q(folder / 'ctl')},mount_tag=fslabctl,security_model=none"]
         # TCG's default CPU model (qemu64) lacks SSE4.2 and POPCNT, which wheels such as
         # pyarrow's take for granted ("Illegal instruction"); "max" offers all TCG can do.
         argv += ["-accel", "kvm", "-cpu", "host"] if self.kvm else ["-accel", "tcg", "-cpu", c.tcg_cpu]
         for tag, host in c.shares.items():
-            argv += ["-virtfs", f"local,path={host},mount_tag={tag},security_model=none,"
+            argv += ["-virtfs", f"local,path={_q(host)},mount_tag={tag},security_model=none,"
                                 "multidevs=remap"]
         for i, disk in enumerate(c.disks):
-            argv += ["-drive", f"if=none,id=disk{i},file={disk},format=raw,cache={c.disk_cache}",
+            argv += ["-drive", f"if=none,id=disk{i},file={_q(disk)},format=raw,cache={c.disk_cache}",
                      "-device", f"virtio-blk-pci,drive=disk{i},serial=fslab-disk{i}"]
         return argv
 
@@ -227,11 +232,11 @@ class Guest:
         self.console_path.parent.mkdir(parents=True, exist_ok=True)
         self.console_path.write_bytes(b"")
         started = time.monotonic()
-        with shielded():  # the state file must name the QEMU we start, whatever happens
+        with shielded(), open(self._folder / "qemu.stderr", "wb") as stderr:
+            # Shielded: the state file must name the QEMU we start, whatever happens.
             self._proc = subprocess.Popen(
                 self._qemu_argv(qemu, self._folder), stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL, stderr=open(self._folder / "qemu.stderr", "wb"),
-                start_new_session=True,
+                stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True,
                 preexec_fn=_die_with_parent if self.config.die_with_parent else None)
             self._state = GuestState(self._proc.pid, process_start_ticks(self._proc.pid),
                                      os.getpid(), process_start_ticks(os.getpid()),
