@@ -458,7 +458,7 @@ def _register_optional_commands() -> None:
     """Command families that live in their own modules."""
     import importlib
 
-    for module in ("fslab.cli_simulate", "fslab.cli_trace"):
+    for module in ("fslab.cli_simulate", "fslab.cli_trace", "fslab.cli_guest"):
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError as exc:

@@ -61,4 +61,6 @@ def run_checks() -> list[Check]:
     drop = Path("/proc/sys/vm/drop_caches")
     checks.append(Check("drop_caches", os.access(drop, os.W_OK), str(drop),
                         "run as root", "cold-cache runs"))
-    return checks
+    from .backends.guest.requirements import kernel_check  # the guest's own check
+
+    return [*checks, kernel_check()]

@@ -1,0 +1,348 @@
+"""Booting a guest in QEMU and running commands in it.
+
+``with Guest(config) as g: g.run(argv, timeout_s)`` boots once and runs any number of
+commands; ``run_in_guest(config, argv, deadline_s)`` boots, runs one command and powers
+off. Commands and their results travel through a control folder shared over virtio-9p
+(see init_script.py): the exit status comes back as a file the guest renames into place,
+so it is never lost in console noise.
+
+Disks are raw image files on virtio-blk with ``cache=none`` (O_DIRECT on the host): the
+guest's own page cache is then the only one, so the guest's memory really is the
+page-cache knob and a flush in the guest reaches the image, not the host's page cache.
+An image on a file system without O_DIRECT (tmpfs) needs ``disk_cache="writeback"``.
+
+Nothing outlives a guest: teardown kills QEMU's process group on any exception, Ctrl-C
+or SIGTERM (fslab turns SIGTERM into an exception); QEMU gets SIGKILL if its parent dies
+(PR_SET_PDEATHSIG); and a state file lets ``cleanup_guests`` find it in any case.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from ...errors import FslabError, MissingCapability, SpecError
+from ...signals import shielded
+from . import paths
+from .build import GuestBuild, build
+from .kvm import kvm_verdict
+from .reaper import GuestState, kill_qemu, process_start_ticks
+
+GiB = 1 << 30
+MiB = 1 << 20
+CONSOLE_TAIL_LINES = 40
+_PR_SET_PDEATHSIG = 1
+
+
+class GuestFailed(FslabError):
+    """The guest did not boot, died, or was killed at its deadline. Keeps the console tail."""
+
+    def __init__(self, message: str, console_tail: str):
+        self.console_tail = console_tail
+        super().__init__(f"{message}\n--- guest console (last lines) ---\n{console_tail}")
+
+
+@dataclass(frozen=True)
+class GuestConfig:
+    """What to boot. Sizes in bytes, times in seconds.
+
+    ``shares`` maps a 9p tag to a host folder; the guest mounts it read-write at the same
+    path, so paths in a job file mean the same inside and out. ``disks`` become
+    /dev/vda, /dev/vdb, ... in order."""
+
+    kernel: str = "6.1"
+    memory_bytes: int = 1 * GiB
+    cpus: int = 2
+    disks: tuple[Path, ...] = ()
+    shares: Mapping[str, Path] = field(default_factory=dict)
+    console_path: Path | None = None
+    disk_cache: Literal["none", "writeback"] = "none"
+    accel: Literal["auto", "kvm", "tcg"] = "auto"
+    boot_timeout_s: float = 180.0
+    tcg_cpu: str = "max"             # QEMU CPU model under TCG (see _qemu_argv)
+    run_root: Path | None = None     # where the guest's run folder goes (default: cache)
+    die_with_parent: bool = True     # PR_SET_PDEATHSIG; off only to test cleanup_guests
+
+    def check(self) -> None:
+        """Reject what QEMU would fail on later, naming the field and the fix."""
+        if self.memory_bytes < 256 * MiB:
+            raise SpecError("at least 256MiB: the guest kernel and Python need it",
+                            field="guest_memory")
+        for disk in self.disks:
+            if not disk.is_file():
+                raise SpecError(f"disk image {disk} does not exist", field="disks")
+            if self.disk_cache == "none" and not _supports_direct_io(disk):
+                raise SpecError(f"{disk} cannot be opened with O_DIRECT (tmpfs?); put images on "
+                                "a disk file system or use disk_cache = \"writeback\"",
+                                field="disk_cache")
+        for tag, folder in self.shares.items():
+            if tag in ("hostroot", "modules", "fslabctl") or not tag.replace("_", "").isalnum():
+                raise SpecError(f"share tag {tag!r} is reserved or not alphanumeric",
+                                field="shares")
+            if not Path(folder).is_absolute() or not Path(folder).is_dir():
+                raise SpecError(f"share {tag!r}: {folder} is not an existing absolute folder",
+                                field="shares")
+
+
+def _supports_direct_io(path: Path) -> bool:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
+    except OSError:
+        return False
+    os.close(fd)
+    return True
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """One command run in the guest. ``exit_status`` is None when it did not finish."""
+
+    argv: tuple[str, ...]
+    exit_status: int | None
+    stdout: str
+    stderr: str
+    wall_s: float
+    timed_out: bool
+
+
+@dataclass(frozen=True)
+class GuestResult:
+    """What ``run_in_guest`` returns: the command's outcome and the guest's provenance."""
+
+    exit_status: int | None
+    timed_out: bool
+    stdout: str
+    stderr: str
+    console_tail: str
+    kvm: bool
+    kernel_release: str
+    kernel_package: str
+    memory_bytes: int
+    cpus: int
+    boot_s: float
+    command_s: float
+
+
+def _die_with_parent() -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def _q(path: Path) -> str:
+    """A path inside a QEMU option string, where a comma must be doubled."""
+    return str(path).replace(",", ",,")
+
+
+def console_tail(path: Path, lines: int = CONSOLE_TAIL_LINES) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return "(no console output)"
+    return "\n".join(text.replace("\r", "").splitlines()[-lines:])
+
+
+class Guest:
+    """A booted guest. Use as a context manager; ``run`` commands inside it."""
+
+    def __init__(self, config: GuestConfig, guest_build: GuestBuild | None = None):
+        config.check()
+        self.config = config
+        self.build = guest_build
+        self.kvm = False
+        self.kvm_reason = ""
+        self.boot_s = 0.0
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._state: GuestState | None = None
+        self._folder: Path | None = None
+        self._next = 0
+        self.console_path: Path | None = None
+        self.last_console_tail = ""  # kept when the run folder (and its console) goes
+
+    # -- lifecycle ---------------------------------------------------------------------
+    def __enter__(self) -> Guest:
+        try:
+            self._boot()
+        except BaseException:
+            self._teardown(graceful=False)
+            raise
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        self._teardown(graceful=exc_type is None)
+
+    @property
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def _qemu_argv(self, qemu: str, folder: Path) -> list[str]:
+        assert self.build is not None
+        c = self.config
+        argv = [qemu, "-machine", "q35", "-m", str(c.memory_bytes // MiB), "-smp", str(c.cpus),
+                "-nodefaults", "-display", "none", "-no-reboot", "-no-user-config",
+                "-serial", f"file:{_q(self.console_path)}",
+                "-kernel", str(self.build.vmlinuz), "-initrd", str(self.build.initramfs),
+                "-append", "console=ttyS0 panic=-1 loglevel=4 rdinit=/init",
+                "-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,"
+                           "multidevs=remap",
+                "-virtfs", f"local,path={_q(self.build.modules)},mount_tag=modules,"
+                           "security_model=none,readonly=on",
+                "-virtfs", f"local,path={_q(folder / 'ctl')},mount_tag=fslabctl,security_model=none"]
+        # TCG's default CPU model (qemu64) lacks SSE4.2 and POPCNT, which wheels such as
+        # pyarrow's take for granted ("Illegal instruction"); "max" offers all TCG can do.
+        argv += ["-accel", "kvm", "-cpu", "host"] if self.kvm else ["-accel", "tcg", "-cpu", c.tcg_cpu]
+        for tag, host in c.shares.items():
+            argv += ["-virtfs", f"local,path={_q(host)},mount_tag={tag},security_model=none,"
+                                "multidevs=remap"]
+        for i, disk in enumerate(c.disks):
+            argv += ["-drive", f"if=none,id=disk{i},file={_q(disk)},format=raw,cache={c.disk_cache}",
+                     "-device", f"virtio-blk-pci,drive=disk{i},serial=fslab-disk{i}"]
+        return argv
+
+    def _boot(self) -> None:
+        qemu = shutil.which("qemu-system-x86_64")
+        if qemu is None:
+            raise MissingCapability("qemu-system-x86_64 is not installed (the guest backend "
+                                    "needs it)", fix="apt-get install qemu-system-x86")
+        if self.build is None:
+            self.build = build(self.config.kernel)
+        if self.config.accel == "auto":
+            verdict = kvm_verdict(self.build)
+            self.kvm, self.kvm_reason = verdict.usable, verdict.reason
+        else:
+            self.kvm, self.kvm_reason = self.config.accel == "kvm", "asked for"
+        root = self.config.run_root or paths.run_dir()
+        root.mkdir(parents=True, exist_ok=True)
+        self._folder = Path(tempfile.mkdtemp(prefix=f"guest-{os.getpid()}-", dir=root))
+        ctl = self._folder / "ctl"
+        ctl.mkdir()
+        (ctl / "shares").write_text("".join(f"{tag} {path}\n"
+                                            for tag, path in self.config.shares.items()))
+        self.console_path = self.config.console_path or self._folder / "console.log"
+        self.console_path.parent.mkdir(parents=True, exist_ok=True)
+        self.console_path.write_bytes(b"")
+        started = time.monotonic()
+        with shielded(), open(self._folder / "qemu.stderr", "wb") as stderr:
+            # Shielded: the state file must name the QEMU we start, whatever happens.
+            self._proc = subprocess.Popen(
+                self._qemu_argv(qemu, self._folder), stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True,
+                preexec_fn=_die_with_parent if self.config.die_with_parent else None)
+            self._state = GuestState(self._proc.pid, process_start_ticks(self._proc.pid),
+                                     os.getpid(), process_start_ticks(os.getpid()),
+                                     str(self._folder))
+            self._state.write()
+        deadline = started + self.config.boot_timeout_s
+        while not (ctl / "ready").exists():
+            if self._proc.poll() is not None:
+                raise GuestFailed(f"the guest exited during boot (QEMU status "
+                                  f"{self._proc.returncode}): {self._qemu_stderr()}",
+                                  self.console_tail())
+            if time.monotonic() > deadline:
+                raise GuestFailed(f"the guest did not boot within {self.config.boot_timeout_s:.0f} s",
+                                  self.console_tail())
+            time.sleep(0.05)
+        self.boot_s = time.monotonic() - started
+
+    def _qemu_stderr(self) -> str:
+        assert self._folder is not None
+        with contextlib.suppress(OSError):
+            return (self._folder / "qemu.stderr").read_text(errors="replace").strip()[-500:]
+        return ""
+
+    def console_tail(self, lines: int = CONSOLE_TAIL_LINES) -> str:
+        return console_tail(self.console_path, lines) if self.console_path else ""
+
+    def _teardown(self, graceful: bool) -> None:
+        with shielded():
+            if self._proc is not None and self._proc.poll() is None and graceful and self._folder:
+                (self._folder / "ctl" / "shutdown").touch()
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self._proc.wait(timeout=30)
+            if self._state is not None:
+                kill_qemu(self._state)
+            if self._proc is not None:
+                self._proc.wait()
+            if self._folder is not None:
+                self.last_console_tail = self.console_tail()
+                shutil.rmtree(self._folder, ignore_errors=True)
+                self._folder = None
+
+    def kill(self) -> None:
+        """Stop the guest now (SIGKILL to QEMU's process group)."""
+        if self._state is not None:
+            kill_qemu(self._state)
+        if self._proc is not None:
+            self._proc.wait()
+
+    # -- commands ----------------------------------------------------------------------
+    def run(self, argv: Sequence[str], timeout_s: float, *, env: Mapping[str, str] | None = None,
+            cwd: str = "/") -> CommandResult:
+        """Run argv in the guest with /bin/sh semantics for env and cwd. At ``timeout_s``
+        the whole guest is killed (a hung command may well be a hung kernel): the result
+        says ``timed_out`` and later calls raise GuestFailed."""
+        if not self.alive or self._folder is None:
+            raise GuestFailed("the guest is not running", self.console_tail())
+        ctl = self._folder / "ctl"
+        n = self._next
+        self._next += 1
+        script = [f"export {k}={shlex.quote(v)}" for k, v in (env or {}).items()]
+        script += [f"cd {shlex.quote(cwd)} || exit 125", "exec " + shlex.join(argv)]
+        tmp = ctl / f".cmd-{n}.sh"
+        tmp.write_text("\n".join(script) + "\n")
+        tmp.rename(ctl / f"cmd-{n}.sh")
+        started = time.monotonic()
+        status_file = ctl / f"status-{n}"
+        while not status_file.exists():
+            if time.monotonic() - started > timeout_s:
+                self.kill()
+                return CommandResult(tuple(argv), None, self._read(ctl / f"out-{n}"),
+                                     self._read(ctl / f"err-{n}"), time.monotonic() - started, True)
+            if self._proc is not None and self._proc.poll() is not None:
+                raise GuestFailed(f"the guest died while running {shlex.join(argv)}",
+                                  self.console_tail())
+            time.sleep(0.02)
+        wall = time.monotonic() - started
+        status = int(status_file.read_text().strip())
+        return CommandResult(tuple(argv), status, self._read(ctl / f"out-{n}"),
+                             self._read(ctl / f"err-{n}"), wall, False)
+
+    @staticmethod
+    def _read(path: Path) -> str:
+        try:
+            return path.read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def check_output(self, argv: Sequence[str], timeout_s: float = 120) -> str:
+        """stdout of a command that must succeed; GuestFailed with its stderr otherwise."""
+        r = self.run(argv, timeout_s)
+        if r.exit_status != 0:
+            why = "timed out" if r.timed_out else f"exited {r.exit_status}"
+            raise GuestFailed(f"`{shlex.join(argv)}` {why} in the guest: {r.stderr.strip()[-800:]}",
+                              self.console_tail())
+        return r.stdout
+
+
+def run_in_guest(config: GuestConfig, argv: Sequence[str], deadline_s: float,
+                 guest_build: GuestBuild | None = None) -> GuestResult:
+    """Boot, run one command, power off. A command still running at ``deadline_s`` (from
+    the start of the command) is killed with the guest; the result says so."""
+    guest = Guest(config, guest_build)
+    with guest:
+        r = guest.run(argv, deadline_s)
+    tail = guest.last_console_tail
+    assert guest.build is not None
+    return GuestResult(r.exit_status, r.timed_out, r.stdout, r.stderr, tail, guest.kvm,
+                       guest.build.release, guest.build.package, config.memory_bytes,
+                       config.cpus, guest.boot_s, r.wall_s)

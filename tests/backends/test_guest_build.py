@@ -1,0 +1,105 @@
+"""The guest builder's pure parts: the cpio writer, module dependency order and the cache
+key (no QEMU, no download: a kernel tree is laid out by hand in a temp folder)."""
+
+from __future__ import annotations
+
+import gzip
+import stat
+from pathlib import Path
+
+import pytest
+
+from fslab.backends.guest import cpio
+from fslab.backends.guest.build import cache_key, module_closure
+from fslab.backends.guest.kernel import KernelTree, fetch_kernel, from_path
+from fslab.errors import MissingCapability, SpecError
+
+
+def _parse_newc(data: bytes) -> list[tuple[str, int, bytes]]:
+    """(name, mode, body) of each member, read back by an independent parser."""
+    out, pos = [], 0
+    while True:
+        assert data[pos:pos + 6] == b"070701"
+        fields = [int(data[pos + 6 + 8 * i: pos + 14 + 8 * i], 16) for i in range(13)]
+        mode, size, namesize = fields[1], fields[6], fields[11]
+        name_start = pos + 110
+        name = data[name_start:name_start + namesize - 1].decode()
+        body_start = (name_start + namesize + 3) & ~3
+        body = data[body_start:body_start + size]
+        pos = (body_start + size + 3) & ~3
+        if name == "TRAILER!!!":
+            return out
+        out.append((name, mode, body))
+
+
+def test_cpio_archive_reads_back_with_types_and_bodies(tmp_path: Path) -> None:
+    entries = [cpio.Entry("bin"), cpio.Entry("bin/tool", b"\x7fELF...", 0o755),
+               cpio.Entry("init", b"#!/bin/sh\n"), cpio.Entry("sh", target="bin/tool"),
+               cpio.Entry("odd", b"12345", 0o644)]
+    path = tmp_path / "i.cpio.gz"
+    cpio.write_gz(entries, path)
+    members = _parse_newc(gzip.decompress(path.read_bytes()))
+    assert [m[0] for m in members] == ["bin", "bin/tool", "init", "sh", "odd"]
+    assert stat.S_ISDIR(members[0][1])
+    assert stat.S_ISREG(members[1][1]) and members[1][2] == b"\x7fELF..."
+    assert stat.S_ISLNK(members[3][1]) and members[3][2] == b"bin/tool"
+    assert members[4][1] & 0o777 == 0o644 and members[4][2] == b"12345"
+    # Same entries, same bytes: the archive is reproducible.
+    again = tmp_path / "again.cpio.gz"
+    cpio.write_gz(entries, again)
+    assert again.read_bytes() == path.read_bytes()
+
+
+def _tree(tmp_path: Path, dep_lines: list[str]) -> KernelTree:
+    release = "6.1.0-99-amd64"
+    boot = tmp_path / "boot"
+    boot.mkdir(parents=True)
+    (boot / f"vmlinuz-{release}").write_bytes(b"kernel")
+    modules = tmp_path / "lib" / "modules" / release
+    modules.mkdir(parents=True)
+    (modules / "modules.dep").write_text("\n".join(dep_lines) + "\n")
+    return from_path(boot / f"vmlinuz-{release}")
+
+
+DEPS = [
+    "kernel/fs/9p/9p.ko: kernel/fs/fscache/fscache.ko kernel/fs/netfs/netfs.ko kernel/net/9p/9pnet.ko",
+    "kernel/fs/fscache/fscache.ko: kernel/fs/netfs/netfs.ko",
+    "kernel/fs/netfs/netfs.ko:",
+    "kernel/net/9p/9pnet.ko:",
+    "kernel/net/9p/9pnet_virtio.ko: kernel/net/9p/9pnet.ko kernel/drivers/virtio/virtio_ring.ko",
+    "kernel/drivers/virtio/virtio_ring.ko:",
+    "kernel/drivers/md/dm-delay.ko: kernel/drivers/md/dm-mod.ko",
+    "kernel/drivers/md/dm-mod.ko:",
+]
+
+
+def test_module_closure_puts_dependencies_first(tmp_path: Path) -> None:
+    tree = _tree(tmp_path, DEPS)
+    order = [Path(p).name for p in module_closure(tree, ("9pnet_virtio", "9p", "dm_delay"))]
+    assert order.index("9pnet.ko") < order.index("9pnet_virtio.ko")
+    assert order.index("netfs.ko") < order.index("fscache.ko") < order.index("9p.ko")
+    assert order.index("dm-mod.ko") < order.index("dm-delay.ko")  # dashes = underscores
+    assert len(order) == len(set(order)) == 8
+
+
+def test_a_missing_module_is_named(tmp_path: Path) -> None:
+    with pytest.raises(MissingCapability, match="no module 'f2fs'"):
+        module_closure(_tree(tmp_path, DEPS), ("f2fs",))
+
+
+def test_cache_key_changes_with_its_inputs_only(tmp_path: Path) -> None:
+    tree = _tree(tmp_path, DEPS)
+    key = cache_key(tree, ("9p",))
+    assert cache_key(tree, ("9p",)) == key
+    assert cache_key(tree, ("9p", "overlay")) != key
+    other = KernelTree(tree.package, "6.1.999-1", tree.release, tree.vmlinuz, tree.modules)
+    assert cache_key(other, ("9p",)) != key
+
+
+def test_a_kernel_path_without_modules_is_refused(tmp_path: Path) -> None:
+    image = tmp_path / "vmlinuz-6.1.0-1-amd64"
+    image.write_bytes(b"kernel")
+    with pytest.raises(SpecError, match="no modules for vmlinuz-6.1.0-1-amd64"):
+        fetch_kernel(str(image), tmp_path)
+    with pytest.raises(SpecError, match='use "6.1", "6.12" or a path'):
+        fetch_kernel("5.10", tmp_path)

@@ -1,0 +1,36 @@
+"""Fixtures for guest tests: the guest is built once per session and booted once per
+module, with its disks as sparse images in the test's own temp folder."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from fslab.backends.guest.build import GuestBuild, build
+from fslab.errors import FslabError
+
+MiB = 1 << 20
+
+
+@pytest.fixture(scope="session")
+def guest_build() -> GuestBuild:
+    if os.geteuid() != 0:
+        pytest.skip("guest tests run as root (QEMU's 9p shares the host root)")
+    for tool, package in (("qemu-system-x86_64", "qemu-system-x86"), ("busybox", "busybox-static"),
+                          ("depmod", "kmod"), ("apt-get", "apt")):
+        if shutil.which(tool) is None:
+            pytest.skip(f"{tool} is missing: apt-get install {package} (make setup does)")
+    try:
+        return build("6.1")
+    except FslabError as exc:
+        pytest.skip(f"the guest kernel package cannot be had here: {exc}")
+
+
+def sparse_image(path: Path, size_bytes: int) -> Path:
+    with open(path, "wb") as f:
+        f.truncate(size_bytes)
+    return path
+
