@@ -159,10 +159,12 @@ for _name, _tool, _package, _args in (
         ("jfs", "mkfs.jfs", "jfsutils", ("-q",)), ("f2fs", "mkfs.f2fs", "f2fs-tools", ("-f", "-q")),
         ("nilfs2", "mkfs.nilfs2", "nilfs-tools", ("-f", "-q")),
         ("vfat", "mkfs.vfat", "dosfstools", ("-F", "32")),
-        # NTFS (ntfs-3g, FUSE) is meant to run in the guest beside vfat, as seed 003 ran
-        # both; quick mkntfs (-Q) skips zeroing the device.
-        ("ntfs", "mkfs.ntfs", "ntfs-3g", ("-F", "-Q"))):
+        ):
     register_filesystem(FilesystemType(_name, _tool, _args, needs_guest=True, tools={_tool: _package}))
+# NTFS through ntfs-3g (FUSE), as Fedora 11 ran it for seed 003; in the guest beside vfat.
+# Quick mkntfs (-Q) skips zeroing the device.
+register_filesystem(FilesystemType("ntfs", "mkfs.ntfs", ("-F", "-Q"), mount_type="ntfs-3g", needs_guest=True,
+                                   tools={"mkfs.ntfs": "ntfs-3g", "ntfs-3g": "ntfs-3g"}))
 register_filesystem(DirectoryFilesystem("null", "", (), mount_type="none", needs_root=False))
 
 

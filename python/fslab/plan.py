@@ -86,6 +86,8 @@ class JobSettings:
     trace: bool = False  # block-layer trace of every run
     simulate: tuple[str, ...] = ()  # device models each traced run is replayed on
     study_dir: str = "."  # where the study file lives, for relative job-file paths
+    guest_kernel: str = "6.1"  # the guest backend's kernel: "6.1", "6.12" or a path
+    guest_memory: int = 1 << 30  # the guest's memory: its page-cache knob
 
 
 @dataclass(frozen=True)
@@ -256,6 +258,7 @@ def make_plan(spec: StudySpec, *, quick: bool = False, seed: int | None = None,
         device={"kind": spec.device.kind, **device}, drop_caches=spec.study.drop_caches,
         fresh=spec.study.fresh, order_seed=seed, trace=spec.study.trace,
         simulate=tuple(spec.study.simulate), study_dir=study_dir,
+        guest_kernel=spec.study.guest_kernel, guest_memory=spec.study.guest_memory,
     )
     groups: list[list[tuple[Cell, int]]] = []
     for repetition in range(repetitions):

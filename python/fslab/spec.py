@@ -40,6 +40,15 @@ class StudySection(_Strict):
     trace: bool = False
     simulate: list[str] = Field(default_factory=list)
     drop_caches: bool = True
+    guest_kernel: str = Field(default="6.1", description="the guest backend's kernel: 6.1 (Debian 12), "
+                              "6.12 (bookworm-backports) or the path of a kernel image")
+    guest_memory: int = Field(default=1 << 30, description="the guest's memory (its page cache "
+                              "follows it: keep the data-to-memory ratio of the study)")
+
+    @field_validator("guest_memory", mode="before")
+    @classmethod
+    def _guest_memory(cls, value: Any) -> int:
+        return parse_size(value)
     aging: AgingOption | None = Field(
         default=None, description="age every file system after mkfs, before any workload (fslab.aging)")
 

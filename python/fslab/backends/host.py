@@ -51,6 +51,8 @@ class HostBackend:
     def supports(self, fs: Any, device: Any) -> str | None:
         if fs.needs_guest:
             return f"this host kernel cannot mount {fs.name}"
+        if device.needs_guest:
+            return f"{device.name} devices are made inside a guest (this host kernel lacks them)"
         return None
 
     def execute(self, job: Job, out_dir: Path, work_dir: Path,

@@ -119,6 +119,13 @@ class DeviceKind:
     image_file: bool = False
     tools: dict[str, str] = field(default_factory=dict)
     description: str = ""
+    # Only a guest can provide it (md RAID, emulated devices: modules this host lacks).
+    needs_guest: bool = False
+    # Under the guest backend: the virtio disks (bytes each) the backend makes for it on
+    # the host, and the [device] section the job uses inside the guest. None: the kind
+    # cannot run in a guest (a host's own block device).
+    guest_disks: Callable[[Any], list[int]] | None = None
+    guest_section: Callable[[Any], dict[str, Any]] | None = None
 
     def parse(self, section: DeviceSection | dict[str, Any]) -> Any:
         """The typed section of this kind (raises pydantic's ValidationError)."""

@@ -25,7 +25,7 @@ from ..errors import FslabError
 from ..signals import shielded
 from ..spec import StrictSection
 from ..units import parse_size
-from . import NO_GRANT, DeviceHandle, Grant, handle_for, queue_facts
+from . import NO_GRANT, DeviceHandle, DeviceKind, Grant, handle_for, queue_facts, register_device_kind
 from .guest_disks import take
 
 TOOLS = {"dmsetup": "dmsetup", "modprobe": "kmod", "blockdev": "util-linux"}
@@ -155,3 +155,11 @@ def provision(section: EmulatedSection, workdir: Path, tag: str, grant: Grant = 
         facts = {"kind": "emulated", "model": section.model, "delay_ms": section.delay_ms,
                  **extra, **queue_facts(handle.sysfs_name)}
         yield handle_for(path, facts)
+
+
+register_device_kind(DeviceKind(
+    "emulated", EmulatedSection, provision, tools=TOOLS, needs_guest=True, description=__doc__ or "",
+    # dm-delay sits on a virtio disk; scsi_debug and null_blk are made by the guest kernel
+    guest_disks=lambda section: [section.size] if section.model == "dm-delay" else [],
+    guest_section=lambda section: {"kind": "emulated", **section.model_dump()},
+))

@@ -25,7 +25,7 @@ from ..errors import CommandFailed
 from ..signals import shielded
 from ..spec import StrictSection
 from ..units import parse_size
-from . import NO_GRANT, DeviceHandle, Grant, handle_for, queue_facts
+from . import NO_GRANT, DeviceHandle, DeviceKind, Grant, handle_for, queue_facts, register_device_kind
 from .guest_disks import take
 
 TOOLS = {"mdadm": "mdadm"}
@@ -129,3 +129,10 @@ def provision(section: RaidSection, workdir: Path, tag: str, grant: Grant = NO_G
 def _field(detail: str, name: str) -> str | None:
     match = re.search(rf"^\s*{name} : (.+)$", detail, re.M)
     return match.group(1).strip() if match else None
+
+
+register_device_kind(DeviceKind(
+    "raid", RaidSection, provision, tools=TOOLS, needs_guest=True, description=__doc__ or "",
+    guest_disks=lambda section: [section.member_size] * section.disks,
+    guest_section=lambda section: {"kind": "raid", **section.model_dump()},
+))

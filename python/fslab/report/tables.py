@@ -36,6 +36,12 @@ def _row_metric(cell: dict[str, Any], requested: str | None) -> str:
     return requested or cell["primary_metric"]
 
 
+def column(cell: dict[str, Any]) -> str:
+    """A file system's column: guest runs are labelled so, never put beside host runs as if
+    they were alike (another kernel, emulated hardware)."""
+    return cell["filesystem"] if cell.get("backend", "host") == "host" else f"{cell['filesystem']} (guest)"
+
+
 def build_table(runs: list[dict[str, Any]], metric: str | None = None,
                 cells: list[dict[str, Any]] | None = None) -> TableData:
     """Group stored runs into rows (cells without the file system) and columns."""
@@ -43,8 +49,8 @@ def build_table(runs: list[dict[str, Any]], metric: str | None = None,
     rows: dict[tuple[str, str], RowData] = {}
     ordered = cells if cells is not None else [r["cell"] for r in runs]
     for cell in ordered:
-        if cell["filesystem"] not in filesystems:
-            filesystems.append(cell["filesystem"])
+        if column(cell) not in filesystems:
+            filesystems.append(column(cell))
         key = (cell["workload"], _label(cell))
         if key not in rows:
             name = _row_metric(cell, metric)
@@ -53,7 +59,7 @@ def build_table(runs: list[dict[str, Any]], metric: str | None = None,
     for run in runs:
         cell = run["cell"]
         row = rows[(cell["workload"], _label(cell))]
-        fs = cell["filesystem"]
+        fs = column(cell)
         if run["status"] != "ok":
             row.failed[fs] = row.failed.get(fs, 0) + 1
             continue

@@ -10,3 +10,5 @@ its cache), ``kvm`` (whether KVM really works here), ``launcher`` (boot, run, te
 from .requirements import declare
 
 declare()
+
+from . import backend  # noqa: E402,F401  (registers the guest backend)

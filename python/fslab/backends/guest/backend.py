@@ -1,0 +1,156 @@
+"""The guest backend: a job runs in a QEMU guest booted from a stock Debian kernel, through
+the same job entry as on the host (`python -m fslab job run`), with the host's root (and
+so the same fslab, Python and tools) shared read-only.
+
+For each job: the device kind says which virtio disks it needs (sparse images made here,
+in the work directory, written in the state file first) and which ``[device]`` section the
+job uses inside the guest; the job's output directory is shared read-write at the same
+path, so records and artifacts land where the runner reads them; the guest console is
+kept in every run's artifacts. A guest that dies or passes its deadline fails the job's
+remaining runs with the console's last lines as the reason. Each record's provenance
+gains ``guest``: kernel package, KVM or TCG, memory and CPUs, boot time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ...errors import FslabError
+from ...resources import Resource, register, release
+from .. import BACKENDS
+
+if TYPE_CHECKING:
+    from ...plan import Job
+    from ...records import RunRecord
+
+# Time a guest gets besides its runs' own limits: boot, module loading, mkfs, teardown.
+GUEST_MARGIN_S = 300.0
+# A run without a timeout of its own: what the deadline assumes it may take.
+RUN_ALLOWANCE_S = 1800.0
+CONSOLE_FILE = "console.log"
+INNER_WORK = "/tmp/fslab-work"  # tmpfs in the guest: mount points and scratch
+
+
+class GuestBackend:
+    name = "guest"
+
+    def unavailable(self) -> str | None:
+        if shutil.which("qemu-system-x86_64") is None:
+            return "qemu-system-x86_64 is not installed (apt-get install qemu-system-x86)"
+        return None
+
+    def supports(self, fs: Any, device: Any) -> str | None:
+        if device.guest_disks is None:
+            return f"a guest cannot use a {device.name} device (it belongs to the host)"
+        return None
+
+    def execute(self, job: Job, out_dir: Path, work_dir: Path,
+                on_record: Callable[[RunRecord], None]) -> None:
+        from ...devices import DEVICES
+        from ...jobs import read_error, read_records, write_job
+        from .launcher import GuestConfig, GuestFailed, run_in_guest
+
+        out_dir.mkdir(parents=True, exist_ok=True)
+        work_dir.mkdir(parents=True, exist_ok=True)
+        settings = job.settings
+        kind = DEVICES.get(settings.device["kind"])
+        section = kind.parse(settings.device)
+        assert kind.guest_disks is not None and kind.guest_section is not None
+        inner = dataclasses.replace(job, settings=dataclasses.replace(
+            settings, device=kind.guest_section(section)))
+        job_file = out_dir / "job.json"
+        write_job(inner, job_file)
+        console = out_dir / CONSOLE_FILE
+        deadline = GUEST_MARGIN_S + sum(r.cell.timeout_s or RUN_ALLOWANCE_S for r in job.runs)
+        argv = [sys.executable, "-m", "fslab", "job", "run", str(job_file), "--out", str(out_dir),
+                "--work", INNER_WORK]
+        started = time.time()
+        delivered: list[RunRecord] = []
+        with _disks(kind.guest_disks(section), work_dir) as disks:
+            config = GuestConfig(kernel=settings.guest_kernel, memory_bytes=settings.guest_memory,
+                                 disks=tuple(disks), shares={"out": out_dir}, console_path=console,
+                                 run_root=work_dir / "guests")
+            try:
+                result = run_in_guest(config, argv, deadline)
+                failure = None
+                if result.timed_out:
+                    failure = f"the guest was killed at its deadline of {deadline:.0f} s"
+                elif result.exit_status != 0:
+                    failure = f"the job entry exited with status {result.exit_status} in the guest"
+                facts = {"kernel_release": result.kernel_release, "kernel_package": result.kernel_package,
+                         "accelerator": "kvm" if result.kvm else "tcg", "memory_bytes": result.memory_bytes,
+                         "cpus": result.cpus, "boot_s": round(result.boot_s, 3)}
+                tail = result.console_tail
+            except GuestFailed as exc:
+                failure, facts, tail = str(exc).split("\n", 1)[0], {}, exc.console_tail
+        error = read_error(out_dir)
+        if error is not None and error.get("scope") == "study":
+            raise FslabError(f"in the guest: {error['message']}")
+        for record in read_records(out_dir):
+            _keep_console(console, out_dir, record.artifact_dir)
+            record = dataclasses.replace(record, provenance={**record.provenance, "guest": facts})
+            delivered.append(record)
+            on_record(record)
+        done = {(r.cell_id, r.repetition) for r in delivered}
+        for run in job.runs:
+            if (run.cell.id, run.repetition) in done:
+                continue
+            reason = failure or "the guest ended without a record of this run"
+            on_record(_failed(run, out_dir, console, started, f"{reason}; guest console (last lines):\n{tail}",
+                              facts))
+
+
+class _disks:
+    """Sparse image files for the guest's virtio disks, in the state file while they
+    exist, removed afterwards (also on errors and Ctrl-C)."""
+
+    def __init__(self, sizes: list[int], work_dir: Path):
+        self.paths = [work_dir / f"fslab-guestdisk-{uuid.uuid4().hex[:8]}-{i}.img" for i in range(len(sizes))]
+        self.sizes = sizes
+        self.tokens: list[int] = []
+
+    def __enter__(self) -> list[Path]:
+        from ...devices.image import check_free_space
+
+        if self.paths:
+            check_free_space(self.paths[0].parent, sum(self.sizes))
+        for path, size in zip(self.paths, self.sizes):
+            self.tokens.append(register(Resource("image", str(path), str(path.parent))))
+            with open(path, "wb") as f:
+                f.truncate(size)
+        return self.paths
+
+    def __exit__(self, *exc: object) -> None:
+        for path, token in zip(self.paths, self.tokens):
+            path.unlink(missing_ok=True)
+            release(token)
+
+
+def _keep_console(console: Path, out_dir: Path, artifact_dir: str | None) -> None:
+    if artifact_dir and console.exists():
+        target = out_dir / artifact_dir
+        target.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(console, target / CONSOLE_FILE)
+
+
+def _failed(run: Any, out_dir: Path, console: Path, started: float, error: str,
+            facts: dict[str, Any]) -> RunRecord:
+    from ...records import STATUS_FAILED, RunRecord
+
+    relative = f"runs/{run.key}"
+    (out_dir / relative).mkdir(parents=True, exist_ok=True)
+    (out_dir / relative / "error.txt").write_text(error + "\n")
+    _keep_console(console, out_dir, relative)
+    return RunRecord(cell_id=run.cell.id, repetition=run.repetition, sequence=run.sequence,
+                     status=STATUS_FAILED, started_at=started, finished_at=time.time(), error=error,
+                     provenance={"backend": "guest", "guest": facts}, artifact_dir=relative)
+
+
+BACKENDS.register("guest", GuestBackend())

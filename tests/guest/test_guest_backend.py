@@ -1,0 +1,94 @@
+"""The guest backend in a study: file systems this host kernel lacks run in a guest
+(backend = "auto"), each job through the same job entry as on the host; md RAID5 over
+8 virtio disks; records carry the guest's provenance and console; the table labels
+guest columns; nothing is left behind; a resumed study does not repeat guest runs."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from fslab.backends.guest.build import GuestBuild
+from fslab.report.tables import build_table
+from fslab.runner import run_study
+from fslab.store import Store
+
+pytestmark = pytest.mark.guest
+
+STUDY = """
+[study]
+name = "guest backend"
+repetitions = 1
+order = "in-order"
+guest_memory = "768MiB"
+
+[device]
+{device}
+
+[filesystems.f2fs]
+{extra_fs}
+
+[[workloads]]
+kind = "fio"
+name = "rand-write-4k"
+rw = "randwrite"
+bs = "4k"
+size = "16M"
+direct = 1
+runtime = 1
+time_based = 1
+"""
+
+
+def _leftovers(tmp: Path) -> list[str]:
+    found = [line for line in Path("/proc/mounts").read_text().splitlines() if str(tmp) in line]
+    found += [line for line in subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout.splitlines()
+              if str(tmp) in line]
+    found += [str(p) for p in tmp.rglob("*.img")]
+    found += subprocess.run(["pgrep", "-f", f"qemu-system.*{tmp}"], capture_output=True, text=True).stdout.split()
+    return found
+
+
+def test_auto_runs_f2fs_in_a_guest_beside_ext4_on_the_host(guest_build: GuestBuild, tmp_path: Path) -> None:
+    study = tmp_path / "s.toml"
+    study.write_text(STUDY.format(device='size = "512MiB"', extra_fs="[filesystems.ext4]"))
+    results = tmp_path / "results"
+    outcome = run_study(str(study), results_dir=results)
+    assert outcome.runs_failed == 0, outcome
+    with Store(results) as store:
+        runs = store.runs(store.study().id)
+    by_fs = {r["cell"]["filesystem"]: r for r in runs}
+    f2fs, ext4 = by_fs["f2fs"], by_fs["ext4"]
+    assert f2fs["cell"]["backend"] == "guest" and ext4["cell"]["backend"] == "host"
+    guest = f2fs["provenance"]["guest"]
+    assert guest["kernel_release"] == guest_build.release and guest["accelerator"] in ("kvm", "tcg")
+    assert f2fs["provenance"]["host"]["kernel"] == guest_build.release  # measured on the guest's kernel
+    assert f2fs["provenance"]["filesystem"]["mounted_as"] == "f2fs"
+    assert f2fs["provenance"]["device"]["kind"] == "vdisk"
+    assert f2fs["metrics"]["write_iops"]["value"] > 0
+    console = (results / f2fs["artifact_dir"] / "console.log").read_text()
+    assert f"kernel {guest_build.release}" in console  # the guest console is kept with the run
+    table = build_table(runs, None, [r["cell"] for r in runs])
+    assert table.filesystems == ["f2fs (guest)", "ext4"]
+    assert _leftovers(tmp_path) == []
+
+
+def test_raid5_of_8_members_in_a_guest(guest_build: GuestBuild, tmp_path: Path) -> None:
+    study = tmp_path / "s.toml"
+    study.write_text(STUDY.format(device='kind = "raid"\nlevel = 5\ndisks = 8\nchunk = "512KiB"\n'
+                                          'member_size = "64MiB"', extra_fs=""))
+    results = tmp_path / "results"
+    outcome = run_study(str(study), results_dir=results)
+    assert outcome.runs_failed == 0
+    with Store(results) as store:
+        (run,) = store.runs(store.study().id)
+    device = run["provenance"]["device"]
+    assert device["kind"] == "raid" and device["level"] == 5 and len(device["members"]) == 8
+    assert device["data_disks"] == 7
+    assert run["metrics"]["write_iops"]["value"] > 0
+    # Nothing is measured twice: retrying the finished study boots no guest at all.
+    done = run_study(str(study), results_dir=results, retry_failed=True)
+    assert done.study_id == outcome.study_id and done.runs_done == 0
+    assert _leftovers(tmp_path) == []
