@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..analysis.stats import Comparison, Summary, compare_groups, summarize
+from ..analysis.stats import MIN_N_FOR_VERDICT, Comparison, Summary, compare_groups, summarize
 from ..store import stored_metric_kind
 from .units import display_scale, fmt
 
@@ -93,8 +93,8 @@ def cell_text(row: RowData, fs: str, divisor: float) -> str:
                 diff = (summary.mean - best) / best * 100
                 comparison = row.comparisons.get(fs)
                 mark = "*" if comparison and comparison.significant else ""
-                if comparison is None:
-                    mark = " (untested)"
+                if comparison is None or comparison.untested:
+                    mark = NO_VERDICT
                 parts.append(f"{diff:+.1f}%{mark}")
         elif fs == row.best and len(row.summaries) > 1:
             parts.append("best")
@@ -124,8 +124,11 @@ def render(table: TableData, title: str) -> Any:
     return out
 
 
+NO_VERDICT = "†"
 LEGEND = (
     "↑/↓: higher/lower is better. Values: mean ± half-width of the 95% confidence interval (Student t) over n runs. "
     "'best' marks the best mean in the row; other columns give their difference to it, "
-    "* where it is significant (Welch's t-test, Holm-corrected within the row, α = 0.05)."
+    "* where it is significant (Welch's t-test, Holm-corrected within the row, α = 0.05).\n"
+    f"{NO_VERDICT} no significance verdict: fewer than {MIN_N_FOR_VERDICT} runs in a group, or no spread "
+    "in either group (zero variance), where a t-test cannot answer honestly."
 )
