@@ -72,7 +72,8 @@ class Run:
 
     @property
     def key(self) -> str:
-        return f"{self.cell.id}-r{self.repetition}"
+        # Repetitions count from 1 wherever a person reads them (console, export, paths).
+        return f"{self.cell.id}-r{self.repetition + 1}"
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ SUFFIXES = ("requests_count", "iops", "bw_bytes_per_s", "latency_mean_ns", "late
 
 declare_metrics("device-model predictions", {
     "requests_count": MetricKind("requests", False, "requests completed by the device"),
-    "iops": MetricKind("IO/s", True, "I/O operations per second"),
+    "iops": MetricKind("IOPS", True, "I/O operations per second"),
     "bw_bytes_per_s": MetricKind("B/s", True, "bandwidth"),
     "latency_mean_ns": MetricKind("ns", False, "mean request latency"),
     "latency_p50_ns": MetricKind("ns", False, "median request latency"),

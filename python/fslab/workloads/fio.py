@@ -52,7 +52,7 @@ def _size_or_range(key: str, value: Any) -> str:
 
 
 METRICS: dict[str, MetricKind] = {
-    "iops": MetricKind("IO/s", True, "I/O operations per second"),
+    "iops": MetricKind("IOPS", True, "I/O operations per second"),
     "bw_bytes_per_s": MetricKind("B/s", True, "bandwidth"),
     "lat_mean_ns": MetricKind("ns", False, "mean total latency"),
     "clat_mean_ns": MetricKind("ns", False, "mean completion latency"),
