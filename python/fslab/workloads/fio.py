@@ -18,7 +18,7 @@ from ..commands import run_command, tool_version
 from ..errors import CommandFailed, WorkloadFailed
 from ..metrics import MetricKind
 from ..units import parse_duration_s, parse_size
-from . import ParamError, RunContext, WorkloadCapabilities, WorkloadResult, register_workload
+from . import ParamError, RunContext, WorkloadCapabilities, WorkloadResult, quick_size, register_workload
 
 RW_CHOICES = ("read", "write", "rw", "readwrite", "randread", "randwrite", "randrw",
               "trim", "randtrim", "trimwrite")
@@ -36,7 +36,6 @@ LAYOUTS: dict[str, dict[str, int]] = {
     "many-small": {"nrfiles": 200, "size": 256 << 20},
 }
 _OPTION_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
-QUICK_MIN_SIZE = 64 << 20
 QUICK_RUNTIME_S = 1
 QUICK_RAMP_S = 1
 
@@ -141,12 +140,17 @@ class FioWorkload:
         out = dict(params)
         for key in ("size", "io_size"):
             if key in out:
-                out[key] = min(out[key], max(out[key] // 8, QUICK_MIN_SIZE))
+                out[key] = quick_size(out[key])
         if "runtime" in out:
             out["runtime"] = min(out["runtime"], QUICK_RUNTIME_S)
         if "ramp_time" in out:
             out["ramp_time"] = min(out["ramp_time"], QUICK_RAMP_S)
         return out
+
+    def data_bytes(self, params: dict[str, Any]) -> int | None:
+        """The file data a job lays out (size per job), or what it moves (io_size)."""
+        value = params.get("size", params.get("io_size"))
+        return value if isinstance(value, int) else None
 
     def primary_metrics(self, params: dict[str, Any]) -> list[str]:
         if int(params.get("bs", 4096)) >= 64 << 10:
