@@ -128,7 +128,8 @@ def render(table: TableData, title: str) -> Any:
 NO_VERDICT = "†"
 LEGEND = (
     "Metrics are named without their unit suffix (write_clat_p99 is write_clat_p99_ns), in the unit "
-    "shown in brackets. ↑/↓: higher/lower is better. Values: mean ± half-width of the 95% confidence interval (Student t) over n runs. "
+    "shown in brackets. ↑/↓: higher/lower is better. "
+    "Values: mean ± half-width of the 95% confidence interval (Student t) over n runs. "
     "'best' marks the best mean in the row; other columns give their difference to it, "
     "* where it is significant (Welch's t-test, Holm-corrected within the row, α = 0.05).\n"
     f"{NO_VERDICT} no significance verdict: fewer than {MIN_N_FOR_VERDICT} runs in a group, or no spread "
