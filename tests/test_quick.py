@@ -7,7 +7,7 @@ from importlib import resources
 from pathlib import Path
 
 from fslab.plan import build_cells
-from fslab.spec import load_spec
+from fslab.study import load_spec
 from fslab.workloads import QUICK_MIN_MEMORY, WORKLOADS, quick_memory, quick_size
 
 FSLAB = [sys.executable, "-m", "fslab.cli"]

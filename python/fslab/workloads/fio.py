@@ -147,11 +147,6 @@ class FioWorkload:
             out["ramp_time"] = min(out["ramp_time"], QUICK_RAMP_S)
         return out
 
-    def data_bytes(self, params: dict[str, Any]) -> int | None:
-        """The file data a job lays out (size per job), or what it moves (io_size)."""
-        value = params.get("size", params.get("io_size"))
-        return value if isinstance(value, int) else None
-
     def primary_metrics(self, params: dict[str, Any]) -> list[str]:
         if int(params.get("bs", 4096)) >= 64 << 10:
             return ["bw_bytes_per_s", "iops"]

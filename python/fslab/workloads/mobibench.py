@@ -64,9 +64,6 @@ class MobibenchWorkload:
             out["runtime"] = min(out["runtime"], 3)
         return out
 
-    def data_bytes(self, params: dict[str, Any]) -> int | None:
-        return int(params["file_size"])
-
     def primary_metrics(self, params: dict[str, Any]) -> list[str]:
         return ["write_iops", "write_bw_bytes_per_s"]
 

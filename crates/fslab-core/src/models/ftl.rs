@@ -361,6 +361,22 @@ mod tests {
     }
 
     #[test]
+    fn steady_window_is_the_second_half_of_the_host_writes() {
+        let mut ftl = Ftl::new(1, 40, 16, 32 * 16, 1);
+        assert_eq!(ftl.steady_write_amplification(), None);
+        ftl.fill_sequential();
+        ftl.reset_counters();
+        let mut rng = Rng::new(9);
+        ftl.overwrite_random(4.0, &mut rng);
+        let (wa, host) = ftl.steady_write_amplification().unwrap();
+        // Checkpoints are thinned, so the window starts within 1/512 of the half-way point.
+        let total = ftl.host_units;
+        assert!(host <= total / 2 + 1 && host + total / 512 + 1 >= total / 2, "{host} of {total}");
+        let whole = ftl.programmed_units as f64 / total as f64;
+        assert!(wa > 1.0 && (wa - whole).abs() / whole < 0.2, "steady {wa}, whole {whole}");
+    }
+
+    #[test]
     fn sequential_overwrite_needs_no_copies() {
         let mut ftl = Ftl::new(1, 20, 8, 16 * 8, 1);
         ftl.fill_sequential();

@@ -19,13 +19,15 @@ def _cell(fs: str) -> dict[str, Any]:
 
 
 def _runs(values: dict[str, list[float]], metric: str, unit: str) -> list[dict[str, Any]]:
+    higher = unit not in ("ns",)
     runs = []
     for fs, vs in values.items():
         for rep, v in enumerate(vs):
             runs.append({"run_id": len(runs) + 1, "cell": _cell(fs), "repetition": rep, "sequence": len(runs),
                          "status": "ok", "error": None, "started_at": 0.0, "finished_at": 1.0,
                          "artifact_dir": None, "provenance": {},
-                         "metrics": {metric: {"value": v, "unit": unit, "note": None}}})
+                         "metrics": {metric: {"value": v, "unit": unit, "note": None,
+                                              "higher_is_better": higher}}})
     return runs
 
 
@@ -54,7 +56,7 @@ def test_zero_variance_and_small_n_get_no_verdict_mark() -> None:
 def test_one_unit_spelling_and_one_numbering_in_exports() -> None:
     # A run stored by an earlier version ("IO/s", repetition 0) reads as today's.
     runs = _runs({"ext4": [100.0, 110.0]}, "iops", "IO/s")
-    study = StudyRow(1, "s", "s.toml", "h", False, "in-order", 1, "run", 2, 2, [], {}, "complete", 0.0, 1.0, "")
+    study = StudyRow(1, "s", "s.toml", "h", False, "in-order", 1, "run", 2, 2, [], {}, "complete", 0.0, 1.0, "", {})
     records = json.loads(EXPORTERS.get("json")(study, runs))
     assert [r["repetition"] for r in records] == [1, 2]
     assert {r["metrics"]["iops"]["unit"] for r in records} == {"IOPS"}
