@@ -68,7 +68,7 @@ time_based = 1
     assert "randread" in done.stdout and "(n=2)" in done.stdout and "IOPS" in done.stdout
     exported = fslab("export", "-r", "res", "--format", "json", cwd=tmp_path)
     records = json.loads(exported.stdout)
-    assert len(records) == 2 and all(r["metrics"]["read_iops"]["unit"] == "IO/s" for r in records)
+    assert len(records) == 2 and all(r["metrics"]["read_iops"]["unit"] == "IOPS" for r in records)
     bad = fslab("report", "-r", "res", "--metric", "nope", cwd=tmp_path)
     assert bad.returncode == 2 and "stored metrics:" in bad.stderr and "read_iops" in bad.stderr
     bad = fslab("export", "-r", "res", "--format", "xml", cwd=tmp_path)

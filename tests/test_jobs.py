@@ -161,7 +161,7 @@ def test_study_runs_through_the_json_seam(tmp_path, isolate, monkeypatch):
         runs = store.runs(study.id)
     assert study.status == "complete" and len(runs) == 12
     for run in runs:
-        assert run["artifact_dir"] == f"artifacts/study-{study.id}/{run['cell']['id']}-r{run['repetition']}"
+        assert run["artifact_dir"] == f"artifacts/study-{study.id}/{run['cell']['id']}-r{run['repetition'] + 1}"
         assert (results / run["artifact_dir"] / "null.txt").exists()
         assert run["provenance"]["job"].startswith("job")
     values = {(r["cell"]["filesystem"], r["cell"]["axes"].get("value")): r["metrics"]["null_value"]["value"]

@@ -101,11 +101,11 @@ def test_study_runs_stores_reports_and_exports(device_support, tmp_path):
         else:
             assert m["write_io_bytes"] == 32 << 20
             assert m["device_write_sectors_count"] * 512 >= 32 << 20
-        assert run["metrics"]["read_iops" if "read_iops" in m else "write_iops"]["unit"] == "IO/s"
+        assert run["metrics"]["read_iops" if "read_iops" in m else "write_iops"]["unit"] == "IOPS"
         art = results / run["artifact_dir"]
         assert json.loads((art / "fio.json").read_text())["jobs"]
         # each run works in a directory of its own on the file system under test
-        key = f"{run['cell']['id']}-r{run['repetition']}"
+        key = f"{run['cell']['id']}-r{run['repetition'] + 1}"
         assert f"/fslab-{key}\n" in (art / "job.fio").read_text()
         assert (art / "mkfs.txt").exists() and (art / "fsinfo.txt").read_text()
     table = build_table(runs, None, cells)
@@ -115,10 +115,10 @@ def test_study_runs_stores_reports_and_exports(device_support, tmp_path):
     assert all(s.n == 2 and s.ci_half_width is not None for s in rows["randread"].summaries.values())
     records = json.loads(EXPORTERS.get("json")(study, runs))
     assert len(records) == 8 and {r["status"] for r in records} == {"ok"}
-    assert {r["repetition"] for r in records} == {0, 1}
+    assert {r["repetition"] for r in records} == {1, 2}  # 1-based, as the console says
     csv_text = EXPORTERS.get("csv")(study, runs)
     header = csv_text.splitlines()[0]
-    assert "iops [IO/s]" in header and "param.rw" in header
+    assert "iops [IOPS]" in header and "param.rw" in header
     assert len(csv_text.strip().splitlines()) == 9
 
 

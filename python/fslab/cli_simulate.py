@@ -10,6 +10,7 @@ from typing import Annotated, Optional
 import typer
 
 from .errors import SpecError
+from .predictions import cache_warning
 
 
 def register(app: typer.Typer) -> None:
@@ -66,7 +67,7 @@ def _print_table(r: dict) -> None:
         ("latency p50 (us)", f"{lat['p50']:.1f}"),
         ("latency p99 (us)", f"{lat['p99']:.1f}"),
         ("latency max (us)", f"{lat['max']:.1f}"),
-        ("write amplification (media/host bytes)", f"{r['write_amplification']:.3f}"),
+        ("write amplification, whole trace (media/host bytes)", f"{r['write_amplification']:.3f}"),
         ("GC runs (count)", f"{r['gc_runs']}"),
         ("erases (count)", f"{r['erases']}"),
     ]
@@ -75,6 +76,27 @@ def _print_table(r: dict) -> None:
             continue
         unit = "bytes" if k.endswith("_bytes") else "count"
         rows.append((f"{k} ({unit})", f"{v}"))
+    facts = r.get("model_facts", {})
+    if "write_amplification_steady" in facts:
+        rows.append(("write amplification, steady state: second half of the writes (media/host bytes)",
+                     f"{facts['write_amplification_steady']:.3f}"))
+        rows.append(("steady-state window (bytes written by the host)", f"{facts['steady_window_host_bytes']:.0f}"))
+    if "over_provisioning_simulated" in facts:
+        rows.append(("over-provisioning asked (fraction)", f"{facts['over_provisioning_requested']:.4f}"))
+        rows.append(("over-provisioning simulated, whole blocks per plane (fraction)",
+                     f"{facts['over_provisioning_simulated']:.4f}"))
+        rows.append(("over-provisioning usable, after per-plane GC reserve (fraction)",
+                     f"{facts['over_provisioning_usable']:.4f}"))
+    if "write_cache" in facts:
+        rows.append(("write cache assumed (on/off, size)",
+                     f"{'on' if facts['write_cache'] else 'off'}, {int(facts['cache_bytes']) >> 20} MiB"))
+    if "write_cache_absorbed_fraction" in facts:
+        rows.append(("written bytes acknowledged by the write cache (fraction)",
+                     f"{facts['write_cache_absorbed_fraction']:.3f}"))
     for k, v in rows:
         table.add_row(k, v)
-    Console().print(table)
+    console = Console()
+    console.print(table)
+    warning = cache_warning(r["model"], facts.get("write_cache_absorbed_fraction"), facts)
+    if warning:
+        console.print(f"[bold yellow]WARNING[/bold yellow] {warning}", highlight=False)

@@ -1,5 +1,8 @@
 """Exporters: one record per run (study, cell parameters, file system, workload,
-repetition, status, error, metrics). Each exporter is one registry entry with one method."""
+repetition, status, error, metrics). Each exporter is one registry entry with one method.
+
+Numbering is the one people read everywhere: ``repetition`` counts from 1 (the console's
+"#1" is repetition 1). Units use the one vocabulary of fslab.report.units ("IOPS")."""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .registry import Registry
+from .report.units import canonical_unit
 from .store import StudyRow
 
 Exporter = Callable[[StudyRow, list[dict[str, Any]]], str]
@@ -32,13 +36,13 @@ def run_records(study: StudyRow, runs: list[dict[str, Any]]) -> list[dict[str, A
             "backend": cell["backend"],
             "params": cell["params"],
             "axes": cell["axes"],
-            "repetition": run["repetition"],
+            "repetition": run["repetition"] + 1,  # 1-based, as the console prints it
             "sequence": run["sequence"],
             "status": run["status"],
             "error": run["error"],
             "started_at": run["started_at"],
             "finished_at": run["finished_at"],
-            "metrics": run["metrics"],
+            "metrics": {name: {**m, "unit": canonical_unit(m["unit"])} for name, m in run["metrics"].items()},
         })
     return out
 

@@ -70,3 +70,16 @@ declare_metrics("run", {
     "requests_count": MetricKind("requests", False, "requests completed by the device"),
     "sectors_count": MetricKind("sectors", False, "512-byte sectors moved by the device"),
 })
+
+
+# Unit suffixes a metric name may end with; tables show the name without one and the unit
+# the shown numbers are in, in brackets ("write_clat_p99 [ms]", never "write_clat_p99_ns [ms]").
+_UNIT_SUFFIXES = ("_bytes_per_s", "_bytes", "_ns", "_us", "_ms", "_s", "_pct")
+
+
+def display_name(name: str) -> str:
+    """A metric's name without its unit suffix: ``write_clat_p99_ns`` -> ``write_clat_p99``."""
+    for suffix in _UNIT_SUFFIXES:
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)]
+    return name

@@ -21,7 +21,7 @@ from .devices import DEVICES, Grant
 from .errors import SpecError
 from .filesystems import FILESYSTEMS
 from .spec import StudySpec, WorkloadSection
-from .workloads import WORKLOADS, ParamError
+from .workloads import WORKLOADS, ParamError, data_bytes, quick_memory
 
 JOB_FORMAT = "fslab-job/1"
 
@@ -72,7 +72,8 @@ class Run:
 
     @property
     def key(self) -> str:
-        return f"{self.cell.id}-r{self.repetition}"
+        # Repetitions count from 1 wherever a person reads them (console, export, paths).
+        return f"{self.cell.id}-r{self.repetition + 1}"
 
 
 @dataclass(frozen=True)
@@ -217,14 +218,17 @@ def build_cells(spec: StudySpec, *, quick: bool, source: str = "study") -> tuple
                     combo = ", ".join(f"{k} = {v!r}" for k, v in axes.items())
                     raise SpecError(f"{exc} (in the combination {combo})", source=source,
                                     field=f"workloads[{index}].{exc.key}") from None
-                if quick:
-                    params = plugin.quick(params)
+                memory = workload.memory
+                if quick:  # keep the data-to-memory ratio: it decides what the device sees
+                    scaled = plugin.quick(params)
+                    memory = quick_memory(memory, data_bytes(plugin, params), data_bytes(plugin, scaled))
+                    params = scaled
                 primary = plugin.primary_metrics(params)[0]
                 payload = {
                     "filesystem": fs_name, "fs_type": fs_type, "mkfs": fs_section.mkfs,
                     "mount": fs_section.mount, "workload": workload.name, "kind": workload.kind,
                     "params": params, "device": spec.device.model_dump(), "backend": backend,
-                    "memory": workload.memory,
+                    "memory": memory,
                 }
                 aging = workload.aging_in_effect(spec.study.aging)
                 if aging is not None:  # only then: un-aged cells keep the ids they had
@@ -233,7 +237,7 @@ def build_cells(spec: StudySpec, *, quick: bool, source: str = "study") -> tuple
                     id=_cell_id(payload), filesystem=fs_name, fs_type=fs_type,
                     mkfs=tuple(fs_section.mkfs), mount=tuple(fs_section.mount),
                     workload=workload.name, workload_kind=workload.kind, params=params,
-                    axes=dict(axes), backend=backend, memory_bytes=workload.memory,
+                    axes=dict(axes), backend=backend, memory_bytes=memory,
                     timeout_s=workload.timeout, primary_metric=primary,
                     aging=aging.model_dump() if aging is not None else None,
                 ))

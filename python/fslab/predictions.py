@@ -27,16 +27,47 @@ PREFIX = "pred_"
 # Stored per model: metric suffix -> how to take it from simulate_requests' result.
 SUFFIXES = ("requests_count", "iops", "bw_bytes_per_s", "latency_mean_ns", "latency_p50_ns",
             "latency_p99_ns", "latency_max_ns", "write_amplification_ratio")
+# Stored only where the model has them (SSD: steady-state WA; HDD: write-cache share).
+OPTIONAL_SUFFIXES = ("write_amplification_steady_ratio", "write_cache_absorbed_fraction")
+# A prediction whose written bytes were this much acknowledged by a write cache measures
+# the cache, not the device: say so wherever it is shown.
+CACHE_WARNING_FRACTION = 0.9
+
+
+def assumptions(facts: Mapping[str, float]) -> str:
+    """The settings a prediction rests on, in words (from the core's ``model_facts``)."""
+    parts = []
+    if "write_cache" in facts:
+        size = int(facts.get("cache_bytes", 0)) >> 20
+        parts.append(f"write cache {'on' if facts['write_cache'] else 'off'}, {size} MiB")
+    if "over_provisioning_simulated" in facts:
+        parts.append(f"over-provisioning {facts['over_provisioning_simulated']:.3f} simulated "
+                     f"({facts['over_provisioning_requested']:.3f} asked, whole blocks per plane; "
+                     f"{facts['over_provisioning_usable']:.3f} usable after GC reserves)")
+    return "; ".join(parts)
+
+
+def cache_warning(model: str, absorbed: float | None, facts: Mapping[str, float] | None = None) -> str | None:
+    """A warning when the write cache took (nearly) every written byte, else None."""
+    if absorbed is None or absorbed < CACHE_WARNING_FRACTION:
+        return None
+    size = f" ({int(facts['cache_bytes']) >> 20} MiB)" if facts and "cache_bytes" in facts else ""
+    return (f"{model}: the write cache{size} acknowledged {absorbed:.0%} of the written bytes; the figures "
+            "measure the cache, not the disk (a longer trace, or write_cache=0, shows the disk)")
 
 declare_metrics("device-model predictions", {
     "requests_count": MetricKind("requests", False, "requests completed by the device"),
-    "iops": MetricKind("IO/s", True, "I/O operations per second"),
+    "iops": MetricKind("IOPS", True, "I/O operations per second"),
     "bw_bytes_per_s": MetricKind("B/s", True, "bandwidth"),
     "latency_mean_ns": MetricKind("ns", False, "mean request latency"),
     "latency_p50_ns": MetricKind("ns", False, "median request latency"),
     "latency_p99_ns": MetricKind("ns", False, "99th percentile request latency"),
     "latency_max_ns": MetricKind("ns", False, "longest request latency"),
     "write_amplification_ratio": MetricKind("B/B", False, "bytes written to the device per byte the workload wrote"),
+    "write_amplification_steady_ratio": MetricKind("B/B", False,
+                                                   "write amplification over the second half of the writes"),
+    "write_cache_absorbed_fraction": MetricKind("fraction", False,
+                                                "share of written bytes a disk's write cache acknowledged"),
 })
 
 
@@ -77,7 +108,7 @@ def split_name(name: str) -> tuple[str, str] | None:
     """(model, suffix) of a prediction metric name, None for any other metric."""
     if not name.startswith(PREFIX):
         return None
-    for suffix in SUFFIXES:
+    for suffix in SUFFIXES + OPTIONAL_SUFFIXES:
         if name.endswith("_" + suffix):
             return name[len(PREFIX):-len(suffix) - 1], suffix
     return None
@@ -85,6 +116,7 @@ def split_name(name: str) -> tuple[str, str] | None:
 
 def _values(result: dict[str, Any]) -> dict[str, float | None]:
     lat = result["latency_us"]
+    facts = result.get("model_facts", {})
     # latency_us from the core -> integer-ish nanoseconds, the unit fslab stores latency in
     return {
         "requests_count": result["requests"], "iops": result["iops"],
@@ -94,6 +126,8 @@ def _values(result: dict[str, Any]) -> dict[str, float | None]:
         "latency_p99_ns": None if lat["p99"] is None else lat["p99"] * 1000,
         "latency_max_ns": None if lat["max"] is None else lat["max"] * 1000,
         "write_amplification_ratio": result.get("write_amplification"),
+        "write_amplification_steady_ratio": facts.get("write_amplification_steady"),
+        "write_cache_absorbed_fraction": facts.get("write_cache_absorbed_fraction"),
     }
 
 
@@ -131,9 +165,16 @@ def predict_run(trace_path: Path, models: Sequence[str], params: Mapping[str, An
                 metrics.append(Metric.of(name, None, f"{label}: failed: {exc}"))
             prov["models"][model] = {"error": str(exc)}
             continue
+        facts = result.get("model_facts", {})
+        noted = label + (f"; assumes {assumptions(facts)}" if assumptions(facts) else "")
+        warning = cache_warning(model, facts.get("write_cache_absorbed_fraction"), facts)
+        if warning:
+            noted += f"; {warning}"
         for suffix, value in _values(result).items():
+            if value is None and suffix in OPTIONAL_SUFFIXES:
+                continue
             name = metric_name(model, suffix)
-            metrics.append(Metric.of(name, value, label))
+            metrics.append(Metric.of(name, value, noted))
         prov["models"][model] = {"elapsed_ns": result["elapsed_ns"],
-                                 "replay_wall_ns": result.get("replay_wall_ns")}
+                                 "replay_wall_ns": result.get("replay_wall_ns"), "facts": facts}
     return metrics, prov

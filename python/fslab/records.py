@@ -50,8 +50,9 @@ class RunRecord:
 
     @property
     def run_key(self) -> str:
-        """``<cell id>-r<repetition>``: names the run's artifact directory."""
-        return f"{self.cell_id}-r{self.repetition}"
+        """``<cell id>-r<repetition>``: names the run's artifact directory (repetitions
+        count from 1 where people read them, as ``plan.Run.key``)."""
+        return f"{self.cell_id}-r{self.repetition + 1}"
 
     @property
     def wall_s(self) -> float:

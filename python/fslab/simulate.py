@@ -352,7 +352,10 @@ def simulate_requests(
     """Replay ``requests`` on model ``model_name`` (closed loop at queue depth ``qd``, or open
     loop at the requests' own times) and return the prediction: ``requests``, ``iops``,
     ``mb_per_s`` (10^6 B/s), ``latency_us`` {mean, p50, p99, max}, ``write_amplification``,
-    ``gc_runs``, ``erases``, ``counters``, plus ``latencies_ns`` when ``per_io``.
+    ``gc_runs``, ``erases``, ``counters``, ``model_facts`` (what the model assumed and
+    derived: the over-provisioning simulated and usable, steady-state write amplification,
+    the HDD's cache settings and the share of written bytes its write cache absorbed),
+    plus ``latencies_ns`` when ``per_io``.
     Raises SpecError for bad names or values, SimulationError when the model rejects input."""
     if not isinstance(requests, Requests):
         cols = Requests()

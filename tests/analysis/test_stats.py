@@ -2,9 +2,20 @@
 
 import math
 
+import numpy as np
 import pytest
+from scipy import stats as sps
 
-from fslab.analysis.stats import compare_groups, hedges_g, holm, mann_whitney, summarize, welch_t
+from fslab.analysis.stats import (
+    MIN_N_FOR_VERDICT,
+    NoVerdict,
+    compare_groups,
+    hedges_g,
+    holm,
+    mann_whitney,
+    summarize,
+    welch_t,
+)
 
 # Welch's t-test worked example (two samples of 15; the values used in the Wikipedia
 # article on Welch's t-test): t = -2.46, df = 24.9, p = 0.021.
@@ -25,9 +36,20 @@ def test_welch_unequal_sizes_allowed():
     assert result.p_value < 0.001
 
 
-def test_welch_no_spread():
-    assert welch_t([5.0, 5.0], [5.0, 5.0]).p_value == 1.0
-    assert welch_t([5.0, 5.0], [6.0, 6.0]).p_value == 0.0
+def test_welch_no_spread_is_no_verdict():
+    # [5,5] vs [6,6] used to give p = 0 (and an asterisk); zero pooled variance has no answer.
+    for a, b in (([5.0, 5.0], [6.0, 6.0]), ([5.0, 5.0], [5.0, 5.0]), ([5.0] * 4, [6.0] * 3)):
+        with pytest.raises(NoVerdict, match="zero variance"):
+            welch_t(a, b)
+
+
+def test_welch_sign_follows_mean_a_minus_mean_b():
+    low, high = [1.0, 2.0, 3.0], [7.0, 8.0, 10.0]
+    assert welch_t(low, high).statistic < 0 < welch_t(high, low).statistic
+    # Against scipy's own Welch test (equal_var=False).
+    ref = sps.ttest_ind(low, high, equal_var=False)
+    assert welch_t(low, high).statistic == pytest.approx(ref.statistic)
+    assert welch_t(low, high).p_value == pytest.approx(ref.pvalue)
 
 
 def test_welch_needs_two_values():
@@ -74,3 +96,75 @@ def test_mann_whitney_exact_small_sample():
     # Complete separation of 3 vs 3: U = 0; exact two-sided p = 2 / C(6,3) = 0.1.
     result = mann_whitney([1, 2, 3], [4, 5, 6])
     assert result.statistic == 0 and result.p_value == pytest.approx(0.1)
+
+
+def test_compare_groups_refuses_dishonest_verdicts():
+    groups = {"a": [5.0, 5.0, 5.0], "b": [6.0, 6.0, 6.0], "c": [5.0, 6.0], "d": [4.0, 5.0, 6.0]}
+    result = {c.a: c for c in compare_groups(groups, "a")}
+    assert not result["b"].significant and result["b"].p_value is None
+    assert "zero variance" in (result["b"].untested or "")
+    assert result["c"].p_value is None and "fewer than 3" in (result["c"].untested or "")
+    assert result["d"].untested is None and result["d"].p_value == pytest.approx(1.0)
+    # n = 2 only when the caller asks for it.
+    asked = {c.a: c for c in compare_groups({"a": [1.0, 2.0], "b": [10.0, 11.0]}, "a", min_n=2)}
+    assert asked["b"].untested is None and asked["b"].p_value is not None
+    with pytest.raises(ValueError):
+        compare_groups(groups, "a", min_n=1)
+
+
+def _false_positive_rate(n: int, draws: int, rng: np.random.Generator, rounded: bool,
+                         sd: float, min_n: int) -> float:
+    """Share of H0 draws (three groups from one distribution, as in a three-file-system
+    row) in which compare_groups calls any difference significant."""
+    hits = 0
+    for _ in range(draws):
+        data = rng.normal(100.0, sd, size=(3, n))
+        if rounded:
+            data = np.round(data)
+        groups = {"x": list(data[0]), "y": list(data[1]), "z": list(data[2])}
+        hits += any(c.significant for c in compare_groups(groups, "x", min_n=min_n))
+    return hits / draws
+
+
+@pytest.mark.parametrize("rounded,sd", [(False, 1.0), (True, 0.4), (True, 1.0), (True, 3.0)])
+def test_false_positive_rate_stays_nominal_under_h0(rounded: bool, sd: float) -> None:
+    """Under H0 the family-wise false-positive rate of a row must stay at or below α = 5%
+    (plus 2% slack for simulation noise: 2,000 draws give a standard error of 0.5%).
+    Integer rounding with sd ~ 0.4 is the case that made n = 2 "significant" 12% of
+    the time; n < 3 and zero-variance groups get no verdict, so count as not significant."""
+    rng = np.random.default_rng(20260410)
+    for n in range(2, 11):
+        rate = _false_positive_rate(n, 2000, rng, rounded, sd, MIN_N_FOR_VERDICT)
+        assert rate <= 0.07, f"n={n}, rounded={rounded}, sd={sd}: {rate:.3f}"
+
+
+def test_false_positive_rate_at_n2_when_asked_continuous() -> None:
+    rng = np.random.default_rng(7)
+    assert _false_positive_rate(2, 2000, rng, False, 1.0, min_n=2) <= 0.07
+
+
+def test_mann_whitney_exact_without_ties_beyond_n8():
+    # scipy's default switches to the normal approximation above n = 8; the exact null
+    # distribution is what we promise. Complete separation of 9 vs 9: p = 2 / C(18, 9).
+    result = mann_whitney(list(range(9)), list(range(100, 109)))
+    assert result.method == "mann-whitney (exact)"
+    assert result.p_value == pytest.approx(2 / math.comb(18, 9))
+
+
+def test_mann_whitney_with_ties_is_an_exact_permutation_test():
+    a, b = [1, 2, 2, 3], [2, 3, 4, 4, 5]
+    result = mann_whitney(a, b)
+    assert result.method == "mann-whitney (permutation, exact)"
+    # Reference: scipy's permutation test on U over all 126 splits.
+    ref = sps.mannwhitneyu(a, b, alternative="two-sided",
+                           method=sps.PermutationMethod(n_resamples=math.inf))
+    assert result.statistic == pytest.approx(ref.statistic)
+    assert result.p_value == pytest.approx(ref.pvalue)
+
+
+def test_mann_whitney_says_when_it_approximates():
+    rng = np.random.default_rng(1)
+    a, b = np.round(rng.normal(0, 1, 20)), np.round(rng.normal(0, 1, 20))
+    result = mann_whitney(list(a), list(b))
+    assert result.method == "mann-whitney (normal approximation)"
+    assert result.p_value == pytest.approx(sps.mannwhitneyu(a, b, method="asymptotic").pvalue)

@@ -153,3 +153,12 @@ def _approx_equal(a: dict, b: dict) -> bool:
         elif a[k] != pytest.approx(b[k]):
             return False
     return True
+
+
+def test_blkparse_counts_flushes() -> None:
+    """blkparse prints a flush's completion with a sector and no "+ nr" ("C FN 0 [0]");
+    such lines were dropped, so a trace with two flushes reported none."""
+    trace = load_trace(DATA / "blkparse-flushes.txt")
+    r = analyze(trace)
+    assert r["requests"] == {"read": 0, "write": 1, "flush": 2, "discard": 0}
+    assert r["size_bytes"]["write"]["max"] == 8 * 512

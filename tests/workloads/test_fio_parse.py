@@ -12,7 +12,8 @@ DATA = Path(__file__).parents[1] / "data" / "fio"
 
 def test_randrw_with_fsync():
     report = parse_json_output((DATA / "randrw-fsync.json").read_text())
-    metrics, runtime_s = metrics_from_report(report)
+    metrics, runtime_s, notes = metrics_from_report(report)
+    assert notes == {}
     job = report["jobs"][0]
     assert metrics["read_iops"] == pytest.approx(job["read"]["iops"])
     assert metrics["write_iops"] == pytest.approx(job["write"]["iops"])
@@ -26,10 +27,38 @@ def test_randrw_with_fsync():
 def test_two_jobs_with_text_before_json():
     text = (DATA / "two-jobs.json").read_text()
     assert not text.startswith("{")  # fio printed a job line first
-    metrics, _ = metrics_from_report(parse_json_output(text))
+    metrics, _, _ = metrics_from_report(parse_json_output(text))
     assert metrics["read_iops"] > 0 and metrics["write_iops"] > 0
-    assert "a_read_clat_p99_ns" in metrics and "b_write_clat_p99_ns" in metrics
+    assert "job0_a_read_clat_p99_ns" in metrics and "job1_b_write_clat_p99_ns" in metrics
     assert "read_clat_p99_ns" not in metrics  # no cross-job percentile is invented
+
+
+def test_stonewalled_phases_are_never_summed():
+    """fio's examples/ssd-test.fio shape: four groups, one after another. Each group is
+    reported under its own name; there is no headline sum of phases that never overlapped."""
+    report = parse_json_output((DATA / "ssd-test.json").read_text())
+    metrics, runtime_s, notes = metrics_from_report(report)
+    jobs = report["jobs"]
+    assert [j["groupid"] for j in jobs] == [0, 1, 2, 3]
+    assert "iops" not in metrics and "bw_bytes_per_s" not in metrics and "read_iops" not in metrics
+    assert "group0_iops" in notes["iops"] and "stonewall" in notes["iops"]
+    assert metrics["group0_read_iops"] == pytest.approx(jobs[0]["read"]["iops"])
+    assert metrics["group1_iops"] == pytest.approx(jobs[1]["read"]["iops"])
+    assert metrics["group3_write_bw_bytes_per_s"] == pytest.approx(jobs[3]["write"]["bw_bytes"])
+    assert metrics["job2_seq_write_write_iops"] == pytest.approx(jobs[2]["write"]["iops"])
+    # Each phase on its own, so the whole run lasted their sum.
+    assert runtime_s == pytest.approx(sum(j["job_runtime"] for j in jobs) / 1000)
+
+
+def test_numjobs_copies_keep_their_own_numbers():
+    """numjobs=2 gives two entries named alike; both stay, and the group sums them."""
+    report = parse_json_output((DATA / "numjobs2.json").read_text())
+    metrics, _, notes = metrics_from_report(report)
+    first, second = (j["write"]["iops"] for j in report["jobs"])
+    assert metrics["job0_writers_write_iops"] == pytest.approx(first)
+    assert metrics["job1_writers_write_iops"] == pytest.approx(second)
+    assert metrics["iops"] == pytest.approx(first + second) == metrics["write_iops"]
+    assert notes == {}
 
 
 def test_not_json_is_an_error():

@@ -76,7 +76,21 @@ struct Run {
     precondition_wall_ns: u128,
 }
 
+/// Build, precondition and replay. A panic (a bug, never expected from input) becomes a
+/// model error here, so none crosses into Python as a PanicException.
 fn run_model(params: Params, reqs: Vec<Request>, qd: u32, open_loop: bool) -> Result<Run, CoreError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_model_inner(params, reqs, qd, open_loop)))
+        .unwrap_or_else(|payload| {
+            let what = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown".into());
+            Err(CoreError::Model(format!("internal error in the device model ({what}); please report it")))
+        })
+}
+
+fn run_model_inner(params: Params, reqs: Vec<Request>, qd: u32, open_loop: bool) -> Result<Run, CoreError> {
     let mut model = build(&params)?;
     let t0 = Instant::now();
     model.precondition();
@@ -110,6 +124,11 @@ fn result_dict<'py>(py: Python<'py>, run: &Run, per_io: bool) -> PyResult<Bound<
         counters.set_item(*k, *v)?;
     }
     d.set_item("counters", counters)?;
+    let facts = PyDict::new_bound(py);
+    for (k, v) in &run.outcome.facts {
+        facts.set_item(*k, *v)?;
+    }
+    d.set_item("model_facts", facts)?;
     d.set_item("replay_wall_ns", run.replay_wall_ns)?;
     d.set_item("precondition_wall_ns", run.precondition_wall_ns)?;
     if per_io {

@@ -14,6 +14,8 @@ pub enum CoreError {
     BadRequest { index: usize, reason: String },
     #[error("synthetic stream: {0}")]
     BadSynthetic(String),
+    #[error("model failed: {0}")]
+    Model(String),
 }
 
 pub type Result<T> = std::result::Result<T, CoreError>;

@@ -4,7 +4,7 @@
 
 use crate::engine::{EventKind, EventQueue};
 use crate::error::{CoreError, Result};
-use crate::models::{write_amplification, Counters, DeviceModel};
+use crate::models::{write_amplification, Counters, DeviceModel, Facts};
 use crate::request::{Ns, Op, Request};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -22,6 +22,7 @@ pub struct ReplayOutcome {
     pub read_bytes: u64,
     pub write_bytes: u64,
     pub counters: Counters,
+    pub facts: Facts,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -163,7 +164,11 @@ pub fn replay(model: &mut dyn DeviceModel, reqs: &[Request], mode: Mode) -> Resu
             }
         }
     }
+    if let Some(reason) = model.error() {
+        return Err(CoreError::Model(reason));
+    }
     Ok(ReplayOutcome {
+        facts: model.facts(),
         latencies_ns: latencies,
         elapsed_ns: if n == 0 { 0 } else { last_done.saturating_sub(first_issue) },
         read_bytes,

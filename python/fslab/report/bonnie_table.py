@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
-from ..analysis.stats import CONFIDENCE, holm, welch_t
+from ..analysis.stats import CONFIDENCE, MIN_N_FOR_VERDICT, NoVerdict, holm, welch_t
 from .sections import register_tables
-from .tables import RowData, build_table, cell_text
+from .tables import NO_VERDICT, RowData, build_table, cell_text
 from .units import fmt
 
 # (the paper's row name, Bonnie++'s test, the metric fslab stores)
@@ -33,7 +33,8 @@ LEGEND = (
     "Values: mean ± half-width of the 95% confidence interval (Student t) over n runs, in MiB/s "
     "(Bonnie++ counts K = 1024 bytes). 'best' marks the best mean in the row, other columns give "
     "their difference to it. Last column: pairs of file systems whose means differ significantly "
-    "(Welch's t-test, Holm-corrected over the row's pairs, α = 0.05); '≈' lists pairs that do not. "
+    "(Welch's t-test, Holm-corrected over the row's pairs, α = 0.05); '≈' lists pairs that do not; "
+    f"'? {NO_VERDICT}' pairs with no verdict (fewer than {MIN_N_FOR_VERDICT} runs each, or no spread in either). "
     "The paper's 'Random' rows are Bonnie++'s per-character tests: sequential, one byte at a time. "
     "Bonnie++ 2.00a does one system call per byte there (1.0x used stdio putc/getc), so those rows "
     "measure system-call cost, not the device, and are not comparable with the paper's numbers."
@@ -45,35 +46,42 @@ class PairVerdict:
     a: str
     b: str
     higher: str  # the file system with the higher mean
-    p_adjusted: float
+    p_adjusted: float | None  # None: no verdict
     significant: bool
 
 
 def pairwise(row: RowData) -> list[PairVerdict]:
-    """Welch's t for every pair of file systems with >= 2 values, Holm over the pairs."""
-    names = [fs for fs, values in row.values.items() if len(values) >= 2]
+    """Welch's t for every pair of file systems with >= MIN_N_FOR_VERDICT values and some
+    spread, Holm over the tested pairs; the others get no verdict (p_adjusted None)."""
+    names = [fs for fs, values in row.values.items() if values]
     pairs = list(combinations(names, 2))
-    if not pairs:
-        return []
-    tests = [welch_t(row.values[a], row.values[b]) for a, b in pairs]
-    adjusted = holm([t.p_value for t in tests])
+    tests: dict[tuple[str, str], float] = {}
+    for a, b in pairs:
+        if min(len(row.values[a]), len(row.values[b])) < MIN_N_FOR_VERDICT:
+            continue
+        try:
+            tests[(a, b)] = welch_t(row.values[a], row.values[b]).p_value
+        except NoVerdict:
+            continue
+    adjusted = dict(zip(tests, holm(list(tests.values()))))
     out = []
-    for (a, b), p in zip(pairs, adjusted):
+    for a, b in pairs:
         higher = a if row.summaries[a].mean >= row.summaries[b].mean else b
-        out.append(PairVerdict(a, b, higher, p, p < ALPHA))
+        p = adjusted.get((a, b))
+        out.append(PairVerdict(a, b, higher, p, p is not None and p < ALPHA))
     return out
 
 
 def verdict_text(row: RowData) -> str:
     verdicts = pairwise(row)
     if not verdicts:
-        if len(row.summaries) < 2:
-            return "— (one file system: nothing to compare)"
-        return "untested (needs n >= 2 per file system)"
+        return "— (one file system: nothing to compare)"
     parts = []
     for v in verdicts:
         lower = v.b if v.higher == v.a else v.a
-        if v.significant:
+        if v.p_adjusted is None:
+            parts.append(f"{v.a} ? {v.b} {NO_VERDICT}")
+        elif v.significant:
             parts.append(f"{v.higher} > {lower} (p={v.p_adjusted:.2g})")
         else:
             parts.append(f"{v.a} ≈ {v.b} (p={v.p_adjusted:.2g})")

@@ -7,7 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..analysis.stats import Comparison, Summary, compare_groups, summarize
+from ..analysis.stats import MIN_N_FOR_VERDICT, Comparison, Summary, compare_groups, summarize
+from ..metrics import display_name
 from ..store import stored_metric_kind
 from .units import display_scale, fmt
 
@@ -99,8 +100,8 @@ def cell_text(row: RowData, fs: str, divisor: float) -> str:
                 diff = (summary.mean - best) / best * 100
                 comparison = row.comparisons.get(fs)
                 mark = "*" if comparison and comparison.significant else ""
-                if comparison is None:
-                    mark = " (untested)"
+                if comparison is None or comparison.untested:
+                    mark = NO_VERDICT
                 parts.append(f"{diff:+.1f}%{mark}")
         elif fs == row.best and len(row.summaries) > 1:
             parts.append("best")
@@ -125,13 +126,18 @@ def render(table: TableData, title: str) -> Any:
         magnitude = max((s.mean for s in row.summaries.values()), default=0.0)
         divisor, unit_label = display_scale(row.unit, magnitude)
         direction = "↑" if row.higher_is_better else "↓"
-        out.add_row(escape(row.label), escape(f"{row.metric} [{unit_label}] {direction}"),
+        out.add_row(escape(row.label), escape(f"{display_name(row.metric)} [{unit_label}] {direction}"),
                     *[cell_text(row, fs, divisor) for fs in table.filesystems])
     return out
 
 
+NO_VERDICT = "†"
 LEGEND = (
-    "↑/↓: higher/lower is better. Values: mean ± half-width of the 95% confidence interval (Student t) over n runs. "
+    "Metrics are named without their unit suffix (write_clat_p99 is write_clat_p99_ns), in the unit "
+    "shown in brackets. ↑/↓: higher/lower is better. "
+    "Values: mean ± half-width of the 95% confidence interval (Student t) over n runs. "
     "'best' marks the best mean in the row; other columns give their difference to it, "
-    "* where it is significant (Welch's t-test, Holm-corrected within the row, α = 0.05)."
+    "* where it is significant (Welch's t-test, Holm-corrected within the row, α = 0.05).\n"
+    f"{NO_VERDICT} no significance verdict: fewer than {MIN_N_FOR_VERDICT} runs in a group, or no spread "
+    "in either group (zero variance), where a t-test cannot answer honestly."
 )

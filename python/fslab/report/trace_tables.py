@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..analysis.stats import Summary, summarize
-from ..predictions import split_name
+from ..predictions import cache_warning, split_name
 from .units import fmt
 
 OPS = ("read", "write", "flush", "discard")
@@ -136,6 +136,7 @@ def prediction_table(label: str, by_fs: dict[str, list[dict[str, Any]]]) -> Any 
                 "trace"):
         table.add_column(col, justify="left" if col in ("file system", "model", "trace") else "right")
     failures: list[str] = []
+    warnings: list[str] = []
     for fs, runs in by_fs.items():
         n = len(runs)
         loss = trace_loss(runs)
@@ -150,11 +151,18 @@ def prediction_table(label: str, by_fs: dict[str, list[dict[str, Any]]]) -> Any 
                 m = run["metrics"].get(p + "iops")
                 if m is not None and m["value"] is None:
                     failures.append(f"{fs} #{run['repetition'] + 1} on {model}: {m['note']}")
+            absorbed = values(runs, p + "write_cache_absorbed_fraction")
+            warning = cache_warning(model, min(absorbed)) if absorbed else None
+            if warning:
+                warnings.append(f"{fs}: {warning}")
             table.add_row(fs if i == 0 else "", model, str(n), *row,
                           f"[bold red]{loss.text(n)}[/bold red]" if loss else "complete",
                           end_section=i == len(models) - 1)
+    captions = [f"WARNING {w}" for w in warnings]
     if failures:
-        table.caption = "no prediction: " + "; ".join(failures[:5])
+        captions.append("no prediction: " + "; ".join(failures[:5]))
+    if captions:
+        table.caption = "\n".join(captions)
     return table
 
 

@@ -1,5 +1,6 @@
-"""Display scaling: values are stored in base units (B/s, ns, IO/s) and shown in the unit
-a storage engineer reads (MiB/s, µs, IOPS). One place, so every table agrees."""
+"""Display scaling: values are stored in base units (B/s, ns, IOPS) and shown in the unit
+a storage engineer reads (MiB/s, µs). One place, so every table and export agrees.
+One spelling per unit: I/O operations per second are "IOPS" everywhere."""
 
 from __future__ import annotations
 
@@ -7,13 +8,20 @@ _SCALES: dict[str, list[tuple[float, str]]] = {
     "B/s": [(1, "B/s"), (1 << 10, "KiB/s"), (1 << 20, "MiB/s"), (1 << 30, "GiB/s")],
     "B": [(1, "B"), (1 << 10, "KiB"), (1 << 20, "MiB"), (1 << 30, "GiB")],
     "ns": [(1, "ns"), (1e3, "µs"), (1e6, "ms"), (1e9, "s")],
-    "IO/s": [(1, "IOPS")],
+    "IOPS": [(1, "IOPS")],
 }
+# Spellings stored by earlier versions, read as today's.
+_ALIASES = {"IO/s": "IOPS"}
+
+
+def canonical_unit(unit: str) -> str:
+    """The one spelling of a unit (results stored before it was fixed say "IO/s")."""
+    return _ALIASES.get(unit, unit)
 
 
 def display_scale(unit: str, magnitude: float) -> tuple[float, str]:
     """(divisor, label) so that ``magnitude / divisor`` reads naturally (>= 1 where possible)."""
-    options = _SCALES.get(unit)
+    options = _SCALES.get(canonical_unit(unit))
     if not options:
         return 1.0, unit
     chosen = options[0]

@@ -217,12 +217,13 @@ _BLK_ACTIONS = {"Q": EV_QUEUE, "I": EV_INSERT, "D": EV_ISSUE, "C": EV_COMPLETE}
 # the kernel's `blk` tracer: ftrace context, then "maj,min  ACT RWBS sector + nr [comm|error]"
 _BLK_TRACER = re.compile(
     _FTRACE_PREFIX + r"(?P<maj>\d+),(?P<min>\d+)\s+(?P<act>[A-Z]{1,2})\s+(?P<rwbs>[A-Z]+)\s+"
-    r"(?:(?P<sector>\d+)\s+\+\s+(?P<nr>\d+)\s+)?\[(?P<tail>[^\]]*)\]"
+    r"(?:(?P<sector>\d+)\s+(?:\+\s+(?P<nr>\d+)\s+)?)?\[(?P<tail>[^\]]*)\]"
 )
-# blkparse default: "maj,min cpu seq time pid ACT RWBS sector + nr [comm|error]"
+# blkparse default: "maj,min cpu seq time pid ACT RWBS sector + nr [comm|error]". A request
+# without data (a flush) has no "+ nr", and its completion keeps the sector: "C FN 0 [0]".
 _BLKPARSE = re.compile(
     r"^\s*(?P<maj>\d+),(?P<min>\d+)\s+(?P<cpu>\d+)\s+(?P<seq>\d+)\s+(?P<ts>\d+\.\d+)\s+(?P<pid>\d+)\s+"
-    r"(?P<act>[A-Z]{1,2})\s+(?P<rwbs>[A-Z]+)\s+(?:(?P<sector>\d+)\s+\+\s+(?P<nr>\d+)\s+)?\[(?P<tail>[^\]]*)\]"
+    r"(?P<act>[A-Z]{1,2})\s+(?P<rwbs>[A-Z]+)\s+(?:(?P<sector>\d+)\s+(?:\+\s+(?P<nr>\d+)\s+)?)?\[(?P<tail>[^\]]*)\]"
 )
 
 

@@ -97,6 +97,39 @@ class Workload(Protocol):
 
 WORKLOADS: Registry[Workload] = Registry("workload kind")
 
+# Smoke runs (--quick): data sizes are divided by QUICK_DIVISOR, but a size is never made
+# smaller than QUICK_MIN_SIZE (a size already below it is kept as it is).
+QUICK_DIVISOR = 8
+QUICK_MIN_SIZE = 64 << 20
+# A memory cgroup smaller than this starves the tool itself (fio's own memory is charged).
+QUICK_MIN_MEMORY = 16 << 20
+
+
+def quick_size(size: int) -> int:
+    """A smoke run's data size: size / 8, not below 64 MiB (nor above ``size``)."""
+    return min(size, max(size // QUICK_DIVISOR, QUICK_MIN_SIZE))
+
+
+def quick_memory(memory: int | None, full_data: int | None, quick_data: int | None) -> int | None:
+    """The memory limit of a smoke run, scaled by the factor its data was scaled by.
+
+    Page-cache behaviour follows the data-to-memory ratio: a quick run whose file fits in
+    an unscaled limit turns 4 KiB random writes into merged sequential ones and reverses
+    the study's finding. Bonnie++'s ``-r`` and a guest's memory must be scaled with this
+    same function. Page-aligned; not below QUICK_MIN_MEMORY (then the ratio is smaller
+    than the full run's, never larger). Unknown sizes leave the limit as it is."""
+    if memory is None or not full_data or not quick_data or quick_data >= full_data:
+        return memory
+    scaled = memory * quick_data // full_data // 4096 * 4096
+    return min(memory, max(scaled, QUICK_MIN_MEMORY))
+
+
+def data_bytes(workload: Workload, params: dict[str, Any]) -> int | None:
+    """How much data a workload's run touches (bytes), where its plug-in can say
+    (optional ``data_bytes(params)``); None when it cannot (e.g. sizes chosen at run time)."""
+    method = getattr(workload, "data_bytes", None)
+    return method(params) if method is not None else None
+
 
 def validate_workload(section: WorkloadSection, *, source: str, field: str) -> None:
     """Check a workload's parameters and every value of its axes with its plug-in."""

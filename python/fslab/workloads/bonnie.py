@@ -38,7 +38,7 @@ from ..commands import run_command
 from ..errors import CommandFailed, WorkloadFailed
 from ..metrics import MetricKind
 from ..units import format_bytes, parse_duration_s, parse_size
-from . import ParamError, RunContext, WorkloadCapabilities, WorkloadResult, register_workload
+from . import ParamError, RunContext, WorkloadCapabilities, WorkloadResult, quick_memory, register_workload
 
 CSV_VERSION = "1.98"
 CSV_FIELDS = 50
@@ -305,12 +305,18 @@ class BonnieWorkload:
         out = dict(params)
         out["phase_s"] = min(out.get("phase_s", DEFAULT_PHASE_S), QUICK_PHASE_S)
         if isinstance(out.get("size"), int) and out["size"] > 1 << 30:
+            full = out["size"]
             out["size"] = 1 << 30
-            if isinstance(out.get("ram"), int):
-                out["ram"] = min(out["ram"], out["size"] // 2)
+            if isinstance(out.get("ram"), int):  # -r shrinks with the file: same ratio
+                out["ram"] = quick_memory(out["ram"], full, out["size"])
         if isinstance(out.get("char_size"), int):
             out["char_size"] = min(out["char_size"], 2 * MIB)
         return out
+
+    def data_bytes(self, params: dict[str, Any]) -> int | None:
+        """The big file's size; None for 'auto' (the probe sizes it, cgroup = size / 2)."""
+        size = params.get("size")
+        return size if isinstance(size, int) else None
 
     def primary_metrics(self, params: dict[str, Any]) -> list[str]:
         return ["block_write_bytes_per_s", "block_read_bytes_per_s", "rewrite_bytes_per_s",

@@ -18,7 +18,7 @@ from ..commands import run_command, tool_version
 from ..errors import CommandFailed, WorkloadFailed
 from ..metrics import MetricKind
 from ..units import parse_duration_s, parse_size
-from . import ParamError, RunContext, WorkloadCapabilities, WorkloadResult, register_workload
+from . import ParamError, RunContext, WorkloadCapabilities, WorkloadResult, quick_size, register_workload
 
 RW_CHOICES = ("read", "write", "rw", "readwrite", "randread", "randwrite", "randrw",
               "trim", "randtrim", "trimwrite")
@@ -36,7 +36,6 @@ LAYOUTS: dict[str, dict[str, int]] = {
     "many-small": {"nrfiles": 200, "size": 256 << 20},
 }
 _OPTION_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
-QUICK_MIN_SIZE = 64 << 20
 QUICK_RUNTIME_S = 1
 QUICK_RAMP_S = 1
 
@@ -52,7 +51,7 @@ def _size_or_range(key: str, value: Any) -> str:
 
 
 METRICS: dict[str, MetricKind] = {
-    "iops": MetricKind("IO/s", True, "I/O operations per second"),
+    "iops": MetricKind("IOPS", True, "I/O operations per second"),
     "bw_bytes_per_s": MetricKind("B/s", True, "bandwidth"),
     "lat_mean_ns": MetricKind("ns", False, "mean total latency"),
     "clat_mean_ns": MetricKind("ns", False, "mean completion latency"),
@@ -141,7 +140,7 @@ class FioWorkload:
         out = dict(params)
         for key in ("size", "io_size"):
             if key in out:
-                out[key] = min(out[key], max(out[key] // 8, QUICK_MIN_SIZE))
+                out[key] = quick_size(out[key])
         if "runtime" in out:
             out["runtime"] = min(out["runtime"], QUICK_RUNTIME_S)
         if "ramp_time" in out:
@@ -235,9 +234,10 @@ class FioWorkload:
         (ctx.artifact_dir / "fio.stderr").write_text(done.stderr)
         text = output.read_text() if output.exists() else ""
         report = parse_json_output(text, done.stderr)
-        metrics, runtime_s = metrics_from_report(report)
+        metrics, runtime_s, notes = metrics_from_report(report)
         runtime_s += params.get("ramp_time", 0)
-        return WorkloadResult(metrics, runtime_s, info={"fio_version": report.get("fio version")})
+        return WorkloadResult(metrics, runtime_s, info={"fio_version": report.get("fio version")},
+                              notes=notes)
 
 
 def _outside_mount(key: str, value: str) -> str | None:
@@ -328,46 +328,92 @@ def _direction_metrics(prefix: str, d: dict[str, Any]) -> dict[str, float]:
     return out
 
 
-def metrics_from_report(report: dict[str, Any]) -> tuple[dict[str, float], float]:
-    """Metrics and fio's own runtime in seconds. Throughput is summed over job sections;
-    latencies are given per direction for one section, per section when there are more."""
+def _slug(name: Any) -> str:
+    return re.sub(r"[^a-z0-9_]", "_", str(name).lower())
+
+
+def _sum_throughput(prefix: str, jobs: list[dict[str, Any]]) -> dict[str, float]:
+    """IOPS and bandwidth of jobs that ran at the same time (one fio group), per direction
+    and in total, under ``prefix`` ("" for the headline, "group<N>_" for one group)."""
+    out: dict[str, float] = {}
+    total_iops = total_bw = 0.0
+    for direction in ("read", "write", "trim"):
+        sections = [job[direction] for job in jobs if job.get(direction, {}).get("total_ios", 0) > 0]
+        if not sections:
+            continue
+        out[f"{prefix}{direction}_iops"] = sum(float(d["iops"]) for d in sections)
+        out[f"{prefix}{direction}_bw_bytes_per_s"] = sum(float(d["bw_bytes"]) for d in sections)
+        out[f"{prefix}{direction}_io_bytes"] = sum(float(d["io_bytes"]) for d in sections)
+        total_iops += out[f"{prefix}{direction}_iops"]
+        total_bw += out[f"{prefix}{direction}_bw_bytes_per_s"]
+    out[f"{prefix}iops"] = total_iops
+    out[f"{prefix}bw_bytes_per_s"] = total_bw
+    return out
+
+
+def _job_metrics(prefix: str, job: dict[str, Any]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for direction in ("read", "write", "trim"):
+        if job.get(direction, {}).get("total_ios", 0) > 0:
+            out.update(_direction_metrics(f"{prefix}{direction}", job[direction]))
+    sync = job.get("sync", {})
+    if sync.get("total_ios", 0) > 0:
+        out[f"{prefix}sync_lat_mean_ns"] = float(sync["lat_ns"]["mean"])
+        p99 = _percentile(sync["lat_ns"], "99")
+        if p99 is not None:
+            out[f"{prefix}sync_lat_p99_ns"] = p99
+    return out
+
+
+def metrics_from_report(report: dict[str, Any]) -> tuple[dict[str, float], float, dict[str, str]]:
+    """Metrics, fio's own runtime in seconds, and notes for headline metrics that have no
+    number (metric -> why).
+
+    fio runs the jobs of one group (``groupid``) at the same time and groups one after
+    another (``stonewall``), so throughput is summed within a group and never across:
+    - every job entry: ``job<i>_<name>_<direction>_<metric>``, i its index in fio's
+      ``jobs`` list (0-based, as in fio.json), so ``numjobs`` copies of one name all stay;
+    - every group, when there are several: ``group<g>_...`` sums (g is fio's groupid);
+    - the headline (``iops``, ``bw_bytes_per_s``, ``read_iops``, ...) is the sum over the
+      one group when there is one. With several groups no single figure means anything
+      (29,421 "IOPS" for four phases of ~7,000 that never overlapped): the headline is
+      left empty with a note naming the per-group metrics.
+    Latency percentiles cannot be summed; the headline has them only when fio reported
+    one entry (one job, or one group with group_reporting)."""
     jobs = report.get("jobs") or []
     if not jobs:
         raise WorkloadFailed("fio's report has no jobs")
     for job in jobs:
         if job.get("error"):
             raise WorkloadFailed(f"fio job {job.get('jobname')!r} failed with error {job['error']}")
+    groups: dict[int, list[dict[str, Any]]] = {}
+    for job in jobs:
+        groups.setdefault(int(job.get("groupid", 0)), []).append(job)
     metrics: dict[str, float] = {}
-    total_iops = 0.0
-    total_bw = 0.0
-    for direction in ("read", "write", "trim"):
-        sections = [job[direction] for job in jobs if job.get(direction, {}).get("total_ios", 0) > 0]
-        if not sections:
-            continue
-        if len(jobs) == 1:
-            metrics.update(_direction_metrics(direction, sections[0]))
-        else:
-            for job in jobs:
-                if job.get(direction, {}).get("total_ios", 0) > 0:
-                    name = re.sub(r"[^a-z0-9_]", "_", str(job["jobname"]).lower())
-                    metrics.update(_direction_metrics(f"{name}_{direction}", job[direction]))
-            metrics[f"{direction}_iops"] = sum(float(s["iops"]) for s in sections)
-            metrics[f"{direction}_bw_bytes_per_s"] = sum(float(s["bw_bytes"]) for s in sections)
-        total_iops += sum(float(s["iops"]) for s in sections)
-        total_bw += sum(float(s["bw_bytes"]) for s in sections)
-    metrics["iops"] = total_iops
-    metrics["bw_bytes_per_s"] = total_bw
-    sync = [job["sync"] for job in jobs if job.get("sync", {}).get("total_ios", 0) > 0]
-    if len(sync) == 1:
-        metrics["sync_lat_mean_ns"] = float(sync[0]["lat_ns"]["mean"])
-        p99 = _percentile(sync[0]["lat_ns"], "99")
-        if p99 is not None:
-            metrics["sync_lat_p99_ns"] = p99
+    notes: dict[str, str] = {}
     if len(jobs) == 1:
+        metrics.update(_job_metrics("", jobs[0]))
         metrics["cpu_user_pct"] = float(jobs[0].get("usr_cpu", 0.0))
         metrics["cpu_sys_pct"] = float(jobs[0].get("sys_cpu", 0.0))
-    runtime_ms = max(float(job.get("job_runtime", 0)) for job in jobs)
-    return metrics, runtime_ms / 1000.0
+    else:
+        for index, job in enumerate(jobs):
+            metrics.update(_job_metrics(f"job{index}_{_slug(job.get('jobname'))}_", job))
+    if len(groups) == 1:
+        metrics.update(_sum_throughput("", jobs))
+    else:
+        for groupid, members in groups.items():
+            metrics.update(_sum_throughput(f"group{groupid}_", members))
+        names = ", ".join(f"group{g}_iops" for g in groups)
+        for headline in ("iops", "bw_bytes_per_s"):
+            notes[headline] = (f"no single figure: {len(groups)} fio groups ran one after another "
+                               f"(stonewall); see {names}")
+    runtime_ms = _runtime_ms(groups)
+    return metrics, runtime_ms / 1000.0, notes
+
+
+def _runtime_ms(groups: dict[int, list[dict[str, Any]]]) -> float:
+    """Groups run one after another, jobs within a group side by side."""
+    return sum(max(float(job.get("job_runtime", 0)) for job in members) for members in groups.values())
 
 
 register_workload(FioWorkload())

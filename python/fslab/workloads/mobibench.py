@@ -14,13 +14,12 @@ from __future__ import annotations
 from typing import Any
 
 from ..units import parse_duration_s, parse_size
-from . import ParamError, RunContext, WorkloadCapabilities, WorkloadResult, register_workload
+from . import ParamError, RunContext, WorkloadCapabilities, WorkloadResult, quick_size, register_workload
 from .fio import METRICS, FioWorkload
 
 SYNC_MODES = ("none", "fsync", "fdatasync", "osync", "direct")
 DEFAULTS: dict[str, Any] = {"file_size": 1 << 30, "bs": 4096, "sync": "none", "sync_every": 1,
                             "threads": 1}
-QUICK_FILE_SIZE = 128 << 20
 FILE_NAME = "mobibench.dat"
 
 
@@ -58,9 +57,9 @@ class MobibenchWorkload:
 
     def quick(self, params: dict[str, Any]) -> dict[str, Any]:
         out = dict(params)
-        out["file_size"] = min(out["file_size"], QUICK_FILE_SIZE)
+        out["file_size"] = quick_size(out["file_size"])
         if "io_size" in out:
-            out["io_size"] = min(out["io_size"], out["file_size"])
+            out["io_size"] = min(quick_size(out["io_size"]), out["file_size"])
         if "runtime" in out:
             out["runtime"] = min(out["runtime"], 3)
         return out

@@ -48,7 +48,17 @@ pub struct Ftl {
     pub gc_runs: u64,
     pub erases: u64,
     pub trimmed_units: u64,
+    /// A plane ran out of free blocks (host writes are spread over planes as they come, so
+    /// one plane can hold more than its share); set instead of panicking.
+    pub exhausted: Option<u32>,
+    /// (host_units, programmed_units) every `checkpoint_step` host units since the last
+    /// reset, thinned (every other kept, step doubled) past CHECKPOINTS entries.
+    checkpoints: Vec<(u64, u64)>,
+    checkpoint_step: u64,
 }
+
+/// Enough checkpoints to place the half-way point within 1/512 of the host writes.
+const CHECKPOINTS: usize = 1024;
 
 impl Ftl {
     /// `physical blocks per plane` must leave at least `gc_free_blocks + 2` spare blocks
@@ -81,6 +91,9 @@ impl Ftl {
             gc_runs: 0,
             erases: 0,
             trimmed_units: 0,
+            exhausted: None,
+            checkpoints: vec![(0, 0)],
+            checkpoint_step: 1,
         };
         for p in 0..planes {
             // Reverse so blocks are taken in ascending order (deterministic, readable).
@@ -184,7 +197,21 @@ impl Ftl {
         if slot + 1 == self.units_per_block {
             self.closed[b as usize] = true;
             self.link(b);
-            let nb = self.free[plane as usize].pop().expect("FTL ran out of free blocks: over-provisioning too small");
+            let nb = match self.free[plane as usize].pop() {
+                Some(nb) => nb,
+                None => {
+                    // Keep the maps consistent with a block of the plane with most free
+                    // blocks; the replay then reports the error (`Ssd::error`).
+                    self.exhausted.get_or_insert(plane);
+                    let donor = (0..self.planes).max_by_key(|&p| self.free[p as usize].len()).unwrap_or(plane);
+                    match self.free[donor as usize].pop() {
+                        Some(nb) => nb,
+                        // Unreachable: valid units never exceed the logical units, which
+                        // leave planes x (gc_free_blocks + 2) blocks spare (Ssd::new).
+                        None => b,
+                    }
+                }
+            };
             self.active[plane as usize] = nb;
         }
         phys
@@ -199,6 +226,9 @@ impl Ftl {
         }
         self.host_units += 1;
         self.place(lpn as u32, plane);
+        if self.host_units.is_multiple_of(self.checkpoint_step) {
+            self.checkpoint();
+        }
         let mut work = GcWork::default();
         while self.free[plane as usize].len() < self.gc_free_blocks as usize {
             if !self.collect(plane, &mut work) {
@@ -268,7 +298,28 @@ impl Ftl {
         }
     }
 
+    fn checkpoint(&mut self) {
+        self.checkpoints.push((self.host_units, self.programmed_units));
+        if self.checkpoints.len() > CHECKPOINTS {
+            let kept: Vec<(u64, u64)> = self.checkpoints.iter().copied().step_by(2).collect();
+            self.checkpoints = kept;
+            self.checkpoint_step *= 2;
+        }
+    }
+
+    /// Write amplification over the second half of the host writes since the last reset
+    /// (the steady-state window: the warm-up after preconditioning is left out), and the
+    /// window's host units. None before any host write.
+    pub fn steady_write_amplification(&self) -> Option<(f64, u64)> {
+        let half = self.host_units / 2;
+        let &(h0, p0) = self.checkpoints.iter().find(|&&(h, _)| h >= half)?;
+        let host = self.host_units.checked_sub(h0).filter(|&h| h > 0)?;
+        Some(((self.programmed_units - p0) as f64 / host as f64, host))
+    }
+
     pub fn reset_counters(&mut self) {
+        self.checkpoints = vec![(0, 0)];
+        self.checkpoint_step = 1;
         self.host_units = 0;
         self.programmed_units = 0;
         self.gc_runs = 0;
@@ -307,6 +358,22 @@ mod tests {
         ftl.check();
         assert!(ftl.gc_runs > 0);
         assert_eq!(ftl.programmed_units, ftl.host_units + (ftl.programmed_units - ftl.host_units));
+    }
+
+    #[test]
+    fn steady_window_is_the_second_half_of_the_host_writes() {
+        let mut ftl = Ftl::new(1, 40, 16, 32 * 16, 1);
+        assert_eq!(ftl.steady_write_amplification(), None);
+        ftl.fill_sequential();
+        ftl.reset_counters();
+        let mut rng = Rng::new(9);
+        ftl.overwrite_random(4.0, &mut rng);
+        let (wa, host) = ftl.steady_write_amplification().unwrap();
+        // Checkpoints are thinned, so the window starts within 1/512 of the half-way point.
+        let total = ftl.host_units;
+        assert!(host <= total / 2 + 1 && host + total / 512 + 1 >= total / 2, "{host} of {total}");
+        let whole = ftl.programmed_units as f64 / total as f64;
+        assert!(wa > 1.0 && (wa - whole).abs() / whole < 0.2, "steady {wa}, whole {whole}");
     }
 
     #[test]

@@ -158,6 +158,8 @@ pub struct Hdd {
     media_write_bytes: u64,
     media_read_bytes: u64,
     cache_hits: u64,
+    /// Host write bytes acknowledged from the write cache (destaged later).
+    cache_absorbed_write_bytes: u64,
     seeks: u64,
 }
 
@@ -210,6 +212,7 @@ impl Hdd {
             media_write_bytes: 0,
             media_read_bytes: 0,
             cache_hits: 0,
+            cache_absorbed_write_bytes: 0,
             seeks: 0,
             cfg,
         }
@@ -454,6 +457,7 @@ impl DeviceModel for Hdd {
                         Some(last) if last.lba + last.sectors == lba => last.sectors += sectors,
                         _ => self.dirty.push_back(Dirty { lba, sectors }),
                     }
+                    self.cache_absorbed_write_bytes += req.bytes;
                     ctx.complete(tag, now + self.cfg.cmd_overhead_ns + self.link_ns(req.bytes));
                 } else {
                     self.queue.push_back(Pending { tag, op: Op::Write, lba, sectors, arrival: now });
@@ -497,6 +501,21 @@ impl DeviceModel for Hdd {
         self.media_write_bytes = 0;
         self.cache_hits = 0;
         self.seeks = 0;
+        self.cache_absorbed_write_bytes = 0;
+    }
+
+    /// The cache settings every prediction assumes, and how much of the written data the
+    /// write cache acknowledged before it reached the platters: near 1, the prediction
+    /// measures the cache (a short trace of small random writes can fit entirely), not
+    /// the disk.
+    fn facts(&self) -> crate::models::Facts {
+        let mut f = crate::models::Facts::new();
+        f.insert("write_cache", if self.cfg.write_cache { 1.0 } else { 0.0 });
+        f.insert("cache_bytes", self.cfg.cache_bytes as f64);
+        if self.host_write_bytes > 0 {
+            f.insert("write_cache_absorbed_fraction", self.cache_absorbed_write_bytes as f64 / self.host_write_bytes as f64);
+        }
+        f
     }
 
     fn counters(&self) -> Counters {
@@ -507,6 +526,7 @@ impl DeviceModel for Hdd {
         c.insert("media_write_bytes", self.media_write_bytes);
         c.insert("cache_hits", self.cache_hits);
         c.insert("seeks", self.seeks);
+        c.insert("cache_absorbed_write_bytes", self.cache_absorbed_write_bytes);
         c
     }
 }

@@ -18,6 +18,9 @@ use crate::request::{Ns, Request};
 /// Named event counters of a model (`host_write_bytes`, `media_write_bytes`, `gc_runs`,
 /// `erases`, `member_reads`, ...). Names carry their unit or say they are counts.
 pub type Counters = BTreeMap<&'static str, u64>;
+/// Named facts of a model that are not counts: the settings it actually simulated (after
+/// rounding), derived ratios (`over_provisioning_simulated`, `write_amplification_steady`).
+pub type Facts = BTreeMap<&'static str, f64>;
 
 pub trait DeviceModel {
     /// Logical capacity the host may address, in bytes.
@@ -37,6 +40,15 @@ pub trait DeviceModel {
     /// Zero the counters so they cover only what follows (after preconditioning).
     fn reset_counters(&mut self);
     fn counters(&self) -> Counters;
+    /// What the model assumed and derived (see `Facts`); read after replay.
+    fn facts(&self) -> Facts {
+        Facts::new()
+    }
+    /// Why the model could not honestly go on (e.g. an FTL plane out of free blocks), or
+    /// None. Checked after replay; a model never panics on its input.
+    fn error(&self) -> Option<String> {
+        None
+    }
 }
 
 /// A model constructor: the parameters in, the model (or why not) out.

@@ -481,6 +481,15 @@ impl DeviceModel for Raid {
         }
     }
 
+    /// The members' settings (the first member's: all are built alike).
+    fn facts(&self) -> crate::models::Facts {
+        self.members[0].facts().into_iter().filter(|(k, _)| !k.starts_with("write_amplification")).collect()
+    }
+
+    fn error(&self) -> Option<String> {
+        self.members.iter().enumerate().find_map(|(i, m)| m.error().map(|e| format!("member {i}: {e}")))
+    }
+
     fn reset_counters(&mut self) {
         for m in &mut self.members {
             m.reset_counters();

@@ -1,0 +1,66 @@
+"""What the comparison table and the exports say about units, numbering and significance,
+on stored-run records built in memory (the shapes Store.runs returns)."""
+
+import csv
+import io
+import json
+from typing import Any
+
+from rich.console import Console
+
+from fslab.export import EXPORTERS
+from fslab.report.tables import LEGEND, NO_VERDICT, build_table, render
+from fslab.store import StudyRow
+
+
+def _cell(fs: str) -> dict[str, Any]:
+    return {"id": f"{fs}-w", "filesystem": fs, "fs_type": fs, "workload": "rand", "workload_kind": "fio",
+            "backend": "host", "params": {"rw": "randwrite", "bs": 4096, "size": 1 << 20}, "axes": {}}
+
+
+def _runs(values: dict[str, list[float]], metric: str, unit: str) -> list[dict[str, Any]]:
+    higher = unit not in ("ns",)
+    runs = []
+    for fs, vs in values.items():
+        for rep, v in enumerate(vs):
+            runs.append({"run_id": len(runs) + 1, "cell": _cell(fs), "repetition": rep, "sequence": len(runs),
+                         "status": "ok", "error": None, "started_at": 0.0, "finished_at": 1.0,
+                         "artifact_dir": None, "provenance": {},
+                         "metrics": {metric: {"value": v, "unit": unit, "note": None,
+                                              "higher_is_better": higher}}})
+    return runs
+
+
+def _text(values: dict[str, list[float]], metric: str, unit: str) -> str:
+    console = Console(width=250, record=True)
+    console.print(render(build_table(_runs(values, metric, unit), metric), "t"))
+    return console.export_text()
+
+
+def test_header_states_the_unit_of_the_numbers_shown() -> None:
+    # 2-3 ms p99 latencies, stored in ns: shown in ms, and the header must not say "_ns [ms]".
+    text = _text({"ext4": [2.1e6, 2.3e6, 2.2e6], "xfs": [3.0e6, 3.2e6, 3.1e6]}, "write_clat_p99_ns", "ns")
+    assert "write_clat_p99 [ms] ↓" in text and "_ns [ms]" not in text
+    assert "2.20 ± " in text  # the numbers are in ms indeed
+    assert "write_clat_p99 is write_clat_p99_ns" in LEGEND
+
+
+def test_zero_variance_and_small_n_get_no_verdict_mark() -> None:
+    text = _text({"ext4": [5.0, 5.0, 5.0], "xfs": [6.0, 6.0, 6.0]}, "iops", "IOPS")
+    assert f"-16.7%{NO_VERDICT}" in text and "%*" not in text
+    text = _text({"ext4": [5.0, 5.1], "xfs": [9.0, 9.1]}, "iops", "IOPS")
+    assert f"-44.2%{NO_VERDICT}" in text
+    assert f"{NO_VERDICT} no significance verdict" in LEGEND
+
+
+def test_one_unit_spelling_and_one_numbering_in_exports() -> None:
+    # A run stored by an earlier version ("IO/s", repetition 0) reads as today's.
+    runs = _runs({"ext4": [100.0, 110.0]}, "iops", "IO/s")
+    study = StudyRow(1, "s", "s.toml", "h", False, "in-order", 1, "run", 2, 2, [], {}, "complete", 0.0, 1.0, "", {})
+    records = json.loads(EXPORTERS.get("json")(study, runs))
+    assert [r["repetition"] for r in records] == [1, 2]
+    assert {r["metrics"]["iops"]["unit"] for r in records} == {"IOPS"}
+    rows = list(csv.reader(io.StringIO(EXPORTERS.get("csv")(study, runs))))
+    assert "iops [IOPS]" in rows[0]
+    assert [row[rows[0].index("repetition")] for row in rows[1:]] == ["1", "2"]
+    assert "[IOPS]" in _text({"ext4": [100.0, 110.0, 120.0]}, "iops", "IO/s")
