@@ -99,6 +99,10 @@ def _release(resource: Resource, dry_run: bool) -> list[str]:
                 remove_cgroup(Path(ident), attempts=20)
     elif kind == "process":
         done += _release_process(resource, dry_run)
+    elif kind == "guests":  # a folder of guests' run folders: their QEMU and control shares
+        from .backends.guest.reaper import cleanup_guests
+
+        done += cleanup_guests(under=Path(ident), dry_run=dry_run)
     elif kind == "directory":
         if Path(ident).is_dir():
             done.append(f"remove {ident}")
@@ -145,6 +149,10 @@ def cleanup(dry_run: bool = False, under: Path | None = None) -> list[str]:
         from .trace.capture import remove_stale_instances
 
         done += [f"remove tracefs instance {name}" for name in remove_stale_instances()]
+    if under is None:  # guests started by `fslab guest` or tests, in the cache's run folder
+        from .backends.guest.reaper import cleanup_guests
+
+        done += [line for line in cleanup_guests(dry_run=dry_run) if not line.startswith("leave ")]
     done += [f"leave the resources of fslab process {pid}: it is still running" for pid in live]
     return list(dict.fromkeys(done))  # a dry run meets a mount twice: as itself and on its loop
 

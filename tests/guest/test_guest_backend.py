@@ -92,3 +92,66 @@ def test_raid5_of_8_members_in_a_guest(guest_build: GuestBuild, tmp_path: Path) 
     done = run_study(str(study), results_dir=results, retry_failed=True)
     assert done.study_id == outcome.study_id and done.runs_done == 0
     assert _leftovers(tmp_path) == []
+
+
+def _wait_for_qemu(tmp: Path, limit_s: float = 240) -> int:
+    import time
+
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        found = subprocess.run(["pgrep", "-f", f"qemu-system.*{tmp}"], capture_output=True, text=True).stdout.split()
+        if found:
+            return int(found[0])
+        time.sleep(0.2)
+    raise AssertionError("no QEMU started")
+
+
+def test_a_guest_killed_mid_job_fails_its_runs_with_the_console_tail(guest_build: GuestBuild, tmp_path: Path) -> None:
+    import os
+    import signal
+    import threading
+    import time
+
+    study = tmp_path / "s.toml"
+    study.write_text(STUDY.format(device='size = "512MiB"', extra_fs="").replace("runtime = 1", "runtime = 120"))
+    results = tmp_path / "results"
+
+    def kill_when_running() -> None:
+        pid = _wait_for_qemu(tmp_path)
+        time.sleep(20)  # booted and into the job by now (or still booting: a death either way)
+        os.kill(pid, signal.SIGKILL)
+
+    killer = threading.Thread(target=kill_when_running)
+    killer.start()
+    outcome = run_study(str(study), results_dir=results)
+    killer.join()
+    assert outcome.runs_failed == 1
+    with Store(results) as store:
+        (run,) = store.runs(store.study().id)
+    assert run["status"] == "failed" and "guest console (last lines)" in run["error"]
+    assert "fslab-guest" in run["error"] or "guest died" in run["error"]
+    assert (results / run["artifact_dir"] / "error.txt").exists()
+    assert _leftovers(tmp_path) == []
+
+
+def test_sigkilled_runner_leaves_nothing_after_cleanup(guest_build: GuestBuild, tmp_path: Path) -> None:
+    import os
+    import signal
+    import sys
+
+    study = tmp_path / "s.toml"
+    study.write_text(STUDY.format(device='size = "512MiB"', extra_fs="").replace("runtime = 1", "runtime = 120"))
+    results = tmp_path / "results"
+    runner = subprocess.Popen([sys.executable, "-m", "fslab", "run", str(study), "-r", str(results), "-q"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _wait_for_qemu(tmp_path)
+        os.kill(runner.pid, signal.SIGKILL)
+        runner.wait()
+        done = subprocess.run([sys.executable, "-m", "fslab", "cleanup", "--under", str(results)],
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert "remove image" in done.stdout and "guest" in done.stdout
+        assert _leftovers(tmp_path) == []
+    finally:
+        runner.kill()

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...errors import FslabError
-from ...resources import Resource, register, release
+from ...resources import Resource, register, release, tracked
 from .. import BACKENDS
 
 if TYPE_CHECKING:
@@ -73,10 +73,12 @@ class GuestBackend:
                 "--work", INNER_WORK]
         started = time.time()
         delivered: list[RunRecord] = []
-        with _disks(kind.guest_disks(section), work_dir) as disks:
+        guests = work_dir / "guests"
+        # Written down first: if this process dies, `fslab cleanup` kills the guest's QEMU.
+        with _disks(kind.guest_disks(section), work_dir) as disks, tracked("guests", str(guests), work_dir):
             config = GuestConfig(kernel=settings.guest_kernel, memory_bytes=settings.guest_memory,
                                  disks=tuple(disks), shares={"out": out_dir}, console_path=console,
-                                 run_root=work_dir / "guests")
+                                 run_root=guests)
             try:
                 result = run_in_guest(config, argv, deadline)
                 failure = None
