@@ -39,6 +39,7 @@ size = "16M"
 direct = 1
 runtime = 1
 time_based = 1
+memory = "128MiB"
 """
 
 
@@ -68,6 +69,8 @@ def test_auto_runs_f2fs_in_a_guest_beside_ext4_on_the_host(guest_build: GuestBui
     assert f2fs["provenance"]["filesystem"]["mounted_as"] == "f2fs"
     assert f2fs["provenance"]["device"]["kind"] == "vdisk"
     assert f2fs["metrics"]["write_iops"]["value"] > 0
+    # the memory limit holds in the guest too (cgroup v2 there)
+    assert f2fs["provenance"]["memory_limit"]["limit_bytes"] == 128 << 20
     console = (results / f2fs["artifact_dir"] / "console.log").read_text()
     assert f"kernel {guest_build.release}" in console  # the guest console is kept with the run
     table = build_table(runs, None, [r["cell"] for r in runs])

@@ -48,6 +48,9 @@ mount -t devtmpfs devtmpfs $R/dev || fail "devtmpfs"
 mount -t proc proc $R/proc
 mount -t sysfs sysfs $R/sys
 mount -t tracefs tracefs $R/sys/kernel/tracing 2>/dev/null
+# cgroup v2 with the memory controller: workloads with a memory limit (page cache) need it
+mount -t cgroup2 cgroup2 $R/sys/fs/cgroup 2>/dev/null \
+  && echo +memory > $R/sys/fs/cgroup/cgroup.subtree_control
 mount -t debugfs debugfs $R/sys/kernel/debug 2>/dev/null
 mkdir -p /overlay
 mount -t tmpfs -o mode=0755 tmpfs /overlay
