@@ -45,13 +45,15 @@ def plan(
     as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
     jobs: Annotated[Optional[Path], typer.Option(
         help="also write each job as JSON here (for `fslab job run`)")] = None,
+    allow_exec: Annotated[bool, typer.Option(
+        "--allow-exec", help="allow workload options that run programs (fio exec_prerun, ...)")] = False,
 ) -> None:
     """Show the cells and runs a study expands to, without running anything."""
     from .study import load_spec
 
-    spec, source, _ = load_spec(study)
+    spec, source, _ = load_spec(study, allow_exec=allow_exec)
     study_dir = Path(source).parent.resolve() if Path(source).is_file() else Path.cwd()
-    p = make_plan(spec, quick=quick, source=source, study_dir=str(study_dir))
+    p = make_plan(spec, quick=quick, source=source, study_dir=str(study_dir), allow_exec=allow_exec)
     if jobs is not None:
         from .jobs import write_job
 
@@ -100,6 +102,9 @@ def run(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress output")] = False,
     destroy_data_on: Annotated[Optional[list[str]], typer.Option(
         "--destroy-data-on", help="confirm that fslab may format this real block device")] = None,
+    allow_exec: Annotated[bool, typer.Option(
+        "--allow-exec", help="allow workload options that run programs as root (fio exec_prerun, "
+        "exec_postrun, ioengine=exec), inline or in a job file")] = False,
 ) -> None:
     """Run a study: make, mount and measure every cell, store every run."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -136,14 +141,16 @@ def run(
         with progress:
             outcome = run_study(
                 study, results_dir=results, quick=quick, resume=resume, retry_failed=retry_failed,
-                allowed_devices=frozenset(destroy_data_on or []), on_start=on_start,
+                allowed_devices=frozenset(destroy_data_on or []), allow_exec=allow_exec,
+                on_start=on_start,
                 on_record=on_record,
             )
     except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM or SIGHUP: all released by now
         err_console.print(
             f"[yellow]interrupted[/yellow] ({str(exc) or 'Ctrl-C'}): every mount and device was "
             f"released; the runs already stored are kept. Continue with "
-            f"`{resume_command(study, results, quick, destroy_data_on or [])}`", highlight=False)
+            f"`{resume_command(study, results, quick, destroy_data_on or [], allow_exec)}`",
+            highlight=False)
         raise typer.Exit(130) from None
     if not quiet:
         _print_report(results, outcome.study_id, None)
@@ -158,15 +165,18 @@ def run(
         err_console.print(
             f"[red]{outcome.runs_failed_total} of {outcome.runs_planned} runs failed[/red] (reasons above; "
             f"`fslab report -r {results}` shows them again); re-run them with "
-            f"`{resume_command(study, results, quick, destroy_data_on or []).replace('--resume', '--retry-failed')}`",
+            f"`{resume_command(study, results, quick, destroy_data_on or [], allow_exec)
+                .replace('--resume', '--retry-failed')}`",
             highlight=False)
         raise typer.Exit(1)
 
 
-def resume_command(study: str, results: Path, quick: bool, devices: list[str]) -> str:
+def resume_command(study: str, results: Path, quick: bool, devices: list[str],
+                   allow_exec: bool = False) -> str:
     """The exact command that continues a study (same file, results, quick mode, devices)."""
     parts = ["fslab", "run", study.removeprefix("preset "), "-r", str(results)]
     parts += ["--quick"] if quick else []
+    parts += ["--allow-exec"] if allow_exec else []
     for device in devices:
         parts += ["--destroy-data-on", device]
     return " ".join(parts + ["--resume"])

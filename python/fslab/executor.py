@@ -234,7 +234,8 @@ def _execute_run(
     workdir = mountpoint / f"fslab-{run.key}"
     workdir.mkdir()
     run_ctx = RunContext(workdir=workdir, device=dev, artifact_dir=path, timeout_s=cell.timeout_s,
-                         memory=None, study_dir=Path(settings.study_dir))
+                         memory=None, study_dir=Path(settings.study_dir),
+                         allow_exec=settings.allow_exec)
     try:
         prepare = getattr(workload, "prepare", None)
         if prepare is not None:

@@ -89,6 +89,7 @@ class JobSettings:
     study_dir: str = "."  # where the study file lives, for relative job-file paths
     guest_kernel: str = "6.1"  # the guest backend's kernel: "6.1", "6.12" or a path
     guest_memory: int = 1 << 30  # the guest's memory: its page-cache knob
+    allow_exec: bool = False  # workload options that run programs are allowed (--allow-exec)
 
 
 @dataclass(frozen=True)
@@ -248,7 +249,7 @@ QUICK_REPETITIONS = 2
 
 
 def make_plan(spec: StudySpec, *, quick: bool = False, seed: int | None = None,
-              source: str = "study", study_dir: str = ".") -> Plan:
+              source: str = "study", study_dir: str = ".", allow_exec: bool = False) -> Plan:
     """Expand and order a study. The seed (given, from the file, or drawn) is in the plan
     so the same order can be reproduced and a resumed study keeps it."""
     cells, skipped = build_cells(spec, quick=quick, source=source)
@@ -261,7 +262,7 @@ def make_plan(spec: StudySpec, *, quick: bool = False, seed: int | None = None,
     settings = JobSettings(
         device={"kind": spec.device.kind, **device}, drop_caches=spec.study.drop_caches,
         fresh=spec.study.fresh, order_seed=seed, trace=spec.study.trace,
-        simulate=tuple(spec.study.simulate), study_dir=study_dir,
+        simulate=tuple(spec.study.simulate), study_dir=study_dir, allow_exec=allow_exec,
         guest_kernel=spec.study.guest_kernel, guest_memory=spec.study.guest_memory,
     )
     groups: list[list[tuple[Cell, int]]] = []

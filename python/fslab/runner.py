@@ -224,6 +224,7 @@ def run_study(
     resume: bool = False,
     retry_failed: bool = False,
     allowed_devices: frozenset[str] = frozenset(),
+    allow_exec: bool = False,
     on_start: Callable[[Plan, int, int], None] | None = None,
     on_record: Callable[[RunRecord, str], None] | None = None,
 ) -> StudyOutcome:
@@ -236,7 +237,7 @@ def run_study(
     # Mount points are compared with /proc/mounts, which holds canonical paths.
     results_dir.mkdir(parents=True, exist_ok=True)
     results_dir = results_dir.resolve()
-    spec, source, text = load_spec(study)
+    spec, source, text = load_spec(study, allow_exec=allow_exec)
     digest = spec_hash(text, quick)
     study_dir = Path(source).parent if Path(source).is_file() else Path.cwd()
     with study_lock(results_dir), Store(results_dir) as store:
@@ -255,7 +256,7 @@ def run_study(
                 "of a finished one)"
             )
         plan = make_plan(spec, quick=quick, seed=previous.seed if previous else None, source=source,
-                         study_dir=str(study_dir.resolve()))
+                         study_dir=str(study_dir.resolve()), allow_exec=allow_exec)
         identity = previous.facts.get("device_identity") if previous else None
         grant = Grant(allowed_devices, identity)
         identity = preflight(spec, plan, grant, resuming=previous is not None,

@@ -64,8 +64,9 @@ def _validate_device(spec: StudySpec, source: str) -> None:
         raise _invalid(validation_lines(exc, "device"), source) from None
 
 
-def parse_spec(data: dict[str, Any], source: str) -> StudySpec:
-    """Validate a parsed study file. Raises SpecError naming every invalid field."""
+def parse_spec(data: dict[str, Any], source: str, *, allow_exec: bool = False) -> StudySpec:
+    """Validate a parsed study file. Raises SpecError naming every invalid field. Workload
+    options that run programs (fio's exec_prerun, ...) are refused unless ``allow_exec``."""
     try:
         spec = StudySpec.model_validate(data)
     except ValidationError as exc:
@@ -74,7 +75,7 @@ def parse_spec(data: dict[str, Any], source: str) -> StudySpec:
     from .workloads import validate_workload
 
     for index, workload in enumerate(spec.workloads):
-        validate_workload(workload, source=source, field=f"workloads[{index}]")
+        validate_workload(workload, source=source, field=f"workloads[{index}]", allow_exec=allow_exec)
     from .filesystems import validate_filesystems
 
     validate_filesystems(spec, source=source)
@@ -106,11 +107,11 @@ def resolve_study_path(study: str) -> tuple[str, str]:
     )
 
 
-def load_spec(study: str) -> tuple[StudySpec, str, str]:
+def load_spec(study: str, *, allow_exec: bool = False) -> tuple[StudySpec, str, str]:
     """Read and validate a study file or preset. Returns (spec, source label, raw text)."""
     source, text = resolve_study_path(study)
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"not valid TOML: {exc}", source=source) from None
-    return parse_spec(data, source), source, text
+    return parse_spec(data, source, allow_exec=allow_exec), source, text

@@ -39,6 +39,7 @@ class RunContext:
     timeout_s: float | None
     memory: MemoryLimit | None
     study_dir: Path  # where the study file lives, for relative job-file paths
+    allow_exec: bool = False  # the user allowed options that run programs (--allow-exec)
 
 
 @dataclass
@@ -93,6 +94,8 @@ class Workload(Protocol):
     #           (problems found before the first mkfs, e.g. a job file fio rejects)
     # Optional: def data_bytes(self, params: dict[str, Any]) -> int | None
     #           (bytes of files it lays out, checked against the device's size)
+    # Optional: def runs_program(self, key: str, value: Any) -> str | None
+    #   why a parameter makes the tool run a program as root (refused unless --allow-exec)
 
 
 WORKLOADS: Registry[Workload] = Registry("workload kind")
@@ -131,14 +134,18 @@ def data_bytes(workload: Workload, params: dict[str, Any]) -> int | None:
     return method(params) if method is not None else None
 
 
-def validate_workload(section: WorkloadSection, *, source: str, field: str) -> None:
-    """Check a workload's parameters and every value of its axes with its plug-in."""
+def validate_workload(section: WorkloadSection, *, source: str, field: str,
+                      allow_exec: bool = False) -> None:
+    """Check a workload's parameters and every value of its axes with its plug-in; a
+    parameter that runs a program is refused unless ``allow_exec``."""
     if section.kind not in WORKLOADS:
         raise SpecError(
             f"unknown workload kind {section.kind!r}; known: {', '.join(WORKLOADS.names())}",
             source=source, field=f"{field}.kind",
         )
     workload = WORKLOADS.get(section.kind)
+    if not allow_exec:
+        _refuse_exec(workload, section, source=source, field=field)
     # Parameters may be completed by axes (size from a layout axis, say), so check the
     # first combination whole, then every axis value within it.
     first = {axis: values[0] for axis, values in section.axes.items()}
@@ -154,6 +161,20 @@ def validate_workload(section: WorkloadSection, *, source: str, field: str) -> N
                 where = f"{field}.axes.{axis}[{i}]" if exc.key == axis else f"{field}.{exc.key}"
                 extra = "" if exc.key == axis else f" (with {axis} = {value!r})"
                 raise SpecError(str(exc) + extra, source=source, field=where) from None
+
+
+def _refuse_exec(workload: Workload, section: WorkloadSection, *, source: str, field: str) -> None:
+    runs_program = getattr(workload, "runs_program", None)
+    if runs_program is None:
+        return
+    found = [(f"{field}.{key}", key, value) for key, value in section.params.items()]
+    found += [(f"{field}.axes.{axis}[{i}]", axis, value)
+              for axis, values in section.axes.items() for i, value in enumerate(values)]
+    for where, key, value in found:
+        why = runs_program(key, value)
+        if why:
+            raise SpecError(f"{why}; it would run as root. Remove it, or pass --allow-exec to "
+                            "`fslab run` if you trust this study file", source=source, field=where)
 
 
 def register_workload(workload: Workload) -> Workload:

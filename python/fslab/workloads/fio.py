@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..commands import run_command, tool_version
-from ..errors import CommandFailed, WorkloadFailed
+from ..errors import CommandFailed, SpecError, WorkloadFailed
 from ..metrics import MetricKind
 from ..units import parse_duration_s, parse_size
 from . import ParamError, RunContext, WorkloadCapabilities, WorkloadResult, quick_size, register_workload
@@ -77,7 +77,7 @@ class FioWorkload:
     def validate(self, params: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for key, value in params.items():
-            problem = _outside_mount(key, str(value))
+            problem = _outside_mount(key, str(value)) or _bad_include(key)
             if problem:
                 raise ParamError(key, problem)
             if not _OPTION_NAME.match(key):
@@ -136,6 +136,10 @@ class FioWorkload:
             raise ParamError(key, str(exc)) from None
         return value
 
+    def runs_program(self, key: str, value: Any) -> str | None:
+        """Why this option makes fio run a program (as root), or None."""
+        return runs_program(key, str(value))
+
     def quick(self, params: dict[str, Any]) -> dict[str, Any]:
         out = dict(params)
         for key in ("size", "io_size"):
@@ -164,6 +168,11 @@ class FioWorkload:
         """The job file in the artifact directory, and extra command-line options."""
         job_path = ctx.artifact_dir / "job.fio"
         if "job_file" not in params:
+            if not ctx.allow_exec:  # a job JSON may come from anywhere: check again here
+                for key, value in params.items():
+                    why = runs_program(key, str(value))
+                    if why:
+                        raise SpecError(f"{why}; {ALLOW_EXEC_FIX}", field=key)
             job_path.write_text(job_file_text(params, ctx.workdir))
             return job_path, []
         source = Path(params["job_file"])
@@ -171,12 +180,7 @@ class FioWorkload:
             source = ctx.study_dir / source
         if not source.is_file():
             raise WorkloadFailed(f"job_file {params['job_file']!r} not found (looked at {source})")
-        shutil.copyfile(source, job_path)
-        for number, line in enumerate(job_path.read_text().splitlines(), 1):
-            key, sep, value = line.partition("=")
-            problem = _outside_mount(key.strip(), value.strip()) if sep else None
-            if problem:
-                raise WorkloadFailed(f"job_file {source} line {number}: {key.strip()}: {problem}")
+        job_path.write_text(checked_job_file(source, allow_exec=ctx.allow_exec))
         return job_path, [f"--directory={ctx.workdir}"]
 
     def data_bytes(self, params: dict[str, Any]) -> int | None:
@@ -251,6 +255,80 @@ def _outside_mount(key: str, value: str) -> str | None:
                 return (f"{value!r} leads outside the file system under test; use a name "
                         "relative to it (fio may not write to devices fslab was not given)")
     return None
+
+
+ALLOW_EXEC_FIX = ("fio would run it as root: remove it, or pass --allow-exec to `fslab run` "
+                  "if you trust this study file")
+# fio engines that run or load code: `exec` runs `program`; `external:PATH` and a name
+# with a slash load a shared object (fio dlopen()s an engine it does not know).
+_EXEC_ENGINES = ("exec",)
+
+
+def runs_program(key: str, value: str) -> str | None:
+    """Why a fio option makes fio execute a program or load code, or None. fio's own
+    documentation lists these: exec_prerun / exec_postrun (run through system(3)), the
+    ``exec`` engine and its ``program``/``arguments``, external engines (dlopen)."""
+    key = key.strip().lower()
+    value = value.strip()
+    if key in ("exec_prerun", "exec_postrun") or key.startswith(("exec_prerun", "exec_postrun")):
+        return f"{key} runs a command through the shell"
+    if key in ("program", "arguments", "grace_time", "std_redirect"):
+        return f"{key} belongs to fio's exec engine, which runs a program"
+    if key == "ioengine":
+        engine = value.lower()
+        if engine in _EXEC_ENGINES:
+            return "ioengine=exec runs a program"
+        if engine.startswith("external") or "/" in engine:
+            return f"ioengine={value} loads code from a shared object"
+    return None
+
+
+def _bad_include(key: str) -> str | None:
+    if key.strip().lower() == "include":
+        return "is a job-file directive; use job_file to run a job file"
+    return None
+
+
+_INCLUDE_DEPTH = 8
+
+
+def checked_job_file(source: Path, *, allow_exec: bool, depth: int = 0) -> str:
+    """The text of a user's job file, checked line by line: no option that leads outside
+    the file system under test, none that runs a program unless ``allow_exec``, and the
+    same for every file it includes (``include NAME``, relative to the job file, as fio
+    resolves it; made absolute in the returned text so the copy finds it).
+    Raises SpecError naming the file and line."""
+    try:
+        text = source.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError(f"cannot read the job file: {exc}", source=str(source)) from None
+    out = []
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        where = f"line {number}"
+        if stripped.lower().startswith("include") and stripped[7:8].isspace():
+            name = stripped[8:].strip()
+            target = Path(name) if Path(name).is_absolute() else source.parent / name
+            if depth >= _INCLUDE_DEPTH:
+                raise SpecError("includes nest too deeply (a loop?)", source=str(source), field=where)
+            if not target.is_file():
+                raise SpecError(f"include: {name!r} not found (looked at {target})",
+                                source=str(source), field=where)
+            checked_job_file(target, allow_exec=allow_exec, depth=depth + 1)
+            out.append(f"include {target.resolve()}")
+            continue
+        out.append(line)
+        if not stripped or stripped[0] in ";#[":
+            continue
+        key, sep, value = stripped.partition("=")
+        key, value = key.strip(), value.strip()
+        problem = _outside_mount(key, value) if sep else None
+        if problem:
+            raise SpecError(f"{key}: {problem}", source=str(source), field=where)
+        why = None if allow_exec else runs_program(key, value)
+        if why:
+            raise SpecError(f"{why}; {ALLOW_EXEC_FIX}", source=str(source), field=where)
+    return "\n".join(out) + "\n"
 
 
 def job_file_text(params: dict[str, Any], directory: Path) -> str:

@@ -1,0 +1,137 @@
+"""fio options that run programs as root (exec_prerun, exec_postrun, ioengine=exec, external
+engines) are refused unless the user passes --allow-exec: inline in the study file when it
+is read, and in a job file (or a file it includes) when the job file is copied. Allowed,
+they run for real: a marker file proves it."""
+
+from pathlib import Path
+
+import pytest
+
+from fslab.errors import SpecError
+from fslab.runner import run_study
+from fslab.study import load_spec
+from fslab.workloads.fio import checked_job_file, runs_program
+
+STUDY = """
+[study]
+name = "exec test"
+repetitions = 1
+order = "in-order"
+
+[device]
+size = "256MiB"
+image_dir = "{images}"
+
+[filesystems.ext4]
+
+[[workloads]]
+kind = "fio"
+name = "w"
+{workload}
+"""
+INLINE = 'rw = "write"\nbs = "64k"\nsize = "4M"\nexec_prerun = "touch {marker}"'
+
+
+def write_study(tmp_path: Path, workload: str) -> Path:
+    path = tmp_path / "study.toml"
+    path.write_text(STUDY.format(images=tmp_path / "images", workload=workload))
+    return path
+
+
+def write_job_file(tmp_path: Path, marker: Path, name: str = "job.fio") -> Path:
+    path = tmp_path / name
+    path.write_text("; a user's job file\n[global]\nrw=write\nbs=64k\nsize=4M\n\n"
+                    f"[one]\nexec_postrun = touch {marker}\n")
+    return path
+
+
+@pytest.mark.parametrize("key,value", [
+    ("exec_prerun", "touch /tmp/x"), ("exec_postrun", "reboot"), ("ioengine", "exec"),
+    ("ioengine", "external:/tmp/engine.so"), ("ioengine", "./engine.so"), ("program", "/bin/sh"),
+    ("EXEC_PRERUN", "true"),
+])
+def test_options_that_run_programs_are_named(key, value):
+    assert runs_program(key, value)
+
+
+@pytest.mark.parametrize("key,value", [
+    ("write_iolog", "log.txt"), ("read_iolog", "log.txt"), ("ioengine", "libaio"),
+    ("ioengine", "psync"), ("description", "exec_prerun is refused"), ("name", "exec"),
+])
+def test_ordinary_options_are_not(key, value):
+    assert runs_program(key, value) is None
+
+
+def test_inline_exec_is_refused_when_the_study_is_read(tmp_path):
+    path = write_study(tmp_path, INLINE.format(marker=tmp_path / "m"))
+    with pytest.raises(SpecError) as err:
+        load_spec(str(path))
+    assert err.value.field == "workloads[0].exec_prerun"
+    assert err.value.source == str(path)
+    assert "--allow-exec" in str(err.value)
+    spec, _, _ = load_spec(str(path), allow_exec=True)
+    assert spec.workloads[0].params["exec_prerun"].startswith("touch")
+
+
+def test_exec_as_an_axis_value_is_refused(tmp_path):
+    workload = 'rw = "write"\nsize = "4M"\n[workloads.axes]\nioengine = ["psync", "exec"]'
+    with pytest.raises(SpecError) as err:
+        load_spec(str(write_study(tmp_path, workload)))
+    assert err.value.field == "workloads[0].axes.ioengine[1]"
+
+
+def test_job_file_exec_is_refused_with_file_and_line(tmp_path):
+    job = write_job_file(tmp_path, tmp_path / "m")
+    with pytest.raises(SpecError) as err:
+        checked_job_file(job, allow_exec=False)
+    assert err.value.source == str(job) and err.value.field == "line 8"
+    assert "exec_postrun" in str(err.value) and "--allow-exec" in str(err.value)
+    assert "exec_postrun" in checked_job_file(job, allow_exec=True)
+
+
+def test_exec_in_an_included_file_is_refused(tmp_path):
+    inner = tmp_path / "inc" / "inner.fio"
+    inner.parent.mkdir()
+    inner.write_text("[two]\nrw=read\nexec_prerun=id\n")
+    outer = tmp_path / "outer.fio"
+    outer.write_text("[global]\nsize=1M\ninclude inc/inner.fio\n")
+    with pytest.raises(SpecError) as err:
+        checked_job_file(outer, allow_exec=False)
+    assert err.value.source == str(inner) and err.value.field == "line 3"
+    # Allowed, the copy names the included file absolutely (the copy lives elsewhere).
+    assert f"include {inner.resolve()}" in checked_job_file(outer, allow_exec=True)
+    outer.write_text("include missing.fio\n")
+    with pytest.raises(SpecError, match="missing.fio"):
+        checked_job_file(outer, allow_exec=True)
+
+
+def test_include_is_not_a_workload_parameter(tmp_path):
+    with pytest.raises(SpecError) as err:
+        load_spec(str(write_study(tmp_path, 'rw = "read"\nsize = "4M"\ninclude = "x.fio"')))
+    assert err.value.field == "workloads[0].include"
+
+
+def test_job_file_exec_refused_at_run_time_without_the_flag(device_support, tmp_path):
+    marker = tmp_path / "job-marker"
+    write_job_file(tmp_path, marker)
+    path = write_study(tmp_path, 'job_file = "job.fio"')
+    with pytest.raises(SpecError) as err:
+        run_study(str(path), results_dir=tmp_path / "results")
+    assert err.value.source == str(tmp_path / "job.fio") and err.value.field == "line 8"
+    assert not marker.exists()
+    assert not list((tmp_path / "images").glob("*.img"))
+
+
+@pytest.mark.parametrize("where", ["inline", "job_file"])
+def test_allowed_exec_runs_for_real(device_support, tmp_path, where):
+    marker = tmp_path / f"{where}-marker"
+    if where == "inline":
+        workload = INLINE.format(marker=marker)
+    else:
+        write_job_file(tmp_path, marker)
+        workload = 'job_file = "job.fio"'
+    path = write_study(tmp_path, workload)
+    assert not marker.exists()
+    outcome = run_study(str(path), results_dir=tmp_path / "results", allow_exec=True)
+    assert outcome.runs_done == 1 and outcome.runs_failed == 0
+    assert marker.exists(), "fio's exec option did not run"
