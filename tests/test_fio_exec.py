@@ -135,3 +135,6 @@ def test_allowed_exec_runs_for_real(device_support, tmp_path, where):
     outcome = run_study(str(path), results_dir=tmp_path / "results", allow_exec=True)
     assert outcome.runs_done == 1 and outcome.runs_failed == 0
     assert marker.exists(), "fio's exec option did not run"
+    # fio writes the command's output by relative name: it is kept with the run.
+    kept = list((tmp_path / "results" / "artifacts").rglob("*run.txt"))
+    assert [p.name for p in kept] == ["job.prerun.txt" if where == "inline" else "one.postrun.txt"]

@@ -220,7 +220,7 @@ class FioWorkload:
         try:
             run_command(["fio", "--create_only=1", "--output-format=json",
                          f"--output={ctx.artifact_dir / 'fio-layout.json'}", *extra, str(job_path)],
-                        timeout=timeout)
+                        timeout=timeout, cwd=str(ctx.artifact_dir))
         except CommandFailed as exc:
             (ctx.artifact_dir / "fio-layout.stderr").write_text(exc.stderr)
             raise
@@ -231,7 +231,10 @@ class FioWorkload:
         argv = ["fio", "--output-format=json", f"--output={output}", *extra, str(job_path)]
         timeout = ctx.timeout_s or self.default_timeout_s(params)
         try:
-            done = run_command(argv, timeout=timeout, preexec=ctx.memory.enter if ctx.memory else None)
+            # In the artifact directory: files fio writes by relative name (an exec option's
+            # JOB.prerun.txt, a write_iolog) are kept with the run, not left where fslab ran.
+            done = run_command(argv, timeout=timeout, preexec=ctx.memory.enter if ctx.memory else None,
+                               cwd=str(ctx.artifact_dir))
         except CommandFailed as exc:
             (ctx.artifact_dir / "fio.stderr").write_text(exc.stderr)
             raise
