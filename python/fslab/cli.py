@@ -195,7 +195,7 @@ def _print_report(results: Path, study_id: int | None, metric: str | None) -> No
     from .report.tables import LEGEND, build_table, render
     from .store import Store
 
-    with Store(results) as store:
+    with Store(results, read_only=True) as store:
         row = store.study(study_id)
         runs = store.runs(row.id)
         cells = store.cells(row.id)
@@ -271,7 +271,7 @@ def report(
     _print_report(results, study, metric)
     from .store import Store
 
-    with Store(results) as store:
+    with Store(results, read_only=True) as store:
         row = store.study(study)
         runs, cells = store.runs(row.id), store.cells(row.id)
     for text in contrast or []:
@@ -352,11 +352,9 @@ def list_(
 
     from .store import Store
 
-    if not (results / "fslab.sqlite").exists():
-        raise FslabError(f"no results in {results}: run a study first (`fslab run quickstart`)")
     from .runner import shown_status
 
-    with Store(results) as store:
+    with Store(results, read_only=True) as store:
         rows = store.studies()
         counts = {r.id: len(store.stored_runs(r.id)) for r in rows}
     table = Table(title=f"studies in {results}", title_justify="left")
@@ -385,7 +383,7 @@ def export(
         exporter = EXPORTERS.get(format)
     except KeyError as exc:
         raise FslabError(f"--format: {exc.args[0]}") from None
-    with Store(results) as store:
+    with Store(results, read_only=True) as store:
         row = store.study(study)
         text = exporter(row, store.runs(row.id))
     if output:

@@ -28,7 +28,7 @@ from .provenance import host_facts
 from .records import RunRecord
 from .signals import install_handlers
 from .spec import StudySpec
-from .store import Store
+from .store import Store, ensure_results_dir
 from .study import load_spec
 from .units import format_bytes
 from .workloads import WORKLOADS
@@ -235,7 +235,7 @@ def run_study(
     started = time.monotonic()
     install_handlers()  # before preflight too: its scratch images are released on SIGTERM
     # Mount points are compared with /proc/mounts, which holds canonical paths.
-    results_dir.mkdir(parents=True, exist_ok=True)
+    ensure_results_dir(results_dir)
     results_dir = results_dir.resolve()
     spec, source, text = load_spec(study, allow_exec=allow_exec)
     digest = spec_hash(text, quick)

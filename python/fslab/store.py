@@ -11,17 +11,25 @@ handed-over disk), ``metrics.higher_is_better``, each cell's ``primary_metric`` 
 ``retired_runs`` (failed runs that ``--retry-failed`` ran again: history, never
 reported as results). A version-1 file is upgraded in place when opened
 (``_migrate_1_to_2``).
+
+Opening checks the file before SQLite writes to it (``check_database``): an empty, cut
+short, damaged or foreign file is an FslabError naming it, and is left byte for byte as
+it was. Reading commands open it read-only (``Store(dir, read_only=True)``): they never
+create a directory or a database, and on a read-only file system they still read.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
+import struct
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from .errors import FslabError
 from .metrics import MetricKind
@@ -130,19 +138,38 @@ class StudyRow:
 
 
 class Store:
-    def __init__(self, results_dir: Path):
+    """The results of one directory. ``read_only``: for commands that only read (report,
+    export, list): nothing is created, and the file is opened without write access
+    (except a schema-1 file's one-time upgrade, which says so where it cannot write)."""
+
+    def __init__(self, results_dir: Path, *, read_only: bool = False):
         self.results_dir = results_dir
-        results_dir.mkdir(parents=True, exist_ok=True)
         self.path = results_dir / DB_NAME
-        self.db = sqlite3.connect(self.path, timeout=30)
-        self.db.row_factory = sqlite3.Row
+        if read_only:
+            _check_results_to_read(results_dir)
+        else:
+            ensure_results_dir(results_dir)
+        if self.path.exists():
+            version = check_database(self.path)
+        elif read_only:
+            raise FslabError(f"no results in {results_dir} ({DB_NAME} is missing): check the "
+                             "--results (-r) directory, or run a study first (`fslab run quickstart`)")
+        else:
+            version = 0
+        if read_only and version == 1:
+            _upgrade_in_place(self.path)
+        try:
+            self.db = _connect(self.path, read_only)
+            self.db.row_factory = sqlite3.Row
+            if not read_only:
+                self._prepare_for_writing()
+        except sqlite3.Error as exc:
+            raise _database_error(self.path, exc, writing=not read_only) from None
+
+    def _prepare_for_writing(self) -> None:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA foreign_keys=ON")
         version = self.db.execute("PRAGMA user_version").fetchone()[0]
-        if version > SCHEMA_VERSION:
-            raise FslabError(
-                f"{self.path} was written by a newer fslab (schema {version}); upgrade fslab"
-            )
         if version == 1:
             _migrate_1_to_2(self.db)
         self.db.executescript(SCHEMA)
@@ -257,6 +284,8 @@ class Store:
         return len(rows)
 
     def retired_runs(self, study_id: int) -> list[dict[str, Any]]:
+        if not self.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'retired_runs'").fetchone():
+            return []  # a file written before the table existed, opened read-only
         rows = self.db.execute("SELECT * FROM retired_runs WHERE study_id = ? ORDER BY id",
                                (study_id,)).fetchall()
         return [dict(r) for r in rows]
@@ -353,6 +382,122 @@ class Store:
             }
             for r in rows
         ]
+
+
+FIX_RESULTS = "pass another --results (-r) directory"
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+_OUR_TABLES = {"studies", "cells", "runs", "metrics"}
+
+
+def ensure_results_dir(results_dir: Path) -> None:
+    """Make the results directory (and missing parents) for writing, or say in one line
+    why it cannot be: a file in the way, no permission, a read-only file system."""
+    if results_dir.exists() and not results_dir.is_dir():
+        raise FslabError(f"results directory {results_dir} is a file, not a directory: {FIX_RESULTS}")
+    try:
+        results_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise FslabError(f"cannot create the results directory {results_dir}: "
+                         f"{exc.strerror or exc}: {FIX_RESULTS} in a writable place") from None
+    if not os.access(results_dir, os.W_OK | os.X_OK):
+        raise FslabError(f"results directory {results_dir} is not writable (permissions or a "
+                         f"read-only file system): make it writable, or {FIX_RESULTS}")
+
+
+def _check_results_to_read(results_dir: Path) -> None:
+    if not results_dir.exists():
+        raise FslabError(f"no results directory {results_dir}: check the --results (-r) path "
+                         "(`fslab run` writes to fslab-results by default)")
+    if not results_dir.is_dir():
+        raise FslabError(f"{results_dir} is a file, not a results directory: {FIX_RESULTS}")
+
+
+def check_database(path: Path) -> int:
+    """The schema version of an existing results file, checked without writing to it:
+    an empty, truncated, damaged or foreign file, or one from a newer fslab, is an
+    FslabError that names it (the file is left exactly as it is)."""
+    fix = (f"it is left untouched; restore it from a backup, or move it away and {FIX_RESULTS} "
+           "to start afresh")
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as f:
+            header = f.read(100)
+    except OSError as exc:
+        raise FslabError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if size == 0:
+        raise FslabError(f"{path} is empty (0 bytes), not an fslab results database: {fix}")
+    if len(header) < 100 or not header.startswith(_SQLITE_MAGIC):
+        raise FslabError(f"{path} is not an SQLite database (fslab results are): {fix}")
+    page_size = struct.unpack(">H", header[16:18])[0]
+    page_size = 65536 if page_size == 1 else page_size
+    pages, changes, valid_for = struct.unpack(">I", header[28:32])[0], header[24:28], header[92:96]
+    if changes == valid_for and pages * page_size > size:
+        raise FslabError(f"{path} is truncated ({size} bytes; its header says {pages * page_size}): {fix}")
+    try:
+        db = _connect(path, read_only=True)
+        try:
+            verdict = db.execute("PRAGMA quick_check").fetchone()[0]
+            version = int(db.execute("PRAGMA user_version").fetchone()[0])
+            tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        finally:
+            db.close()
+    except sqlite3.Error as exc:
+        raise FslabError(f"{path} is damaged ({exc}): {fix}") from None
+    if verdict != "ok":
+        raise FslabError(f"{path} is damaged (SQLite's check: {verdict}): {fix}")
+    if version > SCHEMA_VERSION:
+        raise FslabError(f"{path} was written by a newer fslab (schema {version}); upgrade fslab")
+    if tables and not _OUR_TABLES <= tables:
+        raise FslabError(f"{path} is an SQLite database, but not fslab's results (tables: "
+                         f"{', '.join(sorted(tables))}): {FIX_RESULTS}")
+    return version
+
+
+def _connect(path: Path, read_only: bool) -> sqlite3.Connection:
+    """A connection; read-only ones by URI (``mode=ro``). On a read-only file system SQLite
+    cannot make a WAL file's shared-memory index, so the file is opened as immutable
+    there: nothing can change it while we read."""
+    if not read_only:
+        return sqlite3.connect(path, timeout=30)
+    uri = f"file:{quote(str(path.resolve()))}?mode=ro"
+    try:
+        db = sqlite3.connect(uri, uri=True, timeout=30)
+        db.execute("PRAGMA user_version").fetchone()
+        return db
+    except sqlite3.OperationalError:
+        if os.access(path.parent, os.W_OK):
+            raise
+        return sqlite3.connect(uri + "&immutable=1", uri=True, timeout=30)
+
+
+def _database_error(path: Path, exc: sqlite3.Error, *, writing: bool) -> FslabError:
+    text = str(exc)
+    if writing and ("readonly" in text or "unable to open" in text):
+        return FslabError(f"cannot write {path} ({text}): it is read-only or on a read-only file "
+                          f"system; make it writable, or {FIX_RESULTS}")
+    if isinstance(exc, sqlite3.OperationalError) and "locked" in text:
+        return FslabError(f"{path} is locked by another process ({text}); try again when it is done")
+    return FslabError(f"cannot open {path}: {text}")
+
+
+def _upgrade_in_place(path: Path) -> None:
+    """A reading command met a schema-1 file: upgrade it once (it must be written), or say
+    why it cannot be and what to do."""
+    if not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK | os.X_OK)):
+        raise FslabError(
+            f"{path} was written by fslab 0.1.0 (schema 1) and must be upgraded once to schema "
+            f"{SCHEMA_VERSION} before it can be read, but it is not writable here: make it (and "
+            "its directory) writable, or copy the results directory somewhere writable and read "
+            "the copy")
+    try:
+        db = sqlite3.connect(path, timeout=30)
+        try:
+            _migrate_1_to_2(db)
+            db.executescript(SCHEMA)
+        finally:
+            db.close()
+    except sqlite3.Error as exc:
+        raise _database_error(path, exc, writing=True) from None
 
 
 def _migrate_1_to_2(db: sqlite3.Connection) -> None:
