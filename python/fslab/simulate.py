@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _core
-from .errors import SimulationError, SpecError
+from .errors import FslabError, SimulationError, SpecError
 from .units import parse_size
 
 RAID_NAME = re.compile(r"^raid(0|5)-(\d+)x-(.+)$")
@@ -182,22 +182,47 @@ def _op_from_text(text: str, where: str) -> tuple[str, bool]:
     return _OP_LETTERS[op], bool(flags & FLAG_BITS["fua"])
 
 
+_CSV_LIMIT = 2**63 - 1  # times, sectors and sizes are signed 64-bit in the core
+
+
 def read_csv(path: Path) -> Requests:
-    """A request list in CSV with columns time_ns, op, sector, bytes (optional: fua)."""
+    """A request list in CSV with columns time_ns, op, sector, bytes (optional: fua).
+    Raises SpecError naming the file and, for a bad row, its line."""
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            return _read_csv_rows(path, csv.DictReader(f))
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"not a text (UTF-8) CSV file: {exc}", source=str(path)) from None
+    except csv.Error as exc:
+        raise SpecError(f"not a readable CSV file: {exc}", source=str(path)) from None
+    except OSError as exc:
+        raise SpecError(f"cannot read it: {exc.strerror or exc}", source=str(path)) from None
+
+
+def _read_csv_rows(path: Path, reader: csv.DictReader[str]) -> Requests:
     reqs = Requests()
-    with open(path, newline="") as f:
-        reader = csv.DictReader(f)
-        missing = {"time_ns", "op", "sector", "bytes"} - set(reader.fieldnames or [])
-        if missing:
-            raise SpecError(f"missing columns {sorted(missing)}; need time_ns, op, sector, bytes",
-                            source=str(path))
-        for line, row in enumerate(reader, start=2):
-            try:
-                op, fua = _op_from_text(row["op"], f"line {line}")
-                fua = fua or row.get("fua", "").strip().lower() in ("1", "true", "yes")
-                reqs.append(int(row["time_ns"]), op, int(row["sector"]), int(row["bytes"]), fua)
-            except ValueError as exc:
-                raise SpecError(str(exc), source=str(path), field=f"line {line}") from None
+    missing = {"time_ns", "op", "sector", "bytes"} - set(reader.fieldnames or [])
+    if missing:
+        raise SpecError(f"missing columns {sorted(missing)}; need time_ns, op, sector, bytes",
+                        source=str(path))
+    for row in reader:
+        where = f"line {reader.line_num}"
+        if None in row.values() or None in row:
+            raise SpecError(f"has {len([v for v in row.values() if v is not None])} fields where the "
+                            f"header has {len(reader.fieldnames or [])}", source=str(path), field=where)
+        try:
+            op, fua = _op_from_text(row["op"], where)
+            fua = fua or (row.get("fua") or "").strip().lower() in ("1", "true", "yes")
+            numbers = {key: int(row[key]) for key in ("time_ns", "sector", "bytes")}
+        except ValueError as exc:
+            raise SpecError(str(exc), source=str(path), field=where) from None
+        except SpecError as exc:
+            raise SpecError(str(exc).split(": ", 1)[-1], source=str(path), field=where) from None
+        for key, value in numbers.items():
+            if not 0 <= value <= _CSV_LIMIT:
+                raise SpecError(f"{key} {value} is out of range (0 to {_CSV_LIMIT})",
+                                source=str(path), field=where)
+        reqs.append(numbers["time_ns"], op, numbers["sector"], numbers["bytes"], fua)
     return reqs
 
 
@@ -286,7 +311,17 @@ def read_requests(path: str | Path) -> Requests:
     if not p.is_file():
         raise SpecError("no such file", source=str(p))
     if p.suffix.lower() == ".parquet":
-        return read_parquet(p)
+        import pyarrow as pa
+
+        try:
+            return read_parquet(p)
+        except (pa.ArrowException, OSError, ValueError, TypeError, KeyError) as exc:
+            raise SpecError(f"not a readable Parquet request list ({type(exc).__name__}: "
+                            f"{str(exc)[:300]})", source=str(p)) from None
+        except FslabError as exc:
+            if str(p) in str(exc):
+                raise
+            raise SpecError(str(exc), source=str(p)) from None
     return read_csv(p)
 
 

@@ -6,6 +6,7 @@ fio's convention is followed for sizes: ``k``, ``m``, ``g`` and ``KiB``/``MiB`` 
 
 from __future__ import annotations
 
+import math
 import re
 
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
@@ -37,6 +38,8 @@ def parse_size(value: int | str) -> int:
             f"{value!r}: unknown size suffix {suffix!r}; write e.g. 4096, '4k', '512MiB' or '2GiB'"
         )
     result = number * factor
+    if not math.isfinite(result):
+        raise ValueError(f"{value!r} is too large to be a size")
     if result != int(result):
         raise ValueError(f"{value!r} is not a whole number of bytes")
     return int(result)
@@ -47,15 +50,19 @@ _DURATION_FACTOR = {"ms": 0.001, "s": 1.0, None: 1.0, "m": 60.0, "h": 3600.0}
 
 
 def parse_duration_s(value: int | float | str) -> float:
-    """Return a duration in seconds from 30, '30s', '2m', '500ms'."""
+    """Return a duration in seconds from 30, '30s', '2m', '500ms'. Always finite."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         if value < 0:
             raise ValueError("a duration cannot be negative")
-        return float(value)
-    match = _DURATION_RE.match(str(value))
-    if not match:
-        raise ValueError(f"{value!r} is not a duration; write e.g. 30, '30s', '2m' or '500ms'")
-    return float(match.group(1)) * _DURATION_FACTOR[match.group(2)]
+        seconds = float(value)
+    else:
+        match = _DURATION_RE.match(str(value))
+        if not match:
+            raise ValueError(f"{value!r} is not a duration; write e.g. 30, '30s', '2m' or '500ms'")
+        seconds = float(match.group(1)) * _DURATION_FACTOR[match.group(2)]
+    if not math.isfinite(seconds):
+        raise ValueError(f"{value!r} is not a finite duration")
+    return seconds
 
 
 def format_bytes(n: float) -> str:

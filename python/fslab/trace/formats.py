@@ -130,12 +130,26 @@ def _codes(column: Any, names: tuple[str, ...]) -> np.ndarray:
 
 
 def read_parquet(path: Path) -> Trace:
+    """fslab's Parquet trace (or one with its columns). A file that is not one, is cut
+    short or has columns of the wrong type is an FslabError naming it."""
+    import pyarrow as pa
+
+    try:
+        return _read_parquet(path)
+    except (pa.ArrowException, OSError, ValueError, TypeError, KeyError, IndexError) as exc:
+        raise FslabError(f"{path}: not a readable Parquet trace ({type(exc).__name__}: "
+                         f"{str(exc)[:300]})") from None
+
+
+def _read_parquet(path: Path) -> Trace:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     table = pq.read_table(path)
     raw_meta = (table.schema.metadata or {}).get(METADATA_KEY)
     meta = json.loads(raw_meta) if raw_meta else {"source": str(path)}
+    if not isinstance(meta, dict):
+        raise ValueError(f"its {METADATA_KEY.decode()} metadata is not a JSON object")
     missing = {"time_ns", "event", "dev", "sector", "bytes", "op"} - set(table.column_names)
     if missing:
         raise FslabError(f"{path}: not an fslab trace (missing columns {sorted(missing)})")
@@ -167,15 +181,36 @@ def read_parquet(path: Path) -> Trace:
 
 # ---------------------------------------------------------------- text formats
 
-class _Builder:
-    """Collects parsed text events into column lists."""
+# The largest value each field may hold (its column's type; a device number is the
+# kernel's 12-bit major and 20-bit minor). A text line beyond them is not a real event.
+_LIMITS = {"time": 2**64 - 1, "sector": 2**64 - 1, "sector count": 2**32 - 1, "pid": 2**31 - 1}
+_MAJOR_MAX, _MINOR_MAX = 2**12 - 1, 2**20 - 1
 
-    def __init__(self) -> None:
+
+class _Builder:
+    """Collects parsed text events into column lists; a value that does not fit its
+    column is an FslabError naming the source and the line."""
+
+    def __init__(self, meta: dict[str, Any] | None) -> None:
         self.rows: dict[str, list] = {name: [] for name in COLUMNS}
         self.comms: dict[str, int] = {}
+        self.source = str((meta or {}).get("source") or "the trace text")
+
+    def check(self, number: int, major: str, minor: str, **values: int) -> int:
+        """The device number of a line, after checking every field's range."""
+        where = f"{self.source}: line {number}"
+        if int(major) > _MAJOR_MAX or int(minor) > _MINOR_MAX:
+            raise FslabError(f"{where}: device {major},{minor} is not a device number "
+                             f"(major at most {_MAJOR_MAX}, minor at most {_MINOR_MAX})")
+        for name, value in values.items():
+            if value > _LIMITS[name]:
+                raise FslabError(f"{where}: {name} {value} is out of range (at most {_LIMITS[name]})")
+        return _dev(major, minor)
 
     def add(self, t_ns: int, event: int, dev: int, sector: int, nr: int, rwbs: str,
             pid: int, comm: str | None) -> None:
+        if comm is not None and comm not in self.comms and len(self.comms) >= NO_COMM:
+            comm = None  # more distinct process names than the column can index
         op, flags = decode_rwbs(rwbs)
         r = self.rows
         r["time_ns"].append(t_ns)
@@ -230,22 +265,23 @@ _BLKPARSE = re.compile(
 def parse_tracefs_text(lines: Iterable[str], meta: dict[str, Any] | None = None) -> Trace:
     """block_rq_issue/complete/insert lines as tracefs prints them; other lines ignored.
     Times are the trace clock in seconds (microsecond resolution with the default clocks)."""
-    b = _Builder()
-    for line in lines:
+    b = _Builder(meta)
+    for number, line in enumerate(lines, 1):
         m = _TRACEFS_EVENT.match(line)
         if m is None:
             continue
         ev = _TRACEFS_EVENT_KIND[m["ev"]]
         comm = m["tail"] if ev != EV_COMPLETE else None
-        b.add(_seconds_to_ns(m["ts"]), ev, _dev(m["maj"], m["min"]), int(m["sector"]), int(m["nr"]),
-              m["rwbs"], int(m["pid"]), comm)
+        t_ns, sector, nr, pid = _seconds_to_ns(m["ts"]), int(m["sector"]), int(m["nr"]), int(m["pid"])
+        dev = b.check(number, m["maj"], m["min"], time=t_ns, sector=sector, pid=pid, **{"sector count": nr})
+        b.add(t_ns, ev, dev, sector, nr, m["rwbs"], pid, comm)
     return b.trace({"format": "tracefs-text", **(meta or {})})
 
 
 def _parse_blk_like(lines: Iterable[str], pattern: re.Pattern[str], fmt: str,
                     meta: dict[str, Any] | None) -> Trace:
-    b = _Builder()
-    for line in lines:
+    b = _Builder(meta)
+    for number, line in enumerate(lines, 1):
         m = pattern.match(line)
         if m is None or m["act"] not in _BLK_ACTIONS:
             continue
@@ -254,8 +290,10 @@ def _parse_blk_like(lines: Iterable[str], pattern: re.Pattern[str], fmt: str,
             comm = None  # the bracket holds the error code
         else:
             comm = m["tail"]
-        b.add(_seconds_to_ns(m["ts"]), ev, _dev(m["maj"], m["min"]), int(m["sector"] or 0),
-              int(m["nr"] or 0), m["rwbs"], int(m["pid"]), comm)
+        t_ns, sector, nr, pid = (_seconds_to_ns(m["ts"]), int(m["sector"] or 0), int(m["nr"] or 0),
+                                 int(m["pid"]))
+        dev = b.check(number, m["maj"], m["min"], time=t_ns, sector=sector, pid=pid, **{"sector count": nr})
+        b.add(t_ns, ev, dev, sector, nr, m["rwbs"], pid, comm)
     return b.trace({"format": fmt, **(meta or {})})
 
 

@@ -84,6 +84,9 @@ class FioWorkload:
                 raise ParamError(key, "is not a fio option name (lower case letters, digits, _)")
             if isinstance(value, (list, dict)):
                 raise ParamError(key, "takes one value; to vary it, put it under [workloads.axes]")
+            if isinstance(value, str) and not value.isprintable():
+                # A line break would start a new job-file line: an option nobody checked.
+                raise ParamError(key, f"must be one line of printable text (given: {value!r})")
             out[key] = self._normalise(key, value)
         if "layout" in out:
             if out["layout"] not in LAYOUTS:
@@ -338,6 +341,9 @@ def job_file_text(params: dict[str, Any], directory: Path) -> str:
     lines = ["[global]", f"directory={directory}", "group_reporting=1", "", "[job]"]
     for key, value in params.items():
         if key not in OWN_KEYS:
+            if not (_OPTION_NAME.match(key) and str(value).isprintable()):
+                raise SpecError(f"{value!r} is not one line of printable text (a line break "
+                                "would add a job-file line)", field=key)
             lines.append(f"{key}={value}")
     return "\n".join(lines) + "\n"
 

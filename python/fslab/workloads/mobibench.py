@@ -51,8 +51,8 @@ class MobibenchWorkload:
         for key in ("sync_every", "threads"):
             if isinstance(out[key], bool) or not isinstance(out[key], int) or out[key] < 1:
                 raise ParamError(key, f"must be a whole number >= 1 (given: {out[key]!r})")
-        if out["bs"] % 512 or out["bs"] > out["file_size"]:
-            raise ParamError("bs", "must be a multiple of 512 bytes and at most file_size")
+        if out["bs"] <= 0 or out["bs"] % 512 or out["bs"] > out["file_size"]:
+            raise ParamError("bs", "must be a positive multiple of 512 bytes and at most file_size")
         return out
 
     def quick(self, params: dict[str, Any]) -> dict[str, Any]:
