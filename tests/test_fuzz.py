@@ -123,7 +123,7 @@ def test_study_loader_on_generated_dicts(data):
     assert not isinstance(result, FslabError) or isinstance(result, SpecError)
 
 
-@FUZZ
+@settings(FUZZ, max_examples=30)  # each new fio parameter set costs a `fio --parse-only`
 @given(st.data())
 def test_study_loader_on_mutated_presets(data):
     name, original = data.draw(st.sampled_from(preset_data()))
