@@ -162,11 +162,11 @@ def run(
         print(outcome.study_id)
     if outcome.runs_failed_total:
         # A study with failed runs is not a success, even when it ran to its end.
+        retry = resume_command(study, results, quick, destroy_data_on or [], allow_exec)
         err_console.print(
             f"[red]{outcome.runs_failed_total} of {outcome.runs_planned} runs failed[/red] (reasons above; "
             f"`fslab report -r {results}` shows them again); re-run them with "
-            f"`{resume_command(study, results, quick, destroy_data_on or [], allow_exec)
-                .replace('--resume', '--retry-failed')}`",
+            f"`{retry.replace('--resume', '--retry-failed')}`",
             highlight=False)
         raise typer.Exit(1)
 
@@ -350,9 +350,8 @@ def list_(
 
     from rich.table import Table
 
-    from .store import Store
-
     from .runner import shown_status
+    from .store import Store
 
     with Store(results, read_only=True) as store:
         rows = store.studies()

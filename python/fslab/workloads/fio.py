@@ -203,11 +203,10 @@ class FioWorkload:
         if not source.is_file():
             return [f"job_file {params['job_file']!r} not found (looked at {source})"]
         problems = []
-        for number, line in enumerate(source.read_text(errors="replace").splitlines(), 1):
-            key, sep, value = line.partition("=")
-            problem = _outside_mount(key.strip(), value.strip()) if sep else None
-            if problem:
-                problems.append(f"job_file {source} line {number}: {key.strip()}: {problem}")
+        try:  # the same line checks as when the file is copied for a run (exec is checked there)
+            checked_job_file(source, allow_exec=True)
+        except SpecError as exc:
+            problems.append(f"job_file {exc}")
         if not problems and shutil.which("fio") is not None:
             done = run_command(["fio", "--parse-only", str(source)], timeout=60, check=False)
             if done.returncode != 0:
