@@ -234,10 +234,10 @@ def run_study(
     draw progress; the runner prints nothing."""
     started = time.monotonic()
     install_handlers()  # before preflight too: its scratch images are released on SIGTERM
-    # Mount points are compared with /proc/mounts, which holds canonical paths.
+    spec, source, text = load_spec(study, allow_exec=allow_exec)  # a refused study leaves nothing
     ensure_results_dir(results_dir)
+    # Mount points are compared with /proc/mounts, which holds canonical paths.
     results_dir = results_dir.resolve()
-    spec, source, text = load_spec(study, allow_exec=allow_exec)
     digest = spec_hash(text, quick)
     study_dir = Path(source).parent if Path(source).is_file() else Path.cwd()
     with study_lock(results_dir), Store(results_dir) as store:

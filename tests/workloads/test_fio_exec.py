@@ -73,6 +73,13 @@ def test_inline_exec_is_refused_when_the_study_is_read(tmp_path):
     assert spec.workloads[0].params["exec_prerun"].startswith("touch")
 
 
+def test_a_refused_study_leaves_no_results_directory(tmp_path):
+    path = write_study(tmp_path, INLINE.format(marker=tmp_path / "m"))
+    with pytest.raises(SpecError, match="--allow-exec"):
+        run_study(str(path), results_dir=tmp_path / "results")
+    assert not (tmp_path / "results").exists()
+
+
 def test_exec_as_an_axis_value_is_refused(tmp_path):
     workload = 'rw = "write"\nsize = "4M"\n[workloads.axes]\nioengine = ["psync", "exec"]'
     with pytest.raises(SpecError) as err:
