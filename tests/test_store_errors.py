@@ -212,3 +212,26 @@ def test_read_only_database_file_refuses_writes(v2_results):
     (v2_results / DB_NAME).chmod(0o444)
     with pytest.raises(FslabError, match="read-only"):
         Store(v2_results)
+
+
+def test_a_new_database_appears_whole(tmp_path):
+    """A reader that finds fslab.sqlite while a study is creating it (`fslab list` as a
+    study starts) must never see a 0-byte file: that is a damaged one. The file is made
+    aside and linked into place."""
+    import threading
+
+    from fslab.store import check_database
+
+    checked = 0
+    for i in range(20):
+        results = tmp_path / f"r{i}"
+        maker = threading.Thread(target=lambda r=results: Store(r).close())
+        maker.start()
+        while maker.is_alive():
+            if (results / DB_NAME).exists():
+                assert check_database(results / DB_NAME) == SCHEMA_VERSION
+                checked += 1
+        maker.join()
+        assert check_database(results / DB_NAME) == SCHEMA_VERSION
+        assert not [p.name for p in results.iterdir() if p.name.endswith(".new")]
+    assert checked > 0, "the reader never saw a file being made: the test proved nothing"

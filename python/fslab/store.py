@@ -20,6 +20,7 @@ create a directory or a database, and on a read-only file system they still read
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -149,13 +150,12 @@ class Store:
             _check_results_to_read(results_dir)
         else:
             ensure_results_dir(results_dir)
-        if self.path.exists():
-            version = check_database(self.path)
-        elif read_only:
+        if not self.path.exists() and read_only:
             raise FslabError(f"no results in {results_dir} ({DB_NAME} is missing): check the "
                              "--results (-r) directory, or run a study first (`fslab run quickstart`)")
-        else:
-            version = 0
+        if not self.path.exists():
+            _create_database(self.path)
+        version = check_database(self.path)
         if read_only and version == 1:
             _upgrade_in_place(self.path)
         try:
@@ -451,6 +451,31 @@ def check_database(path: Path) -> int:
         raise FslabError(f"{path} is an SQLite database, but not fslab's results (tables: "
                          f"{', '.join(sorted(tables))}): {FIX_RESULTS}")
     return version
+
+
+def _create_database(path: Path) -> None:
+    """A new, empty results file, made beside it and linked into place whole: another
+    process (`fslab list` while a study starts) never sees a half-made, 0-byte file,
+    which would be a damaged one."""
+    made = path.with_name(f".{path.name}.{os.getpid()}.new")
+    try:
+        db = sqlite3.connect(made)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.executescript(SCHEMA)
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            db.commit()
+        finally:
+            db.close()
+        with contextlib.suppress(FileExistsError):  # another process made it first
+            os.link(made, path)
+    except sqlite3.Error as exc:
+        raise _database_error(path, exc, writing=True) from None
+    except OSError as exc:
+        raise FslabError(f"cannot create {path}: {exc.strerror or exc}: {FIX_RESULTS}") from None
+    finally:
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{made}{suffix}").unlink(missing_ok=True)
 
 
 def _connect(path: Path, read_only: bool) -> sqlite3.Connection:
