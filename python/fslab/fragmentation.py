@@ -18,6 +18,7 @@ import fcntl
 import os
 import re
 import struct
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -288,7 +289,7 @@ def free_space_histogram(mountpoint: Path) -> FreeSpaceHistogram:
     (e2freefrag for ext2/3/4, xfs_spaceman freesp for xfs), else from FIEMAP."""
     entry = mount_at(mountpoint)
     fs_type = entry.fs_type if entry else ""
-    syncfs(mountpoint)
+    settle(mountpoint)
     try:
         if fs_type in ("ext2", "ext3", "ext4") and entry is not None:
             # e2freefrag reads the bitmaps through the block device's page cache, which
@@ -301,6 +302,24 @@ def free_space_histogram(mountpoint: Path) -> FreeSpaceHistogram:
     except (CommandFailed, FileNotFoundError, FslabError):
         pass  # fall back to FIEMAP below; the method field says which was used
     return fiemap_inversion(mountpoint)
+
+
+def settle(path: Path, still_s: float = 0.3, limit_s: float = 10.0) -> None:
+    """syncfs, then wait until the free block count stays still for ``still_s``: xfs frees
+    a deleted file's extents later, in background work (inode inactivation), so a
+    histogram taken right after an unlink misses space statfs will soon report."""
+    syncfs(path)
+    started = time.monotonic()
+    last = os.statvfs(path).f_bfree
+    still_since = started
+    while time.monotonic() - started < limit_s:
+        time.sleep(0.05)
+        now = os.statvfs(path).f_bfree
+        if now != last:
+            last, still_since = now, time.monotonic()
+            syncfs(path)
+        elif time.monotonic() - still_since >= still_s:
+            return
 
 
 def syncfs(path: Path) -> None:
