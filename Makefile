@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 APT_PACKAGES := fio bonnie++ e2fsprogs xfsprogs btrfs-progs ntfs-3g fusefat dosfstools \
 	f2fs-tools jfsutils nilfs-tools util-linux fdisk \
-	qemu-system-x86 busybox-static kmod mdadm dmsetup
+	qemu-system-x86 busybox-static kmod mdadm dmsetup chromium
 # Only real sources: generated .rs files under target/ must not trigger a reinstall.
 RUST_SOURCES := $(shell find crates -name target -prune -o \( -name '*.rs' -o -name Cargo.toml -o -name Cargo.lock \) -print 2>/dev/null)
 

@@ -212,7 +212,7 @@ def _print_report(results: Path, study_id: int | None, metric: str | None) -> No
     # Sections of one workload kind (e.g. Bonnie++'s Table IV layout).
     from .report.sections import extra_tables
 
-    for renderable in extra_tables(runs, cells):
+    for renderable in extra_tables(runs, cells, row.source):
         console.print(renderable)
     from .report.trace_tables import report_tables  # traced runs: trace and prediction tables
 
@@ -266,8 +266,20 @@ def report(
         help="ratio of one axis value to another per case and file system, e.g. direct=0/1")] = None,
     traces: Annotated[Optional[Path], typer.Option(help="write the traced runs' Table 1 (CSV), "
                                                    "I/O counts, size CDFs and LBA plots here")] = None,
+    html: Annotated[Optional[Path], typer.Option(
+        "--html", help="write the report as one self-contained HTML file (charts inline)")] = None,
+    markdown: Annotated[Optional[Path], typer.Option("--markdown", help="write the report as Markdown")] = None,
+    as_json: Annotated[Optional[Path], typer.Option(
+        "--json", help="write the report's sections as JSON ('-': stdout, nothing else printed)")] = None,
 ) -> None:
     """Comparison table of a stored study: workloads x file systems, mean ± 95% CI, n."""
+    if html or markdown or as_json:
+        from .report.outputs import write_outputs
+
+        for line in write_outputs(results, study, metric, html=html, markdown=markdown, as_json=as_json):
+            err_console.print(line, highlight=False)
+        if str(as_json) == "-":
+            return
     _print_report(results, study, metric)
     from .store import Store
 

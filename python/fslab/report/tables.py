@@ -10,7 +10,8 @@ from typing import Any
 from ..analysis.stats import MIN_N_FOR_VERDICT, Comparison, Summary, compare_groups, summarize
 from ..metrics import display_name
 from ..store import stored_metric_kind
-from .units import display_scale, fmt
+from .labels import cell_label, mean_pm
+from .units import display_scale
 
 
 @dataclass
@@ -52,14 +53,14 @@ def build_table(runs: list[dict[str, Any]], metric: str | None = None,
     for cell in ordered:
         if column(cell) not in filesystems:
             filesystems.append(column(cell))
-        key = (cell["workload"], _label(cell))
+        key = (cell["workload"], cell_label(cell))
         if key not in rows:
             name = _row_metric(cell, metric)
             kind = stored_metric_kind(runs, name)
-            rows[key] = RowData(_label(cell), name, kind.unit, kind.higher_is_better)
+            rows[key] = RowData(cell_label(cell), name, kind.unit, kind.higher_is_better)
     for run in runs:
         cell = run["cell"]
-        row = rows[(cell["workload"], _label(cell))]
+        row = rows[(cell["workload"], cell_label(cell))]
         fs = column(cell)
         if run["status"] != "ok":
             row.failed[fs] = row.failed.get(fs, 0) + 1
@@ -80,20 +81,11 @@ def build_table(runs: list[dict[str, Any]], metric: str | None = None,
     return TableData(filesystems, list(rows.values()))
 
 
-def _label(cell: dict[str, Any]) -> str:
-    axes = " ".join(f"{k}={v}" for k, v in cell["axes"].items())
-    return cell["workload"] + (f" [{axes}]" if axes else "")
-
-
 def cell_text(row: RowData, fs: str, divisor: float) -> str:
     parts: list[str] = []
     summary = row.summaries.get(fs)
     if summary is not None:
-        text = fmt(summary.mean / divisor)
-        if summary.ci_half_width is not None:
-            text += f" ± {fmt(summary.ci_half_width / divisor)}"
-        text += f" (n={summary.n})"
-        parts.append(text)
+        parts.append(mean_pm(summary, divisor))
         if fs != row.best and row.best is not None:
             best = row.summaries[row.best].mean
             if best:

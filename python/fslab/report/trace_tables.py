@@ -13,18 +13,15 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..analysis.stats import Summary, summarize
+from ..analysis.stats import summarize
 from ..predictions import cache_warning, split_name
-from .units import fmt
+from .labels import cell_label, mean_pm
 
 OPS = ("read", "write", "flush", "discard")
 DATA_OPS = ("read", "write")
 
 
-def workload_label(cell: dict[str, Any]) -> str:
-    """The row label the comparison table uses: workload plus its axes values."""
-    axes = " ".join(f"{k}={v}" for k, v in cell["axes"].items())
-    return cell["workload"] + (f" [{axes}]" if axes else "")
+workload_label = cell_label  # the row label the comparison table uses
 
 
 def _is_traced(run: dict[str, Any]) -> bool:
@@ -60,13 +57,7 @@ def mean_ci(vals: list[float], n_expected: int) -> str:
     """'mean ± half-width', with (n=k) when fewer than the row's n runs had a number."""
     if not vals:
         return "—"
-    s: Summary = summarize(vals)
-    text = fmt(s.mean)
-    if s.ci_half_width is not None:
-        text += f" ± {fmt(s.ci_half_width)}"
-    if s.n != n_expected:
-        text += f" (n={s.n})"
-    return text
+    return mean_pm(summarize(vals), n_expected=n_expected)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,137 @@
+"""The report as one self-contained HTML file: inline CSS and SVG, no script, no network.
+Sections (each a <section id=…> so tests and readers can find them): summary in plain
+words, comparison table, charts, workload tables, trace tables, predictions (apart and
+labelled as not measured), failed and skipped runs, provenance."""
+
+from __future__ import annotations
+
+from html import escape
+
+from .model import Report, TableSection, interval_note
+from .svg import chart_svg, legend_html
+
+CSS = """
+body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:24px auto;max-width:1180px;
+ color:#222;padding:0 16px}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;border-bottom:1px solid #ddd;padding-bottom:3px;
+ margin-top:28px}
+.meta{color:#555}.warn{background:#fff4d6;border-left:4px solid #e0a800;padding:6px 10px}
+table{border-collapse:collapse;margin:8px 0;font-size:13px}
+th,td{border:1px solid #ddd;padding:3px 8px;vertical-align:top}th{background:#f4f4f4;text-align:left}
+td.num{text-align:right;white-space:nowrap}
+.sig{font-weight:600}.nosig{color:#555}
+.charts{display:flex;flex-wrap:wrap;gap:18px}.chart{background:#fff;border:1px solid #eee}
+.ct{font-size:13px;font-weight:600}.tick{font-size:11px;fill:#333}.axis{font-size:12px;fill:#222}
+.grid{stroke:#e6e6e6}.axisline{stroke:#444}.err{stroke:#111;stroke-width:1.4}
+.pt{stroke:#111;stroke-width:.6}.crosses{fill:#fff;stroke:#c00;stroke-width:1.5}
+.key{margin-right:14px;white-space:nowrap}.sw{display:inline-block;width:12px;height:12px;
+ margin-right:5px;vertical-align:-1px;opacity:.8}
+.pred{border:2px dashed #999;padding:4px 12px;background:#fafafa}
+small,.note{color:#555}
+"""
+
+
+def _table(columns: list[str], rows: list[list[str]], numeric_from: int = 1, cls: str = "") -> str:
+    head = "".join(f"<th>{escape(c)}</th>" for c in columns)
+    body = []
+    for row in rows:
+        tds = "".join(f'<td class="num">{escape(v)}</td>' if i >= numeric_from else f"<td>{escape(v)}</td>"
+                      for i, v in enumerate(row))
+        body.append(f"<tr>{tds}</tr>")
+    return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+
+
+def _section_table(t: TableSection) -> str:
+    note = f'<p class="note">{escape(t.note)}</p>' if t.note else ""
+    return f"<h3>{escape(t.title)}</h3>{_table(t.columns, t.rows, 2)}{note}"
+
+
+def summary_table(report: Report) -> tuple[list[str], list[list[str]]]:
+    """Comparison table as text: one row per workload case and metric, a column per file system."""
+    columns = ["workload", "metric [unit]", *report.filesystems]
+    rows = []
+    for row in report.rows:
+        by_fs = {e.filesystem: e for e in row.estimates}
+        cells = []
+        for fs in report.filesystems:
+            e = by_fs.get(fs)
+            if e is None:
+                cells.append("—")
+                continue
+            text = e.text
+            if fs == row.best:
+                text += "  best"
+            elif e.versus_best is not None:
+                v = e.versus_best
+                text += f"  {v.relative * 100:+.1f}%" + ("*" if v.significant else
+                                                         " (untested)" if v.p_adjusted is None else "")
+            cells.append(text)
+        arrow = "↑" if row.higher_is_better else "↓"
+        rows.append([row.label, f"{row.metric} [{row.display_unit}] {arrow}", *cells])
+    return columns, rows
+
+
+def render_html(report: Report) -> str:
+    title = f"{report.name} — fslab report (study {report.study_id})"
+    parts = [f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>{escape(title)}</title>"
+             f"<style>{CSS}</style></head><body>",
+             f"<h1>{escape(report.name)}</h1>",
+             f'<p class="meta">study {report.study_id} from {escape(report.source)} — {escape(report.status)}, '
+             f"{report.runs_stored} of {report.runs_planned} runs stored, file systems: "
+             f"{escape(', '.join(report.filesystems))}</p>"]
+    if report.quick:
+        parts.append('<p class="warn">QUICK run: sizes and runtimes scaled down — a smoke test, '
+                     "not for conclusions.</p>")
+    sig = [f for f in report.findings if f.significant]
+    rest = [f for f in report.findings if not f.significant]
+    parts.append('<section id="summary"><h2>Summary</h2>')
+    parts.append(f"<p>{len(sig)} significant difference(s), {len(rest)} comparison(s) without one "
+                 "(each file system against the best in its row).</p>")
+    if sig:
+        parts.append('<h3>Significant differences</h3><ul class="findings sig">'
+                     + "".join(f"<li>{escape(f.text)}</li>" for f in sig) + "</ul>")
+    if rest:
+        parts.append('<h3>No significant difference</h3><ul class="findings nosig">'
+                     + "".join(f"<li>{escape(f.text)}</li>" for f in rest) + "</ul>")
+    parts.append(f'<p class="note">{escape(interval_note())}</p></section>')
+
+    columns, rows = summary_table(report)
+    parts.append('<section id="results"><h2>Results</h2>' + _table(columns, rows, 2)
+                 + f'<p class="note">{escape(report.legend)}</p></section>')
+
+    parts.append('<section id="charts"><h2>Charts</h2>'
+                 f'<p>{legend_html(report.filesystems)}</p><p class="note">Bars: mean; whiskers: 95% '
+                 "Student-t interval; dots: each run. A hollow red circle marks an interval that reaches "
+                 "below zero (possible with few runs and much spread): it is drawn to the axis only, and "
+                 "its lower end is in the bar's tooltip.</p><div class=charts>")
+    parts += [chart_svg(c, report.filesystems) for c in report.charts]
+    parts.append("</div></section>")
+
+    measured = [t for t in report.tables if t.kind != "prediction"]
+    predicted = [t for t in report.tables if t.kind == "prediction"]
+    if measured:
+        parts.append('<section id="tables"><h2>Workload and trace tables</h2>'
+                     + "".join(_section_table(t) for t in measured) + "</section>")
+    if predicted:
+        parts.append('<section id="predictions" class="pred"><h2>Predictions on device models — not '
+                     "measured</h2><p>Each run's block trace replayed on a model; these numbers are "
+                     "a model's, not the device's.</p>" + "".join(_section_table(t) for t in predicted)
+                     + "</section>")
+
+    parts.append('<section id="failures"><h2>Failed and skipped runs</h2>')
+    if report.failed:
+        parts.append(_table(["file system", "workload", "repetition", "reason", "details"],
+                            [[f.filesystem, f.workload, str(f.repetition), f.reason, f.details]
+                             for f in report.failed], 99))
+    if report.skipped:
+        parts.append("<ul>" + "".join(f"<li>skipped {escape(s['filesystem'])}: {escape(s['reason'])}</li>"
+                                      for s in report.skipped) + "</ul>")
+    if not report.failed and not report.skipped:
+        parts.append("<p>None: every planned run of every file system succeeded.</p>")
+    parts.append("</section>")
+
+    parts.append('<section id="provenance"><h2>Provenance</h2>'
+                 + _table(["fact", *report.provenance_columns], report.provenance, 99)
+                 + '<p class="note">Values separated by | differ between runs of the same file system.</p>'
+                 "</section></body></html>")
+    return "\n".join(parts)

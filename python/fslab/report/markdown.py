@@ -1,0 +1,56 @@
+"""The report as Markdown (GitHub-flavoured tables) for papers and issue trackers: the same
+sections as the HTML report, without charts (their numbers are in the results table)."""
+
+from __future__ import annotations
+
+from .html import summary_table
+from .model import Report, TableSection, interval_note
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def md_table(columns: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(_cell(c) for c in columns) + " |",
+             "|" + "|".join("---" for _ in columns) + "|"]
+    lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _section(t: TableSection) -> str:
+    return f"#### {t.title}\n\n{md_table(t.columns, t.rows)}\n" + (f"\n{t.note}\n" if t.note else "")
+
+
+def render_markdown(report: Report) -> str:
+    out = [f"# {report.name}", "",
+           f"Study {report.study_id} from `{report.source}` — {report.status}, {report.runs_stored} of "
+           f"{report.runs_planned} runs stored.", ""]
+    if report.quick:
+        out += ["> **QUICK run**: sizes and runtimes scaled down — a smoke test, not for conclusions.", ""]
+    sig = [f for f in report.findings if f.significant]
+    rest = [f for f in report.findings if not f.significant]
+    out += ["## Summary", ""]
+    out += ["**Significant differences**", ""] + [f"- {f.text}" for f in sig] + [""] if sig else \
+        ["No significant difference was found.", ""]
+    if rest:
+        out += ["**No significant difference**", ""] + [f"- {f.text}" for f in rest] + [""]
+    out += [interval_note(), "", "## Results", ""]
+    columns, rows = summary_table(report)
+    out += [md_table(columns, rows), "", report.legend, ""]
+    measured = [t for t in report.tables if t.kind != "prediction"]
+    predicted = [t for t in report.tables if t.kind == "prediction"]
+    if measured:
+        out += ["## Workload and trace tables", ""] + [_section(t) for t in measured]
+    if predicted:
+        out += ["## Predictions on device models (not measured)", ""] + [_section(t) for t in predicted]
+    out += ["## Failed and skipped runs", ""]
+    if report.failed:
+        out += [md_table(["file system", "workload", "repetition", "reason", "details"],
+                         [[f.filesystem, f.workload, str(f.repetition), f.reason, f.details]
+                          for f in report.failed]), ""]
+    out += [f"- skipped {s['filesystem']}: {s['reason']}" for s in report.skipped]
+    if not report.failed and not report.skipped:
+        out += ["None."]
+    out += ["", "## Provenance", "", md_table(["fact", *report.provenance_columns], report.provenance), ""]
+    return "\n".join(out)

@@ -1,0 +1,331 @@
+"""One report model: the sections of a study's report as typed data, built from the store
+only (``Store.study/runs/cells``). Every renderer — terminal, HTML, Markdown, JSON —
+draws these same sections, so they cannot disagree about a number.
+
+Numbers stay in the stored base unit (B/s, ns, …) next to the display divisor and unit
+chosen for the row; texts ("mean ± half-width (n=k)") come from report.labels."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ..analysis.contrasts import ratio_ci
+from ..analysis.stats import CONFIDENCE
+from .labels import cell_label, mean_pm
+from .provenance_facts import facts_by_group
+from .tables import LEGEND, RowData, build_table
+from .units import display_scale, fmt
+
+SCHEMA = "fslab-report/1"
+
+
+@dataclass
+class Versus:
+    """One file system against the row's best: relative difference of means with its 95%
+    interval (delta method on the log ratio), Holm-adjusted p and Hedges' g."""
+    reference: str
+    relative: float  # mean / reference mean - 1
+    low: float | None
+    high: float | None
+    p_adjusted: float | None  # None: not tested (too few runs)
+    significant: bool
+    effect_size: float | None
+    method: str
+
+
+@dataclass
+class Estimate:
+    filesystem: str
+    n: int
+    mean: float
+    half_width: float | None
+    values: list[float]
+    text: str  # mean ± half-width (n=k), display unit
+    versus_best: Versus | None = None
+
+
+@dataclass
+class SummaryRow:
+    label: str
+    workload: str
+    case: str
+    metric: str
+    unit: str  # stored (base) unit
+    display_unit: str
+    divisor: float
+    higher_is_better: bool
+    best: str | None
+    estimates: list[Estimate]
+    notes: list[str] = field(default_factory=list)  # failed runs, runs without a number
+
+
+@dataclass
+class Finding:
+    text: str
+    significant: bool
+    label: str
+    metric: str
+
+
+@dataclass
+class Bar:
+    filesystem: str
+    case: str
+    n: int
+    mean: float  # display unit
+    low: float | None
+    high: float | None
+    values: list[float]  # each run, display unit
+    crosses_zero: bool  # the interval reaches below 0 although every value is >= 0
+
+
+@dataclass
+class ChartData:
+    title: str
+    metric: str
+    display_unit: str
+    higher_is_better: bool
+    cases: list[str]
+    filesystems: list[str]
+    bars: list[Bar]
+
+
+@dataclass
+class TableSection:
+    kind: str  # "workload" (registered by a workload kind), "trace" or "prediction"
+    title: str
+    columns: list[str]
+    rows: list[list[str]]
+    note: str = ""
+
+
+@dataclass
+class FailedRun:
+    filesystem: str
+    workload: str
+    repetition: int  # 1-based
+    reason: str
+    details: str
+
+
+@dataclass
+class Report:
+    schema: str
+    study_id: int
+    name: str
+    source: str
+    status: str
+    quick: bool
+    filesystems: list[str]
+    rows: list[SummaryRow]
+    findings: list[Finding]
+    charts: list[ChartData]
+    provenance_columns: list[str]
+    provenance: list[list[str]]  # [field, value per column]
+    failed: list[FailedRun]
+    skipped: list[dict[str, str]]
+    tables: list[TableSection]
+    runs_stored: int
+    runs_planned: int
+    legend: str = LEGEND
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _versus(row: RowData, fs: str) -> Versus | None:
+    best = row.best
+    if best is None or fs == best:
+        return None
+    mine, theirs = row.values.get(fs, []), row.values.get(best, [])
+    comparison = row.comparisons.get(fs)
+    try:
+        r = ratio_ci(mine, theirs)
+    except ValueError:  # the best mean is zero: no relative difference
+        return None
+    low = None if r.low is None else r.low - 1
+    high = None if r.high is None else r.high - 1
+    if comparison is None:
+        return Versus(best, r.ratio - 1, low, high, None, False, None, "not tested (needs n >= 2 each)")
+    return Versus(best, r.ratio - 1, low, high, comparison.p_adjusted, comparison.significant,
+                  comparison.effect_size, comparison.method)
+
+
+def n_text(a: int, b: int) -> str:
+    return f"n = {a} each" if a == b else f"n = {a} and {b}"
+
+
+def p_text(p: float) -> str:
+    return "p < 0.001" if p < 0.001 else f"p = {p:.2g}"
+
+
+def _ratio_words(r: float, low: float | None, high: float | None) -> tuple[str, str]:
+    """(how much, interval) for best / other = r: '58% higher' or, from 2x on, '3.1×'."""
+    def pct(x: float) -> str:
+        return f"{abs(x - 1) * 100:.0f}%" if abs(x - 1) >= 0.095 else f"{abs(x - 1) * 100:.1f}%"
+
+    if r >= 2 or r <= 0.5:
+        interval = f"95% CI {fmt(low)}–{fmt(high)}×, " if low is not None and high is not None else ""
+        return f"{fmt(r)}×", interval
+    word = "higher" if r >= 1 else "lower"
+    interval = ""
+    if low is not None and high is not None:
+        a, b = sorted(((low - 1) * 100, (high - 1) * 100))
+        interval = f"95% CI {a:+.0f}% to {b:+.0f}%, " if a < 0 < b else \
+            f"95% CI {min(abs(a), abs(b)):.0f}–{max(abs(a), abs(b)):.0f}%, "
+    return f"{pct(r)} {word}", interval
+
+
+def finding_text(row: SummaryRow, est: Estimate) -> str:
+    """One plain sentence: how the row's best compares with this file system."""
+    v = est.versus_best
+    assert v is not None and row.best is not None
+    best = next(e for e in row.estimates if e.filesystem == row.best)
+    # Said from the best's side: best / other, its interval the inverse of other / best's.
+    r = 1 / (1 + v.relative)
+    low = None if v.high is None or v.high <= -1 else 1 / (1 + v.high)
+    high = None if v.low is None or v.low <= -1 else 1 / (1 + v.low)
+    how, interval = _ratio_words(r, low, high)
+    what = f"{row.metric} [{row.display_unit}]"
+    p = "not tested" if v.p_adjusted is None else p_text(v.p_adjusted)
+    stats = f"{interval}{p}, {n_text(best.n, est.n)}"
+    if v.significant:
+        amount = f"{how} the {what} of" if how.endswith("×") else f"{how} {what} than"
+        return f"On {row.label}, {row.best} had {amount} {est.filesystem} ({stats})."
+    if v.p_adjusted is None:
+        return f"On {row.label}, {row.best} vs {est.filesystem} in {what}: not tested, too few runs ({stats})."
+    return (f"On {row.label}, {row.best} and {est.filesystem} showed no significant difference in {what} "
+            f"(observed: {row.best} {how}; {stats}).")
+
+
+def _summary_rows(runs: list[dict[str, Any]], cells: list[dict[str, Any]],
+                  metric: str | None) -> tuple[list[str], list[SummaryRow]]:
+    table = build_table(runs, metric, cells)
+    where = {cell_label(c): (c["workload"], ", ".join(f"{k}={v}" for k, v in c["axes"].items()) or "all")
+             for c in cells}
+    out: list[SummaryRow] = []
+    for row in table.rows:
+        magnitude = max((s.mean for s in row.summaries.values()), default=0.0)
+        divisor, unit = display_scale(row.unit, magnitude)
+        estimates = [Estimate(fs, s.n, s.mean, s.ci_half_width, row.values[fs], mean_pm(s, divisor),
+                              _versus(row, fs)) for fs, s in row.summaries.items()]
+        notes = [f"{fs}: {len(v)} run(s) without a number ({v[0]})" for fs, v in row.no_number.items()]
+        notes += [f"{fs}: {k} run(s) failed" for fs, k in row.failed.items()]
+        workload, case = where.get(row.label, (row.label, "all"))
+        out.append(SummaryRow(row.label, workload, case, row.metric, row.unit, unit, divisor,
+                              row.higher_is_better, row.best if len(row.summaries) > 1 else None,
+                              estimates, notes))
+    return table.filesystems, out
+
+
+def _findings(rows: list[SummaryRow]) -> list[Finding]:
+    out = []
+    for row in rows:
+        for est in row.estimates:
+            if est.versus_best is not None:
+                out.append(Finding(finding_text(row, est), est.versus_best.significant, row.label, row.metric))
+    return out
+
+
+def _charts(rows: list[SummaryRow], filesystems: list[str]) -> list[ChartData]:
+    """One chart per workload and metric: its cases on the x axis, a bar per file system,
+    one display unit for the whole chart."""
+    groups: dict[tuple[str, str], list[SummaryRow]] = {}
+    for row in rows:
+        groups.setdefault((row.workload, row.metric), []).append(row)
+    out = []
+    for (workload, metric), group in groups.items():
+        magnitude = max((abs(e.mean) for r in group for e in r.estimates), default=0.0)
+        d, unit = display_scale(group[0].unit, magnitude)
+        chart = ChartData(f"{workload}: {metric}", metric, unit, group[0].higher_is_better, [], [], [])
+        for row in group:
+            chart.cases.append(row.case)
+            for est in row.estimates:
+                if est.filesystem not in chart.filesystems:
+                    chart.filesystems.append(est.filesystem)
+                low = high = None
+                if est.half_width is not None:
+                    low, high = (est.mean - est.half_width) / d, (est.mean + est.half_width) / d
+                crosses = low is not None and low < 0 and min(est.values) >= 0
+                chart.bars.append(Bar(est.filesystem, row.case, est.n, est.mean / d, low, high,
+                                      [v / d for v in est.values], crosses))
+        chart.filesystems.sort(key=filesystems.index)
+        out.append(chart)
+    return out
+
+
+def _plain(renderable: Any) -> str:
+    from rich.text import Text
+
+    if isinstance(renderable, Text):
+        return renderable.plain
+    return Text.from_markup(str(renderable)).plain if renderable is not None else ""
+
+
+def rich_to_sections(renderables: list[Any], kind: str) -> list[TableSection]:
+    """Rich tables (trace tables, registered workload sections) as plain table data."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    out: list[TableSection] = []
+    for item in renderables:
+        if isinstance(item, Group):
+            out += rich_to_sections(list(item.renderables), kind)
+        elif isinstance(item, Table):
+            columns = [_plain(c.header) for c in item.columns]
+            cols = [[_plain(x) for x in c.cells] for c in item.columns]
+            rows = [list(r) for r in zip(*cols)] if cols else []
+            title = _plain(item.title)
+            this = "prediction" if title.startswith("predicted") else kind
+            out.append(TableSection(this, title, columns, rows, _plain(item.caption)))
+        elif isinstance(item, Text) and out:
+            out[-1].note = (out[-1].note + " " + item.plain).strip()
+    return out
+
+
+def _failed(runs: list[dict[str, Any]], results_dir: str) -> list[FailedRun]:
+    out = []
+    for r in runs:
+        if r["status"] == "ok":
+            continue
+        reason = (r["error"] or "no reason recorded").strip().splitlines()[0]
+        out.append(FailedRun(r["cell"]["filesystem"], cell_label(r["cell"]), r["repetition"] + 1, reason,
+                             f"{results_dir}/{r['artifact_dir']}" if r["artifact_dir"] else ""))
+    return out
+
+
+def provenance_rows(runs: list[dict[str, Any]], quick: bool,
+                    columns: list[str]) -> list[list[str]]:
+    """[field, value per file system]; runs that failed before the file system was made
+    add nothing but '—'."""
+    facts = facts_by_group(runs, lambda r: r["cell"]["filesystem"], quick)
+    return [[name, *[by_fs.get(fs, "—") for fs in columns]] for name, by_fs in facts.items()]
+
+
+def build_report(study: Any, runs: list[dict[str, Any]], cells: list[dict[str, Any]],
+                 metric: str | None = None, results_dir: str = "") -> Report:
+    """The whole report of one stored study (``study`` is a store.StudyRow)."""
+    from .sections import extra_tables
+    from .trace_tables import report_tables
+
+    filesystems, rows = _summary_rows(runs, cells, metric)
+    tables = rich_to_sections(extra_tables(runs, cells, study.source), "workload")
+    tables += rich_to_sections(report_tables(runs, cells), "trace")
+    return Report(
+        schema=SCHEMA, study_id=study.id, name=study.name, source=study.source, status=study.status,
+        quick=study.quick, filesystems=filesystems, rows=rows, findings=_findings(rows),
+        charts=_charts(rows, filesystems), provenance_columns=filesystems,
+        provenance=provenance_rows(runs, study.quick, filesystems), failed=_failed(runs, results_dir),
+        skipped=list(study.skipped), tables=tables, runs_stored=len(runs), runs_planned=study.planned_runs,
+    )
+
+
+def interval_note() -> str:
+    return (f"Intervals: {CONFIDENCE:.0%} Student-t interval of the mean over n runs; relative "
+            "differences: delta method on the log ratio of means; p: Welch's t-test, Holm-corrected "
+            "within each row (α = 0.05); effect size: Hedges' g.")
+
+
+__all__ = ["Report", "build_report", "fmt"]
