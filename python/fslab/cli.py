@@ -477,7 +477,7 @@ def _register_optional_commands() -> None:
     """Command families that live in their own modules."""
     import importlib
 
-    for module in ("fslab.cli_simulate", "fslab.cli_trace", "fslab.cli_guest"):
+    for module in ("fslab.cli_simulate", "fslab.cli_trace", "fslab.cli_guest", "fslab.cli_compare"):
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError as exc:

@@ -6,6 +6,7 @@ labelled as not measured), failed and skipped runs, provenance."""
 from __future__ import annotations
 
 from html import escape
+from typing import Any
 
 from .model import Report, TableSection, interval_note
 from .svg import chart_svg, legend_html
@@ -134,4 +135,31 @@ def render_html(report: Report) -> str:
                  + _table(["fact", *report.provenance_columns], report.provenance, 99)
                  + '<p class="note">Values separated by | differ between runs of the same file system.</p>'
                  "</section></body></html>")
+    return "\n".join(parts)
+
+
+def render_compare_html(c: Any) -> str:
+    """A compare (report.compare.Comparison) as one self-contained HTML file."""
+    from .compare import method_note, summary_lines, table_rows, warning_lines
+
+    title = f"fslab compare: A = {c.a}, B = {c.b}"
+    parts = [f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>{escape(title)}</title>"
+             f"<style>{CSS}</style></head><body><h1>{escape(title)}</h1>",
+             f'<p class="meta">comparing two {escape(c.mode)}</p>',
+             '<section id="summary"><h2>Summary</h2><ul>'
+             + "".join(f"<li>{escape(line)}</li>" for line in summary_lines(c)) + "</ul></section>",
+             '<section id="warnings"><h2>Other differences between A and B</h2>']
+    warnings = warning_lines(c)
+    if warnings:
+        parts.append('<p class="warn">Besides the variable under test, these facts differ; any of them may '
+                     "explain a difference as well:</p><ul>"
+                     + "".join(f"<li>{escape(w)}</li>" for w in warnings) + "</ul>")
+    else:
+        parts.append("<p>None: the provenance of both sides agrees except for the variable under test.</p>")
+    under = [d for d in c.differences if d.under_test]
+    if under:
+        parts.append("<p>Under test: " + escape("; ".join(f"{d.fact}: A {d.a} / B {d.b}" for d in under)) + "</p>")
+    columns, rows = table_rows(c)
+    parts.append('</section><section id="comparisons"><h2>Comparisons</h2>' + _table(columns, rows, 2)
+                 + f'<p class="note">{escape(method_note(c))}</p></section></body></html>')
     return "\n".join(parts)

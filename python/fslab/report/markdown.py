@@ -3,6 +3,8 @@ sections as the HTML report, without charts (their numbers are in the results ta
 
 from __future__ import annotations
 
+from typing import Any
+
 from .html import summary_table
 from .model import Report, TableSection, interval_note
 
@@ -53,4 +55,18 @@ def render_markdown(report: Report) -> str:
     if not report.failed and not report.skipped:
         out += ["None."]
     out += ["", "## Provenance", "", md_table(["fact", *report.provenance_columns], report.provenance), ""]
+    return "\n".join(out)
+
+
+def render_compare_markdown(c: Any) -> str:
+    """A compare (report.compare.Comparison) as Markdown."""
+    from .compare import method_note, summary_lines, table_rows, warning_lines
+
+    out = [f"# fslab compare: A = {c.a}, B = {c.b}", "", f"Comparing two {c.mode}.", "", "## Summary", ""]
+    out += [f"- {line}" for line in summary_lines(c)] + ["", "## Other differences between A and B", ""]
+    warnings = warning_lines(c)
+    out += [f"- ⚠ {w}" for w in warnings] if warnings else ["None besides the variable under test."]
+    out += [f"- under test: {d.fact}: A {d.a} / B {d.b}" for d in c.differences if d.under_test]
+    columns, rows = table_rows(c)
+    out += ["", "## Comparisons", "", md_table(columns, rows), "", method_note(c), ""]
     return "\n".join(out)

@@ -1,0 +1,65 @@
+"""`fslab compare A B`: two studies, or two file systems of one study, side by side."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    app.command("compare")(compare)
+
+
+def compare(
+    a: Annotated[str, typer.Argument(help="A: results directory, DIR:STUDY, or a file system of --study")],
+    b: Annotated[str, typer.Argument(help="B: the same kind as A")],
+    results: Annotated[Path, typer.Option("--results", "-r", help="results directory (file system names)")] = Path(
+        "fslab-results"),
+    study: Annotated[Optional[int], typer.Option("--study", "-s", help="study id (default: newest)")] = None,
+    metric: Annotated[Optional[list[str]], typer.Option(
+        help="metric to compare (repeatable; default: each case's primary metric)")] = None,
+    test: Annotated[str, typer.Option(help="welch or mann-whitney")] = "welch",
+    html: Annotated[Optional[Path], typer.Option("--html", help="also write this HTML file")] = None,
+    markdown: Annotated[Optional[Path], typer.Option("--markdown", help="also write this Markdown file")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the comparison as JSON only")] = False,
+) -> None:
+    """Per workload case and metric: B relative to A with its 95% interval, p (Holm-corrected),
+    effect size; and every other provenance fact that differs between A and B."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    from .cli import console, err_console
+    from .report.compare import compare as run_compare
+    from .report.compare import method_note, resolve_sides, summary_lines, table_rows, warning_lines
+    from .report.html import render_compare_html
+    from .report.markdown import render_compare_markdown
+
+    side_a, side_b = resolve_sides(a, b, results, study)
+    c = run_compare(side_a, side_b, metric, test)
+    if html is not None:
+        html.write_text(render_compare_html(c))
+        err_console.print(f"wrote {html}", highlight=False)
+    if markdown is not None:
+        markdown.write_text(render_compare_markdown(c))
+        err_console.print(f"wrote {markdown}", highlight=False)
+    if as_json:
+        print(json.dumps(c.to_json(), indent=2))
+        return
+    columns, rows = table_rows(c)
+    table = Table(title=f"compare A = {escape(c.a)}, B = {escape(c.b)} ({c.mode})", title_justify="left")
+    for i, col in enumerate(columns):
+        table.add_column(escape(col), justify="right" if 1 < i < 7 else "left")
+    for row in rows:
+        table.add_row(*[escape(v) for v in row])
+    console.print(table)
+    console.print(method_note(c), style="dim", highlight=False)
+    for line in summary_lines(c):
+        console.print(escape(line), highlight=False)
+    for d in c.differences:
+        if d.under_test:
+            console.print(escape(f"under test: {d.fact}: A {d.a} / B {d.b}"), highlight=False)
+    for line in warning_lines(c):
+        console.print(f"[yellow]warning: {escape(line)}[/yellow]", highlight=False)

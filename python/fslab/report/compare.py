@@ -1,0 +1,282 @@
+"""`fslab compare A B`: two sets of stored runs side by side — two studies (before/after a
+kernel, mount option or device change) or two file systems of one study.
+
+Per workload case and metric: B relative to A with its 95% interval (delta method on the
+log ratio of means), Welch's t-test or Mann–Whitney U with Holm's correction over the
+whole family of comparisons, Hedges' g; "no significant difference" said as such. And a
+warning for every provenance fact that differs between the sides besides the variable
+under test, because such a difference can explain a result as well as the variable can."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..analysis.contrasts import ratio_ci
+from ..analysis.stats import CONFIDENCE, hedges_g, holm, mann_whitney, summarize, welch_t
+from ..errors import FslabError
+from .labels import cell_label, mean_pm
+from .model import n_text, p_text
+from .provenance_facts import run_facts
+from .units import display_scale, fmt
+
+ALPHA = 1 - CONFIDENCE
+TESTS = ("welch", "mann-whitney")
+# Facts that make up a file-system entry: the variable under test when two file systems
+# of one study are compared (not a confounder then).
+FS_FACTS = frozenset({"file system type", "mkfs command", "mkfs version", "mount options requested",
+                      "mount options in effect"})
+
+
+@dataclass
+class Side:
+    name: str  # as the user wrote it
+    results: str
+    study_id: int
+    study_name: str
+    quick: bool
+    filesystem: str | None  # a file system of the study, or None: all of them
+    runs: list[dict[str, Any]]
+    cells: list[dict[str, Any]]
+
+
+@dataclass
+class MetricComparison:
+    key: str  # the workload case (and file system, comparing studies)
+    metric: str
+    display_unit: str
+    higher_is_better: bool
+    a_text: str
+    b_text: str
+    n_a: int
+    n_b: int
+    relative: float | None  # mean B / mean A - 1
+    low: float | None
+    high: float | None
+    p_value: float | None
+    p_adjusted: float | None
+    effect_size: float | None  # Hedges' g of B - A
+    verdict: str  # "B better", "B worse", "no significant difference", "not tested: …"
+    significant: bool = False
+
+
+@dataclass
+class Difference:
+    fact: str
+    a: str
+    b: str
+    under_test: bool  # the variable being compared, not a warning
+
+
+@dataclass
+class Comparison:
+    a: str
+    b: str
+    mode: str  # "studies" or "file systems"
+    test: str
+    rows: list[MetricComparison] = field(default_factory=list)
+    differences: list[Difference] = field(default_factory=list)
+
+    @property
+    def warnings(self) -> list[Difference]:
+        return [d for d in self.differences if not d.under_test]
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "warnings": [asdict(d) for d in self.warnings]}
+
+
+def _load(results: Path, study_id: int | None) -> tuple[Any, list[dict[str, Any]], list[dict[str, Any]]]:
+    from ..store import Store
+
+    if not (results / "fslab.sqlite").exists():
+        raise FslabError(f"{results}: no fslab.sqlite there (a results directory holds one; "
+                         "write DIR or DIR:STUDY, or two file system names with --results)")
+    with Store(results) as store:
+        row = store.study(study_id)
+        return row, store.runs(row.id), store.cells(row.id)
+
+
+def resolve_sides(a: str, b: str, results: Path, study: int | None) -> tuple[Side, Side]:
+    """A and B as results directories / DIR:STUDY, or as two file systems of one study."""
+    def as_study(text: str) -> Side | None:
+        path, _, sid = text.rpartition(":") if ":" in text else (text, "", "")
+        if sid and not sid.isdigit():
+            path, sid = text, ""
+        if not Path(path or text).is_dir():
+            return None
+        row, runs, cells = _load(Path(path or text), int(sid) if sid else None)
+        return Side(text, str(path or text), row.id, row.name, row.quick, None, runs, cells)
+
+    sa, sb = as_study(a), as_study(b)
+    if sa and sb:
+        return sa, sb
+    if sa or sb:
+        raise FslabError(f"compare {a} {b}: one side is a results directory and the other is not; give two "
+                         "results directories (DIR or DIR:STUDY) or two file systems of one study")
+    row, runs, cells = _load(results, study)
+    names = list(dict.fromkeys(c["filesystem"] for c in cells))
+    for name in (a, b):
+        if name not in names:
+            raise FslabError(f"compare: {name!r} is neither a results directory nor a file system of study "
+                             f"{row.id} in {results}; its file systems: {', '.join(names)}")
+
+    def fs_side(name: str) -> Side:
+        return Side(name, str(results), row.id, row.name, row.quick, name,
+                    [r for r in runs if r["cell"]["filesystem"] == name],
+                    [c for c in cells if c["filesystem"] == name])
+
+    return fs_side(a), fs_side(b)
+
+
+def _values(side: Side, metrics: list[str] | None) -> dict[tuple[str, str], tuple[list[float], dict[str, Any]]]:
+    """(case key, metric) -> (values of ok runs, a stored metric record for unit/direction)."""
+    by_fs = side.filesystem is None
+    out: dict[tuple[str, str], tuple[list[float], dict[str, Any]]] = {}
+    position = {c["id"]: i for i, c in enumerate(side.cells)}
+    for run in sorted(side.runs, key=lambda r: position.get(r["cell"]["id"], len(position))):
+        if run["status"] != "ok":
+            continue
+        cell = run["cell"]
+        key = f"{cell['filesystem']}: {cell_label(cell)}" if by_fs else cell_label(cell)
+        for name in metrics or [cell["primary_metric"]]:
+            m = run["metrics"].get(name)
+            if m is None or m["value"] is None:
+                continue
+            values, _ = out.setdefault((key, name), ([], m))
+            values.append(float(m["value"]))
+    return out
+
+
+def _test(x: list[float], y: list[float], test: str) -> tuple[float | None, str]:
+    """(p, '') or (None, why not tested)."""
+    if len(x) < 2 or len(y) < 2:
+        return None, "not tested: needs n >= 2 on each side"
+    if test == "welch":
+        if np.var(x) == 0 and np.var(y) == 0:
+            return None, "not tested: no spread on either side (every run gave the same number)"
+        return welch_t(y, x).p_value, ""
+    return mann_whitney(y, x).p_value, ""
+
+
+def compare(a: Side, b: Side, metrics: list[str] | None = None, test: str = "welch") -> Comparison:
+    if test not in TESTS:
+        raise FslabError(f"--test {test}: use one of {', '.join(TESTS)}")
+    out = Comparison(a.name, b.name, "file systems" if a.filesystem else "studies", test)
+    va, vb = _values(a, metrics), _values(b, metrics)
+    keys = sorted((k for k in va if k in vb), key=list(va).index)
+    if not keys:
+        raise FslabError(f"compare {a.name} {b.name}: no workload case and metric with ok runs on both sides "
+                         f"(A has {len(va)}, B has {len(vb)}); compare studies of the same study file's "
+                         "workloads, or name --metric")
+    pending: list[tuple[MetricComparison, float]] = []
+    for key in keys:
+        (x, meta), (y, _) = va[key], vb[key]
+        sx, sy = summarize(x), summarize(y)
+        divisor, unit = display_scale(meta["unit"], max(abs(sx.mean), abs(sy.mean)))
+        better = meta.get("higher_is_better")
+        better = True if better is None else bool(better)
+        rel = low = high = None
+        try:
+            r = ratio_ci(y, x)
+            rel = r.ratio - 1
+            low, high = (None, None) if r.low is None or r.high is None else (r.low - 1, r.high - 1)
+        except ValueError:
+            pass
+        p, why = _test(x, y, test)
+        row = MetricComparison(key[0], key[1], unit, better, mean_pm(sx, divisor), mean_pm(sy, divisor),
+                               sx.n, sy.n, rel, low, high, p, None, hedges_g(y, x), why)
+        out.rows.append(row)
+        if p is not None:
+            pending.append((row, p))
+    for (row, _), adjusted in zip(pending, holm([p for _, p in pending])):
+        row.p_adjusted = adjusted
+        row.significant = adjusted < ALPHA
+        if not row.significant:
+            row.verdict = "no significant difference"
+        else:
+            up = (row.relative or 0) > 0
+            row.verdict = "B better" if up == row.higher_is_better else "B worse"
+    out.differences = differences(a, b)
+    return out
+
+
+def _side_facts(side: Side) -> dict[str, str]:
+    seen: dict[str, list[str]] = {}
+    for run in side.runs:
+        for fact, value in run_facts(run, side.quick).items():
+            values = seen.setdefault(fact, [])
+            if value not in values:
+                values.append(value)
+    return {fact: " | ".join(sorted(v)) for fact, v in seen.items()}
+
+
+def differences(a: Side, b: Side) -> list[Difference]:
+    """Every provenance fact whose values differ between the sides."""
+    fa, fb = _side_facts(a), _side_facts(b)
+    out = []
+    for fact in dict.fromkeys([*fa, *fb]):
+        x, y = fa.get(fact, "—"), fb.get(fact, "—")
+        if x != y:
+            out.append(Difference(fact, x, y, a.filesystem is not None and fact in FS_FACTS))
+    if a.filesystem is None:
+        fs_a = sorted({c["filesystem"] for c in a.cells})
+        fs_b = sorted({c["filesystem"] for c in b.cells})
+        if fs_a != fs_b:
+            out.append(Difference("file systems in the study", ", ".join(fs_a), ", ".join(fs_b), False))
+    return out
+
+
+def _rel_text(row: MetricComparison) -> str:
+    if row.relative is None:
+        return "—"
+    text = f"{row.relative * 100:+.1f}%"
+    if row.low is not None and row.high is not None:
+        text += f" [{row.low * 100:+.1f}%, {row.high * 100:+.1f}%]"
+    return text
+
+
+def table_rows(c: Comparison) -> tuple[list[str], list[list[str]]]:
+    columns = ["case", "metric [unit]", f"A: {c.a}", f"B: {c.b}", "B vs A [95% CI]",
+               f"p ({c.test}, Holm)", "Hedges' g", "verdict"]
+    rows = []
+    for r in c.rows:
+        arrow = "↑" if r.higher_is_better else "↓"
+        rows.append([r.key, f"{r.metric} [{r.display_unit}] {arrow}", r.a_text, r.b_text, _rel_text(r),
+                     "—" if r.p_adjusted is None else p_text(r.p_adjusted),
+                     "—" if r.effect_size is None else fmt(r.effect_size), r.verdict])
+    return columns, rows
+
+
+def summary_lines(c: Comparison) -> list[str]:
+    """Plain sentences: the significant differences, then how many showed none."""
+    out = []
+    for r in c.rows:
+        if r.significant and r.relative is not None:
+            ci = (f"95% CI {r.low * 100:+.0f}% to {r.high * 100:+.0f}%, " if r.low is not None
+                  and r.high is not None else "")
+            out.append(f"{r.key}: {r.metric} {abs(r.relative) * 100:.0f}% {'higher' if r.relative > 0 else 'lower'}"
+                       f" in B than in A — {r.verdict} ({ci}{p_text(r.p_adjusted or 0)}, {n_text(r.n_a, r.n_b)}).")
+    same = [r for r in c.rows if r.verdict == "no significant difference"]
+    untested = [r for r in c.rows if r.p_adjusted is None]
+    if same:
+        out.append(f"No significant difference in {len(same)} of {len(c.rows)} comparisons: "
+                   + "; ".join(f"{r.key} {r.metric}" for r in same) + ".")
+    if untested:
+        out.append(f"{len(untested)} comparison(s) not tested: " + "; ".join(
+            f"{r.key} {r.metric} ({r.verdict.removeprefix('not tested: ')})" for r in untested) + ".")
+    return out
+
+
+def warning_lines(c: Comparison) -> list[str]:
+    return [f"{d.fact} differs: A {d.a} / B {d.b}" for d in c.warnings]
+
+
+def method_note(c: Comparison) -> str:
+    test = "Welch's t-test" if c.test == "welch" else "Mann–Whitney U (two-sided)"
+    return (f"B vs A: ratio of means − 1 with its {CONFIDENCE:.0%} interval (delta method on the log ratio). "
+            f"p: {test}, Holm-corrected over all {sum(r.p_value is not None for r in c.rows)} tested "
+            f"comparisons (α = {ALPHA:.2f}). Hedges' g: standardised difference B − A. Values: mean ± "
+            "half-width of the 95% Student-t interval (n runs).")
