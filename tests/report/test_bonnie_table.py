@@ -92,3 +92,18 @@ def test_rendered_text_says_units_n_and_too_fast() -> None:
 
 def test_no_bonnie_runs() -> None:
     assert build_table_iv([], [cell("ext4", "fio")]) == []
+
+
+def test_paper_labels_only_for_the_seed_000_preset() -> None:
+    """A user's own Bonnie++ study gets the table without the paper's row names."""
+    from fslab.report.model import rich_to_sections
+    from fslab.report.sections import extra_tables
+
+    runs, cells = study()
+    [own] = rich_to_sections(extra_tables(runs, cells, "my-bonnie.toml"), "workload")
+    [paper] = rich_to_sections(extra_tables(runs, cells, "preset seed-000"), "workload")
+    assert "seed 000" in paper.title and paper.columns[0] == "paper's row"
+    assert "Random Write" in [r[0] for r in paper.rows]
+    assert "seed 000" not in own.title and "paper's row" not in own.columns
+    assert own.columns[0] == "Bonnie++ test" and "paper" not in own.note
+    assert [r[0] for r in own.rows] == [r[1] for r in paper.rows]

@@ -203,9 +203,11 @@ def compare(a: Side, b: Side, metrics: list[str] | None = None, test: str = "wel
     return out
 
 
-def _side_facts(side: Side) -> dict[str, str]:
+def _side_facts(side: Side, filesystem: str | None = None) -> dict[str, str]:
     seen: dict[str, list[str]] = {}
     for run in side.runs:
+        if filesystem is not None and run["cell"]["filesystem"] != filesystem:
+            continue
         for fact, value in run_facts(run, side.quick).items():
             values = seen.setdefault(fact, [])
             if value not in values:
@@ -214,13 +216,20 @@ def _side_facts(side: Side) -> dict[str, str]:
 
 
 def differences(a: Side, b: Side) -> list[Difference]:
-    """Every provenance fact whose values differ between the sides."""
-    fa, fb = _side_facts(a), _side_facts(b)
+    """Every provenance fact whose values differ between the sides; comparing studies, per
+    file system both have (a fact of ext4 is compared with ext4's)."""
+    if a.filesystem is not None:
+        groups: list[tuple[str, str | None]] = [("", None)]
+    else:
+        names_b = {c["filesystem"] for c in b.cells}
+        groups = [(f"{fs}: ", fs) for fs in dict.fromkeys(c["filesystem"] for c in a.cells) if fs in names_b]
     out = []
-    for fact in dict.fromkeys([*fa, *fb]):
-        x, y = fa.get(fact, "—"), fb.get(fact, "—")
-        if x != y:
-            out.append(Difference(fact, x, y, a.filesystem is not None and fact in FS_FACTS))
+    for prefix, fs in groups:
+        fa, fb = _side_facts(a, fs), _side_facts(b, fs)
+        for fact in dict.fromkeys([*fa, *fb]):
+            x, y = fa.get(fact, "—"), fb.get(fact, "—")
+            if x != y:
+                out.append(Difference(prefix + fact, x, y, a.filesystem is not None and fact in FS_FACTS))
     if a.filesystem is None:
         fs_a = sorted({c["filesystem"] for c in a.cells})
         fs_b = sorted({c["filesystem"] for c in b.cells})
@@ -239,7 +248,7 @@ def _rel_text(row: MetricComparison) -> str:
 
 
 def table_rows(c: Comparison) -> tuple[list[str], list[list[str]]]:
-    columns = ["case", "metric [unit]", f"A: {c.a}", f"B: {c.b}", "B vs A [95% CI]",
+    columns = ["case", "metric [unit]", "A", "B", "B vs A [95% CI]",
                f"p ({c.test}, Holm)", "Hedges' g", "verdict"]
     rows = []
     for r in c.rows:
@@ -250,15 +259,31 @@ def table_rows(c: Comparison) -> tuple[list[str], list[list[str]]]:
     return columns, rows
 
 
+def _how_much(r: MetricComparison) -> tuple[str, str]:
+    """('58% higher' or, beyond 2x either way, '254× lower', its interval in the same terms)."""
+    ratio = 1 + (r.relative or 0)
+    bounds = None if r.low is None or r.high is None else (1 + r.low, 1 + r.high)
+    if ratio >= 2 or ratio <= 0.5:
+        up = ratio > 1
+        how = f"{fmt(ratio if up else 1 / ratio)}× {'higher' if up else 'lower'}"
+        if bounds is None or min(bounds) <= 0:
+            return how, ""
+        lo, hi = sorted(b if up else 1 / b for b in bounds)
+        return how, f"95% CI {fmt(lo)}–{fmt(hi)}×, "
+    how = f"{abs(ratio - 1) * 100:.0f}% {'higher' if ratio > 1 else 'lower'}"
+    if bounds is None:
+        return how, ""
+    return how, f"95% CI {(bounds[0] - 1) * 100:+.0f}% to {(bounds[1] - 1) * 100:+.0f}%, "
+
+
 def summary_lines(c: Comparison) -> list[str]:
     """Plain sentences: the significant differences, then how many showed none."""
     out = []
     for r in c.rows:
         if r.significant and r.relative is not None:
-            ci = (f"95% CI {r.low * 100:+.0f}% to {r.high * 100:+.0f}%, " if r.low is not None
-                  and r.high is not None else "")
-            out.append(f"{r.key}: {r.metric} {abs(r.relative) * 100:.0f}% {'higher' if r.relative > 0 else 'lower'}"
-                       f" in B than in A — {r.verdict} ({ci}{p_text(r.p_adjusted or 0)}, {n_text(r.n_a, r.n_b)}).")
+            how, ci = _how_much(r)
+            out.append(f"{r.key}: {r.metric} {how} in B than in A — {r.verdict} "
+                       f"({ci}{p_text(r.p_adjusted or 0)}, {n_text(r.n_a, r.n_b)}).")
     same = [r for r in c.rows if r.verdict == "no significant difference"]
     untested = [r for r in c.rows if r.p_adjusted is None]
     if same:

@@ -32,11 +32,13 @@ small,.note{color:#555}
 """
 
 
-def _table(columns: list[str], rows: list[list[str]], numeric_from: int = 1, cls: str = "") -> str:
+def _table(columns: list[str], rows: list[list[str]], numeric_from: int = 1, cls: str = "",
+           numeric_to: int = 999) -> str:
     head = "".join(f"<th>{escape(c)}</th>" for c in columns)
     body = []
     for row in rows:
-        tds = "".join(f'<td class="num">{escape(v)}</td>' if i >= numeric_from else f"<td>{escape(v)}</td>"
+        tds = "".join(f'<td class="num">{escape(v)}</td>' if numeric_from <= i < numeric_to
+                      else f"<td>{escape(v)}</td>"
                       for i, v in enumerate(row))
         body.append(f"<tr>{tds}</tr>")
     return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
@@ -142,10 +144,10 @@ def render_compare_html(c: Any) -> str:
     """A compare (report.compare.Comparison) as one self-contained HTML file."""
     from .compare import method_note, summary_lines, table_rows, warning_lines
 
-    title = f"fslab compare: A = {c.a}, B = {c.b}"
+    title = "fslab compare"
     parts = [f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>{escape(title)}</title>"
              f"<style>{CSS}</style></head><body><h1>{escape(title)}</h1>",
-             f'<p class="meta">comparing two {escape(c.mode)}</p>',
+             f'<p class="meta">comparing two {escape(c.mode)}: A = {escape(c.a)}, B = {escape(c.b)}</p>',
              '<section id="summary"><h2>Summary</h2><ul>'
              + "".join(f"<li>{escape(line)}</li>" for line in summary_lines(c)) + "</ul></section>",
              '<section id="warnings"><h2>Other differences between A and B</h2>']
@@ -160,6 +162,6 @@ def render_compare_html(c: Any) -> str:
     if under:
         parts.append("<p>Under test: " + escape("; ".join(f"{d.fact}: A {d.a} / B {d.b}" for d in under)) + "</p>")
     columns, rows = table_rows(c)
-    parts.append('</section><section id="comparisons"><h2>Comparisons</h2>' + _table(columns, rows, 2)
+    parts.append('</section><section id="comparisons"><h2>Comparisons</h2>' + _table(columns, rows, 2, numeric_to=7)
                  + f'<p class="note">{escape(method_note(c))}</p></section></body></html>')
     return "\n".join(parts)

@@ -56,7 +56,9 @@ def chart_svg(chart: ChartData, filesystems: list[str]) -> str:
     left, right, top = 78.0, 16.0, 34.0
     bottom = 30.0 + 14 * max((len(v) for v in label_lines.values()), default=1)
     plot_h = 240.0
-    width = left + right + slot * max(len(chart.cases), 1)
+    arrow = "↑ higher is better" if chart.higher_is_better else "↓ lower is better"
+    heading = f"{chart.title} ({arrow})"
+    width = max(left + right + slot * max(len(chart.cases), 1), 16 + len(heading) * 7.4)
     height = top + plot_h + bottom
     highest = max([b.high or b.mean for b in chart.bars] + [v for b in chart.bars for v in b.values] + [0.0])
     ticks = nice_ticks(highest * 1.05)
@@ -68,8 +70,7 @@ def chart_svg(chart: ChartData, filesystems: list[str]) -> str:
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{width:.0f}" height="{height:.0f}" '
            f'viewBox="0 0 {width:.0f} {height:.0f}" role="img" aria-label="{escape(chart.title)}" '
            f'data-metric="{escape(chart.metric)}">']
-    arrow = "↑ higher is better" if chart.higher_is_better else "↓ lower is better"
-    out.append(f'<text x="{left}" y="16" class="ct">{escape(chart.title)} ({arrow})</text>')
+    out.append(f'<text x="8" y="16" class="ct">{escape(heading)}</text>')
     for t in ticks:
         out.append(f'<line x1="{left}" x2="{width - right}" y1="{y(t):.1f}" y2="{y(t):.1f}" class="grid"/>')
         out.append(f'<text x="{left - 6}" y="{y(t) + 4:.1f}" class="tick" text-anchor="end">{fmt(t)}</text>')

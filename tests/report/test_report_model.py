@@ -1,0 +1,95 @@
+"""The report model and compare on the no-root tier: a fake device, the null file system
+and the null workload run for real (stored in SQLite), plus charts drawn from stored runs
+whose interval reaches below zero."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fslab.report.compare import compare, resolve_sides
+from fslab.report.model import build_report
+from fslab.report.svg import chart_svg
+from fslab.runner import run_study
+from fslab.store import Store
+
+NULL_STUDY = """
+[study]
+name = "null {name}"
+repetitions = 3
+drop_caches = false
+
+[device]
+kind = "fake"
+directory = "{fake}"
+
+[filesystems.null]
+{mount}
+[filesystems.other]
+type = "null"
+
+[[workloads]]
+kind = "null"
+name = "value"
+[workloads.axes]
+value = [1.0, 3.0]
+"""
+
+
+@pytest.fixture
+def results(tmp_path: Path) -> Path:
+    (tmp_path / "fake").mkdir()
+    out = tmp_path / "results"
+    for name, mount in (("a", ""), ("b", 'mount = ["noatime"]')):
+        path = tmp_path / f"{name}.toml"
+        path.write_text(NULL_STUDY.format(name=name, fake=tmp_path / "fake", mount=mount))
+        assert run_study(str(path), results_dir=out).runs_failed == 0
+    return out
+
+
+def test_report_sections_from_the_store(results: Path) -> None:
+    with Store(results) as store:
+        row = store.study(1)
+        report = build_report(row, store.runs(row.id), store.cells(row.id))
+    assert report.filesystems == ["null", "other"]
+    assert [r.label for r in report.rows] == ["value [value=1.0]", "value [value=3.0]"]
+    assert all(e.n == 3 and e.text.endswith("(n=3)") for r in report.rows for e in r.estimates)
+    [chart] = report.charts
+    assert chart.cases == ["value=1.0", "value=3.0"] and chart.display_unit == "1"
+    assert len(chart.bars) == 4 and all(len(b.values) == 3 for b in chart.bars)
+    provenance = {r[0]: r[1:] for r in report.provenance}
+    assert provenance["backend"] == ["host", "host"] and provenance["quick mode"] == ["no", "no"]
+    assert report.failed == [] and report.runs_stored == report.runs_planned == 12
+
+
+def test_compare_names_the_mount_option_and_untestable_rows(results: Path) -> None:
+    a, b = resolve_sides(f"{results}:1", f"{results}:2", results, None)
+    c = compare(a, b)
+    warned = {d.fact: (d.a, d.b) for d in c.warnings}
+    assert warned["null: mount options requested"] == ("—", "noatime")
+    assert not any(f.startswith("other:") for f in warned)
+    # every run gave the requested value: no spread, so no test (never a verdict by default)
+    assert all(r.p_adjusted is None and r.verdict.startswith("not tested") for r in c.rows)
+    # two file systems of one study: the mount option is the variable under test, not a warning
+    a, b = resolve_sides("null", "other", results, 2)
+    c = compare(a, b)
+    assert [d.fact for d in c.differences if d.under_test] == ["mount options requested", "mount options in effect"]
+    assert c.warnings == []
+
+
+def test_compare_refuses_mixed_sides(results: Path) -> None:
+    from fslab.errors import FslabError
+
+    with pytest.raises(FslabError, match="neither a results directory nor a file system"):
+        resolve_sides("null", "ext9", results, 1)
+
+
+def test_interval_below_zero_is_marked_not_clipped_silently() -> None:
+    from fslab.report.model import Bar, ChartData
+
+    chart = ChartData("w: m", "m", "MiB/s", True, ["all"], ["a"],
+                      [Bar("a", "all", 2, 1.0, -3.0, 5.0, [0.1, 1.9], True)])
+    svg = chart_svg(chart, ["a"])
+    assert 'class="crosses"' in svg and "below zero" in svg
+    assert "m [MiB/s]" in svg

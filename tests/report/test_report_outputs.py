@@ -1,0 +1,193 @@
+"""The report a person reads and `fslab compare`, from real small studies: ext4 and xfs on
+loop devices with real fio, stored in SQLite. Study A mounts ext4 with defaults, study B
+mounts it with `sync`; everything else is the same. The HTML is parsed and checked for its
+sections, charts and provenance rows, rendered in headless Chromium and the screenshot
+checked for content; compare finds the mount option and the difference it makes."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from fslab.report.compare import compare, resolve_sides
+from fslab.report.model import build_report
+from fslab.runner import run_study
+from fslab.store import Store
+
+STUDY = """
+[study]
+name = "report {name}"
+repetitions = 5
+
+[device]
+size = "512MiB"
+image_dir = "{images}"
+
+[filesystems.ext4]
+{ext4}
+[filesystems.xfs]
+
+[[workloads]]
+kind = "fio"
+name = "rand4k"
+rw = "randwrite"
+bs = "4k"
+size = "16M"
+runtime = 1
+time_based = 1
+"""
+
+
+@pytest.fixture(scope="module")
+def two_studies(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One results directory, study 1 (ext4 defaults) and study 2 (ext4 mounted sync)."""
+    if os.geteuid() != 0 or shutil.which("fio") is None or not Path("/dev/loop-control").exists():
+        pytest.skip("needs root, loop devices and fio")
+    tmp = tmp_path_factory.mktemp("report")
+    results = tmp / "results"
+    for name, ext4 in (("A", ""), ("B", 'mount = ["sync"]')):
+        path = tmp / f"{name}.toml"
+        path.write_text(STUDY.format(name=name, images=tmp / "images", ext4=ext4))
+        outcome = run_study(str(path), results_dir=results)
+        assert outcome.runs_failed == 0
+    return results
+
+
+class Parsed(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.sections: list[str] = []
+        self.svgs: list[dict[str, str]] = []
+        self.bars: list[str] = []
+        self.external: list[str] = []
+        self.rows: list[list[str]] = []
+        self._row: list[str] | None = None
+        self._cell: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = {k: v or "" for k, v in attrs}
+        if tag == "section":
+            self.sections.append(a.get("id", ""))
+        if tag == "svg":
+            self.svgs.append(a)
+        if tag == "rect" and a.get("id", "").startswith("bar|"):
+            self.bars.append(a["id"])
+        for key in ("src", "href"):
+            if key in a:
+                self.external.append(a[key])
+        if tag == "tr":
+            self._row = []
+        if tag in ("td", "th"):
+            self._cell = []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("td", "th") and self._row is not None and self._cell is not None:
+            self._row.append("".join(self._cell).strip())
+            self._cell = None
+        if tag == "tr" and self._row is not None:
+            self.rows.append(self._row)
+            self._row = None
+
+    def handle_data(self, data: str) -> None:
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def test_html_report_has_every_section_chart_and_provenance_row(two_studies: Path, tmp_path: Path) -> None:
+    out = tmp_path / "report.html"
+    done = subprocess.run([sys.executable, "-m", "fslab", "report", "-r", str(two_studies), "--study", "2",
+                           "--html", str(out), "--markdown", str(tmp_path / "r.md"),
+                           "--json", str(tmp_path / "r.json")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    html = out.read_text()
+    page = Parsed()
+    page.feed(html)
+    assert page.sections == ["summary", "results", "charts", "failures", "provenance"]
+    assert page.external == []  # self-contained: nothing fetched
+    assert len(page.svgs) == 1 and page.svgs[0]["data-metric"] == "iops"
+    assert sorted(page.bars) == ["bar|ext4|all", "bar|xfs|all"]
+    assert html.count('class="pt"') == 10  # every run of both file systems as a dot
+    facts = {row[0]: row[1:] for row in page.rows if row}
+    assert facts["fact"] == ["ext4", "xfs"]
+    for name in ("kernel", "backend", "quick mode", "mkfs command", "mkfs version", "fio version",
+                 "mount options in effect", "device image_size_bytes", "host"):
+        assert name in facts, name
+    assert "sync" in facts["mount options in effect"][0] and "sync" not in facts["mount options requested"][1]
+    assert facts["quick mode"] == ["no", "no"]
+    assert facts["device image_size_bytes"][0].startswith("512 MiB")
+    # the plain-words summary names the comparison with its statistics
+    assert "xfs had" in html and "n = 5 each" in html and "iops [IOPS]" in html
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert [r["metric"] for r in data["rows"]] == ["iops"]
+    assert {e["filesystem"]: e["n"] for e in data["rows"][0]["estimates"]} == {"ext4": 5, "xfs": 5}
+    md = (tmp_path / "r.md").read_text()
+    assert "## Provenance" in md and "| mount options in effect |" in md
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="needs Debian's chromium")
+def test_html_report_renders_in_chromium(two_studies: Path, tmp_path: Path) -> None:
+    from PIL import Image
+
+    from fslab.report.html import render_html
+    from fslab.report.svg import PALETTE
+
+    with Store(two_studies) as store:
+        row = store.study(1)
+        report = build_report(row, store.runs(row.id), store.cells(row.id))
+    page = tmp_path / "report.html"
+    page.write_text(render_html(report))
+    shot = tmp_path / "shot.png"
+    subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                    f"--user-data-dir={tmp_path / 'profile'}", f"--screenshot={shot}", "--window-size=1280,1600",
+                    page.as_uri()], capture_output=True, timeout=120, check=True)
+    image = Image.open(shot).convert("RGB")
+    colours = image.getcolors(maxcolors=1 << 20) or []
+    assert len(colours) > 50  # text, tables and a chart, not a blank page
+    white = max(count for count, _ in colours)
+    assert white < 0.97 * image.width * image.height
+    # each file system's bar colour (drawn at 55% opacity over white) is on screen
+    present = {rgb for _, rgb in colours}
+    for hexcol in PALETTE[:2]:
+        r, g, b = (int(hexcol[i:i + 2], 16) for i in (1, 3, 5))
+        tinted = tuple(round(0.55 * c + 0.45 * 255) for c in (r, g, b))
+        assert any(all(abs(p[k] - tinted[k]) <= 3 for k in range(3)) for p in present), hexcol
+
+
+def test_compare_finds_the_mount_option_and_its_effect(two_studies: Path, tmp_path: Path) -> None:
+    a, b = resolve_sides(f"{two_studies}:1", f"{two_studies}:2", two_studies, None)
+    c = compare(a, b)
+    assert c.mode == "studies"
+    warned = {d.fact: (d.a, d.b) for d in c.warnings}
+    assert warned["ext4: mount options requested"] == ("—", "sync")
+    assert "sync" in warned["ext4: mount options in effect"][1]
+    assert not any(fact.startswith("xfs: mount") for fact in warned)  # xfs was mounted alike
+    rows = {r.key: r for r in c.rows}
+    ext4 = rows["ext4: rand4k"]
+    assert ext4.significant and ext4.verdict == "B worse" and ext4.relative is not None and ext4.relative < -0.5
+    assert ext4.high is not None and ext4.high < 0  # the whole interval says slower
+    assert ext4.n_a == ext4.n_b == 5
+    done = subprocess.run([sys.executable, "-m", "fslab", "compare", f"{two_studies}:1", f"{two_studies}:2",
+                           "--html", str(tmp_path / "c.html"), "--markdown", str(tmp_path / "c.md")],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "warning: ext4: mount options requested differs: A — / B sync" in done.stdout
+    page = Parsed()
+    page.feed((tmp_path / "c.html").read_text())
+    assert page.sections == ["summary", "warnings", "comparisons"]
+    assert "B worse" in (tmp_path / "c.md").read_text()
+
+
+def test_compare_of_a_study_with_itself_finds_nothing(two_studies: Path) -> None:
+    a, b = resolve_sides(f"{two_studies}:1", f"{two_studies}:1", two_studies, None)
+    c = compare(a, b)
+    assert c.rows and all(r.verdict == "no significant difference" for r in c.rows)
+    assert all(r.p_adjusted == 1.0 and r.relative == 0.0 for r in c.rows)
+    assert c.warnings == []
