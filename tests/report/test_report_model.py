@@ -70,7 +70,7 @@ def test_compare_names_the_mount_option_and_untestable_rows(results: Path) -> No
     assert warned["null: mount options requested"] == ("—", "noatime")
     assert not any(f.startswith("other:") for f in warned)
     # every run gave the requested value: no spread, so no test (never a verdict by default)
-    assert all(r.p_adjusted is None and r.verdict.startswith("not tested") for r in c.rows)
+    assert all(r.p_adjusted is None and r.verdict.startswith("no verdict") for r in c.rows)
     # two file systems of one study: the mount option is the variable under test, not a warning
     a, b = resolve_sides("null", "other", results, 2)
     c = compare(a, b)

@@ -13,11 +13,19 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from ..analysis.contrasts import ratio_ci
-from ..analysis.stats import CONFIDENCE, hedges_g, holm, mann_whitney, summarize, welch_t
+from ..analysis.stats import (
+    CONFIDENCE,
+    MIN_N_FOR_VERDICT,
+    NoVerdict,
+    hedges_g,
+    holm,
+    mann_whitney,
+    summarize,
+    welch_t,
+)
 from ..errors import FslabError
+from ..metrics import display_name
 from .labels import cell_label, mean_pm
 from .model import n_text, p_text
 from .provenance_facts import run_facts
@@ -59,7 +67,7 @@ class MetricComparison:
     p_value: float | None
     p_adjusted: float | None
     effect_size: float | None  # Hedges' g of B - A
-    verdict: str  # "B better", "B worse", "no significant difference", "not tested: …"
+    verdict: str  # "B better", "B worse", "no significant difference", "no verdict: …"
     significant: bool = False
 
 
@@ -151,14 +159,14 @@ def _values(side: Side, metrics: list[str] | None) -> dict[tuple[str, str], tupl
 
 
 def _test(x: list[float], y: list[float], test: str) -> tuple[float | None, str]:
-    """(p, '') or (None, why not tested)."""
-    if len(x) < 2 or len(y) < 2:
-        return None, "not tested: needs n >= 2 on each side"
-    if test == "welch":
-        if np.var(x) == 0 and np.var(y) == 0:
-            return None, "not tested: no spread on either side (every run gave the same number)"
-        return welch_t(y, x).p_value, ""
-    return mann_whitney(y, x).p_value, ""
+    """(p, '') or (None, why there is no verdict) — the same refusals as the report's table."""
+    if min(len(x), len(y)) < MIN_N_FOR_VERDICT:
+        return None, f"no verdict: fewer than {MIN_N_FOR_VERDICT} runs per side (n = {len(x)} vs {len(y)})"
+    try:
+        result = welch_t(y, x) if test == "welch" else mann_whitney(y, x)
+    except NoVerdict as exc:
+        return None, f"no verdict: {exc}"
+    return result.p_value, ""
 
 
 def compare(a: Side, b: Side, metrics: list[str] | None = None, test: str = "welch") -> Comparison:
@@ -253,7 +261,7 @@ def table_rows(c: Comparison) -> tuple[list[str], list[list[str]]]:
     rows = []
     for r in c.rows:
         arrow = "↑" if r.higher_is_better else "↓"
-        rows.append([r.key, f"{r.metric} [{r.display_unit}] {arrow}", r.a_text, r.b_text, _rel_text(r),
+        rows.append([r.key, f"{display_name(r.metric)} [{r.display_unit}] {arrow}", r.a_text, r.b_text, _rel_text(r),
                      "—" if r.p_adjusted is None else p_text(r.p_adjusted),
                      "—" if r.effect_size is None else fmt(r.effect_size), r.verdict])
     return columns, rows
@@ -282,16 +290,16 @@ def summary_lines(c: Comparison) -> list[str]:
     for r in c.rows:
         if r.significant and r.relative is not None:
             how, ci = _how_much(r)
-            out.append(f"{r.key}: {r.metric} {how} in B than in A — {r.verdict} "
+            out.append(f"{r.key}: {display_name(r.metric)} {how} in B than in A — {r.verdict} "
                        f"({ci}{p_text(r.p_adjusted or 0)}, {n_text(r.n_a, r.n_b)}).")
     same = [r for r in c.rows if r.verdict == "no significant difference"]
     untested = [r for r in c.rows if r.p_adjusted is None]
     if same:
         out.append(f"No significant difference in {len(same)} of {len(c.rows)} comparisons: "
-                   + "; ".join(f"{r.key} {r.metric}" for r in same) + ".")
+                   + "; ".join(f"{r.key} {display_name(r.metric)}" for r in same) + ".")
     if untested:
-        out.append(f"{len(untested)} comparison(s) not tested: " + "; ".join(
-            f"{r.key} {r.metric} ({r.verdict.removeprefix('not tested: ')})" for r in untested) + ".")
+        out.append(f"{len(untested)} comparison(s) without a verdict: " + "; ".join(
+            f"{r.key} {display_name(r.metric)} ({r.verdict.removeprefix('no verdict: ')})" for r in untested) + ".")
     return out
 
 

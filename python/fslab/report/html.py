@@ -8,8 +8,10 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from ..metrics import display_name
 from .model import Report, TableSection, interval_note
 from .svg import chart_svg, legend_html
+from .tables import NO_VERDICT
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:24px auto;max-width:1180px;
@@ -67,10 +69,10 @@ def summary_table(report: Report) -> tuple[list[str], list[list[str]]]:
             elif e.versus_best is not None:
                 v = e.versus_best
                 text += f"  {v.relative * 100:+.1f}%" + ("*" if v.significant else
-                                                         " (untested)" if v.p_adjusted is None else "")
+                                                         NO_VERDICT if v.p_adjusted is None else "")
             cells.append(text)
         arrow = "↑" if row.higher_is_better else "↓"
-        rows.append([row.label, f"{row.metric} [{row.display_unit}] {arrow}", *cells])
+        rows.append([row.label, f"{display_name(row.metric)} [{row.display_unit}] {arrow}", *cells])
     return columns, rows
 
 

@@ -12,9 +12,10 @@ from typing import Any
 
 from ..analysis.contrasts import ratio_ci
 from ..analysis.stats import CONFIDENCE
+from ..metrics import display_name
 from .labels import cell_label, mean_pm
 from .provenance_facts import facts_by_group
-from .tables import LEGEND, RowData, build_table
+from .tables import LEGEND, RowData, build_table, column
 from .units import display_scale, fmt
 
 SCHEMA = "fslab-report/1"
@@ -146,8 +147,9 @@ def _versus(row: RowData, fs: str) -> Versus | None:
         return None
     low = None if r.low is None else r.low - 1
     high = None if r.high is None else r.high - 1
-    if comparison is None:
-        return Versus(best, r.ratio - 1, low, high, None, False, None, "not tested (needs n >= 2 each)")
+    if comparison is None or comparison.untested or comparison.p_adjusted is None:
+        why = comparison.untested if comparison is not None and comparison.untested else "too few runs"
+        return Versus(best, r.ratio - 1, low, high, None, False, None, f"no verdict: {why}")
     return Versus(best, r.ratio - 1, low, high, comparison.p_adjusted, comparison.significant,
                   comparison.effect_size, comparison.method)
 
@@ -187,14 +189,15 @@ def finding_text(row: SummaryRow, est: Estimate) -> str:
     low = None if v.high is None or v.high <= -1 else 1 / (1 + v.high)
     high = None if v.low is None or v.low <= -1 else 1 / (1 + v.low)
     how, interval = _ratio_words(r, low, high)
-    what = f"{row.metric} [{row.display_unit}]"
-    p = "not tested" if v.p_adjusted is None else p_text(v.p_adjusted)
+    what = f"{display_name(row.metric)} [{row.display_unit}]"
+    p = "no verdict" if v.p_adjusted is None else p_text(v.p_adjusted)
     stats = f"{interval}{p}, {n_text(best.n, est.n)}"
     if v.significant:
         amount = f"{how} the {what} of" if how.endswith("×") else f"{how} {what} than"
         return f"On {row.label}, {row.best} had {amount} {est.filesystem} ({stats})."
     if v.p_adjusted is None:
-        return f"On {row.label}, {row.best} vs {est.filesystem} in {what}: not tested, too few runs ({stats})."
+        return (f"On {row.label}, {row.best} vs {est.filesystem} in {what}: {v.method} "
+                f"(observed: {row.best} {how}; {stats}).")
     return (f"On {row.label}, {row.best} and {est.filesystem} showed no significant difference in {what} "
             f"(observed: {row.best} {how}; {stats}).")
 
@@ -238,7 +241,7 @@ def _charts(rows: list[SummaryRow], filesystems: list[str]) -> list[ChartData]:
     for (workload, metric), group in groups.items():
         magnitude = max((abs(e.mean) for r in group for e in r.estimates), default=0.0)
         d, unit = display_scale(group[0].unit, magnitude)
-        chart = ChartData(f"{workload}: {metric}", metric, unit, group[0].higher_is_better, [], [], [])
+        chart = ChartData(f"{workload}: {display_name(metric)}", metric, unit, group[0].higher_is_better, [], [], [])
         for row in group:
             chart.cases.append(row.case)
             for est in row.estimates:
@@ -291,7 +294,7 @@ def _failed(runs: list[dict[str, Any]], results_dir: str) -> list[FailedRun]:
         if r["status"] == "ok":
             continue
         reason = (r["error"] or "no reason recorded").strip().splitlines()[0]
-        out.append(FailedRun(r["cell"]["filesystem"], cell_label(r["cell"]), r["repetition"] + 1, reason,
+        out.append(FailedRun(column(r["cell"]), cell_label(r["cell"]), r["repetition"] + 1, reason,
                              f"{results_dir}/{r['artifact_dir']}" if r["artifact_dir"] else ""))
     return out
 
@@ -300,7 +303,7 @@ def provenance_rows(runs: list[dict[str, Any]], quick: bool,
                     columns: list[str]) -> list[list[str]]:
     """[field, value per file system]; runs that failed before the file system was made
     add nothing but '—'."""
-    facts = facts_by_group(runs, lambda r: r["cell"]["filesystem"], quick)
+    facts = facts_by_group(runs, lambda r: column(r["cell"]), quick)
     return [[name, *[by_fs.get(fs, "—") for fs in columns]] for name, by_fs in facts.items()]
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from html import escape
 
+from ..metrics import display_name
 from .model import ChartData
 from .units import fmt
 
@@ -75,8 +76,9 @@ def chart_svg(chart: ChartData, filesystems: list[str]) -> str:
         out.append(f'<line x1="{left}" x2="{width - right}" y1="{y(t):.1f}" y2="{y(t):.1f}" class="grid"/>')
         out.append(f'<text x="{left - 6}" y="{y(t) + 4:.1f}" class="tick" text-anchor="end">{fmt(t)}</text>')
     mid = top + plot_h / 2
+    axis_label = f"{display_name(chart.metric)} [{chart.display_unit}]"
     out.append(f'<text x="14" y="{mid:.0f}" class="axis" text-anchor="middle" '
-               f'transform="rotate(-90 14 {mid:.0f})">{escape(chart.metric)} [{escape(chart.display_unit)}]</text>')
+               f'transform="rotate(-90 14 {mid:.0f})">{escape(axis_label)}</text>')
     out.append(f'<line x1="{left}" x2="{width - right}" y1="{y(0):.1f}" y2="{y(0):.1f}" class="axisline"/>')
     bar_w = (slot - 24) / n_fs
     by_key = {(b.filesystem, b.case): b for b in chart.bars}
