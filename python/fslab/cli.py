@@ -77,18 +77,44 @@ def plan(
 
     table = Table(title=f"{spec.study.name} ({source}){' — quick' if quick else ''}",
                   title_justify="left")
-    for col in ("#", "file system", "workload", "parameters"):
+    for col in ("#", "file system", "mkfs options", "mount options", "backend", "workload", "parameters"):
         table.add_column(col)
     for i, c in enumerate(p.cells):
         params = " ".join(f"{k}={v}" for k, v in c.params.items())
         if c.aging is not None:
             params += " aging=" + ",".join(f"{k}={v}" for k, v in c.aging.items() if v is not None)
-        table.add_row(str(i + 1), c.filesystem, escape(c.label), escape(params))
+        table.add_row(str(i + 1), c.filesystem, escape(" ".join(c.mkfs) or "(defaults)"),
+                      escape(",".join(c.mount) or "(defaults)"), c.backend, escape(c.label), escape(params))
     console.print(table)
     console.print(f"{len(p.cells)} cells x {p.repetitions} repetitions = {len(p.runs)} runs, "
                   f"order {p.order} (seed {p.seed}), fresh file system per {p.fresh}")
+    if p.jobs:
+        from .report.provenance_facts import bytes_text
+
+        device = p.jobs[0].settings.device
+        console.print("device: " + escape(", ".join(
+            f"{k}={bytes_text(v) if k == 'size' and isinstance(v, int) else v}" for k, v in device.items())),
+            highlight=False)
+    console.print(_runtime_estimate(p), highlight=False)
     for s in p.skipped:
         console.print(f"[yellow]{s.filesystem}: {s.reason}[/yellow]")
+
+
+def _runtime_estimate(p: Plan) -> str:
+    """The workloads' own time where a run states it (fio's runtime with time_based), and
+    which runs add an unknown time (size-bound fio, Bonnie++, …); mkfs and mount not included."""
+    known = 0.0
+    unknown = 0
+    for r in p.runs:
+        params = r.cell.params
+        if params.get("time_based") and isinstance(params.get("runtime"), (int, float)):
+            known += float(params["runtime"]) + float(params.get("ramp_time") or 0)
+        else:
+            unknown += 1
+    text = f"estimated workload time: at least {known:,.0f} s over {len(p.runs) - unknown} time-based runs"
+    if unknown:
+        text += f"; {unknown} runs end when their work is done (not estimated)"
+    return text + "; making and mounting file systems adds a few seconds per fresh file system"
 
 
 @app.command()

@@ -20,6 +20,23 @@ Exporter = Callable[[StudyRow, list[dict[str, Any]]], str]
 EXPORTERS: Registry[Exporter] = Registry("export format")
 
 
+# The configuration a run was measured in, as columns: a comparison of two data= options
+# (or kernels, backends) can be read from the export without opening SQLite.
+PROVENANCE_COLUMNS = {
+    "kernel": "kernel", "host": "host", "backend": "backend", "mkfs_command": "mkfs command",
+    "mkfs_version": "mkfs version", "mount_options_requested": "mount options requested",
+    "mount_options_in_effect": "mount options in effect", "device_kind": "device kind",
+}
+
+
+def run_provenance(run: dict[str, Any], quick: bool) -> dict[str, str]:
+    """The run's configuration facts ('' when not recorded, e.g. a run that failed early)."""
+    from .report.provenance_facts import run_facts
+
+    facts = run_facts(run, quick)
+    return {key: "" if facts.get(name, "—") == "—" else facts[name] for key, name in PROVENANCE_COLUMNS.items()}
+
+
 def run_records(study: StudyRow, runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for run in runs:
@@ -42,6 +59,7 @@ def run_records(study: StudyRow, runs: list[dict[str, Any]]) -> list[dict[str, A
             "error": run["error"],
             "started_at": run["started_at"],
             "finished_at": run["finished_at"],
+            "provenance": run_provenance(run, study.quick),
             "metrics": {name: {**m, "unit": canonical_unit(m["unit"])} for name, m in run["metrics"].items()},
         })
     return out
@@ -62,13 +80,15 @@ def to_csv(study: StudyRow, runs: list[dict[str, Any]]) -> str:
     metrics = sorted(metric_units)
     fixed = ["study_id", "study", "quick", "run_id", "filesystem", "fs_type", "workload",
              "workload_kind", "backend", "repetition", "sequence", "status", "error"]
-    header = fixed + [f"param.{p}" for p in params] + [f"{m} [{metric_units[m]}]" for m in metrics]
+    header = (fixed + [f"param.{p}" for p in params] + [f"prov.{k}" for k in PROVENANCE_COLUMNS]
+              + [f"{m} [{metric_units[m]}]" for m in metrics])
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     writer.writerow(header)
     for r in records:
         row = [r[k] for k in fixed]
         row += [r["params"].get(p, "") for p in params]
+        row += [r["provenance"][k] for k in PROVENANCE_COLUMNS]
         for m in metrics:
             entry = r["metrics"].get(m)
             if entry is None:

@@ -93,3 +93,18 @@ def test_interval_below_zero_is_marked_not_clipped_silently() -> None:
     svg = chart_svg(chart, ["a"])
     assert 'class="crosses"' in svg and "below zero" in svg
     assert "m [MiB/s]" in svg
+
+
+def test_plan_shows_options_device_and_estimate(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    (tmp_path / "fake").mkdir()
+    path = tmp_path / "s.toml"
+    path.write_text(NULL_STUDY.format(name="p", fake=tmp_path / "fake", mount='mount = ["noatime"]'))
+    done = subprocess.run([sys.executable, "-m", "fslab", "plan", str(path)], capture_output=True, text=True,
+                          env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr
+    assert "mount options" in done.stdout and "noatime" in done.stdout
+    assert f"device: kind=fake, directory={tmp_path / 'fake'}" in done.stdout
+    assert "12 runs end when their work is done (not estimated)" in done.stdout

@@ -195,3 +195,20 @@ def test_compare_of_a_study_with_itself_finds_nothing(two_studies: Path, test: s
     assert c.rows and all(r.verdict == "no significant difference" for r in c.rows)
     assert all(r.p_adjusted == 1.0 and r.relative == 0.0 for r in c.rows)
     assert c.warnings == []
+
+
+def test_export_carries_each_runs_configuration(two_studies: Path) -> None:
+    import csv
+    import io
+
+    from fslab.export import EXPORTERS
+
+    with Store(two_studies) as store:
+        row = store.study(2)
+        rows = list(csv.DictReader(io.StringIO(EXPORTERS.get("csv")(row, store.runs(row.id)))))
+    by_fs = {r["filesystem"]: r for r in rows}
+    assert by_fs["ext4"]["prov.mount_options_requested"] == "sync"
+    assert "sync" in by_fs["ext4"]["prov.mount_options_in_effect"].split(",")
+    assert by_fs["xfs"]["prov.mkfs_command"].startswith("mkfs.xfs")
+    assert {r["prov.kernel"] for r in rows} == {os.uname().release}
+    assert {r["prov.device_kind"] for r in rows} == {"image"}

@@ -11,7 +11,7 @@ from typing import Any
 _PLACE_KEYS = frozenset({"image", "directory", "path", "loop", "device"})
 
 
-def _bytes(value: Any) -> str:
+def bytes_text(value: Any) -> str:
     try:
         n = int(value)
     except (TypeError, ValueError):
@@ -56,7 +56,7 @@ def run_facts(run: dict[str, Any], quick: bool) -> dict[str, str]:
     }
     for key, value in sorted(device.items()):
         if key not in _PLACE_KEYS:
-            facts[f"device {key}"] = (_bytes(value) if key.endswith("_bytes") else
+            facts[f"device {key}"] = (bytes_text(value) if key.endswith("_bytes") else
                                       f"{value} B" if key.endswith("block_size") else _text(value))
     for tool, version in sorted((prov.get("tools") or {}).items()):
         facts[f"{tool} version"] = _text(version)
