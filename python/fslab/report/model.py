@@ -328,7 +328,8 @@ def build_report(study: Any, runs: list[dict[str, Any]], cells: list[dict[str, A
 def interval_note() -> str:
     return (f"Intervals: {CONFIDENCE:.0%} Student-t interval of the mean over n runs; relative "
             "differences: delta method on the log ratio of means; p: Welch's t-test, Holm-corrected "
-            "within each row (α = 0.05); effect size: Hedges' g.")
+            "within each row (α = 0.05); effect size: Hedges' g. The interval (log scale) and the test (raw "
+            "values) can disagree when the spread is wide; the verdict is the test's.")
 
 
 __all__ = ["Report", "build_report", "fmt"]
