@@ -102,7 +102,7 @@ def _load(results: Path, study_id: int | None) -> tuple[Any, list[dict[str, Any]
     if not (results / "fslab.sqlite").exists():
         raise FslabError(f"{results}: no fslab.sqlite there (a results directory holds one; "
                          "write DIR or DIR:STUDY, or two file system names with --results)")
-    with Store(results) as store:
+    with Store(results, read_only=True) as store:
         row = store.study(study_id)
         return row, store.runs(row.id), store.cells(row.id)
 

@@ -15,7 +15,7 @@ def load_report(results: Path, study_id: int | None, metric: str | None = None) 
 
     if not (results / "fslab.sqlite").exists():
         raise FslabError(f"--results {results}: no fslab.sqlite there; run a study first (`fslab run STUDY`)")
-    with Store(results) as store:
+    with Store(results, read_only=True) as store:
         row = store.study(study_id)
         runs, cells = store.runs(row.id), store.cells(row.id)
     if metric is not None and not any(metric in r["metrics"] for r in runs):
