@@ -18,24 +18,14 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from ...resources import alive, process_start_time
 from . import paths
 
 STATE_NAME = "fslab-guest.json"
 
 
-def process_start_ticks(pid: int) -> int | None:
-    """The process's start time in clock ticks since boot, or None if it is gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return int(stat.rsplit(")", 1)[1].split()[19])
-
-
-def alive(pid: int, start_ticks: int | None) -> bool:
-    """Whether ``pid`` is still the process that started at ``start_ticks``."""
-    now = process_start_ticks(pid)
-    return now is not None and (start_ticks is None or now == start_ticks)
+# One notion of "the same process still runs" for every state file fslab keeps.
+process_start_ticks = process_start_time
 
 
 @dataclass(frozen=True)
