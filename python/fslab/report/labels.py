@@ -24,3 +24,9 @@ def mean_pm(summary: Summary, divisor: float = 1.0, n_expected: int | None = Non
     if n_expected is None or summary.n != n_expected:
         text += f" (n={summary.n})"
     return text
+
+
+def fs_column(cell: dict[str, Any]) -> str:
+    """A file system's column: guest runs are labelled so, never put beside host runs as if
+    they were alike (another kernel, emulated hardware)."""
+    return cell["filesystem"] if cell.get("backend", "host") == "host" else f"{cell['filesystem']} (guest)"

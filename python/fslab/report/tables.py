@@ -11,6 +11,7 @@ from ..analysis.stats import MIN_N_FOR_VERDICT, Comparison, Summary, compare_gro
 from ..metrics import display_name
 from ..store import stored_metric_kind
 from .labels import cell_label, mean_pm
+from .labels import fs_column as column
 from .units import display_scale
 
 
@@ -36,12 +37,6 @@ class TableData:
 
 def _row_metric(cell: dict[str, Any], requested: str | None) -> str:
     return requested or cell["primary_metric"]
-
-
-def column(cell: dict[str, Any]) -> str:
-    """A file system's column: guest runs are labelled so, never put beside host runs as if
-    they were alike (another kernel, emulated hardware)."""
-    return cell["filesystem"] if cell.get("backend", "host") == "host" else f"{cell['filesystem']} (guest)"
 
 
 def build_table(runs: list[dict[str, Any]], metric: str | None = None,

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..analysis.stats import summarize
 from ..predictions import cache_warning, split_name
-from .labels import cell_label, mean_pm
+from .labels import cell_label, fs_column, mean_pm
 
 OPS = ("read", "write", "flush", "discard")
 DATA_OPS = ("read", "write")
@@ -35,10 +35,10 @@ def group_traced_runs(runs: Iterable[dict[str, Any]], cells: list[dict[str, Any]
     in the cells' order; workloads and file systems without such runs are left out."""
     out: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for cell in cells:  # fixes the order: the study file's
-        out.setdefault(workload_label(cell), {}).setdefault(cell["filesystem"], [])
+        out.setdefault(workload_label(cell), {}).setdefault(fs_column(cell), [])
     for run in runs:
         if keep(run):
-            out[workload_label(run["cell"])][run["cell"]["filesystem"]].append(run)
+            out[workload_label(run["cell"])][fs_column(run["cell"])].append(run)
     return {w: {fs: rs for fs, rs in by_fs.items() if rs} for w, by_fs in out.items()
             if any(by_fs.values())}
 
