@@ -48,7 +48,7 @@ from . import cpio, paths
 from .init_script import AGENT, render_init
 from .kernel import KernelTree, fetch_kernel
 
-BUILDER_VERSION = 2  # 2: the guest mounts cgroup v2 with the memory controller
+BUILDER_VERSION = 3  # 2: cgroup v2 with memory in the guest; 3: /tmp overlaid, not hidden
 # What init needs before it can mount the host's root: virtio PCI, 9p over virtio, the
 # overlay for /etc, /var and /root, and virtio disks.
 INITRAMFS_MODULES = ("virtio_pci", "virtio_blk", "9pnet_virtio", "9p", "overlay")

@@ -18,8 +18,10 @@ from __future__ import annotations
 # Places of the host's root the guest must be able to write. /etc gets an overlay so
 # that files like /etc/mtab (nilfs2 needs it) and mdadm's config can be written while the
 # host's own configuration stays visible; /var and /root likewise.
-OVERLAID = ("etc", "var", "root")
-TMPFS = ("tmp", "run", "mnt", "media", "srv")
+# /tmp is overlaid, not hidden: a checkout and its venv may live there (CI clones do), and
+# the guest must run the very fslab the host runs.
+OVERLAID = ("etc", "var", "root", "tmp")
+TMPFS = ("run", "mnt", "media", "srv")
 
 INIT = r"""#!/bin/busybox sh
 /bin/busybox mkdir -p /proc /sys /dev /usr/bin /usr/sbin /sbin
@@ -57,12 +59,12 @@ mount -t tmpfs -o mode=0755 tmpfs /overlay
 for d in @TMPFS@; do
   [ -d $R/$d ] && mount -t tmpfs -o mode=0755 tmpfs $R/$d
 done
-chmod 1777 $R/tmp
 for d in @OVERLAID@; do
   mkdir -p /overlay/$d/upper /overlay/$d/work
   mount -t overlay overlay -o lowerdir=$R/$d,upperdir=/overlay/$d/upper,workdir=/overlay/$d/work $R/$d \
     || fail "overlay on /$d"
 done
+chmod 1777 $R/tmp
 mkdir -p $R/dev/pts $R/dev/shm
 mount -t devpts devpts $R/dev/pts
 mount -t tmpfs tmpfs $R/dev/shm
