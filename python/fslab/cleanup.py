@@ -97,8 +97,6 @@ def _release(resource: Resource, dry_run: bool) -> list[str]:
             if not dry_run:
                 _kill_cgroup(Path(ident))
                 remove_cgroup(Path(ident), attempts=20)
-    elif kind == "process":
-        done += _release_process(resource, dry_run)
     elif kind == "guests":  # a folder of guests' run folders: their QEMU and control shares
         from .backends.guest.reaper import cleanup_guests
 
@@ -118,23 +116,6 @@ def _kill_cgroup(path: Path) -> None:
         for pid in (path / "cgroup.procs").read_text().split():
             with contextlib.suppress(OSError):
                 os.kill(int(pid), signal.SIGKILL)
-
-
-def _release_process(resource: Resource, dry_run: bool) -> list[str]:
-    """A process fslab started (a guest's QEMU): killed only if it is still the same
-    program (its command line starts as recorded), so a reused pid is left alone."""
-    pid = int(resource.ident)
-    expected = (resource.info or {}).get("argv0", "")
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
-    except OSError:
-        return []
-    if expected and Path(cmdline).name != Path(expected).name:
-        return []
-    if not dry_run:
-        with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGKILL)
-    return [f"kill process {pid} ({cmdline})"]
 
 
 def cleanup(dry_run: bool = False, under: Path | None = None) -> list[str]:

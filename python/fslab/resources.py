@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-KINDS = ("image", "loop", "mount", "tracefs", "cgroup", "process", "directory", "guests")
+KINDS = ("image", "mount", "tracefs", "cgroup", "directory", "guests")
 _lock = threading.Lock()
 _counter = itertools.count(1)
 
@@ -30,7 +30,7 @@ _counter = itertools.count(1)
 @dataclass(frozen=True)
 class Resource:
     kind: str  # one of KINDS
-    ident: str  # path, device node, instance path, cgroup path, pid or guests' run folder
+    ident: str  # image path, mount point, instance path, cgroup path or guests' run folder
     under: str = ""  # the work directory it belongs to (for `cleanup --under`)
     info: dict[str, Any] | None = None  # e.g. a process's command line, to check it is ours
 
