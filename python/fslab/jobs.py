@@ -34,7 +34,7 @@ def load_job(path: Path) -> Job:
     try:
         return Job.from_json(data)
     except (ValueError, KeyError, TypeError) as exc:
-        raise FslabError(f"{path}: not a valid fslab job: {exc!r}") from None
+        raise FslabError(f"{path}: not a valid fslab job: {exc}") from None
 
 
 def write_job(job: Job, path: Path) -> None:
