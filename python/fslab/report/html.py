@@ -31,6 +31,8 @@ td.num{text-align:right;white-space:nowrap}
 .key{margin-right:14px;white-space:nowrap}.sw{display:inline-block;width:12px;height:12px;
  margin-right:5px;vertical-align:-1px;opacity:.8}
 .pred{border:2px dashed #999;padding:4px 12px;background:#fafafa}
+.tplots{display:flex;flex-wrap:wrap;gap:14px}.tplot{margin:0;width:560px}.tplot img{width:100%;height:auto;
+ border:1px solid #eee}.tplot figcaption{font-size:12px;color:#444}.lossy figcaption b{color:#c00}
 small,.note{color:#555}
 """
 
@@ -77,6 +79,33 @@ def summary_table(report: Report) -> tuple[list[str], list[list[str]]]:
     return columns, rows
 
 
+def trace_plots_html(report: Report) -> str:
+    """LBA-over-time and size-CDF plots of the traced runs, inline PNG, per workload."""
+    if not report.trace_plots and not report.trace_missing:
+        return ""
+    parts = ['<section id="trace-plots"><h2>Block-trace plots</h2><p class="note">Measured on the device '
+             "under test (block layer, tracefs). Size CDFs pool the requests of every run of a file system; "
+             "LBA plots show one run each.</p>"]
+    if report.trace_missing:
+        parts.append('<p class="warn">Trace files missing, their runs left out: '
+                     + escape(", ".join(report.trace_missing)) + "</p>")
+    by_workload: dict[str, list[Any]] = {}
+    for plot in report.trace_plots:
+        by_workload.setdefault(plot.workload, []).append(plot)
+    for workload, plots in by_workload.items():
+        parts.append(f"<h3>{escape(workload)}</h3><div class=tplots>")
+        for p in plots:
+            caption = escape(p.caption)
+            if not p.complete:
+                caption = caption.replace("INCOMPLETE", "<b>INCOMPLETE</b>", 1)
+            parts.append(f'<figure class="tplot{"" if p.complete else " lossy"}" id="plot-{escape(p.id)}" '
+                         f'data-kind="{p.kind}"><img alt="{escape(p.title)}" src="{p.data_uri()}">'
+                         f"<figcaption>{caption}</figcaption></figure>")
+        parts.append("</div>")
+    parts.append("</section>")
+    return "".join(parts)
+
+
 def render_html(report: Report) -> str:
     title = f"{report.name} — fslab report (study {report.study_id})"
     parts = [f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>{escape(title)}</title>"
@@ -118,6 +147,7 @@ def render_html(report: Report) -> str:
     if measured:
         parts.append('<section id="tables"><h2>Workload and trace tables</h2>'
                      + "".join(_section_table(t) for t in measured) + "</section>")
+    parts.append(trace_plots_html(report))
     if predicted:
         parts.append('<section id="predictions" class="pred"><h2>Predictions on device models — not '
                      "measured</h2><p>Each run's block trace replayed on a model; these numbers are "

@@ -24,7 +24,21 @@ def _section(t: TableSection) -> str:
     return f"#### {t.title}\n\n{md_table(t.columns, t.rows)}\n" + (f"\n{t.note}\n" if t.note else "")
 
 
-def render_markdown(report: Report) -> str:
+def _trace_plots(report: Report, figures: dict[str, str]) -> list[str]:
+    """Each trace plot as an image link to its PNG beside the file (``figures``: plot id ->
+    relative path), or, when none was written, its caption alone."""
+    if not report.trace_plots and not report.trace_missing:
+        return []
+    out = ["## Block-trace plots", ""]
+    if report.trace_missing:
+        out += [f"> Trace files missing, their runs left out: {', '.join(report.trace_missing)}", ""]
+    for p in report.trace_plots:
+        out += [f"![{p.title}]({figures[p.id]})" if p.id in figures else f"**{p.title}** (figure not written)",
+                "", p.caption, ""]
+    return out
+
+
+def render_markdown(report: Report, figures: dict[str, str] | None = None) -> str:
     out = [f"# {report.name}", "",
            f"Study {report.study_id} from `{report.source}` — {report.status}, {report.runs_stored} of "
            f"{report.runs_planned} runs stored.", ""]
@@ -44,6 +58,7 @@ def render_markdown(report: Report) -> str:
     predicted = [t for t in report.tables if t.kind == "prediction"]
     if measured:
         out += ["## Workload and trace tables", ""] + [_section(t) for t in measured]
+    out += _trace_plots(report, figures or {})
     if predicted:
         out += ["## Predictions on device models (not measured)", ""] + [_section(t) for t in predicted]
     out += ["## Failed and skipped runs", ""]

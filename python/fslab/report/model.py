@@ -16,6 +16,7 @@ from ..metrics import display_name
 from .labels import cell_label, mean_pm
 from .provenance_facts import facts_by_group
 from .tables import LEGEND, RowData, build_table, column
+from .trace_section import TracePlot
 from .units import display_scale, fmt
 
 SCHEMA = "fslab-report/1"
@@ -130,9 +131,15 @@ class Report:
     runs_stored: int
     runs_planned: int
     legend: str = LEGEND
+    # Filled by report.outputs when the study has traced runs (reading traces is not free).
+    trace_plots: list[TracePlot] = field(default_factory=list)
+    trace_missing: list[str] = field(default_factory=list)  # trace files gone: runs left out
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        for plot in out["trace_plots"]:  # the numbers plotted, not the picture
+            del plot["image_png"]
+        return out
 
 
 def _versus(row: RowData, fs: str) -> Versus | None:

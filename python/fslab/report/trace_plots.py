@@ -5,6 +5,7 @@ histogram drawn as one image, so they stay fast and legible at any trace size.""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import IO
 
 import numpy as np
 
@@ -26,7 +27,11 @@ def _incomplete_note(traces: dict[str, Trace]) -> str:
     return f"  [INCOMPLETE traces: {', '.join(lossy)}]" if lossy else ""
 
 
-def _save(fig, out: Path) -> Path:  # noqa: ANN001 (matplotlib Figure, imported lazily)
+SCATTER_MAX = 20_000  # up to this many requests an LBA plot draws each as a dot, beyond it bins them
+Out = Path | IO[bytes]  # a file name, or a binary buffer (PNG) for an inline image
+
+
+def _save(fig, out: Out) -> Out:  # noqa: ANN001 (matplotlib Figure, imported lazily)
     """Lay out, write and close a figure (closing frees its memory in long reports)."""
     fig.tight_layout()
     fig.savefig(out, dpi=120)
@@ -34,7 +39,7 @@ def _save(fig, out: Path) -> Path:  # noqa: ANN001 (matplotlib Figure, imported 
     return out
 
 
-def size_cdf(traces: dict[str, Trace], out: Path, op: int = OP_WRITE) -> Path:
+def size_cdf(traces: dict[str, Trace], out: Out, op: int = OP_WRITE, title: str = "I/O size CDF") -> Out:
     """CDF of data-request sizes (KiB, log scale) of each trace, overlaid."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
@@ -49,12 +54,13 @@ def size_cdf(traces: dict[str, Trace], out: Path, op: int = OP_WRITE) -> Path:
     ax.set_ylim(0, 1.02)
     ax.grid(alpha=0.3)
     ax.legend()
-    ax.set_title("I/O size CDF" + _incomplete_note(traces), fontsize=10)
+    ax.set_title(title + _incomplete_note(traces), fontsize=10)
     return _save(fig, out)
 
 
-def lba_over_time(trace: Trace, out: Path, label: str = "", bins: tuple[int, int] = (800, 500)) -> Path:
-    """Where on the device requests went over time: reads blue, writes red, shaded by count."""
+def lba_over_time(trace: Trace, out: Out, label: str = "", bins: tuple[int, int] = (800, 500)) -> Out:
+    """Where on the device requests went over time: reads blue, writes red; a dot per
+    request, or (beyond SCATTER_MAX requests) a 2D histogram shaded by count."""
     plt = _plt()
     c = trace.columns
     m = data_requests(trace)
@@ -70,12 +76,15 @@ def lba_over_time(trace: Trace, out: Path, label: str = "", bins: tuple[int, int
             sel = c["op"][m] == op
             if not np.any(sel):
                 continue
-            h, xe, ye = np.histogram2d(x_all[sel], y_all[sel], bins=bins, range=(xr, yr))
-            h = np.ma.masked_equal(h.T, 0)
-            ax.imshow(np.log1p(h), origin="lower", aspect="auto", cmap=cmap, interpolation="nearest",
-                      extent=(xe[0], xe[-1], ye[0], ye[-1]), vmin=0)
-            ax.plot([], [], "s", color="tab:red" if op == OP_WRITE else "tab:blue",
-                    label="write" if op == OP_WRITE else "read")
+            colour = "tab:red" if op == OP_WRITE else "tab:blue"
+            if len(x_all) <= SCATTER_MAX:  # few requests: one visible dot each (a histogram cell is a pixel)
+                ax.scatter(x_all[sel], y_all[sel], s=6, color=colour, alpha=0.6, linewidths=0)
+            else:
+                h, xe, ye = np.histogram2d(x_all[sel], y_all[sel], bins=bins, range=(xr, yr))
+                h = np.ma.masked_equal(h.T, 0)
+                ax.imshow(np.log1p(h), origin="lower", aspect="auto", cmap=cmap, interpolation="nearest",
+                          extent=(xe[0], xe[-1], ye[0], ye[-1]), vmin=0)
+            ax.plot([], [], "s", color=colour, label="write" if op == OP_WRITE else "read")
         ax.legend(loc="upper right")
     ax.set_xlabel("time (s)")
     ax.set_ylabel("device offset (GiB)")
