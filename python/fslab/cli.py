@@ -208,77 +208,17 @@ def resume_command(study: str, results: Path, quick: bool, devices: list[str],
     return " ".join(parts + ["--resume"])
 
 
-def _check_metric(runs: list[dict], metric: str | None) -> None:
-    if metric is None:
-        return
-    stored = sorted({name for r in runs for name in r["metrics"]})
-    if metric not in stored:
-        raise FslabError(f"--metric {metric}: no stored run of this study has it; stored metrics: "
-                         + ", ".join(stored))
-
-
 def _print_report(results: Path, study_id: int | None, metric: str | None) -> None:
-    from .report.tables import LEGEND, build_table, render
-    from .store import Store
+    """The report in the terminal, from the same model as --html/--markdown/--json."""
+    from .report.outputs import load_report
+    from .report.terminal import render_terminal
 
-    with Store(results, read_only=True) as store:
-        row = store.study(study_id)
-        runs = store.runs(row.id)
-        cells = store.cells(row.id)
-    _check_metric(runs, metric)
-    from .runner import shown_status
-
-    status = shown_status(row.status, results)
-    title = f"study {row.id}: {row.name} — {status}"
-    if row.quick:
-        title += " — QUICK run (scaled down: a smoke test, not for conclusions)"
-    table = build_table(runs, metric, cells)
-    console.print(render(table, title))
-    console.print(LEGEND, style="dim")
-    # Sections of one workload kind (e.g. Bonnie++'s Table IV layout).
-    from .report.sections import extra_tables
-
-    for renderable in extra_tables(runs, cells, row.source):
+    report = load_report(results, study_id, metric)
+    for renderable in render_terminal(report):
         console.print(renderable)
-    from .report.trace_tables import report_tables  # traced runs: trace and prediction tables
-
-    for renderable in report_tables(runs, cells):
-        console.print(renderable)
-    for skip in row.skipped:
-        console.print(f"[yellow]{skip['filesystem']}: {skip['reason']}[/yellow]")
-    _print_failures(runs, results)
-    if status != "complete":
-        console.print(f"[yellow]{len(runs)} of {row.planned_runs} runs stored; continue with "
-                      f"`{escape(resume_command(row.source, results, row.quick, []))}`[/yellow]")
-
-
-def failure_groups(runs: list[dict]) -> list[tuple[str, list[dict]]]:
-    """Failed runs grouped by reason (the error's first line, device numbers left out),
-    the most frequent first."""
-    import re
-
-    groups: dict[str, list[dict]] = {}
-    for r in runs:
-        if r["status"] != "ok":
-            first = (r["error"] or "no reason recorded").strip().splitlines()[0]
-            groups.setdefault(re.sub(r"/dev/loop\d+", "/dev/loopN", first), []).append(r)
-    return sorted(groups.items(), key=lambda item: -len(item[1]))
-
-
-def _print_failures(runs: list[dict], results: Path) -> None:
-    groups = failure_groups(runs)
-    if not groups:
-        return
-    total = sum(len(g) for _, g in groups)
-    console.print(f"[red]{total} of {len(runs)} stored runs failed[/red], "
-                  f"{'for one reason' if len(groups) == 1 else f'for {len(groups)} reasons'}:",
-                  highlight=False)
-    for reason, group in groups:
-        example = group[0]
-        c = example["cell"]
-        where = results / (example["artifact_dir"] or "")
-        console.print(escape(f"  {len(group)} x {reason}\n      e.g. {c['filesystem']} {c['workload']} "
-                             f"#{example['repetition'] + 1}; details in {where}"), highlight=False)
+    if report.status != "complete":
+        console.print(f"[yellow]{report.runs_stored} of {report.runs_planned} runs stored; continue with "
+                      f"`{escape(resume_command(report.source, results, report.quick, []))}`[/yellow]")
 
 
 @app.command()

@@ -8,10 +8,9 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from ..metrics import display_name
 from .model import Report, TableSection, interval_note
+from .summary import summary_table
 from .svg import chart_svg, legend_html
-from .tables import NO_VERDICT
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:24px auto;max-width:1180px;
@@ -52,31 +51,6 @@ def _table(columns: list[str], rows: list[list[str]], numeric_from: int = 1, cls
 def _section_table(t: TableSection) -> str:
     note = f'<p class="note">{escape(t.note)}</p>' if t.note else ""
     return f"<h3>{escape(t.title)}</h3>{_table(t.columns, t.rows, 2)}{note}"
-
-
-def summary_table(report: Report) -> tuple[list[str], list[list[str]]]:
-    """Comparison table as text: one row per workload case and metric, a column per file system."""
-    columns = ["workload", "metric [unit]", *report.filesystems]
-    rows = []
-    for row in report.rows:
-        by_fs = {e.filesystem: e for e in row.estimates}
-        cells = []
-        for fs in report.filesystems:
-            e = by_fs.get(fs)
-            if e is None:
-                cells.append("—")
-                continue
-            text = e.text
-            if fs == row.best:
-                text += "  best"
-            elif e.versus_best is not None:
-                v = e.versus_best
-                text += f"  {v.relative * 100:+.1f}%" + ("*" if v.significant else
-                                                         NO_VERDICT if v.p_adjusted is None else "")
-            cells.append(text)
-        arrow = "↑" if row.higher_is_better else "↓"
-        rows.append([row.label, f"{display_name(row.metric)} [{row.display_unit}] {arrow}", *cells])
-    return columns, rows
 
 
 def trace_plots_html(report: Report) -> str:

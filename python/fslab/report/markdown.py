@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .html import summary_table
 from .model import Report, TableSection, interval_note
+from .summary import summary_table
 
 
 def _cell(text: str) -> str:

@@ -15,7 +15,7 @@ from ..analysis.stats import CONFIDENCE
 from ..metrics import display_name
 from .labels import cell_label, mean_pm
 from .provenance_facts import facts_by_group
-from .tables import LEGEND, RowData, build_table, column
+from .tables import LEGEND, RowData, TableData, build_table, column
 from .trace_section import TracePlot
 from .units import display_scale, fmt
 
@@ -60,6 +60,7 @@ class SummaryRow:
     best: str | None
     estimates: list[Estimate]
     notes: list[str] = field(default_factory=list)  # failed runs, runs without a number
+    fs_notes: dict[str, list[str]] = field(default_factory=dict)  # the same, short, per column
 
 
 @dataclass
@@ -109,6 +110,7 @@ class FailedRun:
     repetition: int  # 1-based
     reason: str
     details: str
+    run_id: int | None = None  # `fslab report --run ID` shows it whole
 
 
 @dataclass
@@ -212,8 +214,14 @@ def finding_text(row: SummaryRow, est: Estimate) -> str:
 def _summary_rows(runs: list[dict[str, Any]], cells: list[dict[str, Any]],
                   metric: str | None) -> tuple[list[str], list[SummaryRow]]:
     table = build_table(runs, metric, cells)
+    return table.filesystems, rows_from_table(table, cells)
+
+
+def rows_from_table(table: TableData, cells: list[dict[str, Any]] | None = None) -> list[SummaryRow]:
+    """The comparison table's rows as model rows (``cells`` give each row's workload and case;
+    without them a row is its own workload)."""
     where = {cell_label(c): (c["workload"], ", ".join(f"{k}={v}" for k, v in c["axes"].items()) or "all")
-             for c in cells}
+             for c in cells or []}
     out: list[SummaryRow] = []
     for row in table.rows:
         magnitude = max((s.mean for s in row.summaries.values()), default=0.0)
@@ -222,11 +230,16 @@ def _summary_rows(runs: list[dict[str, Any]], cells: list[dict[str, Any]],
                               _versus(row, fs)) for fs, s in row.summaries.items()]
         notes = [f"{fs}: {len(v)} run(s) without a number ({v[0]})" for fs, v in row.no_number.items()]
         notes += [f"{fs}: {k} run(s) failed" for fs, k in row.failed.items()]
+        fs_notes: dict[str, list[str]] = {}
+        for fs, v in row.no_number.items():
+            fs_notes.setdefault(fs, []).append(f"{len(v)}x {v[0]}")
+        for fs, k in row.failed.items():
+            fs_notes.setdefault(fs, []).append(f"{k} failed")
         workload, case = where.get(row.label, (row.label, "all"))
         out.append(SummaryRow(row.label, workload, case, row.metric, row.unit, unit, divisor,
                               row.higher_is_better, row.best if len(row.summaries) > 1 else None,
-                              estimates, notes))
-    return table.filesystems, out
+                              estimates, notes, fs_notes))
+    return out
 
 
 def _findings(rows: list[SummaryRow]) -> list[Finding]:
@@ -302,7 +315,7 @@ def _failed(runs: list[dict[str, Any]], results_dir: str) -> list[FailedRun]:
             continue
         reason = (r["error"] or "no reason recorded").strip().splitlines()[0]
         out.append(FailedRun(column(r["cell"]), cell_label(r["cell"]), r["repetition"] + 1, reason,
-                             f"{results_dir}/{r['artifact_dir']}" if r["artifact_dir"] else ""))
+                             f"{results_dir}/{r['artifact_dir']}" if r["artifact_dir"] else "", r["run_id"]))
     return out
 
 

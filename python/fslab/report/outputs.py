@@ -26,7 +26,8 @@ def load_report(results: Path, study_id: int | None, metric: str | None = None, 
         runs, cells = store.runs(row.id), store.cells(row.id)
     if metric is not None and not any(metric in r["metrics"] for r in runs):
         stored = sorted({name for r in runs for name in r["metrics"]})
-        raise FslabError(f"--metric {metric}: no stored run of study {row.id} has it; stored: {', '.join(stored)}")
+        raise FslabError(f"--metric {metric}: no stored run of study {row.id} has it; "
+                         f"stored metrics: {', '.join(stored)}")
     report = build_report(row, runs, cells, metric, str(results))
     report.status = shown_status(report.status, results)  # "running" only while a process holds the lock
     if trace_plots:

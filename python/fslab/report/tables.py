@@ -8,11 +8,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..analysis.stats import MIN_N_FOR_VERDICT, Comparison, Summary, compare_groups, summarize
-from ..metrics import display_name
 from ..store import stored_metric_kind
 from .labels import cell_label, mean_pm
 from .labels import fs_column as column
-from .units import display_scale
 
 
 @dataclass
@@ -99,23 +97,12 @@ def cell_text(row: RowData, fs: str, divisor: float) -> str:
     return "  ".join(parts) if parts else "—"
 
 
-def render(table: TableData, title: str) -> Any:
-    """A rich Table (printed by the CLI)."""
-    from rich.markup import escape
-    from rich.table import Table
+def render(table: TableData, title: str, cells: list[dict[str, Any]] | None = None) -> Any:
+    """The table as a rich Table, drawn as the report draws it (report.terminal)."""
+    from .model import rows_from_table
+    from .terminal import summary_renderable
 
-    out = Table(title=title, title_justify="left", show_lines=False)
-    out.add_column("workload")
-    out.add_column("metric (unit)")
-    for fs in table.filesystems:
-        out.add_column(fs, justify="right")
-    for row in table.rows:
-        magnitude = max((s.mean for s in row.summaries.values()), default=0.0)
-        divisor, unit_label = display_scale(row.unit, magnitude)
-        direction = "↑" if row.higher_is_better else "↓"
-        out.add_row(escape(row.label), escape(f"{display_name(row.metric)} [{unit_label}] {direction}"),
-                    *[cell_text(row, fs, divisor) for fs in table.filesystems])
-    return out
+    return summary_renderable(table.filesystems, rows_from_table(table, cells), title)
 
 
 NO_VERDICT = "†"

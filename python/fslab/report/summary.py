@@ -1,0 +1,41 @@
+"""The comparison table as text, the one every renderer shows (terminal, HTML, Markdown):
+a row per workload case and metric, a column per file system, each cell the estimate's
+"mean ± half-width (n)", then 'best' or its difference to the best (* significant,
+† no verdict), then what kept runs from giving a number (failed, no number)."""
+
+from __future__ import annotations
+
+from ..metrics import display_name
+from .model import Report, SummaryRow
+from .tables import NO_VERDICT
+
+
+def row_cells(row: SummaryRow, filesystems: list[str]) -> list[str]:
+    """One text per file-system column ('—' where it has nothing)."""
+    by_fs = {e.filesystem: e for e in row.estimates}
+    cells = []
+    for fs in filesystems:
+        parts: list[str] = []
+        e = by_fs.get(fs)
+        if e is not None:
+            parts.append(e.text)
+            if fs == row.best:
+                parts.append("best")
+            elif e.versus_best is not None:
+                v = e.versus_best
+                parts.append(f"{v.relative * 100:+.1f}%" + ("*" if v.significant else
+                                                             NO_VERDICT if v.p_adjusted is None else ""))
+        parts += row.fs_notes.get(fs, [])
+        cells.append("  ".join(parts) or "—")
+    return cells
+
+
+def metric_text(row: SummaryRow) -> str:
+    """'iops [IOPS] ↑': the metric without its unit suffix, the unit shown, the better direction."""
+    return f"{display_name(row.metric)} [{row.display_unit}] {'↑' if row.higher_is_better else '↓'}"
+
+
+def summary_table(report: Report) -> tuple[list[str], list[list[str]]]:
+    """(columns, rows) of the comparison table."""
+    columns = ["workload", "metric [unit]", *report.filesystems]
+    return columns, [[row.label, metric_text(row), *row_cells(row, report.filesystems)] for row in report.rows]
