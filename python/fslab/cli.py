@@ -237,8 +237,17 @@ def report(
     markdown: Annotated[Optional[Path], typer.Option("--markdown", help="write the report as Markdown")] = None,
     as_json: Annotated[Optional[Path], typer.Option(
         "--json", help="write the report's sections as JSON ('-': stdout, nothing else printed)")] = None,
+    run_id: Annotated[Optional[str], typer.Option(
+        "--run", help="show one run whole: parameters, metrics, provenance, artifacts, raw output "
+        "(a run id from `fslab export`, or its artifact folder name)")] = None,
 ) -> None:
     """Comparison table of a stored study: workloads x file systems, mean ± 95% CI, n."""
+    if run_id is not None:
+        from .report.run_view import render_run, run_view
+
+        for renderable in render_run(run_view(results, run_id, study)):
+            console.print(renderable, highlight=False)
+        return
     if html or markdown or as_json:
         from .report.outputs import write_outputs
 
