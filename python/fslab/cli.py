@@ -357,11 +357,12 @@ def list_(
 def export(
     results: ResultsOpt = DEFAULT_RESULTS,
     study: StudyOpt = None,
-    format: Annotated[str, typer.Option("--format", "-f", help="json or csv")] = "json",
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="file (default: stdout)")] = None,
+    format: Annotated[str, typer.Option("--format", "-f", help="json, csv or parquet")] = "json",
+    output: Annotated[Optional[Path], typer.Option(
+        "--out", "--output", "-o", help="file (default: stdout; parquet needs a file)")] = None,
 ) -> None:
     """One record per run: study, cell parameters, file system, workload, repetition,
-    status, error and metrics (with units)."""
+    status, error, provenance and metrics (with units), as JSON, CSV or typed Parquet."""
     from .export import EXPORTERS
     from .store import Store
 
@@ -369,14 +370,19 @@ def export(
         exporter = EXPORTERS.get(format)
     except KeyError as exc:
         raise FslabError(f"--format: {exc.args[0]}") from None
+    if output is None and format == "parquet":
+        raise FslabError("--format parquet writes a binary file: name it with --out FILE (e.g. --out runs.parquet)")
     with Store(results, read_only=True) as store:
         row = store.study(study)
-        text = exporter(row, store.runs(row.id))
+        data = exporter(row, store.runs(row.id))
     if output:
-        output.write_text(text)
+        if isinstance(data, bytes):
+            output.write_bytes(data)
+        else:
+            output.write_text(data)
         err_console.print(f"wrote {output}")
     else:
-        sys.stdout.write(text)
+        sys.stdout.write(data if isinstance(data, str) else data.decode())
 
 
 @app.command()

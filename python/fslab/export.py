@@ -10,13 +10,14 @@ import csv
 import io
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from .registry import Registry
 from .report.units import canonical_unit
 from .store import StudyRow
 
-Exporter = Callable[[StudyRow, list[dict[str, Any]]], str]
+Exporter = Callable[[StudyRow, list[dict[str, Any]]], "str | bytes"]  # bytes: a binary format
 EXPORTERS: Registry[Exporter] = Registry("export format")
 
 
@@ -69,35 +70,104 @@ def to_json(study: StudyRow, runs: list[dict[str, Any]]) -> str:
     return json.dumps(run_records(study, runs), indent=2, default=str) + "\n"
 
 
-def to_csv(study: StudyRow, runs: list[dict[str, Any]]) -> str:
-    """Flat CSV: parameters as ``param.NAME``, metrics as ``NAME [unit]`` columns."""
+FIXED = ["study_id", "study", "quick", "run_id", "filesystem", "fs_type", "workload",
+         "workload_kind", "backend", "repetition", "sequence", "status", "error"]
+
+
+@dataclass
+class Flat:
+    """The flat table CSV and Parquet share: fixed columns, ``param.NAME``, ``prov.KEY``,
+    then ``NAME [unit]`` per metric (values as stored: None where a run has no number)."""
+    params: list[str]
+    metrics: dict[str, str]  # name -> unit
+    records: list[dict[str, Any]]
+
+    @property
+    def header(self) -> list[str]:
+        return (FIXED + [f"param.{p}" for p in self.params] + [f"prov.{k}" for k in PROVENANCE_COLUMNS]
+                + [f"{m} [{u}]" for m, u in self.metrics.items()])
+
+    def row(self, r: dict[str, Any]) -> list[Any]:
+        """One run's values (a metric's entry is its stored dict, or None when absent)."""
+        return ([r[k] for k in FIXED] + [r["params"].get(p) for p in self.params]
+                + [r["provenance"][k] for k in PROVENANCE_COLUMNS] + [r["metrics"].get(m) for m in self.metrics])
+
+
+def flat(study: StudyRow, runs: list[dict[str, Any]]) -> Flat:
     records = run_records(study, runs)
-    params = sorted({k for r in records for k in r["params"]})
     metric_units: dict[str, str] = {}
     for r in records:
         for name, m in r["metrics"].items():
             metric_units.setdefault(name, m["unit"])
-    metrics = sorted(metric_units)
-    fixed = ["study_id", "study", "quick", "run_id", "filesystem", "fs_type", "workload",
-             "workload_kind", "backend", "repetition", "sequence", "status", "error"]
-    header = (fixed + [f"param.{p}" for p in params] + [f"prov.{k}" for k in PROVENANCE_COLUMNS]
-              + [f"{m} [{metric_units[m]}]" for m in metrics])
+    return Flat(sorted({k for r in records for k in r["params"]}),
+                {m: metric_units[m] for m in sorted(metric_units)}, records)
+
+
+def to_csv(study: StudyRow, runs: list[dict[str, Any]]) -> str:
+    """Flat CSV: parameters as ``param.NAME``, metrics as ``NAME [unit]`` columns; a run
+    without a number has the reason (the metric's note) in its place."""
+    table = flat(study, runs)
+    n_fixed = len(FIXED) + len(table.params) + len(PROVENANCE_COLUMNS)
     buffer = io.StringIO()
     writer = csv.writer(buffer)
-    writer.writerow(header)
-    for r in records:
-        row = [r[k] for k in fixed]
-        row += [r["params"].get(p, "") for p in params]
-        row += [r["provenance"][k] for k in PROVENANCE_COLUMNS]
-        for m in metrics:
-            entry = r["metrics"].get(m)
-            if entry is None:
-                row.append("")
-            else:
-                row.append(entry["value"] if entry["value"] is not None else entry["note"] or "")
-        writer.writerow(row)
+    writer.writerow(table.header)
+    for r in table.records:
+        values = table.row(r)
+        out = ["" if v is None else v for v in values[:n_fixed]]
+        for entry in values[n_fixed:]:
+            out.append("" if entry is None else entry["value"] if entry["value"] is not None
+                       else entry["note"] or "")
+        writer.writerow(out)
+    return buffer.getvalue()
+
+
+def _arrow_type(values: list[Any]) -> Any:
+    """The narrowest column type that holds every value: bool, int64, float64, else string."""
+    import pyarrow as pa
+
+    present = [v for v in values if v is not None and v != ""]
+    if present and all(isinstance(v, bool) for v in present):
+        return pa.bool_()
+    if present and all(isinstance(v, int) and not isinstance(v, bool) for v in present):
+        return pa.int64()
+    if present and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
+        return pa.float64()
+    return pa.string()
+
+
+def to_parquet(study: StudyRow, runs: list[dict[str, Any]]) -> bytes:
+    """The CSV's rows and columns as typed Parquet: numbers as int64/float64, flags as bool,
+    a missing value as null. A metric column holds numbers only; where a run has no number,
+    its reason is in the column ``NAME [unit] note`` (present only when some run has one).
+    Each metric column's unit is also in its field metadata (``unit``)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = flat(study, runs)
+    n_fixed = len(FIXED) + len(table.params) + len(PROVENANCE_COLUMNS)
+    rows = [table.row(r) for r in table.records]
+    fields, arrays = [], []
+    for i, name in enumerate(table.header[:n_fixed]):
+        values = [row[i] if row[i] != "" else None for row in rows]
+        kind = _arrow_type(values)
+        if kind == pa.string():
+            values = [None if v is None else v if isinstance(v, str) else json.dumps(v) for v in values]
+        fields.append(pa.field(name, kind))
+        arrays.append(pa.array(values, kind))
+    for j, (metric, unit) in enumerate(table.metrics.items()):
+        entries = [row[n_fixed + j] for row in rows]
+        fields.append(pa.field(f"{metric} [{unit}]", pa.float64(), metadata={"unit": unit}))
+        arrays.append(pa.array([None if e is None or e["value"] is None else float(e["value"]) for e in entries],
+                               pa.float64()))
+        notes = [None if e is None or e["value"] is not None else e["note"] or "no number" for e in entries]
+        if any(n is not None for n in notes):
+            fields.append(pa.field(f"{metric} [{unit}] note", pa.string()))
+            arrays.append(pa.array(notes, pa.string()))
+    buffer = io.BytesIO()
+    pq.write_table(pa.Table.from_arrays(arrays, schema=pa.schema(fields)), buffer)
     return buffer.getvalue()
 
 
 EXPORTERS.register("json", to_json)
 EXPORTERS.register("csv", to_csv)
+EXPORTERS.register("parquet", to_parquet)

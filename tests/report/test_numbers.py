@@ -64,3 +64,19 @@ def test_one_unit_spelling_and_one_numbering_in_exports() -> None:
     assert "iops [IOPS]" in rows[0]
     assert [row[rows[0].index("repetition")] for row in rows[1:]] == ["1", "2"]
     assert "[IOPS]" in _text({"ext4": [100.0, 110.0, 120.0]}, "iops", "IO/s")
+
+
+def test_parquet_keeps_numbers_typed_and_reasons_apart() -> None:
+    import pyarrow.parquet as pq
+
+    runs = _runs({"ext4": [100.0, 110.0]}, "iops", "IOPS")
+    runs[1]["metrics"]["iops"] = {"value": None, "unit": "IOPS", "note": "too fast to measure (+++++)",
+                                  "higher_is_better": True}
+    study = StudyRow(1, "s", "s.toml", "h", False, "in-order", 1, "run", 2, 2, [], {}, "complete", 0.0, 1.0, "", {})
+    table = pq.read_table(io.BytesIO(EXPORTERS.get("parquet")(study, runs)))
+    csv_header = next(csv.reader(io.StringIO(EXPORTERS.get("csv")(study, runs))))
+    assert table.column_names == csv_header + ["iops [IOPS] note"]
+    assert table.column("iops [IOPS]").to_pylist() == [100.0, None]
+    assert table.column("iops [IOPS] note").to_pylist() == [None, "too fast to measure (+++++)"]
+    assert table.column("param.bs").type == "int64" and table.column("param.rw").to_pylist() == ["randwrite"] * 2
+    assert table.column("error").to_pylist() == [None, None]

@@ -212,3 +212,36 @@ def test_export_carries_each_runs_configuration(two_studies: Path) -> None:
     assert by_fs["xfs"]["prov.mkfs_command"].startswith("mkfs.xfs")
     assert {r["prov.kernel"] for r in rows} == {os.uname().release}
     assert {r["prov.device_kind"] for r in rows} == {"image"}
+
+
+def test_parquet_export_is_the_csv_typed(two_studies: Path, tmp_path: Path) -> None:
+    import csv
+    import io
+
+    import pyarrow.parquet as pq
+
+    out = tmp_path / "runs.parquet"
+    done = subprocess.run([sys.executable, "-m", "fslab", "export", "-r", str(two_studies), "--study", "2",
+                           "--format", "parquet", "--out", str(out)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    table = pq.read_table(out)
+    csv_text = subprocess.run([sys.executable, "-m", "fslab", "export", "-r", str(two_studies), "--study", "2",
+                               "--format", "csv"], capture_output=True, text=True, check=True).stdout
+    rows = list(csv.DictReader(io.StringIO(csv_text)))
+    assert table.column_names == list(rows[0])  # same columns, same order (no run lacks a number here)
+    assert table.num_rows == len(rows) == 10
+    types = {f.name: str(f.type) for f in table.schema}
+    assert types["run_id"] == types["repetition"] == types["param.bs"] == "int64"
+    assert types["quick"] == "bool" and types["iops [IOPS]"] == "double"
+    assert table.schema.field("iops [IOPS]").metadata == {b"unit": b"IOPS"}
+    for record, row in zip(table.to_pylist(), rows):
+        assert str(record["run_id"]) == row["run_id"]
+        assert record["iops [IOPS]"] == pytest.approx(float(row["iops [IOPS]"]))
+        for key in ("prov.kernel", "prov.backend", "prov.mount_options_in_effect", "prov.mkfs_command"):
+            assert record[key] == row[key] and record[key]
+    by_fs = {r["filesystem"]: r for r in table.to_pylist()}
+    assert "sync" in by_fs["ext4"]["prov.mount_options_in_effect"].split(",")
+    assert by_fs["xfs"]["prov.mount_options_requested"] is None  # not '' : nothing was asked
+    refused = subprocess.run([sys.executable, "-m", "fslab", "export", "-r", str(two_studies), "--format",
+                              "parquet"], capture_output=True, text=True)
+    assert refused.returncode == 2 and "--out FILE" in refused.stderr and refused.stdout == ""
