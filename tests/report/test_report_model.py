@@ -81,8 +81,24 @@ def test_compare_names_the_mount_option_and_untestable_rows(results: Path) -> No
 def test_compare_refuses_mixed_sides(results: Path) -> None:
     from fslab.errors import FslabError
 
-    with pytest.raises(FslabError, match="neither a results directory nor a file system"):
+    with pytest.raises(FslabError, match=r"'ext9' is neither a results directory \(.*ext9 does not exist\) nor "
+                       r"a file system of study 1 .*its file systems: null, other\.\nValid arguments: "):
         resolve_sides("null", "ext9", results, 1)
+
+
+def test_compare_typos_say_what_was_tried_and_what_is_valid(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    (tmp_path / "a-file").write_text("")
+    done = subprocess.run([sys.executable, "-m", "fslab", "compare", "typo-a", "a-file"], cwd=tmp_path,
+                          capture_output=True, text=True)
+    message = " ".join(done.stderr.split())
+    assert done.returncode == 2
+    assert f"{tmp_path / 'typo-a'} does not exist" in message and f"{tmp_path / 'a-file'} is not a directory" in message
+    assert f"--results {tmp_path / 'fslab-results'}: it holds no fslab.sqlite" in message
+    assert "Valid arguments: two results directories" in message
+    assert "`fslab compare res:1 res:2`" in message and "`fslab compare ext4 xfs -r DIR [--study N]`" in message
 
 
 def test_interval_below_zero_is_marked_not_clipped_silently() -> None:

@@ -107,6 +107,22 @@ def _load(results: Path, study_id: int | None) -> tuple[Any, list[dict[str, Any]
         return row, store.runs(row.id), store.cells(row.id)
 
 
+VALID_ARGUMENTS = ("Valid arguments: two results directories (`fslab compare before/ after/`), a study in each "
+                   "(`fslab compare res:1 res:2`), or two file systems of one study (`fslab compare ext4 xfs "
+                   "-r DIR [--study N]`).")
+
+
+def _tried_dir(text: str) -> str:
+    """What was found where ``text`` would be a results directory (DIR or DIR:STUDY)."""
+    path = Path(text.rpartition(":")[0] if text.rpartition(":")[2].isdigit() else text)
+    where = path.resolve()
+    if not path.exists():
+        return f"{where} does not exist"
+    if not path.is_dir():
+        return f"{where} is not a directory"
+    return f"{where} holds no fslab.sqlite"
+
+
 def resolve_sides(a: str, b: str, results: Path, study: int | None) -> tuple[Side, Side]:
     """A and B as results directories / DIR:STUDY, or as two file systems of one study."""
     def as_study(text: str) -> Side | None:
@@ -122,14 +138,20 @@ def resolve_sides(a: str, b: str, results: Path, study: int | None) -> tuple[Sid
     if sa and sb:
         return sa, sb
     if sa or sb:
-        raise FslabError(f"compare {a} {b}: one side is a results directory and the other is not; give two "
-                         "results directories (DIR or DIR:STUDY) or two file systems of one study")
+        other = b if sa else a
+        raise FslabError(f"compare {a} {b}: one side is a results directory and the other is not: "
+                         f"{_tried_dir(other)}.\n{VALID_ARGUMENTS}")
+    if not (results / "fslab.sqlite").exists():
+        raise FslabError(f"compare {a} {b}: found nothing to compare. Tried each as a results directory: "
+                         f"{_tried_dir(a)}; {_tried_dir(b)}. Tried them as file systems of a study in "
+                         f"--results {results.resolve()}: it holds no fslab.sqlite.\n{VALID_ARGUMENTS}")
     row, runs, cells = _load(results, study)
     names = list(dict.fromkeys(c["filesystem"] for c in cells))
     for name in (a, b):
         if name not in names:
-            raise FslabError(f"compare: {name!r} is neither a results directory nor a file system of study "
-                             f"{row.id} in {results}; its file systems: {', '.join(names)}")
+            raise FslabError(f"compare: {name!r} is neither a results directory ({_tried_dir(name)}) nor a file "
+                             f"system of study {row.id} in {results}; its file systems: {', '.join(names)}."
+                             f"\n{VALID_ARGUMENTS}")
 
     def fs_side(name: str) -> Side:
         return Side(name, str(results), row.id, row.name, row.quick, name,
