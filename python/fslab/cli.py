@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -251,7 +253,10 @@ def report(
     if html or markdown or as_json:
         from .report.outputs import write_outputs
 
-        for line in write_outputs(results, study, metric, html=html, markdown=markdown, as_json=as_json):
+        with trace_progress("reading traces for the report") as progress:
+            lines = write_outputs(results, study, metric, html=html, markdown=markdown, as_json=as_json,
+                                  progress=progress)
+        for line in lines:
             err_console.print(line, highlight=False)
         if str(as_json) == "-":
             return
@@ -273,10 +278,29 @@ def report(
         _write_trace_figures(results, runs, cells, traces)
 
 
+@contextmanager
+def trace_progress(description: str) -> Iterator[Callable[[int, int, str], None]]:
+    """A counter with ETA on stderr while trace files are read (big traces take a while);
+    silent when stderr is not a terminal."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    bar = Progress(TextColumn(description), BarColumn(), MofNCompleteColumn(), TextColumn("ETA"),
+                   TimeRemainingColumn(), TextColumn("{task.fields[what]}"), console=err_console,
+                   disable=not err_console.is_terminal, transient=True)
+    task = bar.add_task(description, total=None, what="")
+
+    def update(done: int, total: int, what: str) -> None:
+        bar.update(task, completed=done, total=total, what=escape(what[:50]))
+
+    with bar:
+        yield update
+
+
 def _write_trace_figures(results: Path, runs: list[dict], cells: list[dict], out: Path) -> None:
     from .report.trace_figures import write_trace_figures
 
-    done = write_trace_figures(results, runs, cells, out)
+    with trace_progress("reading traces") as progress:
+        done = write_trace_figures(results, runs, cells, out, progress)
     for table in done.tables:
         console.print(table)
     for path in done.missing:

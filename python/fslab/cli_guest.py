@@ -37,13 +37,21 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Fetch the kernel package and build the guest's initramfs (cached by its inputs)."""
         from .backends.guest.build import build
-        from .backends.guest.kvm import kvm_verdict
+        from .backends.guest.kvm import PROBE_TIMEOUT_S, kvm_verdict
+        from .cli import err_console
 
-        b = build(kernel, force=force)
+        steps = 2 if probe_kvm else 1
+        # Each step's time is not known in advance (a download, a trial boot): a counter and
+        # the time spent, with the longest the probe may take.
+        with err_console.status(f"[1/{steps}] fetching the kernel package (cached after the first time) "
+                                "and building the initramfs"):
+            b = build(kernel, force=force)
         print(f"guest {b.key}: {b.package} {b.package_version} (kernel {b.release})")
         print(f"  initramfs {b.initramfs} ({_mib(b.initramfs_bytes)}, {len(b.modules_loaded)} modules)")
         if probe_kvm:
-            v = kvm_verdict(b)
+            with err_console.status(f"[2/2] trying KVM with one boot (at most {PROBE_TIMEOUT_S:.0f} s; "
+                                    "remembered afterwards)"):
+                v = kvm_verdict(b)
             print(f"  accelerator: {'KVM' if v.usable else 'TCG (software emulation)'}: {v.reason}")
 
     @guest.command("status")

@@ -15,6 +15,7 @@ Lossy traces are marked in the table (``incomplete_runs``, ``lost_events``) and 
 from __future__ import annotations
 
 import csv
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -121,9 +122,10 @@ def _table(label: str, rows: list[dict[str, Any]]) -> Any:
 
 
 def write_trace_figures(results_dir: Path, runs: list[dict[str, Any]], cells: list[dict[str, Any]],
-                        out_dir: Path) -> TraceFigures:
+                        out_dir: Path, progress: Callable[[int, int, str], None] | None = None) -> TraceFigures:
     """Table 1 (CSV + rich table), Figures 3 and 4 and LBA plots of a stored study into
-    ``out_dir``. Raises FslabError (from the trace reader) on an unreadable trace file."""
+    ``out_dir``; ``progress(done, total, what)`` after each trace file is read. Raises
+    FslabError (from the trace reader) on an unreadable trace file."""
     out = TraceFigures()
     out_dir.mkdir(parents=True, exist_ok=True)
 
@@ -136,9 +138,21 @@ def write_trace_figures(results_dir: Path, runs: list[dict[str, Any]], cells: li
             return False
         return True
 
-    for label, by_fs in group_traced_runs(runs, cells, keep=captured).items():
+    groups = group_traced_runs(runs, cells, keep=captured)
+    total = sum(len(rs) for by_fs in groups.values() for rs in by_fs.values())
+    done = 0
+
+    def read(run: dict[str, Any], what: str) -> Trace:
+        nonlocal done
+        trace = load_trace(trace_path(results_dir, run))  # type: ignore[arg-type]
+        done += 1
+        if progress is not None:
+            progress(done, total, what)
+        return trace
+
+    for label, by_fs in groups.items():
         name = slug(label)
-        traces = {fs: [load_trace(trace_path(results_dir, r)) for r in rs] for fs, rs in by_fs.items()}
+        traces = {fs: [read(r, f"{label} {fs}") for r in rs] for fs, rs in by_fs.items()}
         results = {fs: [analyze(t) for t in ts] for fs, ts in traces.items()}
         rows = [row for fs, rs in results.items() for row in _rows(label, fs, rs)]
         out.rows += rows
