@@ -19,7 +19,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from ..analysis.stats import summarize  # noqa: E402
 from ..store import stored_metric_kind  # noqa: E402
-from .units import display_scale  # noqa: E402
+from .units import display_scale, fmt  # noqa: E402
 
 
 @dataclass
@@ -75,6 +75,7 @@ def draw(chart: Chart, path_stem: Path) -> list[Path]:
     width = 0.8 / n_fs
     fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * len(chart.cases) * max(1, n_fs / 2)), 4.5))
     ns: set[int] = set()
+    crossing: list[str] = []
     for i, fs in enumerate(chart.filesystems):
         for j, case in enumerate(chart.cases):
             summary = means.get((fs, case))
@@ -83,11 +84,16 @@ def draw(chart: Chart, path_stem: Path) -> list[Path]:
             ns.add(summary.n)
             err = (summary.ci_half_width or 0.0) / divisor
             height = summary.mean / divisor
-            # An interval reaching below zero is drawn to zero: no rate is negative.
+            x = j - 0.4 + width * (i + 0.5)
+            # An interval reaching below zero (few runs, wide spread) is drawn to zero, where
+            # a hollow red marker says it goes on; the note under the chart gives its end.
             yerr = [[min(err, height)], [err]]
-            bars = ax.bar(j - 0.4 + width * (i + 0.5), height, width, yerr=yerr, capsize=2, color=f"C{i}",
-                          label=fs if j == 0 else None)
+            bars = ax.bar(x, height, width, yerr=yerr, capsize=2, color=f"C{i}", label=fs if j == 0 else None)
             bars.patches[0].set_gid(f"bar|{fs}|{case}")
+            if height - err < 0 <= min(chart.values[(fs, case)]):
+                marker = ax.plot([x], [0], "o", mfc="white", mec="#c00", mew=1.5, ms=6, clip_on=False)[0]
+                marker.set_gid(f"crosses|{fs}|{case}")
+                crossing.append(f"{fs}{', ' + case if case else ''}: {fmt(height - err)}")
     ax.set_xticks(range(len(chart.cases)))
     ax.set_xticklabels([c.replace(", ", "\n") for c in chart.cases], fontsize=7)
     n_text = "n=" + "/".join(str(n) for n in sorted(ns)) if ns else "no data"
@@ -96,7 +102,13 @@ def draw(chart: Chart, path_stem: Path) -> list[Path]:
     ax.legend(fontsize=8)
     ax.grid(axis="y", alpha=0.3)
     ax.set_ylim(bottom=0)
-    fig.tight_layout()
+    if crossing:
+        more = f" (+{len(crossing) - 3} more)" if len(crossing) > 3 else ""
+        fig.text(0.01, 0.01, "○ 95% interval reaches below zero, drawn to 0; lower ends: "
+                 + "; ".join(crossing[:3]) + more, fontsize=7, color="#c00", gid="crosses-note")
+        fig.tight_layout(rect=(0, 0.04, 1, 1))
+    else:
+        fig.tight_layout()
     written = []
     for suffix in (".png", ".svg"):
         out = path_stem.with_suffix(suffix)
