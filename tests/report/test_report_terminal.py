@@ -64,6 +64,7 @@ def test_terminal_html_and_markdown_show_the_same_cells(results: Path) -> None:
     done = CliRunner().invoke(app, ["report", "-r", str(results)], terminal_width=250)
     assert done.exit_code == 0, done.output
     html, md = render_html(report), render_markdown(report)
+    assert [c.metric for c in report.charts] == ["null_value"] and report.charts[0].title.startswith("value:")
     for row in rows:
         line = next(ln for ln in done.output.splitlines() if ln.startswith(f"│ {row[0]} "))
         cells = [c.strip() for c in line.strip("│").split("│")]

@@ -130,9 +130,12 @@ def render_html(report: Report) -> str:
 
     parts.append('<section id="failures"><h2>Failed and skipped runs</h2>')
     if report.failed:
-        parts.append(_table(["file system", "workload", "repetition", "reason", "details"],
-                            [[f.filesystem, f.workload, str(f.repetition), f.reason, f.details]
-                             for f in report.failed], 99))
+        parts.append(_table(["file system", "workload", "repetition", "reason", "details", "run id"],
+                            [[f.filesystem, f.workload, str(f.repetition), f.reason, f.details,
+                              "—" if f.run_id is None else str(f.run_id)]
+                             for f in report.failed], 99)
+                     + '<p class="note"><code>fslab report --run ID</code> shows one run whole: its error, '
+                     "parameters, artifacts and raw output.</p>")
     if report.skipped:
         parts.append("<ul>" + "".join(f"<li>skipped {escape(s['filesystem'])}: {escape(s['reason'])}</li>"
                                       for s in report.skipped) + "</ul>")

@@ -63,9 +63,11 @@ def render_markdown(report: Report, figures: dict[str, str] | None = None) -> st
         out += ["## Predictions on device models (not measured)", ""] + [_section(t) for t in predicted]
     out += ["## Failed and skipped runs", ""]
     if report.failed:
-        out += [md_table(["file system", "workload", "repetition", "reason", "details"],
-                         [[f.filesystem, f.workload, str(f.repetition), f.reason, f.details]
-                          for f in report.failed]), ""]
+        out += [md_table(["file system", "workload", "repetition", "reason", "details", "run id"],
+                         [[f.filesystem, f.workload, str(f.repetition), f.reason, f.details,
+                              "—" if f.run_id is None else str(f.run_id)]
+                          for f in report.failed]), "",
+                "`fslab report --run ID` shows one run whole: its error, parameters, artifacts and raw output.", ""]
     out += [f"- skipped {s['filesystem']}: {s['reason']}" for s in report.skipped]
     if not report.failed and not report.skipped:
         out += ["None."]

@@ -274,7 +274,8 @@ def _charts(rows: list[SummaryRow], filesystems: list[str]) -> list[ChartData]:
                 chart.bars.append(Bar(est.filesystem, row.case, est.n, est.mean / d, low, high,
                                       [v / d for v in est.values], crosses))
         chart.filesystems.sort(key=filesystems.index)
-        out.append(chart)
+        if chart.bars:  # a workload whose runs all failed has nothing to draw; its table row says why
+            out.append(chart)
     return out
 
 
