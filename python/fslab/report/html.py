@@ -67,16 +67,25 @@ def trace_plots_html(report: Report) -> str:
     for plot in report.trace_plots:
         by_workload.setdefault(plot.workload, []).append(plot)
     for workload, plots in by_workload.items():
-        parts.append(f"<h3>{escape(workload)}</h3><div class=tplots>")
-        for p in plots:
-            caption = escape(p.caption)
-            if not p.complete:
-                caption = caption.replace("INCOMPLETE", "<b>INCOMPLETE</b>", 1)
-            parts.append(f'<figure class="tplot{"" if p.complete else " lossy"}" id="plot-{escape(p.id)}" '
-                         f'data-kind="{p.kind}"><img alt="{escape(p.title)}" src="{p.data_uri()}">'
-                         f"<figcaption>{caption}</figcaption></figure>")
-        parts.append("</div>")
+        parts.append(f"<h3>{escape(workload)}</h3>")
+        for kind in ("size_cdf", "lba"):  # a row of CDFs, then the file systems' LBA plots side by side
+            parts.append(_plot_row([p for p in plots if p.kind == kind]))
     parts.append("</section>")
+    return "".join(parts)
+
+
+def _plot_row(plots: list[Any]) -> str:
+    if not plots:
+        return ""
+    parts = ["<div class=tplots>"]
+    for p in plots:
+        caption = escape(p.caption)
+        if not p.complete:
+            caption = caption.replace("INCOMPLETE", "<b>INCOMPLETE</b>", 1)
+        parts.append(f'<figure class="tplot{"" if p.complete else " lossy"}" id="plot-{escape(p.id)}" '
+                     f'data-kind="{p.kind}"><img alt="{escape(p.title)}" src="{p.data_uri()}">'
+                     f"<figcaption>{caption}</figcaption></figure>")
+    parts.append("</div>")
     return "".join(parts)
 
 
