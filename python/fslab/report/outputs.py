@@ -19,8 +19,6 @@ def load_report(results: Path, study_id: int | None, metric: str | None = None, 
     from ..runner import shown_status
     from ..store import Store
 
-    if not (results / "fslab.sqlite").exists():
-        raise FslabError(f"--results {results}: no fslab.sqlite there; run a study first (`fslab run STUDY`)")
     with Store(results, read_only=True) as store:
         row = store.study(study_id)
         runs, cells = store.runs(row.id), store.cells(row.id)

@@ -68,8 +68,6 @@ def find_run(results: Path, wanted: str, study_id: int | None) -> tuple[Any, dic
     that exist when there is none."""
     from ..store import Store
 
-    if not (results / "fslab.sqlite").exists():
-        raise FslabError(f"--results {results}: no fslab.sqlite there; run a study first (`fslab run STUDY`)")
     with Store(results, read_only=True) as store:
         studies = [store.study(study_id)] if study_id is not None or not wanted.isdigit() else store.studies()
         if not studies:
