@@ -155,3 +155,35 @@ def test_lossy_trace_is_marked_in_its_plots(study, tmp_path: Path) -> None:
     assert "Trace complete" in page.figures["plot-lba_randwrite_ext4"]["caption"]
     data = {p.id: p for p in report.trace_plots}
     assert data["lba_randwrite_xfs"].lost_events == 1234 and data["lba_randwrite_ext4"].complete
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="needs Debian's chromium")
+def test_trace_plots_render_in_chromium(study, tmp_path: Path) -> None:
+    """The inline images decode and show in a browser: the LBA plots' write dots (matplotlib's
+    tab:red at 60% over white) and the CDF lines (tab:blue, tab:orange) are on screen."""
+    from PIL import Image
+
+    from fslab.report.html import render_html
+    from fslab.report.outputs import load_report
+
+    results, _, _ = study
+    report = load_report(results, None, trace_plots=True, images=True)
+    page = tmp_path / "plots.html"
+    # The plots section alone, so the screenshot holds the images and not the tables above them.
+    html = render_html(report)
+    start = html.index('<section id="trace-plots">')
+    page.write_text(html[:html.index("<body>") + 6] + html[start:html.index("</section>", start) + 10]
+                    + "</body></html>")
+    shot = tmp_path / "shot.png"
+    subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                    f"--user-data-dir={tmp_path / 'profile'}", f"--screenshot={shot}", "--window-size=1280,1800",
+                    page.as_uri()], capture_output=True, timeout=120, check=True)
+    present = {rgb for _, rgb in Image.open(shot).convert("RGB").getcolors(maxcolors=1 << 22) or []}
+
+    def near(rgb: tuple[int, int, int], tolerance: int = 12) -> bool:
+        return any(all(abs(p[k] - rgb[k]) <= tolerance for k in range(3)) for p in present)
+
+    red = tuple(round(0.6 * c + 0.4 * 255) for c in (0xD6, 0x27, 0x28))
+    assert near(red)  # write dots of the LBA plots
+    assert near((0x1F, 0x77, 0xB4)) and near((0xFF, 0x7F, 0x0E))  # the two CDF lines
