@@ -27,7 +27,7 @@ system-packages:
 $(VENV)/.installed: pyproject.toml $(RUST_SOURCES)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q -e '.[dev,dask]'
 	touch $@
 
 demo: setup

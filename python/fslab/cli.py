@@ -133,6 +133,8 @@ def run(
     allow_exec: Annotated[bool, typer.Option(
         "--allow-exec", help="allow workload options that run programs as root (fio exec_prerun, "
         "exec_postrun, ioengine=exec), inline or in a job file")] = False,
+    executor: Annotated[Optional[str], typer.Option(
+        help="local (default) or dask://HOST:PORT: each job runs on an `fslab worker` of that Dask scheduler")] = None,
 ) -> None:
     """Run a study: make, mount and measure every cell, store every run."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -170,14 +172,14 @@ def run(
             outcome = run_study(
                 study, results_dir=results, quick=quick, resume=resume, retry_failed=retry_failed,
                 allowed_devices=frozenset(destroy_data_on or []), allow_exec=allow_exec,
-                on_start=on_start,
+                on_start=on_start, executor=executor,
                 on_record=on_record,
             )
     except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM or SIGHUP: all released by now
         err_console.print(
             f"[yellow]interrupted[/yellow] ({str(exc) or 'Ctrl-C'}): every mount and device was "
             f"released; the runs already stored are kept. Continue with "
-            f"`{resume_command(study, results, quick, destroy_data_on or [], allow_exec)}`",
+            f"`{resume_command(study, results, quick, destroy_data_on or [], allow_exec, executor)}`",
             highlight=False)
         raise typer.Exit(130) from None
     if not quiet:
@@ -190,7 +192,7 @@ def run(
         print(outcome.study_id)
     if outcome.runs_failed_total:
         # A study with failed runs is not a success, even when it ran to its end.
-        retry = resume_command(study, results, quick, destroy_data_on or [], allow_exec)
+        retry = resume_command(study, results, quick, destroy_data_on or [], allow_exec, executor)
         err_console.print(
             f"[red]{outcome.runs_failed_total} of {outcome.runs_planned} runs failed[/red] (reasons above; "
             f"`fslab report -r {results}` shows them again); re-run them with "
@@ -200,11 +202,12 @@ def run(
 
 
 def resume_command(study: str, results: Path, quick: bool, devices: list[str],
-                   allow_exec: bool = False) -> str:
+                   allow_exec: bool = False, executor: str | None = None) -> str:
     """The exact command that continues a study (same file, results, quick mode, devices)."""
     parts = ["fslab", "run", study.removeprefix("preset "), "-r", str(results)]
     parts += ["--quick"] if quick else []
     parts += ["--allow-exec"] if allow_exec else []
+    parts += ["--executor", executor] if executor else []
     for device in devices:
         parts += ["--destroy-data-on", device]
     return " ".join(parts + ["--resume"])
@@ -482,7 +485,8 @@ def _register_optional_commands() -> None:
     """Command families that live in their own modules."""
     import importlib
 
-    for module in ("fslab.cli_simulate", "fslab.cli_trace", "fslab.cli_guest", "fslab.cli_compare"):
+    for module in ("fslab.cli_simulate", "fslab.cli_trace", "fslab.cli_guest", "fslab.cli_compare",
+                   "fslab.cli_worker"):
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError as exc:

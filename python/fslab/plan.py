@@ -90,6 +90,7 @@ class JobSettings:
     guest_kernel: str = "6.1"  # the guest backend's kernel: "6.1", "6.12" or a path
     guest_memory: int = 1 << 30  # the guest's memory: its page-cache knob
     allow_exec: bool = False  # workload options that run programs are allowed (--allow-exec)
+    machine_class: str | None = None  # Dask placement: only workers of this class run the job
 
 
 @dataclass(frozen=True)
@@ -228,7 +229,9 @@ def build_cells(spec: StudySpec, *, quick: bool, source: str = "study") -> tuple
                 payload = {
                     "filesystem": fs_name, "fs_type": fs_type, "mkfs": fs_section.mkfs,
                     "mount": fs_section.mount, "workload": workload.name, "kind": workload.kind,
-                    "params": params, "device": spec.device.model_dump(), "backend": backend,
+                    "params": params, "backend": backend,
+                    # Where a job is placed is provenance, not part of the cell.
+                    "device": spec.device.model_dump(exclude={"machine_class"}),
                     "memory": memory,
                 }
                 aging = workload.aging_in_effect(spec.study.aging)
@@ -264,6 +267,7 @@ def make_plan(spec: StudySpec, *, quick: bool = False, seed: int | None = None,
         fresh=spec.study.fresh, order_seed=seed, trace=spec.study.trace,
         simulate=tuple(spec.study.simulate), study_dir=study_dir, allow_exec=allow_exec,
         guest_kernel=spec.study.guest_kernel, guest_memory=spec.study.guest_memory,
+        machine_class=spec.device.machine_class or spec.study.machine_class,
     )
     groups: list[list[tuple[Cell, int]]] = []
     for repetition in range(repetitions):

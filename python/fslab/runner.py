@@ -16,11 +16,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .backends import BACKENDS
 from .cgroups import detect_version
 from .commands import require_tool
 from .devices import DEVICES, Grant
 from .errors import CommandFailed, FslabError, MissingCapability, SpecError
+from .executors import open_executor
 from .filesystems import FILESYSTEMS
 from .jobs import read_records
 from .plan import Job, Plan, make_plan
@@ -227,12 +227,15 @@ def run_study(
     allow_exec: bool = False,
     on_start: Callable[[Plan, int, int], None] | None = None,
     on_record: Callable[[RunRecord, str], None] | None = None,
+    executor: str | None = None,
 ) -> StudyOutcome:
     """Run (or resume) a study. ``retry_failed``: continue the newest study of this file
     and run its failed runs again (their failures stay in the store as history).
     ``on_start(plan, study_id, remaining)`` and ``on_record(record, label)`` let the CLI
-    draw progress; the runner prints nothing."""
+    draw progress; the runner prints nothing. ``executor``: ``local`` (default) or
+    ``dask://HOST:PORT`` (fslab.executors)."""
     started = time.monotonic()
+    jobs_executor = open_executor(executor)  # a malformed URL is refused before anything is made
     install_handlers()  # before preflight too: its scratch images are released on SIGTERM
     spec, source, text = load_spec(study, allow_exec=allow_exec)  # a refused study leaves nothing
     ensure_results_dir(results_dir)
@@ -287,21 +290,16 @@ def run_study(
             on_start(plan, study_id, remaining_runs)
         counts = {"done": 0, "failed": 0}
         labels = {c.id: c for c in plan.cells}
+        def emit(record: RunRecord, out_dir: Path) -> None:
+            store.add_record(study_id, record, source_dir=out_dir)
+            counts["done"] += 1
+            counts["failed"] += record.status != "ok"
+            if on_record:
+                cell = labels[record.cell_id]
+                on_record(record, f"{cell.filesystem} {cell.label} #{record.repetition + 1}")
+
         try:
-            for job in todo:
-                out_dir = jobs_dir / job.id
-                shutil.rmtree(out_dir, ignore_errors=True)
-
-                def emit(record: RunRecord, out_dir: Path = out_dir) -> None:
-                    store.add_record(study_id, record, source_dir=out_dir)
-                    counts["done"] += 1
-                    counts["failed"] += record.status != "ok"
-                    if on_record:
-                        cell = labels[record.cell_id]
-                        on_record(record, f"{cell.filesystem} {cell.label} #{record.repetition + 1}")
-
-                BACKENDS.get(job.backend).execute(job, out_dir, results_dir / WORK_DIR_NAME, emit)
-                shutil.rmtree(out_dir, ignore_errors=True)
+            jobs_executor.run(todo, jobs_dir, results_dir / WORK_DIR_NAME, emit)
         except BaseException:
             store.set_status(study_id, "interrupted")
             raise

@@ -51,6 +51,9 @@ class StudySection(_Strict):
         return parse_size(value)
     aging: AgingOption | None = Field(
         default=None, description="age every file system after mkfs, before any workload (fslab.aging)")
+    machine_class: str | None = Field(
+        default=None, pattern=r"^[A-Za-z0-9_-]+$", description="with a Dask executor: run every job on "
+        "workers started with `fslab worker --class NAME` (the device's machine_class wins)")
 
 
 class DeviceSection(BaseModel):
@@ -60,6 +63,9 @@ class DeviceSection(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
 
     kind: str = "image"
+    machine_class: str | None = Field(
+        default=None, pattern=r"^[A-Za-z0-9_-]+$", description="with a Dask executor: the worker "
+        "class (`fslab worker --class NAME`) whose machines have this device")
 
     @property
     def params(self) -> dict[str, Any]:

@@ -1,0 +1,247 @@
+"""The Dask executor (driver side): ``fslab run STUDY --executor dask://HOST:PORT``.
+
+Each job becomes one task needing the resources ``bench=1`` (one job per worker machine at
+a time) and, when the study names a machine class, ``class_<name>=1``. The task
+(fslab.executors.dask_worker) runs ``fslab job run`` on the worker and returns records and
+artifacts; this side unpacks them into the job's out directory and hands them to the
+runner, which alone writes the store.
+
+Failure is visible, never a hang and never a silent retry:
+- a class no worker offers stops the study before anything is submitted;
+- a task is never retried: a job whose worker was lost is stored as failed runs naming
+  the worker's host and the reason (``--retry-failed`` runs them again);
+- each job has a deadline (the sum of its runs' timeouts plus setup time), enforced on
+  the worker and, as a safety net, here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import tarfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs, urlsplit
+
+from ..errors import FslabError, MissingCapability, SpecError
+from ..records import STATUS_FAILED, RunRecord
+from .dask_worker import EVENT_TOPIC_PREFIX
+
+if TYPE_CHECKING:
+    from ..plan import Job
+
+DEFAULT_RUN_DEADLINE_S = 3600.0  # a run without a workload timeout
+SETUP_ALLOWANCE_S = 600.0  # mkfs, mount, aging, teardown of one job
+DRIVER_GRACE_S = 180.0  # past the deadline before the driver gives up on the worker
+CONNECT_TIMEOUT_S = 10.0
+POLL_S = 1.0
+
+
+def job_deadline_s(job: Job, override: float | None = None) -> float:
+    """Seconds a job may take on its worker: ``override``, else its runs' timeouts
+    (an hour for a run without one) plus a setup allowance."""
+    if override is not None:
+        return override
+    return SETUP_ALLOWANCE_S + sum(r.cell.timeout_s or DEFAULT_RUN_DEADLINE_S for r in job.runs)
+
+
+def required_resources(job: Job) -> dict[str, float]:
+    resources = {"bench": 1.0}
+    if job.settings.machine_class:
+        resources[f"class_{job.settings.machine_class}"] = 1.0
+    return resources
+
+
+def check_placement(workers: dict[str, dict[str, Any]], jobs: list[Job], address: str) -> None:
+    """Every job can be placed on some worker, or an error naming the class and the
+    classes the workers offer (asked before anything is submitted)."""
+    offered: dict[str, int] = {}
+    benches = 0
+    for info in workers.values():
+        resources = info.get("resources") or {}
+        if resources.get("bench", 0) < 1:
+            continue
+        benches += 1
+        for name in resources:
+            if name.startswith("class_"):
+                offered[name.removeprefix("class_")] = offered.get(name.removeprefix("class_"), 0) + 1
+    if benches == 0:
+        raise FslabError(f"the Dask scheduler at {address} has no fslab worker (none offers the "
+                         f"resource bench=1; {len(workers)} worker(s) without it): start one with "
+                         f"`fslab worker {address}`")
+    for job in jobs:
+        wanted = job.settings.machine_class
+        if wanted and wanted not in offered:
+            classes = ", ".join(f"{c} ({n} worker{'s' * (n != 1)})" for c, n in sorted(offered.items()))
+            raise FslabError(
+                f"machine_class {wanted!r}: no worker of the scheduler at {address} offers it "
+                f"(classes offered: {classes or 'none'}); start one with "
+                f"`fslab worker {address} --class {wanted}` or change the study's machine_class")
+
+
+@dataclasses.dataclass
+class _Pending:
+    job: Job
+    future: Any
+    submitted: float
+    deadline_s: float
+    started: dict[str, Any] | None = None  # the worker's "started" event
+
+
+class DaskExecutor:
+    def __init__(self, address: str, deadline_s: float | None = None):
+        self.address = address
+        self.deadline_s = deadline_s
+
+    @staticmethod
+    def from_url(url: str) -> DaskExecutor:
+        """``dask://HOST:PORT[?deadline=SECONDS]``."""
+        parts = urlsplit(url)
+        if not parts.hostname or parts.port is None:
+            raise SpecError(f"--executor {url!r}: give the scheduler as dask://HOST:PORT "
+                            "(e.g. dask://10.0.0.5:8786)")
+        query = parse_qs(parts.query)
+        deadline = None
+        if "deadline" in query:
+            try:
+                deadline = float(query["deadline"][0])
+            except ValueError:
+                raise SpecError(f"--executor {url!r}: deadline must be seconds (a number)") from None
+        host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+        return DaskExecutor(f"tcp://{host}:{parts.port}", deadline)
+
+    def run(self, jobs: list[Job], jobs_dir: Path, work_dir: Path,
+            on_record: Callable[[RunRecord, Path], None]) -> None:
+        if not jobs:
+            return
+        try:
+            from distributed import Client
+        except ImportError:
+            raise MissingCapability("the Dask executor needs the `distributed` package",
+                                    fix="pip install 'fslab[dask]'") from None
+        from .dask_worker import run_job_task
+
+        try:
+            client = Client(self.address, timeout=f"{CONNECT_TIMEOUT_S:.0f}s", set_as_default=False)
+        except (OSError, TimeoutError) as exc:
+            raise FslabError(f"cannot reach the Dask scheduler at {self.address}: {exc}") from None
+        topic = EVENT_TOPIC_PREFIX + uuid.uuid4().hex[:12]
+        pending: dict[str, _Pending] = {}
+        try:
+            check_placement(client.scheduler_info()["workers"], jobs, self.address)
+            for job in jobs:
+                deadline = job_deadline_s(job, self.deadline_s)
+                future = client.submit(run_job_task, job.to_json(), deadline, topic,
+                                       key=f"{topic}-{job.id}", resources=required_resources(job),
+                                       retries=0, pure=False)
+                pending[job.id] = _Pending(job, future, time.time(), deadline)
+            while pending:
+                self._wait(client, pending)
+                self._note_starts(client, topic, pending)
+                for job_id, item in list(pending.items()):
+                    outcome = self._settle(client, item)
+                    if outcome is None:
+                        continue
+                    del pending[job_id]
+                    out_dir = jobs_dir / job_id
+                    for record in outcome(out_dir):
+                        on_record(record, out_dir)
+        finally:
+            if pending:  # Ctrl-C or a study-level error: stop what still runs
+                client.cancel([p.future for p in pending.values()], force=True)
+            client.close()
+
+    @staticmethod
+    def _wait(client: Any, pending: dict[str, _Pending]) -> None:
+        from distributed import wait
+
+        try:
+            with client.as_current():  # `wait` asks for the current client
+                wait([p.future for p in pending.values()], timeout=POLL_S, return_when="FIRST_COMPLETED")
+        except TimeoutError:
+            pass
+
+    @staticmethod
+    def _note_starts(client: Any, topic: str, pending: dict[str, _Pending]) -> None:
+        for _, event in client.get_events(topic):
+            item = pending.get(event.get("job"))
+            if item is not None and item.started is None and event.get("state") == "started":
+                item.started = event
+
+    def _settle(self, client: Any, item: _Pending) -> Callable[[Path], list[RunRecord]] | None:
+        """None while the job is in progress; else what stores its records."""
+        future = item.future
+        if future.status == "finished":
+            result = future.result()
+            return lambda out_dir: _unpack(item.job, result, out_dir)
+        if future.status in ("error", "cancelled"):
+            try:
+                reason = f"the task failed: {future.exception()}"
+            except Exception as exc:  # cancelled futures raise instead of returning it
+                reason = f"the task was cancelled: {exc!r}"
+            return lambda out_dir: _failed(item.job, item.started, reason)
+        if item.started is not None:
+            workers = client.scheduler_info()["workers"]
+            if item.started["address"] not in workers:
+                client.cancel([future], force=True)
+                reason = (f"worker {item.started['address']} ({item.started['hostname']}) was lost "
+                          f"while running this job ({time.time() - item.started['at']:.0f} s after it started)")
+                return lambda out_dir: _failed(item.job, item.started, reason)
+            if time.time() > item.started["at"] + item.deadline_s + DRIVER_GRACE_S:
+                client.cancel([future], force=True)
+                reason = (f"no answer from worker {item.started['address']} ({item.started['hostname']}) "
+                          f"{DRIVER_GRACE_S:.0f} s past the job's deadline of {item.deadline_s:.0f} s")
+                return lambda out_dir: _failed(item.job, item.started, reason)
+        return None
+
+
+def _with_worker(record: RunRecord, worker: dict[str, Any]) -> RunRecord:
+    return dataclasses.replace(record, provenance={**record.provenance, "worker": worker})
+
+
+def _unpack(job: Job, result: dict[str, Any], out_dir: Path) -> list[RunRecord]:
+    """The task's result as records whose artifacts are under ``out_dir``. Runs without a
+    record (the job process died or was stopped) become failed records saying why."""
+    import shutil
+
+    shutil.rmtree(out_dir, ignore_errors=True)
+    out_dir.mkdir(parents=True)
+    worker = dict(result["worker"])
+    if result.get("artifacts_kept_at"):
+        worker["artifacts_kept_at"] = result["artifacts_kept_at"]
+    if result.get("artifacts"):
+        with tarfile.open(fileobj=io.BytesIO(result["artifacts"]), mode="r:gz") as tar:
+            tar.extractall(out_dir, filter="data")
+    (out_dir / "records.jsonl").write_text("".join(result["records"]))
+    records = [_with_worker(RunRecord.from_json(json.loads(line)), worker) for line in result["records"]]
+    error = result.get("error")
+    if error is not None and error.get("scope") == "study":
+        # Every later job would fail alike (a missing tool, a refused device): stop.
+        raise FslabError(f"on worker {worker['address']} ({worker['hostname']}): {error['message']}")
+    done = {(r.cell_id, r.repetition) for r in records}
+    missing = [r for r in job.runs if (r.cell.id, r.repetition) not in done]
+    if missing:
+        why = (error or {}).get("message") or result.get("stopped") or (
+            f"the job process exited with status {result['returncode']}: "
+            + " | ".join(result.get("stderr_tail", "").strip().splitlines()[-5:]))
+        started = {"address": worker["address"], "hostname": worker["hostname"],
+                   "name": worker["name"], "at": worker["job_started_at"]}
+        records += _failed(job, started, f"on worker {worker['address']} ({worker['hostname']}): {why}",
+                           runs=missing)
+    return records
+
+
+def _failed(job: Job, started: dict[str, Any] | None, reason: str, runs: list[Any] | None = None) -> list[RunRecord]:
+    """Failed records for a job's runs that have none, naming the worker's host."""
+    now = time.time()
+    worker = {k: started[k] for k in ("address", "name", "hostname") if k in started} if started else {}
+    provenance = {"host": {"hostname": worker.get("hostname")}, "worker": worker,
+                  "backend": job.backend, "job": job.id}
+    return [RunRecord(cell_id=r.cell.id, repetition=r.repetition, sequence=r.sequence,
+                      status=STATUS_FAILED, started_at=started["at"] if started else now,
+                      finished_at=now, error=reason, provenance=provenance)
+            for r in (runs if runs is not None else job.runs)]

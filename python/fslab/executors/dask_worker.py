@@ -1,0 +1,233 @@
+"""The worker side of the Dask executor: the task that runs one job on a worker machine,
+and `fslab worker`, which starts a Dask worker with the resources that task needs.
+
+A task runs the same job entry as a local run (``python -m fslab job run JOB.json --out
+DIR``) in a process of its own, in a scratch folder, and returns the records (the JSON
+lines of ``records.jsonl``) and the artifacts (a gzip'd tar of ``runs/``) as bytes. A job's
+artifacts above ``ARTIFACT_LIMIT_BYTES`` stay on the worker (their place is returned
+instead): a result travels through the worker's and the driver's memory, and traces of
+long runs can be gigabytes.
+
+One job per machine: the task holds an exclusive flock on the machine's lock file while
+its job runs, so two jobs never measure at once on one machine even when the scheduler
+sends two (a mis-started worker with more threads, or two workers on one machine).
+Before each job it releases what a killed job left (state files of dead processes whose
+resources lie in the worker's scratch folder: fslab.cleanup).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import fcntl
+import io
+import json
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import tarfile
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ..errors import FslabError
+
+SCRATCH_ENV = "FSLAB_WORKER_SCRATCH"  # where jobs run (images, mounts, out dirs)
+LOCK_ENV = "FSLAB_WORKER_LOCK"  # the per-machine lock file
+DEFAULT_SCRATCH = Path("/var/tmp/fslab-worker")
+DEFAULT_LOCK = Path("/run/fslab/worker.lock")
+ARTIFACT_LIMIT_BYTES = 256 << 20
+TEARDOWN_GRACE_S = 120.0
+EVENT_TOPIC_PREFIX = "fslab-"  # + the study invocation's token: "job started" events
+_PR_SET_PDEATHSIG = 1
+
+
+def worker_identity() -> dict[str, Any]:
+    """Who runs the task: the Dask worker's address and name, and the machine's name."""
+    from distributed import get_worker
+
+    worker = get_worker()
+    return {"address": worker.address, "name": str(worker.name), "hostname": platform.node()}
+
+
+def run_job_task(job_json: dict[str, Any], deadline_s: float, topic: str) -> dict[str, Any]:
+    """The Dask task: run one job (its JSON) on this worker; return what the driver stores.
+
+    Refuses to run a job that already started elsewhere (its worker was lost and the
+    scheduler re-sent it): retries are off, the driver records the loss instead."""
+    from distributed import get_client, get_worker
+
+    worker = get_worker()
+    me = worker_identity()
+    job_id = str(job_json["id"])
+    for _, event in get_client().get_events(topic):
+        if event.get("job") == job_id and event.get("state") == "started":
+            raise FslabError(f"not run again: job {job_id} started on worker {event['address']} "
+                             f"({event['hostname']}), which was lost; retries are off "
+                             "(--retry-failed runs it again)")
+    key = worker.get_current_task()
+    scratch = Path(os.environ.get(SCRATCH_ENV) or DEFAULT_SCRATCH)
+    lock_path = Path(os.environ.get(LOCK_ENV) or DEFAULT_LOCK)
+    with machine_lock(lock_path, deadline_s):
+        started = time.time()
+        worker.log_event(topic, {"job": job_id, "state": "started", "at": started, **me})
+        cleaned = clear_leftovers(scratch)
+        out_dir = scratch / "jobs" / f"{job_id}-{uuid.uuid4().hex[:8]}"
+        out_dir.mkdir(parents=True)
+        kept_at = None
+        try:
+            returncode, why_stopped = _run_entry(job_json, out_dir, scratch / "work", deadline_s,
+                                                 lambda: _cancelled(worker, key))
+            finished = time.time()
+            records = _record_lines(out_dir)
+            error = _read_json(out_dir / "error.json")
+            stderr = (out_dir / "job.stderr").read_text(errors="replace")[-4000:]
+            artifacts, kept_at = _pack_artifacts(out_dir)
+        finally:
+            if kept_at is None:
+                shutil.rmtree(out_dir, ignore_errors=True)
+    return {
+        "records": records, "artifacts": artifacts, "artifacts_kept_at": kept_at,
+        "error": error, "returncode": returncode, "stopped": why_stopped, "stderr_tail": stderr,
+        "worker": {**me, "job_started_at": started, "job_finished_at": finished,
+                   "leftovers_released": cleaned},
+    }
+
+
+@contextlib.contextmanager
+def machine_lock(path: Path, wait_s: float) -> Iterator[None]:
+    """Hold this machine's job lock (flock, dropped by the kernel if we die)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as f:
+        give_up = time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > give_up:
+                    raise FslabError(f"another job held this machine's lock {path} for over "
+                                     f"{wait_s:.0f} s: one job per machine") from None
+                time.sleep(0.2)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def clear_leftovers(scratch: Path) -> list[str]:
+    """Release what a killed job left in this worker's scratch folder (fslab.cleanup of
+    dead processes' state files); what was released is returned for provenance."""
+    from ..cleanup import cleanup
+
+    if not scratch.exists():
+        return []
+    return cleanup(under=scratch)
+
+
+def _cancelled(worker: Any, key: Any) -> bool:
+    """The driver cancelled this task (Ctrl-C, a lost study): stop the job."""
+    state = worker.state.tasks.get(key)
+    return state is None or state.state in ("cancelled", "released", "forgotten")
+
+
+def _die_with_parent() -> None:
+    """In the job process: SIGTERM when the worker dies (a SIGKILLed worker must not
+    leave a job measuring, holding mounts and loop devices)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def _run_entry(job_json: dict[str, Any], out_dir: Path, work_dir: Path, deadline_s: float,
+               cancelled: Any) -> tuple[int, str | None]:
+    """``fslab job run`` in its own process; (exit status, why it was stopped or None)."""
+    job_file = out_dir / "job.json"
+    job_file.write_text(json.dumps(job_json))
+    argv = [sys.executable, "-m", "fslab", "job", "run", str(job_file), "--out", str(out_dir),
+            "--work", str(work_dir)]
+    with open(out_dir / "job.stderr", "w") as stderr:
+        child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=stderr, stderr=stderr,
+                                 start_new_session=True, preexec_fn=_die_with_parent)
+        give_up = time.monotonic() + deadline_s
+        why = None
+        while child.poll() is None:
+            if time.monotonic() > give_up:
+                why = f"passed its deadline of {deadline_s:.0f} s"
+            elif cancelled():
+                why = "cancelled by the driver"
+            if why:
+                _stop(child)
+                break
+            time.sleep(0.2)
+    return child.returncode, why
+
+
+def _stop(child: subprocess.Popen[bytes]) -> None:
+    """SIGTERM: the job unwinds and releases its mounts and devices; SIGKILL after a grace."""
+    child.send_signal(signal.SIGTERM)
+    try:
+        child.wait(TEARDOWN_GRACE_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        child.wait()
+
+
+def _record_lines(out_dir: Path) -> list[str]:
+    path = out_dir / "records.jsonl"
+    if not path.exists():
+        return []
+    return [line for line in path.read_text().splitlines(keepends=True) if line.endswith("\n")]
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+def _pack_artifacts(out_dir: Path) -> tuple[bytes | None, str | None]:
+    """(tar.gz of runs/, None), or (None, where they stay) when they are too large."""
+    runs = out_dir / "runs"
+    if not runs.is_dir():
+        return None, None
+    size = sum(p.stat().st_size for p in runs.rglob("*") if p.is_file())
+    if size > ARTIFACT_LIMIT_BYTES:
+        return None, f"{platform.node()}:{runs}"
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        tar.add(runs, arcname="runs")
+    return buffer.getvalue(), None
+
+
+def worker_resources(machine_class: str | None) -> dict[str, float]:
+    resources = {"bench": 1.0}
+    if machine_class:
+        resources[f"class_{machine_class}"] = 1.0
+    return resources
+
+
+def serve(scheduler: str, machine_class: str | None, *, name: str | None, host: str | None,
+          scratch: Path, lock: Path) -> None:
+    """Run a Dask worker until it is stopped: one thread, resources ``bench=1`` (plus
+    ``class_<name>=1``), jobs in ``scratch``, one job at a time on this machine (``lock``)."""
+    import asyncio
+
+    from distributed import Worker
+
+    os.environ[SCRATCH_ENV] = str(scratch)
+    os.environ[LOCK_ENV] = str(lock)
+    scratch.mkdir(parents=True, exist_ok=True)
+    clear_leftovers(scratch)
+
+    async def main() -> None:
+        async with Worker(scheduler, nthreads=1, resources=worker_resources(machine_class),
+                          name=name, host=host, local_directory=str(scratch / "dask")) as worker:
+            await worker.finished()
+
+    asyncio.run(main())

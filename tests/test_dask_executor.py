@@ -1,0 +1,221 @@
+"""The Dask executor on a private network on this machine: a scheduler, two fslab workers
+(each in its own network namespace with its own host name) and the driver (`fslab run
+--executor dask://...`) in a fourth. Real loop-image ext4 file systems, real Dask, real
+SQLite; the null workload keeps the jobs short."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from fslab.executors.dask import check_placement, job_deadline_s
+from fslab.store import Store
+from netns import Network, netns_missing, private_network, stop, wait_for
+
+pytest.importorskip("distributed", reason="the Dask executor needs `pip install -e '.[dask]'`")
+
+PORT = 8786
+STUDY = """
+[study]
+name = "dask {name}"
+repetitions = {repetitions}
+order = "in-order"
+{study_extra}
+
+[device]
+size = "64MiB"
+image_dir = "{images}"
+
+[filesystems.ext4]
+
+[[workloads]]
+kind = "null"
+name = "null"
+sleep = {sleep}
+[workloads.axes]
+value = [1.0, 2.0, 3.0]
+"""
+
+
+@dataclass
+class Cluster:
+    net: Network
+    root: Path
+    env: dict[str, str]
+    workers: dict[str, subprocess.Popen[bytes]]
+
+    @property
+    def scheduler(self) -> str:
+        return f"{self.net.addresses['sched']}:{PORT}"
+
+    def start_worker(self, role: str, machine_class: str) -> None:
+        scratch = self.root / f"scratch-{role}"
+        self.workers[role] = self.net.start(role, [
+            sys.executable, "-m", "fslab", "worker", self.scheduler, "--class", machine_class,
+            "--name", role, "--host", self.net.addresses[role], "--scratch", str(scratch),
+            "--lock", str(self.root / f"{role}.lock")], self.root / f"{role}.log",
+            hostname=f"fslab-{role}", env=self.env)
+
+    def wait_workers(self, count: int) -> None:
+        probe = (f"from distributed import Client; c = Client('tcp://{self.scheduler}', timeout='20s'); "
+                 f"c.wait_for_workers({count}, timeout=60); c.close()")
+        done = self.net.run("drv", [sys.executable, "-c", probe], timeout=90, env=self.env)
+        assert done.returncode == 0, done.stderr[-2000:]
+
+    def fslab_run(self, study: Path, results: Path, *extra: str, timeout: float = 300
+                  ) -> subprocess.CompletedProcess[str]:
+        return self.net.run("drv", [sys.executable, "-m", "fslab", "run", str(study), "-r", str(results),
+                                    "--executor", f"dask://{self.scheduler}", *extra],
+                            timeout=timeout, env=self.env)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    missing = netns_missing()
+    if missing:
+        pytest.skip(missing)
+    root = tmp_path_factory.mktemp("dask")
+    # State files apart from every other fslab on this machine: the workers' cleanup of
+    # dead jobs' leftovers sees only this test's.
+    env = {"FSLAB_STATE_DIR": str(root / "state")}
+    with private_network(["sched", "w1", "w2", "drv"]) as net:
+        net.start("sched", [str(Path(sys.executable).parent / "dask"), "scheduler", "--host",
+                            net.addresses["sched"], "--port", str(PORT), "--no-dashboard"],
+                  root / "sched.log", env=env)
+        cluster = Cluster(net, root, env, {})
+        cluster.start_worker("w1", "nvme")
+        cluster.start_worker("w2", "hdd")
+        cluster.wait_workers(2)
+        yield cluster
+
+
+def write_study(path: Path, name: str, repetitions: int, sleep: float, study_extra: str = "") -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(STUDY.format(name=name, repetitions=repetitions, sleep=sleep, study_extra=study_extra,
+                                 images=path.parent / "images"))
+    return path
+
+
+def stored_runs(results: Path) -> list[dict]:
+    with Store(results, read_only=True) as store:
+        return store.runs(store.study().id)
+
+
+def loops_under(path: Path) -> list[str]:
+    out = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if str(path) in line]
+
+
+def test_jobs_run_one_per_worker_at_a_time(cluster: Cluster, tmp_path: Path) -> None:
+    study = write_study(tmp_path / "s" / "study.toml", "placement", repetitions=2, sleep=1.0)
+    results = tmp_path / "results"
+    t0 = time.time()
+    done = cluster.fslab_run(study, results)
+    wall = time.time() - t0
+    assert done.returncode == 0, done.stderr[-3000:]
+    runs = stored_runs(results)
+    assert len(runs) == 6 and all(r["status"] == "ok" for r in runs)
+    windows: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for run in runs:
+        prov = run["provenance"]
+        worker = prov["worker"]
+        # The job ran on the worker: its own host name, not the driver's.
+        assert prov["host"]["hostname"] == worker["hostname"] == f"fslab-{worker['name']}"
+        assert worker["address"].startswith(f"tcp://{cluster.net.addresses[worker['name']]}:")
+        windows[worker["name"]].append((worker["job_started_at"], worker["job_finished_at"]))
+        assert (results / run["artifact_dir"] / "null.txt").exists()  # artifacts came back
+    assert set(windows) == {"w1", "w2"}, windows  # both machines took jobs
+    for name, spans in windows.items():
+        spans.sort()
+        for (_, end), (start, _) in zip(spans, spans[1:]):
+            assert start >= end, f"{name} ran two jobs at once: {spans}"
+    # Two workers at a time: the six 1-s jobs overlapped across machines.
+    busy = sum(end - start for spans in windows.values() for start, end in spans)
+    first = min(s for spans in windows.values() for s, _ in spans)
+    last = max(e for spans in windows.values() for _, e in spans)
+    assert last - first < busy, (last - first, busy)
+    assert loops_under(tmp_path) == []
+    print(f"6 jobs on 2 workers: {wall:.1f} s wall; {busy:.1f} s of job time")
+
+
+def test_machine_class_pins_jobs(cluster: Cluster, tmp_path: Path) -> None:
+    study = write_study(tmp_path / "s" / "study.toml", "pinned", repetitions=1, sleep=0.0,
+                        study_extra='machine_class = "hdd"')
+    done = cluster.fslab_run(study, tmp_path / "results")
+    assert done.returncode == 0, done.stderr[-3000:]
+    runs = stored_runs(tmp_path / "results")
+    assert len(runs) == 3
+    assert {r["provenance"]["worker"]["name"] for r in runs} == {"w2"}  # the hdd machine only
+
+
+def test_a_class_no_worker_offers_fails_at_once(cluster: Cluster, tmp_path: Path) -> None:
+    study = write_study(tmp_path / "s" / "study.toml", "nowhere", repetitions=1, sleep=0.0,
+                        study_extra='machine_class = "gpu"')
+    t0 = time.time()
+    done = cluster.fslab_run(study, tmp_path / "results", timeout=60)
+    assert done.returncode == 2
+    message = " ".join(done.stderr.split())
+    assert "machine_class 'gpu': no worker" in message, done.stderr
+    assert "hdd (1 worker)" in message and "nvme (1 worker)" in message
+    assert time.time() - t0 < 30
+
+
+def test_placement_check_and_deadline_without_a_cluster() -> None:
+    """The same refusal from scheduler facts alone; a job's deadline sums its runs'."""
+    from fslab.plan import make_plan
+    from fslab.study import load_spec
+
+    with pytest.raises(Exception, match="has no fslab worker"):
+        check_placement({"tcp://a:1": {"resources": {}}}, [], "tcp://s:1")
+    spec = load_spec(str(Path(__file__).parent.parent / "python/fslab/presets/quickstart.toml"))[0]
+    job = make_plan(spec).jobs[0]
+    assert job_deadline_s(job) > 600 and job_deadline_s(job, 42.0) == 42.0
+
+
+def test_killed_worker_fails_its_job_and_the_study_resumes(cluster: Cluster, tmp_path: Path) -> None:
+    study = write_study(tmp_path / "s" / "study.toml", "killed", repetitions=2, sleep=8.0)
+    results = tmp_path / "results"
+    driver = subprocess.Popen(
+        cluster.net.argv("drv", [sys.executable, "-m", "fslab", "run", str(study), "-r", str(results),
+                                 "--executor", f"dask://{cluster.scheduler}"]),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, **cluster.env})
+    try:
+        jobs = cluster.root / "scratch-w2" / "jobs"
+        # Mid-job: its records file does not exist before the run ends (8 s of sleep).
+        wait_for(lambda: jobs.is_dir() and any(jobs.iterdir()), 120, "a job on w2")
+        time.sleep(2)
+        killed_at = time.time()
+        cluster.workers["w2"].send_signal(signal.SIGKILL)
+        cluster.workers["w2"].wait()
+        _, stderr = driver.communicate(timeout=300)
+    finally:
+        stop(driver)  # type: ignore[arg-type]
+    assert driver.returncode == 1, stderr[-3000:]  # finished, with failed runs
+    runs = stored_runs(results)
+    failed = [r for r in runs if r["status"] != "ok"]
+    assert len(runs) == 6 and len(failed) == 1, [(r["status"], r["error"]) for r in runs]
+    lost = failed[0]
+    assert "fslab-w2" in lost["error"] and "lost" in lost["error"], lost["error"]
+    assert lost["provenance"]["worker"]["hostname"] == "fslab-w2"
+    assert lost["finished_at"] - killed_at < 60  # reported within a minute
+    # The job process went with its worker and released its loop device and mount.
+    wait_for(lambda: loops_under(cluster.root / "scratch-w2") == [], 60, "w2's job to release its device")
+    # Nothing lost: --retry-failed runs only the failed run again, on the machine left.
+    done = cluster.fslab_run(study, results, "--retry-failed")
+    assert done.returncode == 0, done.stderr[-3000:]
+    runs = stored_runs(results)
+    assert len(runs) == 6 and all(r["status"] == "ok" for r in runs)
+    assert len({(r["cell"]["id"], r["repetition"]) for r in runs}) == 6
+    retried = [r for r in runs if (r["cell"]["id"], r["repetition"]) == (lost["cell"]["id"], lost["repetition"])]
+    assert retried[0]["provenance"]["worker"]["name"] == "w1"
+    print(json.dumps({"lost_reported_after_s": round(lost["finished_at"] - killed_at, 1)}))
