@@ -19,6 +19,7 @@ from ..errors import CommandFailed, SpecError, WorkloadFailed
 from ..metrics import MetricKind
 from ..units import parse_duration_s, parse_size
 from . import ParamError, RunContext, WorkloadCapabilities, WorkloadResult, quick_size, register_workload
+from .fio_clients import client_metrics, hosts_file, parse_clients
 
 RW_CHOICES = ("read", "write", "rw", "readwrite", "randread", "randwrite", "randrw",
               "trim", "randtrim", "trimwrite")
@@ -29,7 +30,7 @@ BOOL_OPTIONS = ("direct", "time_based", "end_fsync", "fsync_on_close", "invalida
                 "buffered", "randrepeat", "sync", "create_on_open")
 DURATION_OPTIONS = ("runtime", "ramp_time")
 # fslab's own keys, not passed to fio.
-OWN_KEYS = ("job_file", "layout")
+OWN_KEYS = ("job_file", "layout", "clients")
 # Named file layouts (seed 002): the same 256 MiB as a few large files or many small ones.
 LAYOUTS: dict[str, dict[str, int]] = {
     "few-large": {"nrfiles": 2, "size": 256 << 20},
@@ -64,6 +65,7 @@ METRICS: dict[str, MetricKind] = {
     "sync_lat_p99_ns": MetricKind("ns", False, "99th percentile fsync latency"),
     "cpu_user_pct": MetricKind("%", False, "user CPU"),
     "cpu_sys_pct": MetricKind("%", False, "system CPU"),
+    "clients_count": MetricKind("hosts", True, "fio servers that reported (clients = [...])"),
 }
 
 
@@ -76,6 +78,9 @@ class FioWorkload:
 
     def validate(self, params: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {}
+        if "clients" in params:  # fio servers driven as one job (fio_clients)
+            out["clients"] = parse_clients(params["clients"])
+            params = {k: v for k, v in params.items() if k != "clients"}
         for key, value in params.items():
             problem = _outside_mount(key, str(value)) or _bad_include(key)
             if problem:
@@ -190,7 +195,8 @@ class FioWorkload:
         """Bytes of files the job lays out (size x numjobs), None for a job file."""
         if "job_file" in params or "size" not in params:
             return None
-        return int(params["size"]) * int(params.get("numjobs", 1))
+        # With clients, every server lays out its own files on the shared storage.
+        return int(params["size"]) * int(params.get("numjobs", 1)) * len(params.get("clients", [None]))
 
     def preflight(self, params: dict[str, Any], study_dir: Path) -> list[str]:
         """A job file's problems, found before the first mkfs: it is missing, names a
@@ -219,6 +225,11 @@ class FioWorkload:
         start, so they count the measured I/O only. fio then reuses the files."""
         job_path, extra = self._job(params, ctx)
         timeout = ctx.timeout_s or self.default_timeout_s(params)
+        if "clients" in params:  # each server lays out its own files
+            hosts = hosts_file(params["clients"], ctx.artifact_dir / "clients.list")
+            run_command(["fio", "--create_only=1", f"--client={hosts}", *extra, str(job_path)],
+                        timeout=timeout, cwd=str(ctx.artifact_dir))
+            return
         try:
             run_command(["fio", "--create_only=1", "--output-format=json",
                          f"--output={ctx.artifact_dir / 'fio-layout.json'}", *extra, str(job_path)],
@@ -230,6 +241,8 @@ class FioWorkload:
     def run(self, params: dict[str, Any], ctx: RunContext) -> WorkloadResult:
         job_path, extra = self._job(params, ctx)
         output = ctx.artifact_dir / "fio.json"
+        if "clients" in params:
+            return self._run_clients(params, ctx, job_path, extra, output)
         argv = ["fio", "--output-format=json", f"--output={output}", *extra, str(job_path)]
         timeout = ctx.timeout_s or self.default_timeout_s(params)
         try:
@@ -247,6 +260,25 @@ class FioWorkload:
         runtime_s += params.get("ramp_time", 0)
         return WorkloadResult(metrics, runtime_s, info={"fio_version": report.get("fio version")},
                               notes=notes)
+
+    def _run_clients(self, params: dict[str, Any], ctx: RunContext, job_path: Path, extra: list[str],
+                     output: Path) -> WorkloadResult:
+        """The job on every server in ``clients`` at once (fio_clients); fio prints the
+        client-mode JSON on stdout."""
+        hosts = hosts_file(params["clients"], ctx.artifact_dir / "clients.list")
+        timeout = ctx.timeout_s or self.default_timeout_s(params)
+        try:
+            done = run_command(["fio", "--output-format=json", f"--client={hosts}", *extra, str(job_path)],
+                               timeout=timeout, cwd=str(ctx.artifact_dir))
+        except CommandFailed as exc:
+            (ctx.artifact_dir / "fio.stderr").write_text(exc.stderr)
+            raise
+        output.write_text(done.stdout)
+        (ctx.artifact_dir / "fio.stderr").write_text(done.stderr)
+        report = parse_json_output(done.stdout, done.stderr)
+        metrics, runtime_s = client_metrics(report, params["clients"], done.stderr)
+        return WorkloadResult(metrics, runtime_s + params.get("ramp_time", 0),
+                              info={"fio_version": report.get("fio version"), "clients": params["clients"]})
 
 
 def _outside_mount(key: str, value: str) -> str | None:
