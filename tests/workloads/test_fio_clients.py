@@ -62,14 +62,18 @@ def listening(net: Network, role: str) -> bool:
     return f"{net.addresses[role]}:8765" in out
 
 
-def iolog_bytes(path: Path) -> int:
-    """Bytes written according to a fio iolog (version 2: `file action offset length`)."""
-    total = 0
-    for line in path.read_text().splitlines():
+def iolog_writes(path: Path) -> tuple[int, set[str]]:
+    """Bytes written according to a fio iolog (version 3: `time file action offset
+    length`) in its last session, and the names of the files written."""
+    total, files = 0, set()
+    # fio appends a session per run: the layout (--create_only) first, the measured run last.
+    last = path.read_text().split("fio version 3 iolog")[-1]
+    for line in last.splitlines():
         parts = line.split()
-        if len(parts) == 4 and parts[1] == "write":
-            total += int(parts[3])
-    return total
+        if len(parts) == 5 and parts[2] == "write":
+            total += int(parts[4])
+            files.add(Path(parts[1]).name)
+    return total, files
 
 
 @pytest.fixture
@@ -101,16 +105,20 @@ def test_two_servers_one_job_per_host_figures(network: Network, tmp_path: Path) 
     assert done.returncode == 0, done.stderr[-3000:]
     with Store(tmp_path / "results", read_only=True) as store:
         (run,) = store.runs(store.study().id)
-    metrics = {m["name"]: m["value"] for m in run["metrics"]}
+    metrics = {name: m["value"] for name, m in run["metrics"].items()}
     assert metrics["clients_count"] == 2
     for index, role in enumerate(("fio1", "fio2")):
         # The server's own log of what it wrote (in its working directory).
-        own = iolog_bytes(tmp_path / role / "io.log")
+        own, files = iolog_writes(tmp_path / role / "io.log")
         assert own == 16 << 20
+        # On the shared file system each server wrote only its own file, named after it.
+        assert files == {f"{net.addresses[role]}.job.0.0"}
         assert metrics[f"client{index}_write_io_bytes"] == own
         rate = metrics[f"client{index}_write_bw_bytes_per_s"]
         assert rate == pytest.approx(own / (metrics[f"client{index}_write_runtime_ms"] / 1000))
     assert metrics["write_io_bytes"] == 32 << 20
+    # Both servers' direct writes reached the one device under test (its own counters).
+    assert metrics["device_write_sectors_count"] * 512 == 32 << 20
     longest = max(metrics["client0_write_runtime_ms"], metrics["client1_write_runtime_ms"]) / 1000
     assert metrics["bw_bytes_per_s"] == pytest.approx((32 << 20) / longest)
     print({k: round(v) for k, v in metrics.items() if "write" in k})
