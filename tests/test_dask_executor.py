@@ -145,6 +145,13 @@ def test_jobs_run_one_per_worker_at_a_time(cluster: Cluster, tmp_path: Path) -> 
     last = max(e for spans in windows.values() for _, e in spans)
     assert last - first < busy, (last - first, busy)
     assert loops_under(tmp_path) == []
+    # The report splits by host on request and says the hosts are alike (one machine here).
+    report = subprocess.run([sys.executable, "-m", "fslab", "report", "-r", str(results), "--by-host"],
+                            capture_output=True, text=True, timeout=120)
+    assert report.returncode == 0, report.stderr
+    text = " ".join(report.stdout.split())
+    assert "host fslab-w1" in text and "host fslab-w2" in text
+    assert "runs from 2 hosts (fslab-w1, fslab-w2), alike in kernel" in text
     print(f"6 jobs on 2 workers: {wall:.1f} s wall; {busy:.1f} s of job time")
 
 

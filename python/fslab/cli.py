@@ -213,13 +213,15 @@ def resume_command(study: str, results: Path, quick: bool, devices: list[str],
     return " ".join(parts + ["--resume"])
 
 
-def _print_report(results: Path, study_id: int | None, metric: str | None) -> None:
+def _print_report(results: Path, study_id: int | None, metric: str | None, by_host: bool = False) -> None:
     """The report in the terminal, from the same model as --html/--markdown/--json."""
+    from .report.hosts import host_renderables
     from .report.outputs import load_report
     from .report.terminal import render_terminal
 
     report = load_report(results, study_id, metric)
-    for renderable in render_terminal(report):
+    # Several hosts (a Dask run): a table per host on request, and what they differ in.
+    for renderable in [*render_terminal(report), *host_renderables(results, study_id, metric, by_host)]:
         console.print(renderable)
     if report.status != "complete":
         console.print(f"[yellow]{report.runs_stored} of {report.runs_planned} runs stored; continue with "
@@ -245,6 +247,7 @@ def report(
     run_id: Annotated[Optional[str], typer.Option(
         "--run", help="show one run whole: parameters, metrics, provenance, artifacts, raw output "
         "(a run id from `fslab export`, or its artifact folder name)")] = None,
+    by_host: Annotated[bool, typer.Option("--by-host", help="one table per host that ran runs (a study run with --executor dask://)")] = False,
 ) -> None:
     """Comparison table of a stored study: workloads x file systems, mean ± 95% CI, n."""
     if run_id is not None:
@@ -263,7 +266,7 @@ def report(
             err_console.print(line, highlight=False)
         if str(as_json) == "-":
             return
-    _print_report(results, study, metric)
+    _print_report(results, study, metric, by_host)
     from .store import Store
 
     with Store(results, read_only=True) as store:
