@@ -1,0 +1,70 @@
+"""The worker's guards, without a cluster: the per-machine job lock, and the release of
+what a killed job left in the worker's scratch folder (a real loop device on an image)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from fslab.errors import FslabError
+from fslab.executors.dask_worker import clear_leftovers, machine_lock
+
+HOLD = """
+import fcntl, sys, time
+f = open(sys.argv[1], "a+")
+fcntl.flock(f, fcntl.LOCK_EX)
+print("held", flush=True)
+time.sleep(60)
+"""
+
+KILLED_JOB = """
+import sys, time
+from pathlib import Path
+from fslab.devices.image import ImageSection, provision
+with provision(ImageSection(size=64 << 20), Path(sys.argv[1]), "killedjob") as dev:
+    print(dev.path, flush=True)
+    time.sleep(60)
+"""
+
+
+def test_a_second_job_waits_for_the_machine_lock_then_gives_up(tmp_path: Path) -> None:
+    lock = tmp_path / "worker.lock"
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(lock)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        started = time.monotonic()
+        with pytest.raises(FslabError, match="one job per machine"), machine_lock(lock, 1.0):
+            pass
+        assert time.monotonic() - started >= 1.0
+    finally:
+        holder.kill()
+        holder.wait()
+    with machine_lock(lock, 1.0):  # free again once its holder is gone (the kernel drops it)
+        pass
+
+
+def test_leftovers_of_a_killed_job_are_released_before_the_next(device_support, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    state = tmp_path / "state"
+    monkeypatch.setenv("FSLAB_STATE_DIR", str(state))
+    scratch = tmp_path / "scratch"
+    job = subprocess.Popen([sys.executable, "-c", KILLED_JOB, str(scratch / "work")], stdout=subprocess.PIPE,
+                           text=True, env={**os.environ, "FSLAB_STATE_DIR": str(state)})
+    assert job.stdout is not None
+    loop = job.stdout.readline().strip()
+    assert loop.startswith("/dev/loop")
+    job.send_signal(signal.SIGKILL)  # no teardown: the loop device and image stay
+    job.wait()
+    image = next((scratch / "work").glob("*.img"))
+    assert str(image) in subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
+    done = clear_leftovers(scratch)
+    assert any(line.startswith(f"detach {loop}") for line in done), done
+    assert not image.exists()
+    assert str(image) not in subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
+    assert clear_leftovers(scratch) == []  # nothing twice
