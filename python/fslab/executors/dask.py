@@ -2,9 +2,9 @@
 
 Each job becomes one task needing the resources ``bench=1`` (one job per worker machine at
 a time) and, when the study names a machine class, ``class_<name>=1``. The task
-(fslab.executors.dask_worker) runs ``fslab job run`` on the worker and returns records and
-artifacts; this side unpacks them into the job's out directory and hands them to the
-runner, which alone writes the store.
+(fslab.executors.dask_worker) runs the job through its backend on the worker, as a local
+run would, and returns records and artifacts; this side unpacks them into the job's out
+directory and hands them to the runner, which alone writes the store.
 
 Failure is visible, never a hang and never a silent retry:
 - a class no worker offers stops the study before anything is submitted;

@@ -1,12 +1,12 @@
 """The worker side of the Dask executor: the task that runs one job on a worker machine,
 and `fslab worker`, which starts a Dask worker with the resources that task needs.
 
-A task runs the same job entry as a local run (``python -m fslab job run JOB.json --out
-DIR``) in a process of its own, in a scratch folder, and returns the records (the JSON
-lines of ``records.jsonl``) and the artifacts (a gzip'd tar of ``runs/``) as bytes. A job's
-artifacts above ``ARTIFACT_LIMIT_BYTES`` stay on the worker (their place is returned
-instead): a result travels through the worker's and the driver's memory, and traces of
-long runs can be gigabytes.
+A task runs the job as a local run does, through its backend (the job entry ``fslab job
+run`` on this kernel, or in a QEMU guest), in a process of its own in a scratch folder,
+and returns the records (the JSON lines of ``records.jsonl``) and the artifacts (a gzip'd
+tar of ``runs/``) as bytes. A job's artifacts above ``ARTIFACT_LIMIT_BYTES`` stay on the
+worker (their place is returned instead): a result travels through the worker's and the
+driver's memory, and traces of long runs can be gigabytes.
 
 One job per machine: the task holds an exclusive flock on the machine's lock file while
 its job runs, so two jobs never measure at once on one machine even when the scheduler
@@ -145,11 +145,12 @@ def _die_with_parent() -> None:
 
 def _run_entry(job_json: dict[str, Any], out_dir: Path, work_dir: Path, deadline_s: float,
                cancelled: Any) -> tuple[int, str | None]:
-    """``fslab job run`` in its own process; (exit status, why it was stopped or None)."""
+    """The job in its own process (job_process); (exit status, why it was stopped or None)."""
     job_file = out_dir / "job.json"
     job_file.write_text(json.dumps(job_json))
-    argv = [sys.executable, "-m", "fslab", "job", "run", str(job_file), "--out", str(out_dir),
-            "--work", str(work_dir)]
+    # Through the job's backend: a host job is `fslab job run` in that process, a guest
+    # job boots its guest there.
+    argv = [sys.executable, "-m", "fslab.executors.job_process", str(job_file), str(out_dir), str(work_dir)]
     with open(out_dir / "job.stderr", "w") as stderr:
         child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=stderr, stderr=stderr,
                                  start_new_session=True, preexec_fn=_die_with_parent)
@@ -163,7 +164,8 @@ def _run_entry(job_json: dict[str, Any], out_dir: Path, work_dir: Path, deadline
             if why:
                 _stop(child)
                 break
-            time.sleep(0.2)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                child.wait(0.2)  # returns as soon as the job ends
     return child.returncode, why
 
 
