@@ -68,3 +68,27 @@ def test_leftovers_of_a_killed_job_are_released_before_the_next(device_support, 
     assert not image.exists()
     assert str(image) not in subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
     assert clear_leftovers(scratch) == []  # nothing twice
+
+
+def test_machine_class_is_placement_not_part_of_the_cell(tmp_path: Path) -> None:
+    from fslab.errors import SpecError
+    from fslab.plan import make_plan
+    from fslab.study import load_spec
+
+    base = '[study]\nname = "x"\n{study}\n[device]\nsize = "64MiB"\n{device}\n[filesystems.ext4]\n' \
+           '[[workloads]]\nkind = "null"\nname = "n"\n'
+    path = tmp_path / "s.toml"
+
+    def plan(study: str = "", device: str = ""):  # type: ignore[no-untyped-def]
+        path.write_text(base.format(study=study, device=device))
+        return make_plan(load_spec(str(path))[0])
+
+    plain = plan()
+    pinned = plan('machine_class = "hdd"', 'machine_class = "nvme"')
+    assert plain.jobs[0].settings.machine_class is None
+    assert pinned.jobs[0].settings.machine_class == "nvme"  # the device's wins
+    assert plan('machine_class = "hdd"').jobs[0].settings.machine_class == "hdd"
+    # Where a job runs is recorded as provenance: the cells (and resumes) stay the same.
+    assert [c.id for c in plain.cells] == [c.id for c in pinned.cells]
+    with pytest.raises(SpecError, match="study.machine_class"):
+        plan('machine_class = "a b"')
