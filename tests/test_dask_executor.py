@@ -226,3 +226,30 @@ def test_killed_worker_fails_its_job_and_the_study_resumes(cluster: Cluster, tmp
     retried = [r for r in runs if (r["cell"]["id"], r["repetition"]) == (lost["cell"]["id"], lost["repetition"])]
     assert retried[0]["provenance"]["worker"]["name"] == "w1"
     print(json.dumps({"lost_reported_after_s": round(lost["finished_at"] - killed_at, 1)}))
+
+
+def test_a_worker_cut_off_the_network_is_reported_lost_within_a_minute(cluster: Cluster, tmp_path: Path) -> None:
+    study = write_study(tmp_path / "s" / "study.toml", "cut off", repetitions=1, sleep=90.0,
+                        study_extra='machine_class = "nvme"')
+    study.write_text(study.read_text().replace("value = [1.0, 2.0, 3.0]", "value = [1.0]"))
+    results = tmp_path / "results"
+    driver = subprocess.Popen(
+        cluster.net.argv("drv", [sys.executable, "-m", "fslab", "run", str(study), "-r", str(results),
+                                 "--executor", f"dask://{cluster.scheduler}"]),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, **cluster.env})
+    w1 = cluster.net.members["w1"]
+    try:
+        jobs = cluster.root / "scratch-w1" / "jobs"
+        wait_for(lambda: jobs.is_dir() and any(jobs.iterdir()), 120, "a job on w1")
+        time.sleep(2)
+        down_at = time.time()
+        subprocess.run(["ip", "-n", w1, "link", "set", "eth0", "down"], check=True)
+        _, stderr = driver.communicate(timeout=120)
+    finally:
+        subprocess.run(["ip", "-n", w1, "link", "set", "eth0", "up"], check=False)
+        stop(driver)  # type: ignore[arg-type]
+    assert driver.returncode == 1, stderr[-3000:]
+    (run,) = stored_runs(results)
+    assert run["status"] == "failed" and "fslab-w1" in run["error"] and "lost" in run["error"], run["error"]
+    assert run["finished_at"] - down_at < 60, run["finished_at"] - down_at
+    print(json.dumps({"cut_off_reported_after_s": round(run["finished_at"] - down_at, 1)}))

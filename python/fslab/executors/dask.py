@@ -29,7 +29,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from ..errors import FslabError, MissingCapability, SpecError
 from ..records import STATUS_FAILED, RunRecord
-from .dask_worker import EVENT_TOPIC_PREFIX
+from .dask_worker import ALIVE_SUFFIX, EVENT_TOPIC_PREFIX
 
 if TYPE_CHECKING:
     from ..plan import Job
@@ -37,6 +37,9 @@ if TYPE_CHECKING:
 DEFAULT_RUN_DEADLINE_S = 3600.0  # a run without a workload timeout
 SETUP_ALLOWANCE_S = 600.0  # mkfs, mount, aging, teardown of one job
 DRIVER_GRACE_S = 180.0  # past the deadline before the driver gives up on the worker
+# A running job's worker says so every few seconds (dask_worker.HEARTBEAT_S); silence this
+# long means it is gone (killed, or its network is), whatever the scheduler's own timeout.
+SILENCE_S = 40.0
 CONNECT_TIMEOUT_S = 10.0
 POLL_S = 1.0
 
@@ -90,6 +93,9 @@ class _Pending:
     submitted: float
     deadline_s: float
     started: dict[str, Any] | None = None  # the worker's "started" event
+    noticed: float = 0.0  # when the driver saw it start (its own clock)
+    last_heard: float = 0.0  # when the driver last saw a new beat of it
+    beat: int = 0
 
 
 class DaskExecutor:
@@ -132,7 +138,7 @@ class DaskExecutor:
         topic = EVENT_TOPIC_PREFIX + uuid.uuid4().hex[:12]
         pending: dict[str, _Pending] = {}
         try:
-            check_placement(client.scheduler_info()["workers"], jobs, self.address)
+            check_placement(_workers(client), jobs, self.address)
             for job in jobs:
                 deadline = job_deadline_s(job, self.deadline_s)
                 future = client.submit(run_job_task, job.to_json(), deadline, topic,
@@ -142,8 +148,9 @@ class DaskExecutor:
             while pending:
                 self._wait(client, pending)
                 self._note_starts(client, topic, pending)
+                workers = _workers(client) if any(p.started for p in pending.values()) else {}
                 for job_id, item in list(pending.items()):
-                    outcome = self._settle(client, item)
+                    outcome = self._settle(client, item, workers)
                     if outcome is None:
                         continue
                     del pending[job_id]
@@ -167,12 +174,24 @@ class DaskExecutor:
 
     @staticmethod
     def _note_starts(client: Any, topic: str, pending: dict[str, _Pending]) -> None:
+        """Read the jobs' events: "started" (on which worker) and the numbered beats of a
+        running job (on a topic of their own, so the scheduler's bounded event log keeps
+        the starts). A job is heard from when its newest beat is newer than before, in
+        the driver's clock (the clocks of other machines do not matter)."""
+        now = time.time()
         for _, event in client.get_events(topic):
             item = pending.get(event.get("job"))
             if item is not None and item.started is None and event.get("state") == "started":
                 item.started = event
+                item.last_heard = item.noticed = now
+        for _, event in client.get_events(topic + ALIVE_SUFFIX):
+            item = pending.get(event.get("job"))
+            if item is not None and event.get("beat", 0) > item.beat:
+                item.beat = event["beat"]
+                item.last_heard = now
 
-    def _settle(self, client: Any, item: _Pending) -> Callable[[Path], list[RunRecord]] | None:
+    def _settle(self, client: Any, item: _Pending,
+                workers: dict[str, Any]) -> Callable[[Path], list[RunRecord]] | None:
         """None while the job is in progress; else what stores its records."""
         future = item.future
         if future.status == "finished":
@@ -185,18 +204,30 @@ class DaskExecutor:
                 reason = f"the task was cancelled: {exc!r}"
             return lambda out_dir: _failed(item.job, item.started, reason)
         if item.started is not None:
-            workers = client.scheduler_info()["workers"]
             if item.started["address"] not in workers:
                 client.cancel([future], force=True)
                 reason = (f"worker {item.started['address']} ({item.started['hostname']}) was lost "
-                          f"while running this job ({time.time() - item.started['at']:.0f} s after it started)")
+                          f"while running this job ({time.time() - item.noticed:.0f} s after it started)")
                 return lambda out_dir: _failed(item.job, item.started, reason)
-            if time.time() > item.started["at"] + item.deadline_s + DRIVER_GRACE_S:
+            silent = time.time() - item.last_heard
+            if silent > SILENCE_S:
+                client.cancel([future], force=True)
+                reason = (f"worker {item.started['address']} ({item.started['hostname']}) was lost while "
+                          f"running this job: nothing heard from it for {silent:.0f} s (its machine or "
+                          "network is down?)")
+                return lambda out_dir: _failed(item.job, item.started, reason)
+            if time.time() > item.noticed + item.deadline_s + DRIVER_GRACE_S:
                 client.cancel([future], force=True)
                 reason = (f"no answer from worker {item.started['address']} ({item.started['hostname']}) "
                           f"{DRIVER_GRACE_S:.0f} s past the job's deadline of {item.deadline_s:.0f} s")
                 return lambda out_dir: _failed(item.job, item.started, reason)
         return None
+
+
+def _workers(client: Any) -> dict[str, dict[str, Any]]:
+    """The scheduler's workers now, asked directly: the client's cached scheduler_info is
+    refreshed in the background without its workers and may be read half-way."""
+    return client.sync(client.scheduler.identity, n_workers=-1)["workers"]
 
 
 def _with_worker(record: RunRecord, worker: dict[str, Any]) -> RunRecord:

@@ -43,7 +43,9 @@ DEFAULT_SCRATCH = Path("/var/tmp/fslab-worker")
 DEFAULT_LOCK = Path("/run/fslab/worker.lock")
 ARTIFACT_LIMIT_BYTES = 256 << 20
 TEARDOWN_GRACE_S = 120.0
+HEARTBEAT_S = 5.0  # a running job's "alive" events to the driver
 EVENT_TOPIC_PREFIX = "fslab-"  # + the study invocation's token: "job started" events
+ALIVE_SUFFIX = "-alive"  # the topic of running jobs' beats
 _PR_SET_PDEATHSIG = 1
 
 
@@ -81,8 +83,15 @@ def run_job_task(job_json: dict[str, Any], deadline_s: float, topic: str) -> dic
         out_dir.mkdir(parents=True)
         kept_at = None
         try:
-            returncode, why_stopped = _run_entry(job_json, out_dir, scratch / "work", deadline_s,
-                                                 lambda: _cancelled(worker, key))
+            beats = iter(range(1, 1 << 62))
+
+            def alive() -> bool:
+                """Between polls: say the job is alive (the driver's lost-worker check
+                needs no scheduler timeout) and whether the driver still wants it."""
+                worker.log_event(topic + ALIVE_SUFFIX, {"job": job_id, "beat": next(beats)})
+                return not _cancelled(worker, key)
+
+            returncode, why_stopped = _run_entry(job_json, out_dir, scratch / "work", deadline_s, alive)
             finished = time.time()
             records = _record_lines(out_dir)
             error = _read_json(out_dir / "error.json")
@@ -144,7 +153,7 @@ def _die_with_parent() -> None:
 
 
 def _run_entry(job_json: dict[str, Any], out_dir: Path, work_dir: Path, deadline_s: float,
-               cancelled: Any) -> tuple[int, str | None]:
+               alive: Any) -> tuple[int, str | None]:
     """The job in its own process (job_process); (exit status, why it was stopped or None)."""
     job_file = out_dir / "job.json"
     job_file.write_text(json.dumps(job_json))
@@ -155,12 +164,15 @@ def _run_entry(job_json: dict[str, Any], out_dir: Path, work_dir: Path, deadline
         child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=stderr, stderr=stderr,
                                  start_new_session=True, preexec_fn=_die_with_parent)
         give_up = time.monotonic() + deadline_s
+        next_beat = 0.0
         why = None
         while child.poll() is None:
             if time.monotonic() > give_up:
                 why = f"passed its deadline of {deadline_s:.0f} s"
-            elif cancelled():
-                why = "cancelled by the driver"
+            elif time.monotonic() >= next_beat:
+                next_beat = time.monotonic() + HEARTBEAT_S
+                if not alive():
+                    why = "cancelled by the driver"
             if why:
                 _stop(child)
                 break
