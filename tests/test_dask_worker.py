@@ -92,3 +92,17 @@ def test_machine_class_is_placement_not_part_of_the_cell(tmp_path: Path) -> None
     assert [c.id for c in plain.cells] == [c.id for c in pinned.cells]
     with pytest.raises(SpecError, match="study.machine_class"):
         plan('machine_class = "a b"')
+
+
+def test_executor_urls_are_checked_before_anything_runs() -> None:
+    from fslab.errors import SpecError
+    from fslab.executors import LocalExecutor, open_executor
+    from fslab.executors.dask import DaskExecutor
+
+    assert isinstance(open_executor(None), LocalExecutor) and isinstance(open_executor("local"), LocalExecutor)
+    dask = open_executor("dask://10.0.0.1:8786?deadline=90")
+    assert isinstance(dask, DaskExecutor) and (dask.address, dask.deadline_s) == ("tcp://10.0.0.1:8786", 90.0)
+    for url, words in (("dask://nohost", "dask://HOST:PORT"), ("ray://x:1", "not an executor"),
+                       ("dask://h:1?deadline=abc", "deadline must be seconds")):
+        with pytest.raises(SpecError, match=words):
+            open_executor(url)

@@ -117,6 +117,11 @@ class DaskExecutor:
                 deadline = float(query["deadline"][0])
             except ValueError:
                 raise SpecError(f"--executor {url!r}: deadline must be seconds (a number)") from None
+        try:  # before the study is planned or stored
+            import distributed  # noqa: F401
+        except ImportError:
+            raise MissingCapability("the Dask executor needs the `distributed` package",
+                                    fix="pip install 'fslab[dask]'") from None
         host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
         return DaskExecutor(f"tcp://{host}:{parts.port}", deadline)
 
@@ -124,11 +129,8 @@ class DaskExecutor:
             on_record: Callable[[RunRecord, Path], None]) -> None:
         if not jobs:
             return
-        try:
-            from distributed import Client
-        except ImportError:
-            raise MissingCapability("the Dask executor needs the `distributed` package",
-                                    fix="pip install 'fslab[dask]'") from None
+        from distributed import Client
+
         from .dask_worker import run_job_task
 
         try:
