@@ -5,7 +5,10 @@ of their own on this machine (tests/netns.py), the driver in a third.
 - Per-job scheduling overhead: the same study of short jobs (null workload on loop-image
   ext4) run locally with one process per job (FSLAB_JOB_PROCESS=1, the work a worker
   does) and through Dask on one worker, alternated; (Dask - local) / jobs, median.
-  Also the round trip of an empty Dask task, the floor of that overhead.
+  That difference is within this shared machine's noise, so also: the idle gap on the
+  worker between one job's end and the next job's start (from the stored provenance:
+  result sent, store written, next task assigned and started), median over all jobs;
+  and the round trip of an empty Dask task, the floor of it all.
 - Speed-up: the study on one worker (pinned by machine_class) vs on two, alternated;
   wall(one) / wall(two), median. Each job sleeps 2 s so that, on this one machine, the
   two "machines" do not just share its CPUs (on two real machines they would not).
@@ -47,6 +50,23 @@ sleep = {sleep}
 [workloads.axes]
 value = [1.0, 2.0, 3.0]
 """  # 3 cells x 2 repetitions = 6 jobs
+
+
+def _idle_gaps_s(results: Path) -> list[float]:
+    """Per worker, the time between a job's end and the start of its next job."""
+    from fslab.store import Store
+
+    with Store(results, read_only=True) as store:
+        runs = store.runs(store.study().id)
+    by_worker: dict[str, list[tuple[float, float]]] = {}
+    for run in runs:
+        w = run["provenance"]["worker"]
+        by_worker.setdefault(w["address"], []).append((w["job_started_at"], w["job_finished_at"]))
+    gaps = []
+    for spans in by_worker.values():
+        spans.sort()
+        gaps += [start - end for (_, end), (start, _) in zip(spans, spans[1:])]
+    return gaps
 
 
 def _timed(argv: list[str], env: dict[str, str]) -> float:
@@ -99,12 +119,16 @@ def main() -> None:
             dask1_s.append(run(short_one, root / f"r-dask1-{i}", dask))
             one_s.append(run(sleepy_one, root / f"r-one-{i}", dask))
             two_s.append(run(sleepy_two, root / f"r-two-{i}", dask))
+        gaps = [g for i in range(PAIRS) for g in _idle_gaps_s(root / f"r-dask1-{i}")]
     overhead_ms = (statistics.median(dask1_s) - statistics.median(local_s)) / JOBS * 1000
     ratio = statistics.median(one_s) / statistics.median(two_s)
     print(f"empty Dask task round trip: {empty_task_ms:.1f} ms (mean of 200)")
     print(f"{JOBS} short jobs, median of {PAIRS}: local (one process per job) {statistics.median(local_s):.1f} s, "
           f"Dask on one worker {statistics.median(dask1_s):.1f} s -> scheduling overhead "
           f"{overhead_ms:.0f} ms per job")
+    print(f"worker idle between jobs (job end -> next job start, same worker): median "
+          f"{statistics.median(gaps) * 1000:.0f} ms over {len(gaps)} gaps (min {min(gaps) * 1000:.0f}, "
+          f"max {max(gaps) * 1000:.0f})")
     print(f"{JOBS} jobs of 2 s sleep, median of {PAIRS}: one worker {statistics.median(one_s):.1f} s, "
           f"two workers {statistics.median(two_s):.1f} s")
     print(f"speed-up two workers vs one: {ratio:.2f}x (ideal 2.00x)")
