@@ -227,12 +227,14 @@ def _read_csv_rows(path: Path, reader: csv.DictReader[str]) -> Requests:
 
 
 def requests_from_trace(trace: Any, dev: int | None = None) -> Requests:
-    """The issue events of one device of an fslab Trace, as model requests (ops the
-    models do not know, fslab's ``other``, are left out)."""
+    """The issue events of one device of an fslab Trace (of an md array's trace, the bios
+    queued to the md device), as model requests (ops the models do not know, fslab's
+    ``other``, are left out)."""
     import numpy as np
 
-    from .trace.formats import EV_ISSUE, FLAG_BITS, SECTOR_BYTES
+    from .trace.formats import EV_ISSUE, FLAG_BITS, SECTOR_BYTES, array_view
 
+    trace = array_view(trace, EV_ISSUE)  # an md array's trace: the bios queued to the array
     c = trace.columns
     devs = np.unique(c["dev"][c["event"] == EV_ISSUE])
     if dev is None and len(devs) > 1:

@@ -29,6 +29,8 @@ class DeviceHandle:
     major: int
     minor: int
     facts: dict[str, Any] = field(default_factory=dict)
+    # An md array's member devices (traced apart from the array: trace.hook).
+    members: tuple[DeviceHandle, ...] = ()
 
     @property
     def dev_t(self) -> int:

@@ -12,6 +12,7 @@ stopped and the members' superblocks erased on release, also on errors and Ctrl-
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import re
 import time
 from collections.abc import Iterator
@@ -117,7 +118,7 @@ def provision(section: RaidSection, workdir: Path, tag: str, grant: Grant = NO_G
                    "optimal_io_size": int(Path(f"/sys/block/{name}/queue/optimal_io_size").read_text())},
             "mdadm_uuid": _field(detail, "UUID"),
         }
-        yield handle_for(md, facts)
+        yield dataclasses.replace(handle_for(md, facts), members=tuple(handle_for(m) for m in members))
     finally:
         with shielded():
             if md is not None:

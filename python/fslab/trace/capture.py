@@ -22,7 +22,7 @@ import re
 import secrets
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -196,6 +196,7 @@ class TraceCapture:
     """``with TraceCapture(dev.dev_t) as cap: workload()`` then ``cap.trace``.
 
     dev_t: the kernel's device number (major << 20 | minor), or several of them.
+    event_devs: per event name, the devices that event is filtered to (default: dev_t).
     method: 'raw', 'text' or 'auto' (raw when the native core has it).
     on_stop: called right after tracing stops, before draining (e.g. read /sys/block stat).
     Raises MissingCapability when tracefs or the block events are not available.
@@ -203,8 +204,12 @@ class TraceCapture:
 
     def __init__(self, dev_t: int | Sequence[int], *, method: str = "auto",
                  events: Sequence[str] = DEFAULT_EVENTS, buffer_kb: int = DEFAULT_BUFFER_KB,
-                 on_stop: Callable[[], None] | None = None, device_name: str | None = None):
+                 on_stop: Callable[[], None] | None = None, device_name: str | None = None,
+                 event_devs: Mapping[str, Sequence[int]] | None = None):
         self.devs = [dev_t] if isinstance(dev_t, int) else list(dev_t)
+        # Per event, the devices it is filtered to (default: all of dev_t): an md array's
+        # bios are traced on the md device, its requests on the members.
+        self.event_devs = dict(event_devs or {})
         if method not in ("auto", "raw", "text"):
             raise FslabError(f"trace method {method!r}: use raw, text or auto")
         unknown = [e for e in events if e not in EVENT_KIND]
@@ -246,8 +251,8 @@ class TraceCapture:
             _write(inst / "trace_clock", "mono")
             _write(inst / "options" / "overwrite", "0")  # when full, drop new events (counted)
             _write(inst / "buffer_size_kb", str(self.buffer_kb))
-            condition = " || ".join(f"dev == {d}" for d in self.devs)
             for e in self.events:
+                condition = " || ".join(f"dev == {d}" for d in self.event_devs.get(e, self.devs))
                 _write(inst / "events" / "block" / e / "filter", condition)
                 _write(inst / "events" / "block" / e / "enable", "1")
             self.method_used = self._choose()

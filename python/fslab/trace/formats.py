@@ -74,6 +74,40 @@ class Trace:
         return cls(cols, list(raw["comm_names"]), meta)
 
 
+# An md array's trace (see trace.hook): the bios queued to the md device (block_bio_queue:
+# md is bio-based, it has no requests of its own) and the requests of its members
+# (block_rq_issue/complete), told apart by the dev column; meta names which is which.
+ARRAY_DEV = "array_dev"
+MEMBER_DEVS = "member_devs"
+
+
+def array_view(trace: Trace, as_event: int) -> Trace:
+    """The md device's bios of an array trace, each as one ``as_event`` event (what the
+    request-based readers take: a complete for counts and sizes, an issue for replay);
+    other traces are returned unchanged. No latency can come from it: a bio-based device
+    has no issue-to-complete pair."""
+    dev = trace.meta.get(ARRAY_DEV)
+    if dev is None:
+        return trace
+    c = trace.columns
+    keep = (c["event"] == EV_QUEUE) & (c["dev"] == dev)
+    cols = {name: col[keep] for name, col in c.items()}
+    cols["event"] = np.full(int(keep.sum()), as_event, dtype=COLUMNS["event"])
+    return Trace(cols, trace.comm_names, {**trace.meta, "view": "array (md bios)"})
+
+
+def members_view(trace: Trace) -> Trace:
+    """The member devices' requests of an array trace; other traces are returned unchanged."""
+    members = trace.meta.get(MEMBER_DEVS)
+    if trace.meta.get(ARRAY_DEV) is None or not members:
+        return trace
+    c = trace.columns
+    keep = np.isin(c["dev"], np.asarray(members, dtype=np.uint32)) & (c["event"] != EV_QUEUE)
+    meta = {k: v for k, v in trace.meta.items() if k != ARRAY_DEV}
+    return Trace({name: col[keep] for name, col in c.items()}, trace.comm_names,
+                 {**meta, "view": "members (requests)"})
+
+
 @functools.lru_cache(maxsize=256)
 def decode_rwbs(rwbs: str) -> tuple[int, int]:
     """(op, flags) from the kernel's rwbs string: [F]op[F][A][S][M] (blk_fill_rwbs), or
@@ -246,6 +280,11 @@ _TRACEFS_EVENT = re.compile(
     r"(?:\s+[a-z]+,\d+,\d+)?\s+\[(?P<tail>[^\]]*)\]"
 )
 _TRACEFS_EVENT_KIND = {"issue": EV_ISSUE, "complete": EV_COMPLETE, "insert": EV_INSERT}
+# block_bio_queue prints no byte count and no command: "maj,min RWBS sector + nr [comm]".
+_TRACEFS_BIO = re.compile(
+    _FTRACE_PREFIX + r"block_bio_queue:\s+(?P<maj>\d+),(?P<min>\d+)\s+(?P<rwbs>[A-Z]*)\s+"
+    r"(?P<sector>\d+)\s+\+\s+(?P<nr>\d+)\s+\[(?P<tail>[^\]]*)\]"
+)
 
 # blk tracer / blkparse actions kept: queue, insert, issue (D), complete.
 _BLK_ACTIONS = {"Q": EV_QUEUE, "I": EV_INSERT, "D": EV_ISSUE, "C": EV_COMPLETE}
@@ -263,14 +302,19 @@ _BLKPARSE = re.compile(
 
 
 def parse_tracefs_text(lines: Iterable[str], meta: dict[str, Any] | None = None) -> Trace:
-    """block_rq_issue/complete/insert lines as tracefs prints them; other lines ignored.
-    Times are the trace clock in seconds (microsecond resolution with the default clocks)."""
+    """block_rq_issue/complete/insert and block_bio_queue lines as tracefs prints them;
+    other lines ignored. Times are the trace clock in seconds (microsecond resolution with
+    the default clocks)."""
     b = _Builder(meta)
     for number, line in enumerate(lines, 1):
         m = _TRACEFS_EVENT.match(line)
         if m is None:
-            continue
-        ev = _TRACEFS_EVENT_KIND[m["ev"]]
+            m = _TRACEFS_BIO.match(line)
+            if m is None:
+                continue
+            ev = EV_QUEUE
+        else:
+            ev = _TRACEFS_EVENT_KIND[m["ev"]]
         comm = m["tail"] if ev != EV_COMPLETE else None
         t_ns, sector, nr, pid = _seconds_to_ns(m["ts"]), int(m["sector"]), int(m["nr"]), int(m["pid"])
         dev = b.check(number, m["maj"], m["min"], time=t_ns, sector=sector, pid=pid, **{"sector count": nr})

@@ -13,6 +13,7 @@ from typing import Any
 from ..devices import DeviceHandle
 from ..metrics import MetricKind, declare_metrics
 from ..records import Metric
+from .formats import ARRAY_DEV, MEMBER_DEVS
 
 # Metrics of a traced run (fslab.analysis.traces.summary_metrics).
 declare_metrics("block trace", {
@@ -40,6 +41,8 @@ class RunTrace:
     stat_after: dict[str, int] = field(default_factory=dict)
     result: dict[str, Any] | None = None
     meta: dict[str, Any] = field(default_factory=dict)
+    # An md array: its members' requests (``trace_members_*``; ``result`` is the md device).
+    members_result: dict[str, Any] | None = None
 
     def metrics(self, workload_metrics: dict[str, float]) -> list[Metric]:
         """Run metrics from the trace; write amplification uses the workload's own
@@ -49,9 +52,13 @@ class RunTrace:
         if self.result is None:
             return []
         written = workload_metrics.get("write_io_bytes")
-        if written:
-            self.result["write_amplification"] = self.result["device_bytes_written"] / written
-        flat = summary_metrics(self.result)
+        flat = {}
+        for prefix, result in (("trace_", self.result), ("trace_members_", self.members_result)):
+            if result is None:
+                continue
+            if written:
+                result["write_amplification"] = result["device_bytes_written"] / written
+            flat.update({prefix + name.removeprefix("trace_"): v for name, v in summary_metrics(result).items()})
         note = None
         if not self.result["complete"]:
             note = f"incomplete trace: {self.result['lost_events']} events lost"
@@ -60,9 +67,14 @@ class RunTrace:
     def provenance(self) -> dict[str, Any]:
         if self.result is None:
             return {"artifact": ARTIFACT_NAME, "captured": False}
-        return {"artifact": ARTIFACT_NAME, "captured": True, "complete": self.result["complete"],
-                "lost_events": self.result["lost_events"], "events": self.result["events"],
-                "method": self.meta.get("capture_method"), "reader": self.meta.get("reader")}
+        out = {"artifact": ARTIFACT_NAME, "captured": True, "complete": self.result["complete"],
+               "lost_events": self.result["lost_events"], "events": self.result["events"],
+               "method": self.meta.get("capture_method"), "reader": self.meta.get("reader")}
+        if self.members_result is not None:
+            out["array"] = {"trace_metrics": "the md device: bios queued to it (block_bio_queue)",
+                            "trace_members_metrics": "its member devices: requests (block_rq_*)",
+                            "md_dev": self.meta.get(ARRAY_DEV), "member_devs": self.meta.get(MEMBER_DEVS)}
+        return out
 
 
 @contextlib.contextmanager
@@ -72,15 +84,25 @@ def traced(enabled: bool, dev: DeviceHandle, artifact_dir: Path) -> Iterator[Run
         yield None
         return
     from ..analysis.traces import analyze
-    from .capture import TraceCapture
-    from .formats import write_parquet
+    from .capture import DEFAULT_EVENTS, TraceCapture
+    from .formats import members_view, write_parquet
 
     rt = RunTrace(artifact_dir / ARTIFACT_NAME)
-    cap = TraceCapture(dev.dev_t, device_name=dev.path, on_stop=lambda: rt.stat_after.update(dev.read_stat()))
+    members = [m.dev_t for m in dev.members]
+    events, event_devs = DEFAULT_EVENTS, None
+    if members:  # md is bio-based: its own I/O is bios; the members have the requests
+        events = ("block_bio_queue", *DEFAULT_EVENTS)
+        event_devs = {"block_bio_queue": [dev.dev_t], **{e: members for e in DEFAULT_EVENTS}}
+    cap = TraceCapture([dev.dev_t, *members], device_name=dev.path, events=events, event_devs=event_devs,
+                       on_stop=lambda: rt.stat_after.update(dev.read_stat()))
     with cap:
         rt.stat_before.update(dev.read_stat())
         yield rt
     if cap.trace is not None:
+        if members:
+            cap.trace.meta.update({ARRAY_DEV: dev.dev_t, MEMBER_DEVS: members})
         write_parquet(cap.trace, rt.path)
         rt.meta = dict(cap.trace.meta)
-        rt.result = analyze(cap.trace)
+        rt.result = analyze(cap.trace)  # an array's trace is analysed as its md device
+        if members:
+            rt.members_result = analyze(members_view(cap.trace))
