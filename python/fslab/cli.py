@@ -93,10 +93,15 @@ def plan(
     if p.jobs:
         from .report.provenance_facts import bytes_text
 
-        device = p.jobs[0].settings.device
-        console.print("device: " + escape(", ".join(
-            f"{k}={bytes_text(v) if k == 'size' and isinstance(v, int) else v}" for k, v in device.items())),
-            highlight=False)
+        users: dict[str, list[str]] = {}  # a device (as text) -> the file systems on it
+        for job in p.jobs:
+            text = ", ".join(f"{k}={bytes_text(v) if k in ('size', 'member_size', 'chunk') and isinstance(v, int) else v}"
+                             for k, v in job.settings.device.items())
+            if job.cell.filesystem not in users.setdefault(text, []):
+                users[text].append(job.cell.filesystem)
+        for text, names in users.items():
+            where = f" ({', '.join(names)})" if len(users) > 1 else ""
+            console.print("device: " + escape(text + where), highlight=False)
     console.print(_runtime_estimate(p), highlight=False)
     for s in p.skipped:
         console.print(f"[yellow]{s.filesystem}: {s.reason}[/yellow]")

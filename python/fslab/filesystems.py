@@ -211,6 +211,12 @@ def validate_filesystems(spec: StudySpec, source: str) -> None:
                         "logdev=, rtdev= and device= write to others). Use [device] for it.",
                         source=source, field=f"filesystems.{name}.{option}[{i}]",
                     )
+        if section.kernel is not None and section.requested_backend(spec.study.backend) == "host":
+            raise SpecError(
+                f"kernel = {section.kernel!r} needs the guest backend (the host runs its own "
+                "kernel); remove kernel or set backend = 'guest' for this entry",
+                source=source, field=f"filesystems.{name}.kernel",
+            )
         fstype = FILESYSTEMS.get(key)
         if fstype.needs_guest and spec.study.backend == "host":
             raise SpecError(

@@ -20,7 +20,7 @@ from .backends import choose_backend
 from .devices import DEVICES, Grant
 from .errors import SpecError
 from .filesystems import FILESYSTEMS
-from .spec import StudySpec, WorkloadSection
+from .spec import GUEST_MIN_MEMORY, DeviceSection, StudySpec, WorkloadSection
 from .workloads import WORKLOADS, ParamError, data_bytes, quick_memory
 
 JOB_FORMAT = "fslab-job/1"
@@ -44,6 +44,8 @@ class Cell:
     # reports need no workload plug-in.
     primary_metric: str = ""
     aging: dict[str, Any] | None = None  # fslab.aging.AgingOption as data; None: not aged
+    kernel: str | None = None  # guest cells: the kernel the guest boots ("6.1", "6.12", a path)
+    guest_memory: int | None = None  # guest cells: the guest's memory (bytes; --quick scales it)
 
     @property
     def label(self) -> str:
@@ -89,6 +91,7 @@ class JobSettings:
     study_dir: str = "."  # where the study file lives, for relative job-file paths
     guest_kernel: str = "6.1"  # the guest backend's kernel: "6.1", "6.12" or a path
     guest_memory: int = 1 << 30  # the guest's memory: its page-cache knob
+    guest_memory_full: int | None = None  # the study's guest_memory when --quick scaled it down
     allow_exec: bool = False  # workload options that run programs are allowed (--allow-exec)
     machine_class: str | None = None  # Dask placement: only workers of this class run the job
 
@@ -206,8 +209,9 @@ def build_cells(spec: StudySpec, *, quick: bool, source: str = "study") -> tuple
     skipped: list[Skip] = []
     for fs_name, fs_section in spec.filesystems.items():
         fs_type = fs_section.type or fs_name
-        backend, reason = choose_backend(FILESYSTEMS.get(fs_type), DEVICES.get(spec.device.kind),
-                                         fs_section.backend or spec.study.backend)
+        device = spec.device_of(fs_name)
+        backend, reason = choose_backend(FILESYSTEMS.get(fs_type), DEVICES.get(device.kind),
+                                         fs_section.requested_backend(spec.study.backend))
         if backend is None:
             skipped.append(Skip(fs_name, reason or "skipped"))
             continue
@@ -221,9 +225,14 @@ def build_cells(spec: StudySpec, *, quick: bool, source: str = "study") -> tuple
                     raise SpecError(f"{exc} (in the combination {combo})", source=source,
                                     field=f"workloads[{index}].{exc.key}") from None
                 memory = workload.memory
+                guest_memory = spec.study.guest_memory if backend == "guest" else None
                 if quick:  # keep the data-to-memory ratio: it decides what the device sees
                     scaled = plugin.quick(params)
-                    memory = quick_memory(memory, data_bytes(plugin, params), data_bytes(plugin, scaled))
+                    full_data, quick_data = data_bytes(plugin, params), data_bytes(plugin, scaled)
+                    memory = quick_memory(memory, full_data, quick_data)
+                    if guest_memory is not None:  # the guest's memory is its page cache
+                        guest_memory = max(quick_memory(guest_memory, full_data, quick_data) or 0,
+                                           min(GUEST_MIN_MEMORY, guest_memory))
                     params = scaled
                 primary = plugin.primary_metrics(params)[0]
                 payload = {
@@ -231,24 +240,46 @@ def build_cells(spec: StudySpec, *, quick: bool, source: str = "study") -> tuple
                     "mount": fs_section.mount, "workload": workload.name, "kind": workload.kind,
                     "params": params, "backend": backend,
                     # Where a job is placed is provenance, not part of the cell.
-                    "device": spec.device.model_dump(exclude={"machine_class"}),
+                    "device": device.model_dump(exclude={"machine_class"}),
                     "memory": memory,
                 }
                 aging = workload.aging_in_effect(spec.study.aging)
                 if aging is not None:  # only then: un-aged cells keep the ids they had
                     payload["aging"] = aging.model_dump()
+                if fs_section.kernel is not None:  # likewise: cells on the study's kernel keep theirs
+                    payload["kernel"] = fs_section.kernel
+                kernel = (fs_section.kernel or spec.study.guest_kernel) if backend == "guest" else None
                 cells.append(Cell(
                     id=_cell_id(payload), filesystem=fs_name, fs_type=fs_type,
                     mkfs=tuple(fs_section.mkfs), mount=tuple(fs_section.mount),
                     workload=workload.name, workload_kind=workload.kind, params=params,
                     axes=dict(axes), backend=backend, memory_bytes=memory,
                     timeout_s=workload.timeout, primary_metric=primary,
-                    aging=aging.model_dump() if aging is not None else None,
+                    aging=aging.model_dump() if aging is not None else None, kernel=kernel,
+                    guest_memory=guest_memory,
                 ))
     return cells, skipped
 
 
 QUICK_REPETITIONS = 2
+
+
+def _device_data(section: DeviceSection) -> dict[str, Any]:
+    """A device section as a job carries it: its kind and its plug-in's parsed fields."""
+    return {"kind": section.kind, **DEVICES.get(section.kind).parse(section).model_dump()}
+
+
+def _job_settings(settings: JobSettings, cells: list[Cell]) -> JobSettings:
+    """A guest job's own kernel and memory. Its cells share one file-system entry, so one
+    kernel; with ``fresh = "repetition"`` their quick-scaled memories may differ, and the
+    largest is taken (the guest must hold every one of them)."""
+    first = cells[0]
+    if first.backend != "guest" or first.kernel is None:
+        return settings
+    memories = [c.guest_memory for c in cells if c.guest_memory is not None]
+    memory = max(memories) if memories else settings.guest_memory
+    return replace(settings, guest_kernel=first.kernel, guest_memory=memory,
+                   guest_memory_full=settings.guest_memory if memory != settings.guest_memory else None)
 
 
 def make_plan(spec: StudySpec, *, quick: bool = False, seed: int | None = None,
@@ -261,9 +292,10 @@ def make_plan(spec: StudySpec, *, quick: bool = False, seed: int | None = None,
         seed = spec.study.seed if spec.study.seed is not None else random.SystemRandom().randrange(2**31)
     rng = random.Random(seed)
     shuffle = spec.study.order == "shuffled"
-    device = DEVICES.get(spec.device.kind).parse(spec.device).model_dump()
+    device = _device_data(spec.device)
+    own_devices = {name: _device_data(fs.device) for name, fs in spec.filesystems.items() if fs.device is not None}
     settings = JobSettings(
-        device={"kind": spec.device.kind, **device}, drop_caches=spec.study.drop_caches,
+        device=device, drop_caches=spec.study.drop_caches,
         fresh=spec.study.fresh, order_seed=seed, trace=spec.study.trace,
         simulate=tuple(spec.study.simulate), study_dir=study_dir, allow_exec=allow_exec,
         guest_kernel=spec.study.guest_kernel, guest_memory=spec.study.guest_memory,
@@ -294,6 +326,11 @@ def make_plan(spec: StudySpec, *, quick: bool = False, seed: int | None = None,
         for cell, repetition in group:
             runs.append(Run(cell, repetition, sequence))
             sequence += 1
-        jobs.append(Job(f"job{index:05d}", group[0][0].backend, tuple(runs), settings))
+        job_settings = _job_settings(settings, [cell for cell, _ in group])
+        own = spec.filesystems[group[0][0].filesystem].device
+        if own is not None:  # an entry's own device, and the workers that have it
+            job_settings = replace(job_settings, device=own_devices[group[0][0].filesystem],
+                                   machine_class=own.machine_class or spec.study.machine_class)
+        jobs.append(Job(f"job{index:05d}", group[0][0].backend, tuple(runs), job_settings))
     return Plan(tuple(cells), tuple(jobs), tuple(skipped), repetitions, spec.study.order, seed,
                 spec.study.fresh, quick)

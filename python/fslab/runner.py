@@ -109,11 +109,12 @@ def preflight(spec: StudySpec, plan: Plan, grant: Grant, resuming: bool = False,
     """Everything a study needs, checked before the first mkfs; lists every missing piece.
     Returns the identity of a handed-over device (None for the others)."""
     problems: list[str] = []
-    device_kind = DEVICES.get(spec.device.kind)
-    tools = set(device_kind.tools)
-    needs_root = device_kind.needs_root or spec.study.drop_caches
+    kinds = [DEVICES.get(d.kind) for d in spec.devices_in_use()]
+    tools = {tool for kind in kinds for tool in kind.tools}
+    needs_root = any(kind.needs_root for kind in kinds) or spec.study.drop_caches
     needs_cgroup = False
     for cell in plan.cells:
+        device_kind = DEVICES.get(spec.device_of(cell.filesystem).kind)
         fstype = FILESYSTEMS.get(cell.fs_type)
         workload = WORKLOADS.get(cell.workload_kind)
         if cell.backend == "host":  # a guest brings its own tools
@@ -126,9 +127,10 @@ def preflight(spec: StudySpec, plan: Plan, grant: Grant, resuming: bool = False,
             problems.append(f"workload kind {cell.workload_kind!r} cannot be traced (study.trace)")
         if workload.capabilities.needs_block_device and not device_kind.traceable:
             problems.append(f"workload kind {cell.workload_kind!r} needs a block device; device kind "
-                            f"{spec.device.kind!r} has none")
-    if spec.study.trace and not device_kind.traceable:
-        problems.append(f"study.trace: device kind {spec.device.kind!r} cannot be traced")
+                            f"{device_kind.name!r} has none")
+    for kind in kinds:
+        if spec.study.trace and not kind.traceable:
+            problems.append(f"study.trace: device kind {kind.name!r} cannot be traced")
     if needs_root and os.geteuid() != 0:
         problems.append("fslab must run as root (it makes loop devices, file systems and mounts)")
     if needs_cgroup and detect_version() is None:
@@ -149,13 +151,14 @@ def preflight(spec: StudySpec, plan: Plan, grant: Grant, resuming: bool = False,
             problems.append(str(exc))
     if spec.study.drop_caches and not os.access(DROP_CACHES, os.W_OK):
         problems.append(f"{DROP_CACHES} is not writable (run as root, or set study.drop_caches = false)")
-    if "losetup" in device_kind.tools and not Path("/dev/loop-control").exists():
+    if "losetup" in tools and not Path("/dev/loop-control").exists():
         problems.append("no loop device support (/dev/loop-control): modprobe loop")
     if problems:
         raise MissingCapability("this study cannot run here:\n  " + "\n  ".join(problems),
                                 fix="`fslab doctor` lists what is missing and how to install it")
     _check_study_inputs(spec, plan, work_dir, study_dir, source)
-    if device_kind.preflight is None:
+    device_kind = DEVICES.get(spec.device.kind)
+    if device_kind.preflight is None or spec.device not in spec.devices_in_use():
         return None
     return device_kind.preflight(device_kind.parse(spec.device), grant, resuming)
 
@@ -165,11 +168,11 @@ def _check_study_inputs(spec: StudySpec, plan: Plan, work_dir: Path, study_dir: 
     inputs (a job file missing or rejected by fio), data larger than the device, and
     mkfs or mount options the file system rejects (tried on a scratch image)."""
     problems: list[str] = []
-    device = DEVICES.get(spec.device.kind).parse(spec.device)
-    device_bytes = getattr(device, "size", None)
     index_of = {w.name: i for i, w in enumerate(spec.workloads)}
     seen: set[tuple[str, str]] = set()
     for cell in plan.cells:
+        section = spec.device_of(cell.filesystem)
+        device_bytes = getattr(DEVICES.get(section.kind).parse(section), "size", None)
         workload = WORKLOADS.get(cell.workload_kind)
         where = f"workloads[{index_of[cell.workload]}]"
         check = getattr(workload, "preflight", None)
@@ -178,8 +181,8 @@ def _check_study_inputs(spec: StudySpec, plan: Plan, work_dir: Path, study_dir: 
             problems += [f"{where}: {p}" for p in check(cell.params, study_dir)]
         sizing = getattr(workload, "data_bytes", None)
         data = sizing(cell.params) if sizing is not None else None
-        if data and device_bytes and data > 0.9 * device_bytes and (cell.workload, cell.label) not in seen:
-            seen.add((cell.workload, cell.label))
+        if data and device_bytes and data > 0.9 * device_bytes and (cell.filesystem, cell.label) not in seen:
+            seen.add((cell.filesystem, cell.label))
             problems.append(f"{where} ({cell.label}): lays out {format_bytes(data)} of files, more than 90% "
                             f"of the {format_bytes(device_bytes)} device: raise device.size or lower the size")
     problems += _probe_filesystems(spec, plan, work_dir)
@@ -194,13 +197,14 @@ def _probe_filesystems(spec: StudySpec, plan: Plan, work_dir: Path) -> list[str]
     is found now, not in every run."""
     from .devices.image import ImageSection, provision
 
-    device = DEVICES.get(spec.device.kind).parse(spec.device)
-    size = max(getattr(device, "size", 0) or 1 << 30, 64 << 20)
     problems: list[str] = []
     for name in dict.fromkeys(c.filesystem for c in plan.cells if c.backend == "host"):
         cell = next(c for c in plan.cells if c.filesystem == name)
         fstype = FILESYSTEMS.get(cell.fs_type)
-        if not fstype.needs_root or not DEVICES.get(spec.device.kind).needs_root:
+        section = spec.device_of(name)
+        device = DEVICES.get(section.kind).parse(section)
+        size = max(getattr(device, "size", 0) or 1 << 30, 64 << 20)
+        if not fstype.needs_root or not DEVICES.get(section.kind).needs_root:
             continue
         step = "mkfs"
         try:

@@ -18,6 +18,19 @@ from .aging import AgingOption
 from .units import parse_duration_s, parse_size
 
 Backend = Literal["auto", "host", "guest"]
+# The guest kernel series fslab fetches (backends/guest/kernel.py's META_PACKAGES); any
+# other value must be the path of a kernel image.
+GUEST_KERNEL_SERIES = ("6.1", "6.12")
+# Below this a guest's kernel and Python do not fit: also the floor of a --quick guest.
+GUEST_MIN_MEMORY = 256 << 20
+
+
+def check_guest_kernel(value: str) -> str:
+    """A guest kernel is a known series or the path of a vmlinuz (it holds a '/')."""
+    if value in GUEST_KERNEL_SERIES or "/" in value:
+        return value
+    raise ValueError(f"unknown guest kernel: use {' or '.join(repr(s) for s in GUEST_KERNEL_SERIES)} "
+                     "or the path of a kernel image (boot/vmlinuz-*)")
 
 
 class StrictSection(BaseModel):
@@ -49,6 +62,11 @@ class StudySection(_Strict):
     @classmethod
     def _guest_memory(cls, value: Any) -> int:
         return parse_size(value)
+
+    @field_validator("guest_kernel")
+    @classmethod
+    def _guest_kernel(cls, value: str) -> str:
+        return check_guest_kernel(value)
     aging: AgingOption | None = Field(
         default=None, description="age every file system after mkfs, before any workload (fslab.aging)")
     machine_class: str | None = Field(
@@ -77,6 +95,23 @@ class FilesystemSection(_Strict):
     mkfs: list[str] = Field(default_factory=list, description="extra mkfs arguments")
     mount: list[str] = Field(default_factory=list, description="mount options, e.g. ['noatime']")
     backend: Backend | None = Field(default=None, description="overrides study.backend for this entry")
+    device: DeviceSection | None = Field(default=None, description="this entry's own device (a "
+                                         "[filesystems.NAME.device] table), instead of [device]: one "
+                                         "study can run a file system on an image and on RAID")
+    kernel: str | None = Field(default=None, description="this entry's guest kernel (6.1, 6.12 or a "
+                               "path), overriding study.guest_kernel; implies the guest backend, so "
+                               "one study can compare kernels on the same file system")
+
+    @field_validator("kernel")
+    @classmethod
+    def _kernel(cls, value: str | None) -> str | None:
+        return None if value is None else check_guest_kernel(value)
+
+    def requested_backend(self, study_backend: Backend) -> Backend:
+        """This entry's backend request: its own, else the study's; a kernel of its own
+        turns ``auto`` into ``guest`` (only a guest can boot another kernel)."""
+        requested = self.backend or study_backend
+        return "guest" if self.kernel is not None and requested == "auto" else requested
 
 
 class WorkloadSection(BaseModel):
@@ -148,6 +183,19 @@ class StudySpec(_Strict):
     device: DeviceSection = Field(default_factory=DeviceSection)
     filesystems: dict[str, FilesystemSection] = Field(min_length=1)
     workloads: list[WorkloadSection] = Field(min_length=1)
+
+    def device_of(self, filesystem: str) -> DeviceSection:
+        """The device a file-system entry runs on: its own, else the study's."""
+        own = self.filesystems[filesystem].device
+        return own if own is not None else self.device
+
+    def devices_in_use(self) -> list[DeviceSection]:
+        """The distinct devices the file-system entries run on, in the file's order."""
+        seen: dict[str, DeviceSection] = {}
+        for name in self.filesystems:
+            device = self.device_of(name)
+            seen.setdefault(repr(sorted(device.model_dump().items(), key=str)), device)
+        return list(seen.values())
 
     @model_validator(mode="after")
     def _unique_workload_names(self) -> StudySpec:

@@ -55,13 +55,20 @@ def _invalid(lines: list[str], source: str) -> SpecError:
 def _validate_device(spec: StudySpec, source: str) -> None:
     from .devices import DEVICES
 
-    if spec.device.kind not in DEVICES:
-        raise SpecError(f"unknown device kind {spec.device.kind!r}; known: {', '.join(DEVICES.names())}",
-                        source=source, field="device.kind")
-    try:
-        DEVICES.get(spec.device.kind).parse(spec.device)
-    except ValidationError as exc:
-        raise _invalid(validation_lines(exc, "device"), source) from None
+    sections = [("device", spec.device)] + [(f"filesystems.{name}.device", fs.device)
+                                            for name, fs in spec.filesystems.items() if fs.device is not None]
+    for where, device in sections:
+        if device.kind not in DEVICES:
+            raise SpecError(f"unknown device kind {device.kind!r}; known: {', '.join(DEVICES.names())}",
+                            source=source, field=f"{where}.kind")
+        kind = DEVICES.get(device.kind)
+        if where != "device" and kind.preflight is not None:  # a handed-over disk is checked once, as [device]
+            raise SpecError(f"a file system's own device cannot be kind {device.kind!r}; give it as "
+                            "[device] (the study's one device)", source=source, field=f"{where}.kind")
+        try:
+            kind.parse(device)
+        except ValidationError as exc:
+            raise _invalid(validation_lines(exc, where), source) from None
 
 
 def parse_spec(data: dict[str, Any], source: str, *, allow_exec: bool = False) -> StudySpec:

@@ -74,7 +74,7 @@ def test_auto_runs_f2fs_in_a_guest_beside_ext4_on_the_host(guest_build: GuestBui
     console = (results / f2fs["artifact_dir"] / "console.log").read_text()
     assert f"kernel {guest_build.release}" in console  # the guest console is kept with the run
     table = build_table(runs, None, [r["cell"] for r in runs])
-    assert table.filesystems == ["f2fs (guest)", "ext4"]
+    assert table.filesystems == ["f2fs (guest 6.1)", "ext4"]  # the study's default guest kernel
     assert _leftovers(tmp_path) == []
 
 

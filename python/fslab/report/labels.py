@@ -28,5 +28,10 @@ def mean_pm(summary: Summary, divisor: float = 1.0, n_expected: int | None = Non
 
 def fs_column(cell: dict[str, Any]) -> str:
     """A file system's column: guest runs are labelled so, never put beside host runs as if
-    they were alike (another kernel, emulated hardware)."""
-    return cell["filesystem"] if cell.get("backend", "host") == "host" else f"{cell['filesystem']} (guest)"
+    they were alike (another kernel, emulated hardware), and with the kernel they booted,
+    so one file system on two kernels reads as two columns (cells stored before cells
+    carried a kernel say just "guest")."""
+    if cell.get("backend", "host") == "host":
+        return cell["filesystem"]
+    kernel = cell.get("kernel")
+    return f"{cell['filesystem']} (guest {kernel})" if kernel else f"{cell['filesystem']} (guest)"

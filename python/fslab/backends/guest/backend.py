@@ -88,7 +88,10 @@ class GuestBackend:
                     failure = f"the job entry exited with status {result.exit_status} in the guest"
                 facts = {"kernel_release": result.kernel_release, "kernel_package": result.kernel_package,
                          "accelerator": "kvm" if result.kvm else "tcg", "memory_bytes": result.memory_bytes,
-                         "cpus": result.cpus, "boot_s": round(result.boot_s, 3)}
+                         "cpus": result.cpus, "boot_s": round(result.boot_s, 3),
+                         "kernel_requested": settings.guest_kernel}
+                if settings.guest_memory_full is not None:  # --quick kept the data-to-memory ratio
+                    facts["memory_scaled_from_bytes"] = settings.guest_memory_full
                 tail = result.console_tail
             except GuestFailed as exc:
                 failure, facts, tail = str(exc).split("\n", 1)[0], {}, exc.console_tail

@@ -34,6 +34,7 @@ from typing import Literal
 
 from ...errors import FslabError, MissingCapability, SpecError
 from ...signals import shielded
+from ...spec import GUEST_MIN_MEMORY
 from . import paths
 from .build import GuestBuild, build
 from .kvm import kvm_verdict
@@ -76,7 +77,7 @@ class GuestConfig:
 
     def check(self) -> None:
         """Reject what QEMU would fail on later, naming the field and the fix."""
-        if self.memory_bytes < 256 * MiB:
+        if self.memory_bytes < GUEST_MIN_MEMORY:
             raise SpecError("at least 256MiB: the guest kernel and Python need it",
                             field="guest_memory")
         for disk in self.disks:
