@@ -65,12 +65,12 @@ def test_quick_seed_004_has_the_shape_of_a_full_run(device_support, tmp_path: Pa
     small = (text.replace('file_size = "2GiB"', 'file_size = "512MiB"')
              .replace('io_size = "1GiB"', 'io_size = "256MiB"')
              .replace('memory = "256MiB"', 'memory = "64MiB"').replace("repetitions = 5", "repetitions = 1")
-             .replace("[filesystems.f2fs]\n", ""))
+             .split("[filesystems.f2fs]")[0])
     assert "2GiB" not in small and "64MiB" in small
     study = tmp_path / "seed-004-quarter.toml"
     study.write_text(small)
     ext4_only = tmp_path / "seed-004-ext4.toml"  # the preset itself, without the guest's f2fs
-    ext4_only.write_text(text.replace("[filesystems.f2fs]\n", ""))
+    ext4_only.write_text(text.split("[filesystems.f2fs]")[0])  # the guest's entries come after ext4
     for args, out in (([str(ext4_only), "--quick"], "quick"), ([str(study)], "full")):
         done = subprocess.run([*FSLAB, "run", *args, "-r", str(tmp_path / out), "-q"],
                               capture_output=True, text=True, timeout=300, cwd=tmp_path)
