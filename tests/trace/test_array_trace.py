@@ -77,6 +77,7 @@ def test_array_bios_and_member_requests_are_traced_apart(tracing: Path, loop_dev
     assert metrics["trace_members_write_size_median_bytes"] == 4096
     assert metrics["trace_members_write_latency_mean_ns"] > 0
     assert rt.provenance()["array"]["md_dev"] == array.dev_t
+    assert rt.provenance()["events"] == len(stored) == 10 + 2 * 5  # bios, and issue + complete
     # a replay takes the array's bios: the requests a RAID model maps onto its members
     replay = requests_from_trace(stored)
     assert len(replay) == 10 and set(replay.nbytes) == {65536}

@@ -68,7 +68,8 @@ class RunTrace:
         if self.result is None:
             return {"artifact": ARTIFACT_NAME, "captured": False}
         out = {"artifact": ARTIFACT_NAME, "captured": True, "complete": self.result["complete"],
-               "lost_events": self.result["lost_events"], "events": self.result["events"],
+               "lost_events": self.result["lost_events"],
+               "events": self.meta.get("events_total", self.result["events"]),
                "method": self.meta.get("capture_method"), "reader": self.meta.get("reader")}
         if self.members_result is not None:
             out["array"] = {"trace_metrics": "the md device: bios queued to it (block_bio_queue)",
@@ -102,7 +103,7 @@ def traced(enabled: bool, dev: DeviceHandle, artifact_dir: Path) -> Iterator[Run
         if members:
             cap.trace.meta.update({ARRAY_DEV: dev.dev_t, MEMBER_DEVS: members})
         write_parquet(cap.trace, rt.path)
-        rt.meta = dict(cap.trace.meta)
+        rt.meta = {**cap.trace.meta, "events_total": len(cap.trace)}  # an array's analysis sees only its bios
         rt.result = analyze(cap.trace)  # an array's trace is analysed as its md device
         if members:
             rt.members_result = analyze(members_view(cap.trace))
