@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from fslab.analysis.traces import analyze
+from fslab.report.trace_tables import trace_table
 from fslab.simulate import requests_from_trace
 from fslab.trace.formats import (
     ARRAY_DEV,
@@ -81,6 +82,19 @@ def test_array_bios_and_member_requests_are_traced_apart(tracing: Path, loop_dev
     # a replay takes the array's bios: the requests a RAID model maps onto its members
     replay = requests_from_trace(stored)
     assert len(replay) == 10 and set(replay.nbytes) == {65536}
+    # the report's trace table shows both, and says which rows are which
+    run = {"status": "ok", "metrics": {m.name: {"value": m.value, "note": m.note} for m in rt.metrics({})}}
+    rows = _table_rows(trace_table("w", {"ext4-raid5 (guest 6.1)": [run]}))
+    assert rows["write"][:2] == ["10.0", "64.0"] and rows["write (members)"][:2] == ["5.00", "4.00"]
+
+
+def _table_rows(table) -> dict[str, list[str]]:
+    """op -> [requests, size min [KiB]] of a rendered trace table; the caption must say
+    where the array's rows come from."""
+    assert "block_bio_queue" in table.caption and "(members)" in table.caption
+    columns = {c.header: list(c.cells) for c in table.columns}
+    return {op: [columns["requests"][i].split()[0], columns["size min [KiB]"][i].split()[0]]
+            for i, op in enumerate(columns["op"])}
 
 
 def _trace(rows: list[tuple[int, int, int, int, int]], meta: dict) -> Trace:

@@ -87,20 +87,31 @@ def trace_table(label: str, by_fs: dict[str, list[dict[str, Any]]]) -> Any:
     for col in ("file system", "op", "n runs", "requests", "size min [KiB]", "size median [KiB]",
                 "size mean [KiB]", "size max [KiB]", "sequential [%]", "trace"):
         table.add_column(col, justify="left" if col in ("file system", "op", "trace") else "right")
+    arrays = []
     for fs, runs in by_fs.items():
         n = len(runs)
         loss = trace_loss(runs)
         status = f"[bold red]{loss.text(n)}[/bold red]" if loss else "complete"
-        for i, op in enumerate(OPS):
-            cells = [mean_ci(values(runs, f"trace_{op}_requests_count"), n)]
+        # An md array: its own rows are the md device's bios, then its members' requests.
+        sources = [("trace_", "")]
+        if values(runs, "trace_members_write_requests_count"):
+            sources.append(("trace_members_", " (members)"))
+            arrays.append(fs)
+        rows = [(prefix, op, suffix) for prefix, suffix in sources for op in OPS]
+        for i, (prefix, op, suffix) in enumerate(rows):
+            cells = [mean_ci(values(runs, f"{prefix}{op}_requests_count"), n)]
             if op in DATA_OPS:
-                cells += [mean_ci(values(runs, f"trace_{op}_size_{k}_bytes", 1 / 1024), n)
+                cells += [mean_ci(values(runs, f"{prefix}{op}_size_{k}_bytes", 1 / 1024), n)
                           for k in ("min", "median", "mean", "max")]
-                cells.append(mean_ci(values(runs, f"trace_{op}_sequential_fraction", 100.0), n))
+                cells.append(mean_ci(values(runs, f"{prefix}{op}_sequential_fraction", 100.0), n))
             else:
                 cells += ["—"] * 5
-            table.add_row(fs if i == 0 else "", op, str(n), *cells, status if i == 0 else "",
-                          end_section=i == len(OPS) - 1)
+            table.add_row(fs if i == 0 else "", op + suffix, str(n), *cells, status if i == 0 else "",
+                          end_section=i == len(rows) - 1)
+    if arrays:
+        table.caption = (f"md arrays ({', '.join(arrays)}): read/write/... rows are the bios queued to the md "
+                         "device (block_bio_queue); '(members)' rows are the requests its member devices "
+                         "completed (block_rq_*)")
     return table
 
 
