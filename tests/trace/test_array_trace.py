@@ -23,6 +23,8 @@ from fslab.trace.formats import (
     EV_ISSUE,
     EV_QUEUE,
     MEMBER_DEVS,
+    OP_FLUSH,
+    OP_WRITE,
     Trace,
     array_view,
     members_view,
@@ -98,7 +100,8 @@ def _table_rows(table) -> dict[str, list[str]]:
 
 
 def _trace(rows: list[tuple[int, int, int, int, int]], meta: dict) -> Trace:
-    """rows of (time_ns, event, dev, sector, nr_sector), all writes."""
+    """rows of (time_ns, event, dev, sector, nr_sector), all writes (an empty one is a
+    preflush bio, as rwbs "FWS" decodes)."""
     cols = {"time_ns": [r[0] for r in rows], "event": [r[1] for r in rows], "dev": [r[2] for r in rows],
             "sector": [r[3] for r in rows], "nr_sector": [r[4] for r in rows], "op": [1] * len(rows),
             "flags": [0] * len(rows), "pid": [1] * len(rows), "comm": [0] * len(rows)}
@@ -112,6 +115,10 @@ def test_views_of_an_array_trace() -> None:
                {ARRAY_DEV: md, MEMBER_DEVS: [m1, m2]})
     a = array_view(t, EV_COMPLETE)
     assert a.columns["event"].tolist() == [EV_COMPLETE] and a.columns["nr_sector"].tolist() == [1024]
+    flushed = _trace([(1, EV_QUEUE, md, 0, 1024), (2, EV_QUEUE, md, 0, 0)], {ARRAY_DEV: md, MEMBER_DEVS: [m1]})
+    assert array_view(flushed, EV_ISSUE).columns["op"].tolist() == [OP_WRITE, OP_FLUSH]
+    replay = requests_from_trace(flushed)  # a model takes the empty bio as a flush, not a 0-byte write
+    assert bytes(replay.op) == b"WF" and replay.nbytes == [1024 * 512, 0]
     m = members_view(t)
     assert m.columns["time_ns"].tolist() == [3, 4, 5, 6] and ARRAY_DEV not in m.meta
     result = analyze(t)

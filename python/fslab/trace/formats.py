@@ -93,6 +93,10 @@ def array_view(trace: Trace, as_event: int) -> Trace:
     keep = (c["event"] == EV_QUEUE) & (c["dev"] == dev)
     cols = {name: col[keep] for name, col in c.items()}
     cols["event"] = np.full(int(keep.sum()), as_event, dtype=COLUMNS["event"])
+    # An empty write bio (rwbs "FWS": a preflush with no data) is what a flush request is
+    # below the array: a cache flush, not a write of zero bytes.
+    cols["op"] = np.where((cols["nr_sector"] == 0) & (cols["op"] == OP_WRITE), OP_FLUSH, cols["op"]).astype(
+        COLUMNS["op"])
     return Trace(cols, trace.comm_names, {**trace.meta, "view": "array (md bios)"})
 
 
