@@ -158,3 +158,83 @@ def test_sigkilled_runner_leaves_nothing_after_cleanup(guest_build: GuestBuild, 
         assert _leftovers(tmp_path) == []
     finally:
         runner.kill()
+
+
+RESUME_STUDY = """
+[study]
+name = "guest resume"
+repetitions = 3
+order = "in-order"
+guest_memory = "512MiB"
+
+[device]
+size = "256MiB"
+
+[filesystems.f2fs]
+
+[[workloads]]
+kind = "null"
+name = "files"
+ops = 10
+sleep = 5
+"""
+
+
+def _stored_runs(results: Path) -> int:
+    import sqlite3
+
+    db = results / "fslab.sqlite"
+    if not db.exists():
+        return 0
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5) as con:
+            return con.execute("SELECT COUNT(*) FROM runs WHERE status = 'ok'").fetchone()[0]
+    except sqlite3.OperationalError:
+        return 0
+
+
+def test_a_resumed_guest_study_does_not_repeat_stored_runs(guest_build: GuestBuild, tmp_path: Path) -> None:
+    """SIGTERM to the runner while a later guest job runs: the study stops with its guest
+    gone; --resume boots guests only for the runs not stored, and keeps the stored ones."""
+    import signal
+    import sys
+    import time
+
+    study = tmp_path / "s.toml"
+    study.write_text(RESUME_STUDY)
+    results = tmp_path / "results"
+    fslab = [sys.executable, "-m", "fslab"]
+    runner = subprocess.Popen([*fslab, "run", str(study), "-r", str(results), "-q"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 600
+        while _stored_runs(results) < 1 and time.monotonic() < deadline and runner.poll() is None:
+            time.sleep(0.5)
+        assert _stored_runs(results) >= 1, "no guest run was stored"
+        _wait_for_qemu(tmp_path)  # the next job's guest is up: kill the runner under it
+        runner.send_signal(signal.SIGTERM)
+        _, err = runner.communicate(timeout=180)
+    finally:
+        runner.kill()
+    assert runner.returncode == 130, err
+    assert _leftovers(tmp_path) == []  # the guest's QEMU and its disks went with the runner
+    with Store(results) as store:
+        row = store.study()
+        before = {(r["cell"]["id"], r["repetition"]): (r["run_id"], r["started_at"])
+                  for r in store.runs(row.id) if r["status"] == "ok"}
+    assert row.status == "interrupted" and 1 <= len(before) < 3
+    done = subprocess.run([*fslab, "run", str(study), "-r", str(results), "--resume", "-q"],
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr
+    with Store(results) as store:
+        assert len(store.studies()) == 1 and store.study().status == "complete"
+        after = [r for r in store.runs(store.study().id) if r["status"] == "ok"]
+    assert len(after) == 3 and len({(r["cell"]["id"], r["repetition"]) for r in after}) == 3
+    for r in after:
+        key = (r["cell"]["id"], r["repetition"])
+        if key in before:  # stored before the kill: the same row, measured once
+            assert (r["run_id"], r["started_at"]) == before[key]
+        else:  # measured after the resume, in a guest
+            assert r["started_at"] > max(s for _, s in before.values())
+            assert r["provenance"]["guest"]["kernel_release"] == guest_build.release
+    assert _leftovers(tmp_path) == []
