@@ -86,7 +86,8 @@ def plan(
         if c.aging is not None:
             params += " aging=" + ",".join(f"{k}={v}" for k, v in c.aging.items() if v is not None)
         table.add_row(str(i + 1), c.filesystem, escape(" ".join(c.mkfs) or "(defaults)"),
-                      escape(",".join(c.mount) or "(defaults)"), c.backend, escape(c.label), escape(params))
+                      escape(",".join(c.mount) or "(defaults)"), c.backend + (f" {c.kernel}" if c.kernel else ""),
+                      escape(c.label), escape(params))
     console.print(table)
     console.print(f"{len(p.cells)} cells x {p.repetitions} repetitions = {len(p.runs)} runs, "
                   f"order {p.order} (seed {p.seed}), fresh file system per {p.fresh}")
