@@ -81,7 +81,8 @@ def test_auto_runs_f2fs_in_a_guest_beside_ext4_on_the_host(guest_build: GuestBui
 def test_raid5_of_8_members_in_a_guest(guest_build: GuestBuild, tmp_path: Path) -> None:
     study = tmp_path / "s.toml"
     study.write_text(STUDY.format(device='kind = "raid"\nlevel = 5\ndisks = 8\nchunk = "512KiB"\n'
-                                          'member_size = "64MiB"', extra_fs=""))
+                                          'member_size = "64MiB"', extra_fs="")
+                     .replace('guest_memory = "768MiB"', 'guest_memory = "768MiB"\ntrace = true'))
     results = tmp_path / "results"
     outcome = run_study(str(study), results_dir=results)
     assert outcome.runs_failed == 0
@@ -90,7 +91,16 @@ def test_raid5_of_8_members_in_a_guest(guest_build: GuestBuild, tmp_path: Path) 
     device = run["provenance"]["device"]
     assert device["kind"] == "raid" and device["level"] == 5 and len(device["members"]) == 8
     assert device["data_disks"] == 7
-    assert run["metrics"]["write_iops"]["value"] > 0
+    m = {name: v["value"] for name, v in run["metrics"].items()}
+    assert m["write_iops"] > 0
+    # the md device traced through its bios: the workload's 4 KiB direct writes, as issued
+    assert m["trace_write_size_median_bytes"] == 4096 and m["trace_write_requests_count"] > 0
+    # its members through their requests: a partial-stripe write on RAID5 reads old data
+    # and parity first (read-modify-write), and writes data and parity
+    assert m["trace_members_read_requests_count"] > 0
+    assert m["trace_members_write_requests_count"] >= m["trace_write_requests_count"]
+    array = run["provenance"]["trace"]["array"]
+    assert len(array["member_devs"]) == 8 and array["md_dev"] not in array["member_devs"]
     # Nothing is measured twice: retrying the finished study boots no guest at all.
     done = run_study(str(study), results_dir=results, retry_failed=True)
     assert done.study_id == outcome.study_id and done.runs_done == 0
