@@ -147,3 +147,21 @@ def test_free_space_histogram_agrees_with_statfs(mounted_fs, fs_type: str) -> No
         inverted = fiemap_inversion(mnt)
         assert inverted.method == "fiemap-inversion"
         assert inverted.free_bytes >= before.free_bytes * 0.9
+
+
+def test_ntfs3g_has_no_layout_facts_and_says_so(mounted_fs) -> None:
+    """ntfs-3g runs through FUSE, which has no FIEMAP: the layout facts say 'not available
+    on ntfs-3g (FUSE)' instead of failing or counting 0 free extents."""
+    from fslab.fragmentation import NoFiemap
+
+    with mounted_fs("ntfs", size="128MiB") as (_, mnt):
+        (mnt / "f").write_bytes(os.urandom(1 << 20))
+        syncfs(mnt)
+        with pytest.raises(NoFiemap, match=r"not available on ntfs-3g \(FUSE\)"):
+            file_extents(mnt / "f")
+        layout = summarize_layout(mnt).as_dict()
+        assert layout["files"] == 1 and layout["layout_score"] is None
+        assert "ntfs-3g (FUSE)" in str(layout["unavailable"])
+        hist = free_space_histogram(mnt)
+        assert not hist.available and "not available on ntfs-3g (FUSE)" in hist.note
+        assert hist.as_dict()["free_extents"] is None

@@ -208,8 +208,9 @@ class AgingReport:
             f"{prefix}files_count": float(self.files),
             f"{prefix}written_bytes": float(self.bytes_written),
             f"{prefix}wall_s": self.wall_s,
-            f"{prefix}free_extents_count": float(self.free_space["free_extents"]),
         }
+        if self.free_space.get("free_extents") is not None:  # None: no FIEMAP (ntfs-3g)
+            out[f"{prefix}free_extents_count"] = float(self.free_space["free_extents"])
         if self.layout.get("layout_score") is not None:
             out[f"{prefix}layout_score"] = float(self.layout["layout_score"])
         if self.layout.get("fragments_per_file_mean") is not None:

@@ -277,8 +277,9 @@ def _execute_run(
         if free_before is not None:  # after the device counters were read
             free_after = free_space_histogram(mountpoint)
             provenance["free_space_after"] = free_after.as_dict()
-            metrics.append(Metric.of("free_space_before_free_extents_count", free_before.free_extents))
-            metrics.append(Metric.of("free_space_after_free_extents_count", free_after.free_extents))
+            for when, hist in (("before", free_before), ("after", free_after)):
+                if hist.available:  # else provenance says why (no FIEMAP), no count is made up
+                    metrics.append(Metric.of(f"free_space_{when}_free_extents_count", hist.free_extents))
     except Exception as exc:  # the measurement is kept on disk; the study goes on
         _study_level_os_error(exc)
         (path / "error.txt").write_text(traceback.format_exc())

@@ -14,6 +14,7 @@ same fraction over the blocks of all files.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import re
@@ -25,7 +26,7 @@ from pathlib import Path
 
 from .commands import declare_tools, run_command
 from .errors import CommandFailed, FslabError
-from .mounts import mount_at
+from .mounts import filesystem_holding, mount_at
 
 # linux/fs.h: FS_IOC_FIEMAP = _IOWR('f', 11, struct fiemap); struct fiemap is 32 bytes,
 # each struct fiemap_extent 56.
@@ -38,6 +39,32 @@ _HEADER = struct.Struct("=QQIIII")
 declare_tools({"e2freefrag": "e2fsprogs", "xfs_spaceman": "xfsprogs"}, "free-space fragmentation")
 _EXTENT = struct.Struct("=QQQ16xI12x")
 _BATCH = 512  # extents asked for per ioctl
+
+
+class NoFiemap(FslabError):
+    """The file system has no FIEMAP (ntfs-3g and every FUSE file system): its layout facts
+    are not available. Of a run's scope: the measurement itself does not need them."""
+
+    scope = "run"
+
+
+# Errors that mean "this file system does not implement FIEMAP", not "this call failed".
+_UNSUPPORTED = (errno.EOPNOTSUPP, errno.ENOTTY, errno.ENOSYS)
+
+
+def fs_name(path: Path | str) -> str:
+    """The file system holding path as a reader knows it: FUSE's ntfs-3g mounts say
+    'fuseblk' in /proc/mounts, which names the mechanism, not the file system."""
+    entry = filesystem_holding(Path(path))
+    if entry is None:
+        return "this file system"
+    if entry.fs_type == "fuseblk":  # ntfs-3g's mounts (the only FUSE file system fslab makes)
+        return "ntfs-3g (FUSE)"
+    return f"{entry.fs_type} (FUSE)" if entry.fs_type.startswith("fuse") else entry.fs_type
+
+
+def unavailable_note(path: Path | str) -> str:
+    return f"not available on {fs_name(path)}: it does not report file layout (no FIEMAP)"
 
 
 @dataclass(frozen=True)
@@ -61,10 +88,9 @@ def file_extents(path: Path | str) -> list[Extent]:
             try:
                 fcntl.ioctl(fd, FS_IOC_FIEMAP, buf, True)
             except OSError as exc:
-                raise FslabError(
-                    f"FIEMAP failed on {path}: {exc.strerror}; this file system does not report "
-                    "file layout, so fragmentation cannot be measured on it"
-                ) from None
+                if exc.errno in _UNSUPPORTED:
+                    raise NoFiemap(f"file layout of {path}: {unavailable_note(path)}") from None
+                raise FslabError(f"FIEMAP failed on {path}: {exc.strerror}") from None
             mapped = _HEADER.unpack_from(buf, 0)[3]
             last = False
             for i in range(mapped):
@@ -135,12 +161,16 @@ class LayoutSummary:
     scored_blocks: int = 0  # blocks of files with more than one block, first blocks excluded
     fragments_per_file: dict[int, int] = field(default_factory=dict)  # fragments -> files
     block_size: int = 4096
+    unavailable: str = ""  # why there are no layout facts (no FIEMAP); "" when there are
 
     @property
     def layout_score(self) -> float | None:
         return self.contiguous_blocks / self.scored_blocks if self.scored_blocks else None
 
     def as_dict(self) -> dict[str, object]:
+        if self.unavailable:
+            return {"files": self.files, "block_size_bytes": self.block_size, "layout_score": None,
+                    "fragments_per_file_mean": None, "unavailable": self.unavailable}
         counts = sorted(self.fragments_per_file.items())
         total = sum(n for _, n in counts)
         mean = sum(k * n for k, n in counts) / total if total else None
@@ -157,11 +187,19 @@ def summarize_layout(root: Path, block_size: int | None = None,
                      physical: list[tuple[int, int]] | None = None) -> LayoutSummary:
     """Layout score and fragments per file over every regular file under root. If
     ``physical`` is given, each file's (start, end) byte ranges on the device are appended
-    to it (for the FIEMAP-based free-space histogram)."""
+    to it (for the FIEMAP-based free-space histogram). Without FIEMAP the summary counts
+    files only and says why (``unavailable``); with ``physical`` it raises NoFiemap."""
     bs = block_size or os.statvfs(root).f_bsize
     summary = LayoutSummary(block_size=bs)
     for path in regular_files(root):
-        extents = file_extents(path)
+        try:
+            extents = file_extents(path)
+        except NoFiemap:
+            if physical is not None:
+                raise
+            summary.unavailable = unavailable_note(root)
+            summary.files = sum(1 for _ in regular_files(root))
+            return summary
         lay = layout_of(extents, bs)
         summary.files += 1
         summary.blocks += lay.blocks
@@ -183,9 +221,13 @@ class FreeSpaceHistogram:
     """Free extents by size in power-of-two buckets: bucket k holds extents of
     [2^k, 2^(k+1)) bytes. ``method`` says where the numbers came from."""
 
-    method: str  # "e2freefrag" | "xfs_spaceman freesp" | "fiemap-inversion"
+    method: str  # "e2freefrag" | "xfs_spaceman freesp" | "fiemap-inversion" | "unavailable"
     buckets: dict[int, tuple[int, int]]  # lower bound in bytes -> (extents, free bytes)
     note: str = ""
+
+    @property
+    def available(self) -> bool:
+        return self.method != "unavailable"
 
     @property
     def free_extents(self) -> int:
@@ -196,6 +238,9 @@ class FreeSpaceHistogram:
         return sum(b for _, b in self.buckets.values())
 
     def as_dict(self) -> dict[str, object]:
+        if not self.available:  # no counts at all: 0 would read as "no free extents"
+            return {"method": self.method, "note": self.note, "free_extents": None, "free_bytes": None,
+                    "buckets": []}
         return {
             "method": self.method, "note": self.note,
             "free_extents": self.free_extents, "free_bytes": self.free_bytes,
@@ -301,7 +346,10 @@ def free_space_histogram(mountpoint: Path) -> FreeSpaceHistogram:
             return parse_xfs_freesp(done.stdout, os.statvfs(mountpoint).f_bsize)
     except (CommandFailed, FileNotFoundError, FslabError):
         pass  # fall back to FIEMAP below; the method field says which was used
-    return fiemap_inversion(mountpoint)
+    try:
+        return fiemap_inversion(mountpoint)
+    except NoFiemap:
+        return FreeSpaceHistogram("unavailable", {}, unavailable_note(mountpoint))
 
 
 def settle(path: Path, still_s: float = 0.3, limit_s: float = 10.0) -> None:

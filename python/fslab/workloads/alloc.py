@@ -122,7 +122,7 @@ class AllocWorkload:
 
     def run(self, params: dict[str, Any], ctx: RunContext) -> WorkloadResult:
         from .. import _core
-        from ..fragmentation import file_extents, layout_of, syncfs
+        from ..fragmentation import NoFiemap, file_extents, layout_of, syncfs, unavailable_note
 
         metrics: dict[str, float] = {}
         started = time.monotonic()
@@ -131,12 +131,16 @@ class AllocWorkload:
             metrics.update(latency_metrics(op, latencies))
         runtime = time.monotonic() - started
         syncfs(ctx.workdir)
+        info: dict[str, Any] = {"alloc": {k: params[k] for k in ("ops", "count", "bs", "sync", "seed")},
+                                "timing": "Rust core loop, CLOCK_MONOTONIC per operation; null_* is its floor"}
         for op, name in WRITTEN_FILES.items():
             if op in params["ops"]:
-                lay = layout_of(file_extents(ctx.workdir / name), params["bs"])
+                try:
+                    lay = layout_of(file_extents(ctx.workdir / name), params["bs"])
+                except NoFiemap:  # ntfs-3g: no fragment count, and the run says why
+                    info["fragments"] = unavailable_note(ctx.workdir)
+                    continue
                 metrics[f"{op}_fragments_count"] = float(lay.fragments)
-        info = {"alloc": {k: params[k] for k in ("ops", "count", "bs", "sync", "seed")},
-                "timing": "Rust core loop, CLOCK_MONOTONIC per operation; null_* is its floor"}
         return WorkloadResult(metrics, runtime, info)
 
 
