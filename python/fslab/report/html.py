@@ -89,6 +89,21 @@ def _plot_row(plots: list[Any]) -> str:
     return "".join(parts)
 
 
+def _model_section(m: Any, filesystems: list[str]) -> str:
+    """A workload kind's own section (report.sections.ModelSection)."""
+    out = [f'<section id="{escape(m.id)}"><h2>{escape(m.title)}</h2><p>{escape(m.intro)}</p>']
+    if m.statements:
+        out.append("<ul>" + "".join(f"<li>{escape(s)}</li>" for s in m.statements) + "</ul>")
+    if m.charts:
+        names = list(dict.fromkeys(fs for c in m.charts for fs in c.filesystems))
+        out.append(f"<p>{legend_html([fs for fs in filesystems if fs in names])}</p><div class=charts>"
+                   + "".join(chart_svg(c, filesystems) for c in m.charts) + "</div>")
+    out += [_section_table(t) for t in m.tables]
+    if m.note:
+        out.append(f'<p class="note">{escape(m.note)}</p>')
+    return "".join(out) + "</section>"
+
+
 def render_html(report: Report) -> str:
     title = f"{report.name} — fslab report (study {report.study_id})"
     parts = [f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>{escape(title)}</title>"
@@ -124,6 +139,8 @@ def render_html(report: Report) -> str:
                  "its lower end is in the bar's tooltip.</p><div class=charts>")
     parts += [chart_svg(c, report.filesystems) for c in report.charts]
     parts.append("</div></section>")
+
+    parts += [_model_section(m, report.filesystems) for m in report.sections]
 
     measured = [t for t in report.tables if t.kind != "prediction"]
     predicted = [t for t in report.tables if t.kind == "prediction"]

@@ -7,6 +7,7 @@ from typing import Any
 
 from .model import Report, TableSection, interval_note
 from .summary import summary_table
+from .units import fmt
 
 
 def _cell(text: str) -> str:
@@ -22,6 +23,24 @@ def md_table(columns: list[str], rows: list[list[str]]) -> str:
 
 def _section(t: TableSection) -> str:
     return f"#### {t.title}\n\n{md_table(t.columns, t.rows)}\n" + (f"\n{t.note}\n" if t.note else "")
+
+
+def _chart_table(chart: Any) -> str:
+    """A chart's numbers (Markdown has no charts): one row per bar."""
+    rows = [[b.filesystem, b.case, fmt(b.mean),
+             f"{fmt(b.low)}–{fmt(b.high)}" if b.low is not None and b.high is not None else "—", str(b.n)]
+            for b in chart.bars]
+    return f"#### {chart.title}\n\n" + md_table(
+        ["file system", "case", f"mean [{chart.display_unit}]", "95% interval", "n"], rows) + "\n"
+
+
+def _model_section(m: Any) -> str:
+    """A workload kind's own section (report.sections.ModelSection)."""
+    out = [f"## {m.title}", "", m.intro, ""]
+    out += [f"- {s}" for s in m.statements] + ([""] if m.statements else [])
+    out += [_chart_table(c) for c in m.charts] + [_section(t) for t in m.tables]
+    out += [m.note, ""] if m.note else []
+    return "\n".join(out)
 
 
 def _trace_plots(report: Report, figures: dict[str, str]) -> list[str]:
@@ -54,6 +73,7 @@ def render_markdown(report: Report, figures: dict[str, str] | None = None) -> st
     out += [interval_note(), "", "## Results", ""]
     columns, rows = summary_table(report)
     out += [md_table(columns, rows), "", report.legend, ""]
+    out += [_model_section(m) for m in report.sections]
     measured = [t for t in report.tables if t.kind != "prediction"]
     predicted = [t for t in report.tables if t.kind == "prediction"]
     if measured:

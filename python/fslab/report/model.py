@@ -136,6 +136,7 @@ class Report:
     # Filled by report.outputs when the study has traced runs (reading traces is not free).
     trace_plots: list[TracePlot] = field(default_factory=list)
     trace_missing: list[str] = field(default_factory=list)  # trace files gone: runs left out
+    sections: list[Any] = field(default_factory=list)  # report.sections.ModelSection, by workload kind
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
@@ -331,7 +332,7 @@ def provenance_rows(runs: list[dict[str, Any]], quick: bool,
 def build_report(study: Any, runs: list[dict[str, Any]], cells: list[dict[str, Any]],
                  metric: str | None = None, results_dir: str = "") -> Report:
     """The whole report of one stored study (``study`` is a store.StudyRow)."""
-    from .sections import extra_tables
+    from .sections import extra_tables, model_sections
     from .trace_tables import report_tables
 
     filesystems, rows = _summary_rows(runs, cells, metric)
@@ -343,6 +344,7 @@ def build_report(study: Any, runs: list[dict[str, Any]], cells: list[dict[str, A
         charts=_charts(rows, filesystems), provenance_columns=filesystems,
         provenance=provenance_rows(runs, study.quick, filesystems), failed=_failed(runs, results_dir),
         skipped=list(study.skipped), tables=tables, runs_stored=len(runs), runs_planned=study.planned_runs,
+        sections=model_sections(runs, cells, study.source),
     )
 
 
