@@ -64,7 +64,7 @@ def fs_name(path: Path | str) -> str:
 
 
 def unavailable_note(path: Path | str) -> str:
-    return f"not available on {fs_name(path)}: it does not report file layout (no FIEMAP)"
+    return f"not available on {fs_name(path)}: it does not report file layout (no FIEMAP or FIBMAP)"
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,7 @@ def file_extents(path: Path | str) -> list[Extent]:
                 fcntl.ioctl(fd, FS_IOC_FIEMAP, buf, True)
             except OSError as exc:
                 if exc.errno in _UNSUPPORTED:
-                    raise NoFiemap(f"file layout of {path}: {unavailable_note(path)}") from None
+                    return _fibmap_extents(fd, path)
                 raise FslabError(f"FIEMAP failed on {path}: {exc.strerror}") from None
             mapped = _HEADER.unpack_from(buf, 0)[3]
             last = False
@@ -102,6 +102,38 @@ def file_extents(path: Path | str) -> list[Extent]:
             start = out[-1].logical + out[-1].length
     finally:
         os.close(fd)
+
+
+FIBMAP, FIGETBSZ = 1, 2  # linux/fs.h: _IO(0x00, 1) and _IO(0x00, 2)
+
+
+def _fibmap_extents(fd: int, path: Path | str) -> list[Extent]:
+    """The file's extents by FIBMAP, one query per allocation unit, for file systems with a
+    block map but no FIEMAP (vfat in Debian's 6.1 kernel). Not through FUSE: there every
+    query is a round trip to the daemon (ntfs-3g), so FUSE file systems have no layout
+    facts. Raises NoFiemap when neither works."""
+    entry = filesystem_holding(Path(path))
+    if entry is None or entry.fs_type.startswith("fuse"):
+        raise NoFiemap(f"file layout of {path}: {unavailable_note(path)}")
+    try:
+        os.fsync(fd)  # every block placed before it is looked up
+        block = struct.unpack("i", fcntl.ioctl(fd, FIGETBSZ, struct.pack("i", 0)))[0]
+        unit = max(block, os.fstatvfs(fd).f_bsize)  # a FAT cluster: contiguous by definition
+        size = os.fstat(fd).st_size
+        out: list[Extent] = []
+        for logical in range(0, size, unit):
+            phys = struct.unpack("i", fcntl.ioctl(fd, FIBMAP, struct.pack("i", logical // block)))[0]
+            if phys == 0:  # a hole
+                continue
+            length = min(unit, size - logical)
+            prev = out[-1] if out else None
+            if prev and prev.physical + prev.length == phys * block and prev.logical + prev.length == logical:
+                out[-1] = Extent(prev.logical, prev.physical, prev.length + length, 0)
+            else:
+                out.append(Extent(logical, phys * block, length, 0))
+        return out
+    except OSError:
+        raise NoFiemap(f"file layout of {path}: {unavailable_note(path)}") from None
 
 
 @dataclass(frozen=True)
@@ -221,7 +253,7 @@ class FreeSpaceHistogram:
     """Free extents by size in power-of-two buckets: bucket k holds extents of
     [2^k, 2^(k+1)) bytes. ``method`` says where the numbers came from."""
 
-    method: str  # "e2freefrag" | "xfs_spaceman freesp" | "fiemap-inversion" | "unavailable"
+    method: str  # "e2freefrag" | "xfs_spaceman freesp" | "FAT" | "fiemap-inversion" | "unavailable"
     buckets: dict[int, tuple[int, int]]  # lower bound in bytes -> (extents, free bytes)
     note: str = ""
 
@@ -329,9 +361,45 @@ def fiemap_inversion(mountpoint: Path) -> FreeSpaceHistogram:
     )
 
 
+def fat_free_space(device: str) -> FreeSpaceHistogram:
+    """Free extents of a FAT12/16/32 file system from its own map: runs of free (zero)
+    entries in the first FAT, read through the block device after a syncfs (the file
+    system's metadata lives in the device's page cache, so the copy read is current)."""
+    import numpy as np
+
+    with open(device, "rb") as f:
+        boot = f.read(512)
+        sector, per_cluster, reserved = struct.unpack_from("<HBH", boot, 11)
+        fats = boot[16]
+        total = struct.unpack_from("<H", boot, 19)[0] or struct.unpack_from("<I", boot, 32)[0]
+        fat_sectors = struct.unpack_from("<H", boot, 22)[0] or struct.unpack_from("<I", boot, 36)[0]
+        root_sectors = (struct.unpack_from("<H", boot, 17)[0] * 32 + sector - 1) // sector
+        if not sector or not per_cluster or not fat_sectors:
+            raise FslabError(f"{device}: not a FAT boot sector")
+        clusters = (total - reserved - fats * fat_sectors - root_sectors) // per_cluster
+        f.seek(reserved * sector)
+        table = f.read(fat_sectors * sector)
+    if clusters < 4085:  # FAT12: 12-bit entries, two in three bytes
+        raw = np.frombuffer(table[: (clusters + 2) * 3 // 2 + 2], dtype=np.uint8).astype(np.uint32)
+        idx = np.arange(2, clusters + 2)
+        lo = raw[idx * 3 // 2] | (raw[idx * 3 // 2 + 1] << 8)
+        entries = np.where(idx % 2 == 0, lo & 0xFFF, lo >> 4)
+    elif clusters < 65525:
+        entries = np.frombuffer(table, dtype="<u2")[2:clusters + 2]
+    else:
+        entries = np.frombuffer(table, dtype="<u4")[2:clusters + 2] & 0x0FFFFFFF
+    free = np.concatenate(([0], (entries == 0).astype(np.int8), [0]))
+    edges = np.flatnonzero(np.diff(free))
+    runs = edges[1::2] - edges[0::2]  # lengths of runs of free clusters
+    cluster_bytes = sector * per_cluster
+    return histogram_from_sizes((int(n) * cluster_bytes for n in runs), "FAT",
+                                note="free clusters in the file system's own allocation table")
+
+
 def free_space_histogram(mountpoint: Path) -> FreeSpaceHistogram:
-    """The free-space histogram from the file system's own tool where there is one
-    (e2freefrag for ext2/3/4, xfs_spaceman freesp for xfs), else from FIEMAP."""
+    """The free-space histogram from the file system's own map where fslab can read it
+    (e2freefrag for ext2/3/4, xfs_spaceman freesp for xfs, the FAT for vfat), else from
+    FIEMAP (or FIBMAP) inversion; "unavailable" with the reason on FUSE (ntfs-3g)."""
     entry = mount_at(mountpoint)
     fs_type = entry.fs_type if entry else ""
     settle(mountpoint)
@@ -344,7 +412,9 @@ def free_space_histogram(mountpoint: Path) -> FreeSpaceHistogram:
         if fs_type == "xfs":
             done = run_command(["xfs_spaceman", "-c", "freesp", str(mountpoint)], timeout=120)
             return parse_xfs_freesp(done.stdout, os.statvfs(mountpoint).f_bsize)
-    except (CommandFailed, FileNotFoundError, FslabError):
+        if fs_type in ("vfat", "msdos") and entry is not None:
+            return fat_free_space(entry.source)
+    except (CommandFailed, OSError, FslabError):
         pass  # fall back to FIEMAP below; the method field says which was used
     try:
         return fiemap_inversion(mountpoint)
