@@ -8,6 +8,9 @@ device kind yet: the guest backend's wiring does that.
 - ``dm-delay``: a device-mapper target delaying every request to the guest's first
   virtio disk by ``delay_ms``. Without udev, ``dmsetup mknodes`` makes /dev/mapper/NAME.
 - ``null_blk``: memory-backed, completing after ``delay_ms`` through its timer mode.
+
+Named profiles fill these fields for a device class (``profile = "usb-flash"``); fields
+given beside a profile override it. See PROFILES for what each is and is not.
 """
 
 from __future__ import annotations
@@ -33,15 +36,42 @@ MiB = 1 << 20
 GiB = 1 << 30
 
 
+# A USB 2.0 flash drive like seed 003's (an LG UJ1, 2 GB): dm-delay with a fixed delay per
+# request, reads 1 ms, writes (and the flushes fsync sends) 13 ms. Where the figures come
+# from: cheap USB 2.0 drives sustain 6-8 MB/s of large writes (f3write on a Verbatim Store
+# 'n' Go: 7.73 MB/s; zero-fill of an old Sony 8 GB stick: 5.9-6.1 MB/s, both published
+# user measurements) but many small files write at about 0.3 MB/s even on a drive that
+# writes large files at 46 MB/s (a USB 3.0 review quoted in Wikipedia's "USB flash drive"
+# article): ~75 writes of 4 KiB per second, 13 ms each; a
+# 4 KiB read costs about 1 ms (USB 2.0 bulk transfer plus a flash page read). What it is:
+# the per-request latency of small reads and writes, which decides seed 003's 4 KiB
+# operations. What it is not: a throughput limit for large transfers (a 1 MiB write costs
+# 13 ms here, ~150 ms on the drive), nor the drive's garbage collection or wear levelling.
+PROFILES: dict[str, dict[str, Any]] = {
+    "usb-flash": {"model": "dm-delay", "delay_ms": 1.0, "write_delay_ms": 13.0, "rotational": False},
+}
+
+
 class EmulatedSection(StrictSection):
     """``[device]`` with ``kind = "emulated"``."""
 
+    profile: Literal["usb-flash"] | None = Field(default=None, description="a named device class "
+                                                  "filling model, delays and rotational (devices/emulated.py)")
     model: Literal["scsi_debug", "dm-delay", "null_blk"] = Field(description="which emulation")
     size: int = Field(default=1 << 30, description="bytes (scsi_debug: MiB steps; null_blk: "
                       "GiB steps; dm-delay: the lower disk's size)")
     delay_ms: float = Field(default=0.0, ge=0, le=1000, description="added to every request")
+    write_delay_ms: float | None = Field(default=None, ge=0, le=1000, description="dm-delay only: "
+                                         "writes and flushes get this delay instead (None: delay_ms)")
     rotational: bool = Field(default=True, description="what the queue reports to the "
                              "file system and the I/O scheduler")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _profile(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("profile") in PROFILES:
+            return {**PROFILES[data["profile"]], **data}
+        return data
 
     @field_validator("size", mode="before")
     @classmethod
@@ -54,6 +84,8 @@ class EmulatedSection(StrictSection):
             raise ValueError("null_blk sizes come in whole GiB")
         if self.model == "scsi_debug" and self.size % MiB:
             raise ValueError("scsi_debug sizes come in whole MiB")
+        if self.write_delay_ms is not None and self.model != "dm-delay":
+            raise ValueError("write_delay_ms needs model = \"dm-delay\" (the others delay every request alike)")
         return self
 
 
@@ -105,6 +137,8 @@ def _dm_delay(section: EmulatedSection, tag: str, lower: str | None) -> Iterator
     sectors = int(run_command(["blockdev", "--getsz", lower], timeout=30).stdout)
     name = f"fslab-{tag}"
     table = f"0 {sectors} delay {lower} 0 {int(round(section.delay_ms))}"
+    if section.write_delay_ms is not None:  # reads, then writes (flushes follow the writes)
+        table += f" {lower} 0 {int(round(section.write_delay_ms))}"
     created = False
     try:
         with shielded():
@@ -153,6 +187,7 @@ def provision(section: EmulatedSection, workdir: Path, tag: str, grant: Grant = 
     with made as (path, extra):
         handle = handle_for(path)
         facts = {"kind": "emulated", "model": section.model, "delay_ms": section.delay_ms,
+                 "write_delay_ms": section.write_delay_ms, "profile": section.profile,
                  **extra, **queue_facts(handle.sysfs_name)}
         yield handle_for(path, facts)
 
