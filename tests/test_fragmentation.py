@@ -119,6 +119,14 @@ def test_sequential_file_scores_one_file_in_holes_scores_low(mounted_fs) -> None
         assert lay_h.blocks == 512
         assert lay_h.fragments > 100
         assert lay_h.score is not None and lay_h.score < 0.5
+        # FIBMAP (vfat's way, no FIEMAP there) sees the same layout block for block
+        from fslab.fragmentation import _fibmap_extents
+
+        fd = os.open(mnt / "holes", os.O_RDONLY)
+        try:
+            assert layout_of(_fibmap_extents(fd, mnt / "holes"), 4096) == lay_h
+        finally:
+            os.close(fd)
         whole = summarize_layout(mnt)
         assert whole.files == 3 + 512
         assert whole.layout_score is not None and lay_h.score < whole.layout_score < 1.0
