@@ -24,7 +24,7 @@ from .model import Bar, ChartData, TableSection
 from .sections import ModelSection, register_sections
 from .units import display_scale, fmt
 
-PAPER_PRESET = "preset seed-003"
+PAPER_PRESETS = ("preset seed-003", "preset seed-003-usb")  # the only studies with the paper's labels
 OPS = ("seq_read", "rand_read", "delete", "seq_write", "rand_write")
 OP_NAMES = {"seq_read": "read, sequential", "rand_read": "read, random", "delete": "file delete",
             "seq_write": "allocation+write, sequential", "rand_write": "allocation+write, random"}
@@ -366,7 +366,7 @@ def _state_table(runs: list[dict[str, Any]], cells: list[dict[str, Any]]) -> Tab
 
 
 def build(runs: list[dict[str, Any]], cells: list[dict[str, Any]], source: str) -> list[ModelSection]:
-    paper = source == PAPER_PRESET
+    paper = source in PAPER_PRESETS
     out = []
     for g in _groups(runs, cells):
         if not g.values:
