@@ -356,8 +356,9 @@ def _state_table(runs: list[dict[str, Any]], cells: list[dict[str, Any]]) -> Tab
             cell(d, names[5]), cell(d, names[6])] for (col, cond), d in rows.items()]
     note = ("Means ± 95% interval over runs. Utilisation by statfs after aging; layout score: share of file "
             "blocks contiguous with their predecessor (1 = unfragmented); free extents from e2freefrag on "
-            "ext2/3/4, else from FIEMAP (gaps between files' blocks); fragments of the two files the run "
-            "wrote, by FIEMAP. n/a: not measured (an empty file system has no aged state). "
+            "ext2/3/4, the FAT on vfat, else from FIEMAP (gaps between files' blocks); fragments of the two "
+            "files the run wrote, by FIEMAP (FIBMAP on vfat). n/a: not measured (an empty file system has no "
+            "aged state; ntfs-3g reports no layout). "
             + " ".join(sorted(notes)))
     return TableSection("workload", "Aged state and fragmentation (beyond the paper)",
                         ["file system", "condition", "utilisation after aging", "layout score after aging",

@@ -61,3 +61,27 @@ def extra_tables(runs: list[dict[str, Any]], cells: list[dict[str, Any]], source
         for build in _TABLES.get(kind, []):
             out += build(runs, cells, source)
     return out
+
+
+def rich_section(m: ModelSection) -> Any:
+    """A model section for the terminal: its statements and tables; its charts are drawn
+    by `fslab report --html` (their numbers are in --markdown and --json)."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    parts: list[Any] = [Text(m.title, style="bold"), Text(m.intro, style="dim")]
+    parts += [Text(f"• {s}") for s in m.statements]
+    for t in m.tables:
+        table = Table(title=t.title, title_justify="left")
+        for c in t.columns:
+            table.add_column(c)
+        for row in t.rows:
+            table.add_row(*row)
+        parts.append(table)
+        if t.note:
+            parts.append(Text(t.note, style="dim"))
+    if m.charts:
+        parts.append(Text(f"{len(m.charts)} chart(s): fslab report --html FILE", style="dim"))
+    return Group(*parts)
+

@@ -83,6 +83,9 @@ def render_terminal(report: Report) -> list[Any]:
     out: list[Any] = [summary_renderable(report.filesystems, report.rows, escape(title)),
                       Text(report.legend, style="dim")]
     out += [section_renderable(t) for t in report.tables]  # each workload's predictions after its trace
+    from .sections import rich_section  # a workload kind's own section (seed 003's figures)
+
+    out += [rich_section(m) for m in report.sections]
     out += [Text(f"{s['filesystem']}: {s['reason']}", style="yellow") for s in report.skipped]
     failures = failures_renderable(report)
     if failures is not None:
