@@ -135,3 +135,13 @@ def test_block_device_is_aged_in_place_and_unreachable_target_fails_the_run(loop
         failed = runs["alloc-too-full"]
         assert failed["status"] == "failed" and "utilisation" in failed["error"]
     assert _leftovers(tmp_path) == []
+
+
+def test_seed_003_usb_preset_runs_all_five_in_the_guest_on_the_flash_profile() -> None:
+    spec, _, _ = load_spec("seed-003-usb")
+    plan = make_plan(spec, seed=1)
+    assert {c.backend for c in plan.cells} == {"guest"} or {s.filesystem for s in plan.skipped} == {
+        "fat32", "ntfs", "ext2", "ext3", "ext4"}
+    device = plan.jobs[0].settings.device
+    assert device["kind"] == "emulated" and device["profile"] == "usb-flash"
+    assert device["model"] == "dm-delay" and device["write_delay_ms"] == 13.0
