@@ -145,3 +145,15 @@ def test_seed_003_usb_preset_runs_all_five_in_the_guest_on_the_flash_profile() -
     device = plan.jobs[0].settings.device
     assert device["kind"] == "emulated" and device["profile"] == "usb-flash"
     assert device["model"] == "dm-delay" and device["write_delay_ms"] == 13.0
+
+
+def test_quick_caps_an_aged_studys_image_and_keeps_the_fill() -> None:
+    spec, _, _ = load_spec("seed-003")
+    full, quick = make_plan(spec, seed=1), make_plan(spec, seed=1, quick=True)
+    assert full.jobs[0].settings.device["size"] == 2 << 30
+    assert quick.jobs[0].settings.device["size"] == 256 << 20
+    assert {c.aging["fill"] for c in quick.cells if c.aging} == {0.5}
+    # a study without aging keeps its image size in quick mode
+    spec, _, _ = load_spec("seed-004")
+    assert make_plan(spec, seed=1, quick=True).jobs[0].settings.device["size"] == \
+        make_plan(spec, seed=1).jobs[0].settings.device["size"]
