@@ -202,14 +202,23 @@ def _ratio_parts(g: _Group, ratios: dict[tuple[str, str, str], FiellerRatio],
 # --- the paper's conclusions ---------------------------------------------------------
 
 
-def _verdict(above: list[str], below: list[str], unsure: list[str], missing: str = "") -> str:
-    if missing:
-        return f"cannot tell ({missing})"
+SHOWN = 3  # comparisons named in a verdict; the rest are counted
+
+
+def _some(items: list[str]) -> str:
+    named = "; ".join(items[:SHOWN])
+    return named + (f"; and {len(items) - SHOWN} more" if len(items) > SHOWN else "")
+
+
+def _verdict(above: list[str], below: list[str], unsure: list[str], holds: str) -> str:
+    """Each list holds one comparison per item; ``holds`` says what 'holds' rests on."""
+    total = len(above) + len(below) + len(unsure)
     if below:
-        return "does not hold (" + "; ".join(below) + ")"
+        return f"does not hold ({len(below)} of {total} comparisons against it: {_some(below)})"
     if unsure:
-        return "cannot tell (" + "; ".join(unsure) + ")"
-    return "holds (" + "; ".join(above) + ")"
+        return (f"cannot tell ({len(unsure)} of {total} comparisons have an interval that includes 1 or "
+                f"none at all: {_some(unsure)})")
+    return f"holds ({holds})"
 
 
 def _side(r: FiellerRatio) -> int:
@@ -237,7 +246,7 @@ def conclusion_a(g: _Group) -> str:
                     [unsure, above, below][_side(r)].append(what)
     if not spans:
         return "cannot tell (no file system has both write and read/delete latencies)"
-    verdict = _verdict([f"all {len(above)} write/other ratios above 1"], below, unsure)
+    verdict = _verdict(above, below, unsure, f"all {len(above)} write/other ratios above 1")
     return (f"{verdict}. Here writes were {fmt(min(spans))}–{fmt(max(spans))}× slower than reads "
             "and deletes (the paper: about 130× than reads, 20× than deletes).")
 
@@ -275,8 +284,8 @@ def conclusion_b(g: _Group) -> str:
                 [unsure, above, below][_side(r)].append(what)
     if not (above or below or unsure):
         return f"cannot tell (no write latencies to compare with {ref}){_excluded(other)}"
-    return _verdict([f"every other file system slower in all {len(above)} comparisons"], below,
-                    unsure) + "." + _excluded(other)
+    return _verdict(above, below, unsure, f"every other file system slower in all {len(above)} comparisons") \
+        + "." + _excluded(other)
 
 
 def conclusion_c(g: _Group, ratios: dict[tuple[str, str, str], FiellerRatio]) -> str:
@@ -311,8 +320,8 @@ def conclusion_c(g: _Group, ratios: dict[tuple[str, str, str], FiellerRatio]) ->
                     unsure.append(what + " overlap")
     if not (above or below or unsure):
         return f"cannot tell (no aged/empty ratios to compare with {ref}){_excluded(other)}"
-    return _verdict([f"{ref}'s ratio lies below every other in all {len(above)} comparisons"], below,
-                    unsure) + "." + _excluded(other)
+    return _verdict(above, below, unsure, f"{ref}'s ratio lies below every other's in all {len(above)} "
+                    "comparisons (intervals apart)") + "." + _excluded(other)
 
 
 def _state_table(runs: list[dict[str, Any]], cells: list[dict[str, Any]]) -> TableSection | None:
@@ -332,13 +341,9 @@ def _state_table(runs: list[dict[str, Any]], cells: list[dict[str, Any]]) -> Tab
             m = r["metrics"].get(name)
             if m is not None and m["value"] is not None:
                 d.setdefault(name, []).append(float(m["value"]))
-        for key in ("free_space_before",):
-            note = (r["provenance"].get(key) or {}).get("note")
-            if note and (r["provenance"].get(key) or {}).get("method") == "unavailable":
-                notes.add(f"{fs_column(r['cell'])}: {note}")
-        why = ((r["provenance"].get("tool_info") or {}).get("fragments"))
-        if why:
-            notes.add(f"{fs_column(r['cell'])}: fragments {why}")
+        free = r["provenance"].get("free_space_before") or {}
+        if free.get("method") == "unavailable" and free.get("note"):
+            notes.add(f"{fs_column(r['cell'])}: layout and free space {free['note']}.")
     if not rows:
         return None
 
@@ -352,6 +357,9 @@ def _state_table(runs: list[dict[str, Any]], cells: list[dict[str, Any]]) -> Tab
         hw = f" ± {fmt((s.ci_half_width or 0) * scale)}" if spread else ""
         return f"{fmt(s.mean * scale)}{hw}{'%' if pct else ''} (n={s.n})"
 
+    order = {c: i for i, c in enumerate(dict.fromkeys(fs_column(c) for c in cells))}
+    keys = sorted(rows, key=lambda k: (order.get(k[0], 99), k[1] != EMPTY, k[1]))
+    rows = {k: rows[k] for k in keys}
     out = [[col, cond, cell(d, names[0], True), cell(d, names[1]), cell(d, names[3]), cell(d, names[4]),
             cell(d, names[5]), cell(d, names[6])] for (col, cond), d in rows.items()]
     note = ("Means ± 95% interval over runs. Utilisation by statfs after aging; layout score: share of file "
