@@ -179,7 +179,9 @@ def _ratio_parts(g: _Group, ratios: dict[tuple[str, str, str], FiellerRatio],
         ns = sorted({f"{r.n_numerator}/{r.n_denominator}" for (_, c, _), r in ratios.items() if c == cond})
         title = ("Fig. 9 Empty vs 50% Random FS: " if paper else "") + f"{cond} / empty latency"
         title += f" ({g.label})" if g.label else ""
-        chart = ChartData(title, "aged_over_empty_ratio", "×", False, [OP_NAMES[op] for op in drawn],
+        # The chart's heading is short: SVG charts size their width by their heading.
+        chart = ChartData(("Fig. 9: " if paper else "") + f"{cond} / empty" + (f" ({g.label})" if g.label else ""),
+                          "aged_over_empty_ratio", "×", False, [OP_NAMES[op] for op in drawn],
                           list(g.columns), [])
         rows = []
         for col in g.columns:

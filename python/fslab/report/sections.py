@@ -67,20 +67,13 @@ def rich_section(m: ModelSection) -> Any:
     """A model section for the terminal: its statements and tables; its charts are drawn
     by `fslab report --html` (their numbers are in --markdown and --json)."""
     from rich.console import Group
-    from rich.table import Table
     from rich.text import Text
+
+    from .terminal import section_renderable
 
     parts: list[Any] = [Text(m.title, style="bold"), Text(m.intro, style="dim")]
     parts += [Text(f"• {s}") for s in m.statements]
-    for t in m.tables:
-        table = Table(title=t.title, title_justify="left")
-        for c in t.columns:
-            table.add_column(c)
-        for row in t.rows:
-            table.add_row(*row)
-        parts.append(table)
-        if t.note:
-            parts.append(Text(t.note, style="dim"))
+    parts += [section_renderable(t) for t in m.tables]
     if m.charts:
         parts.append(Text(f"{len(m.charts)} chart(s): fslab report --html FILE", style="dim"))
     return Group(*parts)
