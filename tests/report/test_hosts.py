@@ -25,3 +25,14 @@ def test_one_host_or_alike_hosts() -> None:
     # failed runs (a lost worker) do not count as a host that measured
     failed = {**_run("c", "5.10"), "status": "failed"}
     assert host_differences([_run("a", "6.1.0"), _run("b", "6.1.0"), failed]) == []
+
+
+def test_a_guest_run_belongs_to_the_machine_its_guest_ran_on() -> None:
+    """A guest on one machine is a backend (labelled as such), not a second host: its own
+    kernel must not raise the several-hosts warning; two machines with guests still do."""
+    guest = _run("fslab-guest", "6.1.0-56-amd64")
+    guest["provenance"]["guest"] = {"vm_host": "a", "kernel_release": "6.1.0-56-amd64"}
+    assert warning_lines([_run("a", "6.18.0"), guest]) == []
+    other = _run("fslab-guest", "6.1.0-56-amd64")
+    other["provenance"]["guest"] = {"vm_host": "b"}
+    assert warning_lines([_run("a", "6.18.0"), guest, other])[0].startswith("runs from 2 hosts (a, b)")

@@ -15,7 +15,11 @@ _NOT_MACHINE = frozenset({"host", "quick mode", "backend", "mount options reques
 
 
 def host_of(run: dict[str, Any]) -> str:
-    return ((run.get("provenance") or {}).get("host") or {}).get("hostname") or "unknown host"
+    """The machine that ran the run: for a guest run the one QEMU ran on, not the guest's
+    own name (a guest beside host runs is a backend, labelled as such, not another host)."""
+    provenance = run.get("provenance") or {}
+    vm_host = (provenance.get("guest") or {}).get("vm_host")
+    return vm_host or (provenance.get("host") or {}).get("hostname") or "unknown host"
 
 
 def hosts(runs: list[dict[str, Any]]) -> list[str]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
+import socket
 import sys
 import time
 import uuid
@@ -89,7 +90,9 @@ class GuestBackend:
                 facts = {"kernel_release": result.kernel_release, "kernel_package": result.kernel_package,
                          "accelerator": "kvm" if result.kvm else "tcg", "memory_bytes": result.memory_bytes,
                          "cpus": result.cpus, "boot_s": round(result.boot_s, 3),
-                         "kernel_requested": settings.guest_kernel}
+                         "kernel_requested": settings.guest_kernel,
+                         # the machine QEMU ran on: reports group a guest's runs with its host's
+                         "vm_host": socket.gethostname()}
                 if settings.guest_memory_full is not None:  # --quick kept the data-to-memory ratio
                     facts["memory_scaled_from_bytes"] = settings.guest_memory_full
                 tail = result.console_tail
