@@ -80,3 +80,22 @@ def test_parquet_keeps_numbers_typed_and_reasons_apart() -> None:
     assert table.column("iops [IOPS] note").to_pylist() == [None, "too fast to measure (+++++)"]
     assert table.column("param.bs").type == "int64" and table.column("param.rw").to_pylist() == ["randwrite"] * 2
     assert table.column("error").to_pylist() == [None, None]
+
+
+def test_summary_keeps_no_verdict_apart_from_no_significant_difference() -> None:
+    """Two runs a side cannot be tested: the HTML and Markdown list that under 'No verdict',
+    never under 'No significant difference' (which claims a test that was not run)."""
+    from fslab.report.html import render_html
+    from fslab.report.markdown import render_markdown
+    from fslab.report.model import build_report
+
+    study = StudyRow(1, "s", "s.toml", "h", False, "in-order", 1, "run", 2, 4, [], {}, "complete", 0.0, 1.0, "", {})
+    runs = _runs({"ext4": [100.0, 120.0], "xfs": [300.0, 310.0]}, "iops", "IOPS")
+    cells = [{**_cell(fs), "primary_metric": "iops"} for fs in ("ext4", "xfs")]
+    report = build_report(study, runs, cells)
+    assert [f.decided for f in report.findings] == [False]
+    html = render_html(report)
+    assert "<h3>No verdict</h3>" in html and "<h3>No significant difference</h3>" not in html
+    assert "0 comparison(s) without one, 1 without a verdict" in html
+    md = render_markdown(report)
+    assert "**No verdict**" in md and "**No significant difference**" not in md

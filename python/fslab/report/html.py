@@ -116,16 +116,20 @@ def render_html(report: Report) -> str:
         parts.append('<p class="warn">QUICK run: sizes and runtimes scaled down — a smoke test, '
                      "not for conclusions.</p>")
     sig = [f for f in report.findings if f.significant]
-    rest = [f for f in report.findings if not f.significant]
+    rest = [f for f in report.findings if not f.significant and f.decided]
+    undecided = [f for f in report.findings if not f.decided]
     parts.append('<section id="summary"><h2>Summary</h2>')
-    parts.append(f"<p>{len(sig)} significant difference(s), {len(rest)} comparison(s) without one "
-                 "(each file system against the best in its row).</p>")
+    parts.append(f"<p>{len(sig)} significant difference(s), {len(rest)} comparison(s) without one, "
+                 f"{len(undecided)} without a verdict (each file system against the best in its row).</p>")
     if sig:
         parts.append('<h3>Significant differences</h3><ul class="findings sig">'
                      + "".join(f"<li>{escape(f.text)}</li>" for f in sig) + "</ul>")
     if rest:
         parts.append('<h3>No significant difference</h3><ul class="findings nosig">'
                      + "".join(f"<li>{escape(f.text)}</li>" for f in rest) + "</ul>")
+    if undecided:
+        parts.append('<h3>No verdict</h3><ul class="findings noverdict">'
+                     + "".join(f"<li>{escape(f.text)}</li>" for f in undecided) + "</ul>")
     parts.append(f'<p class="note">{escape(interval_note())}</p></section>')
 
     columns, rows = summary_table(report)

@@ -64,12 +64,15 @@ def render_markdown(report: Report, figures: dict[str, str] | None = None) -> st
     if report.quick:
         out += ["> **QUICK run**: sizes and runtimes scaled down — a smoke test, not for conclusions.", ""]
     sig = [f for f in report.findings if f.significant]
-    rest = [f for f in report.findings if not f.significant]
+    rest = [f for f in report.findings if not f.significant and f.decided]
+    undecided = [f for f in report.findings if not f.decided]
     out += ["## Summary", ""]
     out += ["**Significant differences**", ""] + [f"- {f.text}" for f in sig] + [""] if sig else \
         ["No significant difference was found.", ""]
     if rest:
         out += ["**No significant difference**", ""] + [f"- {f.text}" for f in rest] + [""]
+    if undecided:
+        out += ["**No verdict**", ""] + [f"- {f.text}" for f in undecided] + [""]
     out += [interval_note(), "", "## Results", ""]
     columns, rows = summary_table(report)
     out += [md_table(columns, rows), "", report.legend, ""]

@@ -69,6 +69,7 @@ class Finding:
     significant: bool
     label: str
     metric: str
+    decided: bool = True  # False: no test could answer (too few runs, no spread): no verdict
 
 
 @dataclass
@@ -248,7 +249,8 @@ def _findings(rows: list[SummaryRow]) -> list[Finding]:
     for row in rows:
         for est in row.estimates:
             if est.versus_best is not None:
-                out.append(Finding(finding_text(row, est), est.versus_best.significant, row.label, row.metric))
+                out.append(Finding(finding_text(row, est), est.versus_best.significant, row.label, row.metric,
+                                   decided=est.versus_best.p_adjusted is not None))
     return out
 
 
