@@ -169,3 +169,13 @@ def test_a_file_systems_own_device_is_validated_with_its_path() -> None:
     with pytest.raises(SpecError) as info:
         plan_of(base.replace('kernel = "6.12"', 'kernel = "6.12"\ndevice = { kind = "block", path = "/dev/sdz" }'))
     assert "filesystems.ext4-612.device.kind" in str(info.value) and "[device]" in str(info.value)
+
+
+def test_plan_estimate_counts_a_boot_per_guest_job_and_says_when_time_is_unknown(
+        guest_available: None) -> None:
+    from fslab.cli import _runtime_estimate
+
+    plan = plan_of(KERNELS.format(study_extra="", fs_extra=""))
+    text = _runtime_estimate(plan)
+    assert f"not known — all {len(plan.runs)} runs end when their work is done" in text
+    assert f"{len(plan.jobs)} guest jobs add a guest boot each" in text

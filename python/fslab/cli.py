@@ -119,10 +119,17 @@ def _runtime_estimate(p: Plan) -> str:
             known += float(params["runtime"]) + float(params.get("ramp_time") or 0)
         else:
             unknown += 1
-    text = f"estimated workload time: at least {known:,.0f} s over {len(p.runs) - unknown} time-based runs"
-    if unknown:
-        text += f"; {unknown} runs end when their work is done (not estimated)"
-    return text + "; making and mounting file systems adds a few seconds per fresh file system"
+    if unknown == len(p.runs):
+        text = f"estimated workload time: not known — all {unknown} runs end when their work is done"
+    else:
+        text = f"estimated workload time: at least {known:,.0f} s over {len(p.runs) - unknown} time-based runs"
+        if unknown:
+            text += f"; {unknown} runs end when their work is done (not estimated)"
+    text += "; making and mounting file systems adds a few seconds per fresh file system"
+    guest_jobs = sum(1 for j in p.jobs if j.backend == "guest")
+    if guest_jobs:
+        text += f"; {guest_jobs} guest jobs add a guest boot each (20–60 s without KVM)"
+    return text
 
 
 @app.command()
