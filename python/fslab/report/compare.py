@@ -26,6 +26,7 @@ from ..analysis.stats import (
 )
 from ..errors import FslabError
 from ..metrics import display_name
+from .hosts import host_of, hosts
 from .labels import cell_label, mean_pm
 from .model import n_text, p_text
 from .provenance_facts import run_facts
@@ -49,6 +50,7 @@ class Side:
     filesystem: str | None  # a file system of the study, or None: all of them
     runs: list[dict[str, Any]]
     cells: list[dict[str, Any]]
+    host: str | None = None  # the runs one machine of the study ran (host axis), or None
 
 
 @dataclass
@@ -83,7 +85,7 @@ class Difference:
 class Comparison:
     a: str
     b: str
-    mode: str  # "studies" or "file systems"
+    mode: str  # "studies", "file systems" or "hosts"
     test: str
     rows: list[MetricComparison] = field(default_factory=list)
     differences: list[Difference] = field(default_factory=list)
@@ -109,7 +111,7 @@ def _load(results: Path, study_id: int | None) -> tuple[Any, list[dict[str, Any]
 
 VALID_ARGUMENTS = ("Valid arguments: two results directories (`fslab compare before/ after/`), a study in each "
                    "(`fslab compare res:1 res:2`), or two file systems of one study (`fslab compare ext4 xfs "
-                   "-r DIR [--study N]`).")
+                   "-r DIR [--study N]`), or two hosts that ran one study (`fslab compare HOST1 HOST2 -r DIR`).")
 
 
 def _tried_dir(text: str) -> str:
@@ -147,10 +149,18 @@ def resolve_sides(a: str, b: str, results: Path, study: int | None) -> tuple[Sid
                          f"--results {results.resolve()}: it holds no fslab.sqlite.\n{VALID_ARGUMENTS}")
     row, runs, cells = _load(results, study)
     names = list(dict.fromkeys(c["filesystem"] for c in cells))
+    machines = hosts(runs)
+    if a in machines and b in machines and not {a, b} & set(names):
+        def host_side(name: str) -> Side:
+            return Side(name, str(results), row.id, row.name, row.quick, None,
+                        [r for r in runs if host_of(r) == name], cells, host=name)
+
+        return host_side(a), host_side(b)
     for name in (a, b):
         if name not in names:
             raise FslabError(f"compare: {name!r} is neither a results directory ({_tried_dir(name)}) nor a file "
-                             f"system of study {row.id} in {results}; its file systems: {', '.join(names)}."
+                             f"system of study {row.id} in {results}; its file systems: {', '.join(names)}; "
+                             f"the hosts that ran it: {', '.join(machines) or 'none with ok runs'}."
                              f"\n{VALID_ARGUMENTS}")
 
     def fs_side(name: str) -> Side:
@@ -194,7 +204,8 @@ def _test(x: list[float], y: list[float], test: str) -> tuple[float | None, str]
 def compare(a: Side, b: Side, metrics: list[str] | None = None, test: str = "welch") -> Comparison:
     if test not in TESTS:
         raise FslabError(f"--test {test}: use one of {', '.join(TESTS)}")
-    out = Comparison(a.name, b.name, "file systems" if a.filesystem else "studies", test)
+    mode = "hosts" if a.host else "file systems" if a.filesystem else "studies"
+    out = Comparison(a.name, b.name, mode, test)
     va, vb = _values(a, metrics), _values(b, metrics)
     keys = sorted((k for k in va if k in vb), key=list(va).index)
     if not keys:
@@ -259,8 +270,9 @@ def differences(a: Side, b: Side) -> list[Difference]:
         for fact in dict.fromkeys([*fa, *fb]):
             x, y = fa.get(fact, "—"), fb.get(fact, "—")
             if x != y:
-                out.append(Difference(prefix + fact, x, y, a.filesystem is not None and fact in FS_FACTS))
-    if a.filesystem is None:
+                under_test = (a.filesystem is not None and fact in FS_FACTS) or (a.host is not None and fact == "host")
+                out.append(Difference(prefix + fact, x, y, under_test))
+    if a.filesystem is None and a.host is None:
         fs_a = sorted({c["filesystem"] for c in a.cells})
         fs_b = sorted({c["filesystem"] for c in b.cells})
         if fs_a != fs_b:

@@ -138,6 +138,8 @@ class Report:
     trace_plots: list[TracePlot] = field(default_factory=list)
     trace_missing: list[str] = field(default_factory=list)  # trace files gone: runs left out
     sections: list[Any] = field(default_factory=list)  # report.sections.ModelSection, by workload kind
+    # Runs from several machines: which, and the facts they differ in (report.hosts).
+    host_warnings: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
@@ -334,6 +336,7 @@ def provenance_rows(runs: list[dict[str, Any]], quick: bool,
 def build_report(study: Any, runs: list[dict[str, Any]], cells: list[dict[str, Any]],
                  metric: str | None = None, results_dir: str = "") -> Report:
     """The whole report of one stored study (``study`` is a store.StudyRow)."""
+    from .hosts import warning_lines as host_warning_lines
     from .sections import extra_tables, model_sections
     from .trace_tables import report_tables
 
@@ -347,6 +350,7 @@ def build_report(study: Any, runs: list[dict[str, Any]], cells: list[dict[str, A
         provenance=provenance_rows(runs, study.quick, filesystems), failed=_failed(runs, results_dir),
         skipped=list(study.skipped), tables=tables, runs_stored=len(runs), runs_planned=study.planned_runs,
         sections=model_sections(runs, cells, study.source),
+        host_warnings=[line.strip() for line in host_warning_lines(runs, study.quick)],
     )
 
 
