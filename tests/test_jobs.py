@@ -302,3 +302,24 @@ def test_resume_starts_a_study_interrupted_before_anything_was_stored_and_refuse
     assert outcome.runs_done == 6
     with pytest.raises(FslabError, match="no unfinished run.*--retry-failed"):
         run_study(str(study), results_dir=tmp_path / "r", resume=True)
+
+
+def test_a_preaged_disk_travels_in_the_job(tmp_path):
+    """The guest backend hands a job the facts of the aged image it copied onto the disk;
+    inside, they come back whole (report, file set, cost, copy method)."""
+    import dataclasses
+
+    from fslab.aged_images import AgedCopy
+    from fslab.aging import AgingReport
+
+    report = AgingReport(option={"fill": 0.5}, fs_type="ext4", block_size_bytes=4096, utilisation_start=0.01,
+                         utilisation_target=0.5, utilisation_reached=0.503, files=40, files_created=60,
+                         files_deleted=20, bytes_written=1 << 26, wall_s=3.5, layout={"score": 0.98},
+                         free_space={"free_extents": 12}, file_set=[("a/1", 4096), ("a/2", 8192)])
+    copy = AgedCopy(tmp_path / "disk.img", tmp_path / "aged.img", report, False, 41.0, 0.2, "sparse copy")
+    job = null_plan(tmp_path).jobs[0]
+    job = dataclasses.replace(job, settings=dataclasses.replace(job.settings, preaged=copy.to_dict()))
+    again = Job.from_json(json.loads(json.dumps(job.to_json())))
+    back = AgedCopy.from_dict(again.settings.preaged)
+    assert back.provenance() == copy.provenance()
+    assert back.report.file_set_sha256 == report.file_set_sha256 and back.report.metrics() == report.metrics()

@@ -497,6 +497,24 @@ def job_run(
                       f"records in {out / 'records.jsonl'}", highlight=False)
 
 
+@job_app.command("age", hidden=True)
+def job_age(
+    job_file: Annotated[Path, typer.Argument(help="a job whose file system has an aging option")],
+    out: Annotated[Path, typer.Option(help="where aging.json (or aging-error.txt) goes")],
+    work: Annotated[Optional[Path], typer.Option(help="mount points (default: OUT/work)")] = None,
+) -> None:
+    """Make and age the job's file system on its device, then leave it unmounted: the
+    guest backend keeps that disk as the aged image every repetition copies."""
+    from .aged_images import age_job_device
+    from .jobs import load_job
+    from .signals import install_handlers
+
+    install_handlers()
+    report = age_job_device(load_job(job_file), out, work or out / "work")
+    err_console.print(f"aged to {report.utilisation_reached:.1%} utilisation in {report.wall_s:.1f} s",
+                      highlight=False)
+
+
 def _register_optional_commands() -> None:
     """Command families that live in their own modules."""
     import importlib

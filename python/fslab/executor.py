@@ -168,7 +168,10 @@ def _device_for(job: Job, section: Any, work_dir: Path, tag: str,
     work directory, so every repetition starts from the same state; else a fresh device."""
     cell = job.cell
     kind = DEVICES.get(job.settings.device["kind"])
-    if aging is not None and kind.image_file:
+    if aging is not None and job.settings.preaged is not None:  # a guest's disk, aged by the host's cache
+        with kind.provision(section, work_dir, tag, job.grant) as dev:
+            yield dev, AgedCopy.from_dict(job.settings.preaged)
+    elif aging is not None and kind.image_file:
         image_dir = Path(section.image_dir) if section.image_dir else work_dir
         with aged_image_device(cell.fs_type, list(cell.mkfs), list(cell.mount), section.size, aging,
                                image_dir, work_dir / AGED_IMAGES_DIR, tag) as (dev, copy):

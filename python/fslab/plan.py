@@ -94,6 +94,9 @@ class JobSettings:
     guest_memory_full: int | None = None  # the study's guest_memory when --quick scaled it down
     allow_exec: bool = False  # workload options that run programs are allowed (--allow-exec)
     machine_class: str | None = None  # Dask placement: only workers of this class run the job
+    # The guest backend copied an image aged once onto the job's disk: its facts
+    # (aged_images.AgedCopy.to_dict), so the job mounts it as it is, without mkfs or aging.
+    preaged: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ gains ``guest``: kernel package, KVM or TCG, memory and CPUs, boot time.
 from __future__ import annotations
 
 import dataclasses
+import json
 import shutil
 import socket
 import sys
@@ -67,7 +68,6 @@ class GuestBackend:
         inner = dataclasses.replace(job, settings=dataclasses.replace(
             settings, device=kind.guest_section(section)))
         job_file = out_dir / "job.json"
-        write_job(inner, job_file)
         console = out_dir / CONSOLE_FILE
         deadline = GUEST_MARGIN_S + sum(r.cell.timeout_s or RUN_ALLOWANCE_S for r in job.runs)
         argv = [sys.executable, "-m", "fslab", "job", "run", str(job_file), "--out", str(out_dir),
@@ -77,6 +77,19 @@ class GuestBackend:
         guests = work_dir / "guests"
         # Written down first: if this process dies, `fslab cleanup` kills the guest's QEMU.
         with _disks(kind.guest_disks(section), work_dir) as disks, tracked("guests", str(guests), work_dir):
+            if job.cell.aging is not None and kind.image_file:
+                # Aged once per key in a guest of its own, copied onto this job's disk.
+                try:
+                    copy = _aged_copy(inner, section.size, disks[0], out_dir, work_dir, guests)
+                except FslabError as exc:
+                    if exc.scope == "study":
+                        raise
+                    for run in job.runs:
+                        on_record(_failed(run, out_dir, console, started, f"aging in the guest failed: {exc}", {}))
+                    return
+                inner = dataclasses.replace(inner, settings=dataclasses.replace(
+                    inner.settings, preaged=copy.to_dict()))
+            write_job(inner, job_file)
             config = GuestConfig(kernel=settings.guest_kernel, memory_bytes=settings.guest_memory,
                                  disks=tuple(disks), shares={"out": out_dir}, console_path=console,
                                  run_root=guests)
@@ -113,6 +126,52 @@ class GuestBackend:
             reason = failure or "the guest ended without a record of this run"
             on_record(_failed(run, out_dir, console, started, f"{reason}; guest console (last lines):\n{tail}",
                               facts))
+
+
+def _aged_copy(job: Job, size: int, dest: Path, out_dir: Path, work_dir: Path, guests: Path) -> Any:
+    """Copy the image aged for this job's key onto ``dest`` (its disk), aging it first in
+    a guest of its own (`fslab job age`) if the work directory's cache lacks it. The key
+    adds the guest kernel: another kernel's allocator makes another state."""
+    from ...aged_images import AGING_ERROR, AGING_RESULT, aged_image, image_key
+    from ...aging import AgingOption, AgingReport
+    from ...errors import JobFailed
+    from ...executor import AGED_IMAGES_DIR
+    from ...jobs import write_job
+    from .launcher import GuestConfig, GuestFailed, run_in_guest
+
+    cell, settings = job.cell, job.settings
+    option = AgingOption.model_validate(cell.aging)
+    key = json.dumps({"image": image_key(cell.fs_type, list(cell.mkfs), size, option, list(cell.mount)),
+                      "guest_kernel": settings.guest_kernel}, sort_keys=True)
+    # Aging writes fill x size; FUSE file systems under TCG manage ~0.4 MB/s (ntfs-3g).
+    deadline = GUEST_MARGIN_S + max(RUN_ALLOWANCE_S, option.fill * size / 200e3)
+
+    def make(image: Path) -> AgingReport:
+        aging_out = out_dir / f"aging-{uuid.uuid4().hex[:8]}"
+        aging_out.mkdir(parents=True)
+        with tracked("image", str(image), str(work_dir)):
+            with open(image, "wb") as f:
+                f.truncate(size)
+            age_job = aging_out / "age-job.json"
+            write_job(job, age_job)
+            argv = [sys.executable, "-m", "fslab", "job", "age", str(age_job), "--out", str(aging_out),
+                    "--work", INNER_WORK]
+            config = GuestConfig(kernel=settings.guest_kernel, memory_bytes=settings.guest_memory,
+                                 disks=(image,), shares={"out": out_dir}, console_path=aging_out / CONSOLE_FILE,
+                                 run_root=guests)
+            try:
+                result = run_in_guest(config, argv, deadline)
+            except GuestFailed as exc:
+                raise JobFailed(str(exc).split("\n", 1)[0]) from exc
+            if result.exit_status == 0 and (aging_out / AGING_RESULT).exists():
+                return AgingReport.from_dict(json.loads((aging_out / AGING_RESULT).read_text()))
+            if (aging_out / AGING_ERROR).exists():
+                raise JobFailed((aging_out / AGING_ERROR).read_text().strip())
+            why = (f"killed at its deadline of {deadline:.0f} s" if result.timed_out
+                   else f"exited with status {result.exit_status}")
+            raise JobFailed(f"the aging guest {why}; console (last lines):\n{result.console_tail}")
+
+    return aged_image(key, make, work_dir / AGED_IMAGES_DIR, dest)
 
 
 class _disks:
