@@ -179,3 +179,15 @@ def test_plan_estimate_counts_a_boot_per_guest_job_and_says_when_time_is_unknown
     text = _runtime_estimate(plan)
     assert f"not known — all {len(plan.runs)} runs end when their work is done" in text
     assert f"{len(plan.jobs)} guest jobs add a guest boot each" in text
+
+
+def test_ntfs3_needs_the_6_12_guest_and_says_where_to_set_it() -> None:
+    text = '[study]\nname = "n"\n[filesystems.ntfs3]\n{extra}\n[[workloads]]\nkind = "null"\nname = "n"\n'
+    with pytest.raises(SpecError) as err:
+        parse_spec(tomllib.loads(text.format(extra="")), "n.toml")
+    assert err.value.field == "study.guest_kernel" and "ntfs3 needs a guest kernel" in str(err.value)
+    with pytest.raises(SpecError) as err:
+        parse_spec(tomllib.loads(text.format(extra='kernel = "6.1"')), "n.toml")
+    assert err.value.field == "filesystems.ntfs3.kernel"
+    spec = parse_spec(tomllib.loads(text.format(extra='kernel = "6.12"')), "n.toml")
+    assert spec.filesystems["ntfs3"].kernel == "6.12"

@@ -19,6 +19,7 @@ from .mounts import mount_at
 from .registry import Registry
 from .resources import Resource, register, release
 from .signals import shielded
+from .spec import GUEST_KERNEL_SERIES
 
 if TYPE_CHECKING:
     from .spec import StudySpec
@@ -85,6 +86,9 @@ class FilesystemType:
     merged_flags: tuple[str, ...] = ()  # flags whose values combine with the user's
     tools: dict[str, str] = field(default_factory=dict)
     needs_root: bool = True
+    # Guest kernel series that have its driver (empty: every one); a kernel given as a
+    # path is the user's to vouch for.
+    guest_kernels: tuple[str, ...] = ()
 
     def make(self, device: DeviceHandle, user_args: list[str]) -> str:
         """Make the file system; returns mkfs's output (kept as an artifact)."""
@@ -165,6 +169,9 @@ for _name, _tool, _package, _args in (
 # Quick mkntfs (-Q) skips zeroing the device.
 register_filesystem(FilesystemType("ntfs", "mkfs.ntfs", ("-F", "-Q"), mount_type="ntfs-3g", needs_guest=True,
                                    tools={"mkfs.ntfs": "ntfs-3g", "ntfs-3g": "ntfs-3g"}))
+# NTFS through the in-kernel ntfs3 driver (5.15+): Debian 12's 6.1 builds it not, 6.12 does.
+register_filesystem(FilesystemType("ntfs3", "mkfs.ntfs", ("-F", "-Q"), mount_type="ntfs3", needs_guest=True,
+                                   tools={"mkfs.ntfs": "ntfs-3g"}, guest_kernels=("6.12",)))
 register_filesystem(DirectoryFilesystem("null", "", (), mount_type="none", needs_root=False))
 
 
@@ -218,6 +225,14 @@ def validate_filesystems(spec: StudySpec, source: str) -> None:
                 source=source, field=f"filesystems.{name}.kernel",
             )
         fstype = FILESYSTEMS.get(key)
+        kernel = section.kernel or spec.study.guest_kernel
+        if fstype.guest_kernels and kernel in GUEST_KERNEL_SERIES and kernel not in fstype.guest_kernels:
+            where = f"filesystems.{name}.kernel" if section.kernel else "study.guest_kernel"
+            raise SpecError(
+                f"{key} needs a guest kernel that has its driver ({', '.join(fstype.guest_kernels)}); "
+                f"the guest kernel here is {kernel}: set kernel = '{fstype.guest_kernels[0]}' on this entry",
+                source=source, field=where,
+            )
         if fstype.needs_guest and spec.study.backend == "host":
             raise SpecError(
                 f"{key} cannot run on this host kernel; set study.backend = 'auto' or 'guest'",

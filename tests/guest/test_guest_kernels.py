@@ -83,3 +83,46 @@ def test_one_study_compares_two_guest_kernels(guest_build: object, tmp_path) -> 
     assert old["metrics"]["ops_count"]["value"] == new["metrics"]["ops_count"]["value"] == 20
     table = build_table(runs, None, [r["cell"] for r in runs])
     assert table.filesystems == ["ext4-61 (guest 6.1)", "ext4-612 (guest 6.12)"]
+
+
+NTFS3 = """
+[study]
+name = "ntfs3 on 6.12"
+repetitions = 1
+guest_memory = "512MiB"
+
+[device]
+size = "256MiB"
+
+[filesystems.ntfs3]
+kernel = "6.12"
+
+[[workloads]]
+kind = "fio"
+name = "randwrite"
+rw = "randwrite"
+bs = "4k"
+size = "4MiB"
+"""
+
+
+def test_ntfs3_runs_a_fio_job_on_6_12(guest_build: object, tmp_path) -> None:
+    """NTFS through the in-kernel ntfs3 driver (registry name ntfs3), which only the 6.12
+    guest has; ntfs (ntfs-3g, FUSE) stays the 6.1 way."""
+    from fslab.runner import run_study
+    from fslab.store import Store
+
+    try:
+        build("6.12")
+    except FslabError as exc:
+        pytest.skip(f"the 6.12 kernel package cannot be had here: {exc}")
+    study = tmp_path / "ntfs3.toml"
+    study.write_text(NTFS3)
+    results = tmp_path / "results"
+    assert run_study(str(study), results_dir=results).runs_failed == 0
+    with Store(results) as store:
+        (run,) = store.runs(store.study().id)
+    assert run["provenance"]["filesystem"]["mounted_as"] == "ntfs3"
+    assert run["provenance"]["guest"]["kernel_release"].startswith("6.12.")
+    m = {k: v["value"] for k, v in run["metrics"].items()}
+    assert m["iops"] > 0 and m["write_io_bytes"] == 4 << 20
