@@ -165,9 +165,10 @@ for _name, _tool, _package, _args in (
         ("vfat", "mkfs.vfat", "dosfstools", ("-F", "32")),
         ):
     register_filesystem(FilesystemType(_name, _tool, _args, needs_guest=True, tools={_tool: _package}))
-# NTFS through ntfs-3g (FUSE), as Fedora 11 ran it for seed 003; in the guest beside vfat.
-# Quick mkntfs (-Q) skips zeroing the device.
-register_filesystem(FilesystemType("ntfs", "mkfs.ntfs", ("-F", "-Q"), mount_type="ntfs-3g", needs_guest=True,
+# NTFS through ntfs-3g (FUSE), as Fedora 11 ran it for seed 003: FUSE is in this kernel,
+# so it runs on the host too (mounted as fuseblk, in provenance); seed-003 puts it in the
+# guest beside vfat. Quick mkntfs (-Q) skips zeroing the device.
+register_filesystem(FilesystemType("ntfs", "mkfs.ntfs", ("-F", "-Q"), mount_type="ntfs-3g",
                                    tools={"mkfs.ntfs": "ntfs-3g", "ntfs-3g": "ntfs-3g"}))
 # NTFS through the in-kernel ntfs3 driver (5.15+): Debian 12's 6.1 builds it not, 6.12 does.
 register_filesystem(FilesystemType("ntfs3", "mkfs.ntfs", ("-F", "-Q"), mount_type="ntfs3", needs_guest=True,

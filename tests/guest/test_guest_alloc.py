@@ -42,7 +42,7 @@ AGING = 'aging = { fill = 0.5, pattern = "random-holes", seed = 3, file_sizes = 
 def test_vfat_aged_to_half_and_ntfs_then_alloc_in_the_guest(guest_build: GuestBuild, tmp_path: Path) -> None:
     results = tmp_path / "results"
     for name, fs, aging, reps in (("fat", '[filesystems.fat32]\ntype = "vfat"', AGING, 2),
-                                  ("ntfs", "[filesystems.ntfs]", "", 1)):
+                                  ("ntfs", '[filesystems.ntfs]\nbackend = "guest"', "", 1)):
         study = tmp_path / f"{name}.toml"
         study.write_text(STUDY.format(filesystem=fs, aging=aging, reps=reps))
         assert run_study(str(study), results_dir=results / name).runs_failed == 0
