@@ -82,7 +82,8 @@ def test_compare_refuses_mixed_sides(results: Path) -> None:
     from fslab.errors import FslabError
 
     with pytest.raises(FslabError, match=r"'ext9' is neither a results directory \(.*ext9 does not exist\) nor "
-                       r"a file system of study 1 .*its file systems: null, other\.\nValid arguments: "):
+                       r"a file system of study 1 .*its file systems: null, other; the hosts that ran it: "
+                       r"[^\n]+\.\nValid arguments: .*two hosts that ran one study"):
         resolve_sides("null", "ext9", results, 1)
 
 
@@ -123,7 +124,7 @@ def test_plan_shows_options_device_and_estimate(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "mount options" in done.stdout and "noatime" in done.stdout
     assert f"device: kind=fake, directory={tmp_path / 'fake'}" in done.stdout
-    assert "12 runs end when their work is done (not estimated)" in done.stdout
+    assert "not known — all 12 runs end when their work is done" in done.stdout
 
 
 def test_png_svg_charts_mark_intervals_below_zero(tmp_path: Path) -> None:
