@@ -73,6 +73,9 @@ def private_network(roles: list[str]) -> Iterator[Network]:
     """One namespace per role, all on one bridge; torn down whatever happens."""
     tag = f"fs{os.getpid() % 100000}{random.randrange(100):02d}"
     net = Network(tag, f"10.213.{random.randrange(1, 250)}")
+    # The first `ip netns add` bind-mounts /run/netns onto itself and leaves it: unmount it
+    # afterwards if it was not there before and no namespace (of anybody's) remains.
+    had_run_netns = _is_mount_point(RUN_NETNS)
     hub = f"{tag}-hub"
     made: list[str] = []
     try:
@@ -100,6 +103,16 @@ def private_network(roles: list[str]) -> Iterator[Network]:
             stop(proc)
         for ns in reversed(made):
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+        if not had_run_netns and _is_mount_point(RUN_NETNS) and not any(Path(RUN_NETNS).iterdir()):
+            subprocess.run(["umount", RUN_NETNS], capture_output=True)
+
+
+RUN_NETNS = "/run/netns"
+
+
+def _is_mount_point(path: str) -> bool:
+    with open("/proc/self/mountinfo") as f:
+        return any(line.split()[4] == path for line in f)
 
 
 def stop(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM, wait_s: float = 60) -> None:
