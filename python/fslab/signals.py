@@ -8,7 +8,9 @@ an impatient second Ctrl-C cannot leave it half done.
 
 from __future__ import annotations
 
+import os
 import signal
+import subprocess
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -58,3 +60,21 @@ def shielded() -> Iterator[None]:
             if pending[0] == signal.SIGINT:
                 raise KeyboardInterrupt
             raise Terminated(f"received signal {signal.Signals(pending[0]).name}")
+
+
+# How long a job process gets to release its mounts and devices after SIGTERM.
+TEARDOWN_GRACE_S = 120.0
+
+
+def stop_job_process(child: subprocess.Popen[bytes], grace_s: float = TEARDOWN_GRACE_S) -> None:
+    """SIGTERM a job's process (it unwinds and releases what it made), wait, and SIGKILL its
+    whole process group if it is still there after the grace."""
+    if child.poll() is not None:
+        return
+    child.send_signal(signal.SIGTERM)
+    try:
+        child.wait(grace_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        child.wait()
+

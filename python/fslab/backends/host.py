@@ -12,7 +12,6 @@ records it finished are kept.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -21,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import FslabError
-from ..signals import shielded
+from ..signals import shielded, stop_job_process
 from . import BACKENDS
 
 if TYPE_CHECKING:
@@ -29,8 +28,6 @@ if TYPE_CHECKING:
     from ..records import RunRecord
 
 JOB_FILE = "job.json"
-# How long a job process gets to release its mounts and devices after a signal.
-TEARDOWN_GRACE_S = 120.0
 
 
 class HostBackend:
@@ -87,7 +84,7 @@ def _execute_in_process(job_file: Path, out_dir: Path, work_dir: Path,
                 time.sleep(0.1)
         except BaseException:
             with shielded():  # a second Ctrl-C must not abandon the child's teardown
-                _stop(child)
+                stop_job_process(child)
             _deliver(out_dir, delivered, on_record)
             raise
     delivered = _deliver(out_dir, delivered, on_record)
@@ -109,16 +106,6 @@ def _deliver(out_dir: Path, delivered: int, on_record: Callable[[RunRecord], Non
     return delivered
 
 
-def _stop(child: subprocess.Popen[bytes]) -> None:
-    """Ask the job process to stop (it unwinds and releases what it made), then wait."""
-    if child.poll() is not None:
-        return
-    child.send_signal(signal.SIGTERM)
-    try:
-        child.wait(TEARDOWN_GRACE_S)
-    except subprocess.TimeoutExpired:
-        os.killpg(child.pid, signal.SIGKILL)
-        child.wait()
 
 
 BACKENDS.register("host", HostBackend())

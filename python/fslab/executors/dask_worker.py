@@ -36,13 +36,13 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import FslabError
+from ..signals import stop_job_process
 
 SCRATCH_ENV = "FSLAB_WORKER_SCRATCH"  # where jobs run (images, mounts, out dirs)
 LOCK_ENV = "FSLAB_WORKER_LOCK"  # the per-machine lock file
 DEFAULT_SCRATCH = Path("/var/tmp/fslab-worker")
 DEFAULT_LOCK = Path("/run/fslab/worker.lock")
 ARTIFACT_LIMIT_BYTES = 256 << 20
-TEARDOWN_GRACE_S = 120.0
 HEARTBEAT_S = 5.0  # a running job's "alive" events to the driver
 EVENT_TOPIC_PREFIX = "fslab-"  # + the study invocation's token: "job started" events
 ALIVE_SUFFIX = "-alive"  # the topic of running jobs' beats
@@ -174,21 +174,13 @@ def _run_entry(job_json: dict[str, Any], out_dir: Path, work_dir: Path, deadline
                 if not alive():
                     why = "cancelled by the driver"
             if why:
-                _stop(child)
+                stop_job_process(child)
                 break
             with contextlib.suppress(subprocess.TimeoutExpired):
                 child.wait(0.2)  # returns as soon as the job ends
     return child.returncode, why
 
 
-def _stop(child: subprocess.Popen[bytes]) -> None:
-    """SIGTERM: the job unwinds and releases its mounts and devices; SIGKILL after a grace."""
-    child.send_signal(signal.SIGTERM)
-    try:
-        child.wait(TEARDOWN_GRACE_S)
-    except subprocess.TimeoutExpired:
-        os.killpg(child.pid, signal.SIGKILL)
-        child.wait()
 
 
 def _record_lines(out_dir: Path) -> list[str]:
