@@ -4,7 +4,7 @@
    starting the same Python interpreter.
 2. Per-command overhead: `true` run in a booted guest (through the 9p command channel)
    against `true` run on the host (median of COMMANDS each).
-3. Job-entry start: `python -c 'import fslab.cli, fslab.executor'` in the guest and on
+3. Job-entry start: `python -c 'import fslab.cli, fslab.job.execute'` in the guest and on
    the host (what every `fslab job run` in a guest pays before its first mkfs).
 4. I/O: the same small fio job (4 KiB random writes, O_DIRECT, psync, RUNTIME_S) on ext4
    over an image: on the host through a loop device with direct I/O, in the guest through
@@ -32,7 +32,7 @@ ROUNDS = int(os.environ.get("FSLAB_BENCH_GUEST_ROUNDS", "3"))
 COMMANDS = int(os.environ.get("FSLAB_BENCH_GUEST_COMMANDS", "10"))
 RUNTIME_S = int(os.environ.get("FSLAB_BENCH_GUEST_RUNTIME_S", "3"))
 IMAGE_BYTES = 1 << 30
-IMPORT = [sys.executable, "-c", "import fslab.cli, fslab.executor"]
+IMPORT = [sys.executable, "-c", "import fslab.cli, fslab.job.execute"]
 
 
 def _fio_argv(directory: str) -> list[str]:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from fslab.backends import choose_backend
 from fslab.errors import SpecError
 from fslab.plan import make_plan
 from fslab.runner import run_study
@@ -93,7 +94,7 @@ def test_aging_option_errors_name_the_field(tmp_path: Path) -> None:
     data["study"]["aging"] = {"fill": 0.5}
     data["workloads"].append({"kind": "alloc", "name": "b", "aging": "none"})
     data["workloads"].append({"kind": "alloc", "name": "c", "aging": {"fill": 0.3, "seed": 9}})
-    plan = make_plan(parse_spec(data, "s.toml"), seed=1)
+    plan = make_plan(parse_spec(data, "s.toml"), backends=choose_backend, seed=1)
     by_name = {c.workload: c.aging for c in plan.cells}
     assert by_name["a"]["fill"] == 0.5 and by_name["b"] is None and by_name["c"]["seed"] == 9
     data["workloads"][1]["aging"] = "some"
@@ -103,7 +104,7 @@ def test_aging_option_errors_name_the_field(tmp_path: Path) -> None:
 
 def test_seed_003_preset_plans_and_says_what_it_skips() -> None:
     spec, _, _ = load_spec("seed-003")
-    plan = make_plan(spec, seed=1)
+    plan = make_plan(spec, backends=choose_backend, seed=1)
     skipped = {s.filesystem: s.reason for s in plan.skipped}
     in_guest = {c.filesystem for c in plan.cells if c.backend == "guest"}
     # FAT32 and NTFS run in a guest where one can be started, else they are skipped, saying why
@@ -139,7 +140,7 @@ def test_block_device_is_aged_in_place_and_unreachable_target_fails_the_run(loop
 
 def test_seed_003_usb_preset_runs_all_five_in_the_guest_on_the_flash_profile() -> None:
     spec, _, _ = load_spec("seed-003-usb")
-    plan = make_plan(spec, seed=1)
+    plan = make_plan(spec, backends=choose_backend, seed=1)
     assert {c.backend for c in plan.cells} == {"guest"} or {s.filesystem for s in plan.skipped} == {
         "fat32", "ntfs", "ext2", "ext3", "ext4"}
     device = plan.jobs[0].settings.device
@@ -149,11 +150,12 @@ def test_seed_003_usb_preset_runs_all_five_in_the_guest_on_the_flash_profile() -
 
 def test_quick_caps_an_aged_studys_image_and_keeps_the_fill() -> None:
     spec, _, _ = load_spec("seed-003")
-    full, quick = make_plan(spec, seed=1), make_plan(spec, seed=1, quick=True)
+    full = make_plan(spec, backends=choose_backend, seed=1)
+    quick = make_plan(spec, backends=choose_backend, seed=1, quick=True)
     assert full.jobs[0].settings.device["size"] == 2 << 30
     assert quick.jobs[0].settings.device["size"] == 256 << 20
     assert {c.aging["fill"] for c in quick.cells if c.aging} == {0.5}
     # a study without aging keeps its image size in quick mode
     spec, _, _ = load_spec("quickstart")
-    quick_size = make_plan(spec, seed=1, quick=True).jobs[0].settings.device["size"]
-    assert quick_size == make_plan(spec, seed=1).jobs[0].settings.device["size"] > 256 << 20
+    quick_size = make_plan(spec, backends=choose_backend, seed=1, quick=True).jobs[0].settings.device["size"]
+    assert quick_size == make_plan(spec, backends=choose_backend, seed=1).jobs[0].settings.device["size"] > 256 << 20

@@ -179,13 +179,14 @@ def test_a_class_no_worker_offers_fails_at_once(cluster: Cluster, tmp_path: Path
 
 def test_placement_check_and_deadline_without_a_cluster() -> None:
     """The same refusal from scheduler facts alone; a job's deadline sums its runs'."""
+    from fslab.backends import choose_backend
     from fslab.plan import make_plan
     from fslab.study import load_spec
 
     with pytest.raises(Exception, match="has no fslab worker"):
         check_placement({"tcp://a:1": {"resources": {}}}, [], "tcp://s:1")
     spec = load_spec(str(Path(__file__).parent.parent / "python/fslab/presets/quickstart.toml"))[0]
-    job = make_plan(spec).jobs[0]
+    job = make_plan(spec, backends=choose_backend).jobs[0]
     assert job_deadline_s(job) > 600 and job_deadline_s(job, 42.0) == 42.0
 
 

@@ -71,6 +71,7 @@ def test_leftovers_of_a_killed_job_are_released_before_the_next(device_support, 
 
 
 def test_machine_class_is_placement_not_part_of_the_cell(tmp_path: Path) -> None:
+    from fslab.backends import choose_backend
     from fslab.errors import SpecError
     from fslab.plan import make_plan
     from fslab.study import load_spec
@@ -81,7 +82,7 @@ def test_machine_class_is_placement_not_part_of_the_cell(tmp_path: Path) -> None
 
     def plan(study: str = "", device: str = ""):  # type: ignore[no-untyped-def]
         path.write_text(base.format(study=study, device=device))
-        return make_plan(load_spec(str(path))[0])
+        return make_plan(load_spec(str(path))[0], backends=choose_backend)
 
     plain = plan()
     pinned = plan('machine_class = "hdd"', 'machine_class = "nvme"')

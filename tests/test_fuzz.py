@@ -19,8 +19,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from fslab.backends import choose_backend
 from fslab.errors import FslabError, SpecError
-from fslab.jobs import load_job, write_job
+from fslab.job.entry import load_job, write_job
 from fslab.plan import make_plan
 from fslab.simulate import read_requests
 from fslab.study import load_spec, parse_spec, preset_names
@@ -31,7 +32,7 @@ from fslab.trace.formats import (
     parse_tracefs_text,
     write_parquet,
 )
-from fslab.workloads.fio import checked_job_file
+from fslab.workloads.fio import read_job_files
 
 TRACES = Path(__file__).parent / "data" / "traces"
 FUZZ = settings(max_examples=60, derandomize=True, deadline=None, database=None,
@@ -138,7 +139,7 @@ def test_study_loader_on_mutated_presets(data):
 @pytest.fixture(scope="module")
 def job_json() -> dict[str, Any]:
     spec, source, _ = load_spec("quickstart")
-    return make_plan(spec, seed=1, source=source).jobs[0].to_json()
+    return make_plan(spec, backends=choose_backend, seed=1, source=source).jobs[0].to_json()
 
 
 JSON_LEAVES = (st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats(allow_nan=False)
@@ -165,7 +166,7 @@ def test_load_job_on_cut_and_garbled_files(tmp_path, job_json, cut, junk):
 
 def test_a_written_job_loads_back(tmp_path, job_json):
     spec, source, _ = load_spec("quickstart")
-    job = make_plan(spec, seed=1, source=source).jobs[0]
+    job = make_plan(spec, backends=choose_backend, seed=1, source=source).jobs[0]
     write_job(job, tmp_path / "j.json")
     assert load_job(tmp_path / "j.json") == job
 
@@ -183,7 +184,7 @@ def test_fio_job_files(tmp_path, lines, allow):
     path = tmp_path / "job.fio"
     (tmp_path / "other.fio").write_text("[other]\nrw=read\n")
     path.write_text("\n".join(lines))
-    result = clean(lambda: checked_job_file(path, allow_exec=allow), str(tmp_path))
+    result = clean(lambda: read_job_files(path, allow_exec=allow), str(tmp_path))
     if isinstance(result, FslabError):
         assert isinstance(result, SpecError) and (result.field or "").startswith(("line ", "")), result
 
@@ -193,7 +194,7 @@ def test_fio_job_files(tmp_path, lines, allow):
 def test_fio_job_files_of_any_bytes(tmp_path, raw):
     path = tmp_path / "job.fio"
     path.write_bytes(raw)
-    clean(lambda: checked_job_file(path, allow_exec=False), str(path))
+    clean(lambda: read_job_files(path, allow_exec=False), str(path))
 
 
 # ------------------------------------------------------------------ trace importers

@@ -8,9 +8,10 @@ import tomllib
 
 import pytest
 
-from fslab.backends import BACKENDS
+from fslab.backends import BACKENDS, choose_backend
 from fslab.errors import SpecError
-from fslab.plan import Job, make_plan
+from fslab.job.model import Job
+from fslab.plan import make_plan
 from fslab.report.labels import fs_column
 from fslab.spec import GUEST_MIN_MEMORY
 from fslab.study import load_spec, parse_spec
@@ -48,7 +49,7 @@ def guest_available(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def plan_of(text: str, **kw: object):
-    return make_plan(parse_spec(tomllib.loads(text), "k.toml"), **kw)
+    return make_plan(parse_spec(tomllib.loads(text), "k.toml"), backends=choose_backend, **kw)
 
 
 def test_a_kernel_per_entry_makes_a_kernel_axis(guest_available: None) -> None:
@@ -113,8 +114,8 @@ def test_quick_scales_the_guest_memory_with_the_data(guest_available: None) -> N
     (its page cache) is divided too, not below what a guest needs to boot; provenance
     gets the study's own value through the job's settings."""
     spec, _, _ = load_spec("seed-004")
-    full = make_plan(spec, seed=1)
-    quick = make_plan(spec, seed=1, quick=True)
+    full = make_plan(spec, backends=choose_backend, seed=1)
+    quick = make_plan(spec, backends=choose_backend, seed=1, quick=True)
     (f2fs_full,) = [c for c in full.cells if c.filesystem == "f2fs"]
     (f2fs_quick,) = [c for c in quick.cells if c.filesystem == "f2fs"]
     file_full, file_quick = f2fs_full.params["file_size"], f2fs_quick.params["file_size"]
@@ -142,7 +143,7 @@ def test_seed_004_runs_each_file_system_on_one_device_raid0_and_raid5(guest_avai
     """A file system's own device (``device = {...}`` in its entry): each job carries the
     device of its entry; the arrays are 8 members with 512 KiB chunks, in the guest."""
     spec, _, _ = load_spec("seed-004")
-    plan = make_plan(spec, seed=1)
+    plan = make_plan(spec, backends=choose_backend, seed=1)
     devices = {}
     for job in plan.jobs:
         devices.setdefault(job.cell.filesystem, set()).add(

@@ -17,10 +17,14 @@ from pathlib import Path
 
 import pytest
 
+from fslab.backends import choose_backend
 from fslab.backends.host import HostBackend
-from fslab.jobs import load_job, read_records, run_job, write_job
-from fslab.plan import Job, make_plan
-from fslab.records import RunRecord
+from fslab.errors import FslabError
+from fslab.job.entry import load_job, run_job, write_job
+from fslab.job.folder import JobFolder
+from fslab.job.model import Job
+from fslab.job.record import RunRecord
+from fslab.plan import make_plan
 from fslab.runner import run_study
 from fslab.store import Store
 from fslab.study import parse_spec
@@ -69,7 +73,7 @@ def null_plan(tmp_path: Path, **kw):
     import tomllib
 
     spec = parse_spec(tomllib.loads(write_study(tmp_path, **kw).read_text()), "null.toml")
-    return make_plan(spec, source="null.toml", study_dir=str(tmp_path))
+    return make_plan(spec, backends=choose_backend, source="null.toml", study_dir=tmp_path)
 
 
 def test_job_round_trips_through_json(tmp_path):
@@ -97,7 +101,7 @@ def test_not_a_job_is_refused_with_its_file_name(tmp_path):
 def test_record_round_trips_through_json(tmp_path):
     plan = null_plan(tmp_path)
     records: list[RunRecord] = []
-    run_job(plan.jobs[0], tmp_path / "out", tmp_path / "work", records.append)
+    run_job(plan.jobs[0], JobFolder(tmp_path / "out"), tmp_path / "work", records.append)
     (record,) = records
     assert RunRecord.from_json(json.loads(json.dumps(record.to_json()))) == record
     assert record.status == "ok" and record.artifact_dir == f"runs/{record.run_key}"
@@ -115,7 +119,7 @@ def test_fslab_job_run_writes_records_as_runs_end(tmp_path):
     done = subprocess.run([sys.executable, "-m", "fslab", "job", "run", str(tmp_path / "job.json"),
                            "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    records = list(read_records(tmp_path / "out"))
+    records = list(JobFolder(tmp_path / "out").records())
     assert [(r.cell_id, r.repetition, r.sequence) for r in records] == [
         (r.cell.id, r.repetition, r.sequence) for r in job.runs]
     assert all(r.status == "ok" for r in records)
@@ -140,11 +144,11 @@ def test_killed_job_keeps_the_records_it_finished(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "fslab", "job", "run", str(tmp_path / "job.json"),
                              "--out", str(tmp_path / "out")], stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
-    while len(list(read_records(tmp_path / "out"))) < 2 and time.monotonic() < deadline:
+    while len(list(JobFolder(tmp_path / "out").records())) < 2 and time.monotonic() < deadline:
         time.sleep(0.05)
     proc.kill()
     proc.wait()
-    records = list(read_records(tmp_path / "out"))
+    records = list(JobFolder(tmp_path / "out").records())
     assert [r.cell_id for r in records] == [r.cell.id for r in job.runs[:2]]
 
 
@@ -211,7 +215,8 @@ def test_job_runs_in_a_thread_that_is_not_the_main_thread(tmp_path):
 
     def work() -> None:
         try:
-            HostBackend(isolate=False).execute(plan.jobs[0], tmp_path / "out", tmp_path / "work", records.append)
+            HostBackend(isolate=False).execute(plan.jobs[0], JobFolder(tmp_path / "out"), tmp_path / "work",
+                                             records.append)
         except BaseException as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
 
@@ -323,3 +328,37 @@ def test_a_preaged_disk_travels_in_the_job(tmp_path):
     back = AgedCopy.from_dict(again.settings.preaged)
     assert back.provenance() == copy.provenance()
     assert back.report.file_set_sha256 == report.file_set_sha256 and back.report.metrics() == report.metrics()
+
+
+RECORDS_V0 = Path(__file__).parent / "data" / "records-v0"
+
+
+def test_records_written_before_records_had_a_format_still_read():
+    """A records.jsonl of fslab 0.1 (lines without "format"; one ok fio run, one failed)."""
+    ok, failed = JobFolder(RECORDS_V0).records()
+    assert '"format"' not in (RECORDS_V0 / "records.jsonl").read_text()
+    assert ok.status == "ok" and ok.error is None and ok.artifact_dir == f"runs/{ok.run_key}"
+    iops = next(m for m in ok.metrics if m.name == "read_iops")
+    assert iops.unit == "IOPS" and iops.higher_is_better is True and iops.value > 0
+    assert failed.status == "failed" and "fio" in failed.error
+    # Read back, written again: now with its format, and otherwise the same record.
+    again = RunRecord.from_line(ok.to_line())
+    assert again == ok and json.loads(ok.to_line())["format"] == "fslab-record/1"
+
+
+def test_every_record_line_names_its_format_and_an_unknown_one_is_refused(tmp_path):
+    plan = null_plan(tmp_path, fresh="repetition")
+    folder = JobFolder(tmp_path / "out")
+    run_job(plan.jobs[0], folder, tmp_path / "work")
+    lines = folder.records_file.read_text().splitlines()
+    assert len(lines) == 3 and all(json.loads(line)["format"] == "fslab-record/1" for line in lines)
+    future = json.loads(lines[1]) | {"format": "fslab-record/9"}
+    folder.records_file.write_text("\n".join([lines[0], json.dumps(future), lines[2]]) + "\n")
+    with pytest.raises(FslabError, match=r"records.jsonl, line 2: .*'fslab-record/9'.*upgrade fslab"):
+        list(folder.records())
+
+
+def test_a_job_of_the_old_format_is_refused_with_the_fix(tmp_path):
+    """fslab-job/1 read job files from the study's folder at run time; it cannot run now."""
+    with pytest.raises(FslabError, match=r"job-v1.json.*older fslab.*fslab-job/1.*fslab plan STUDY --jobs"):
+        load_job(RECORDS_V0 / "job-v1.json")

@@ -8,6 +8,7 @@ from collections import Counter
 import pytest
 
 from fslab.analysis.contrasts import contrasts, parse_contrast, ratio_ci
+from fslab.backends import choose_backend
 from fslab.errors import SpecError
 from fslab.plan import make_plan
 from fslab.report.charts import bars_in_svg, write_charts
@@ -18,7 +19,7 @@ from fslab.study import load_spec, parse_spec
 
 def test_seed_002_expands_to_50_cells_per_filesystem():
     spec, _, _ = load_spec("seed-002")
-    plan = make_plan(spec)
+    plan = make_plan(spec, backends=choose_backend)
     per_fs = Counter(c.filesystem for c in plan.cells if c.backend == "host")
     assert per_fs == {"ext3": 50, "ext4": 50, "xfs": 50}
     # jfs runs in a guest where one can be started, else it is skipped with the reason

@@ -2,6 +2,7 @@
 
 import tomllib
 
+from fslab.backends import choose_backend
 from fslab.plan import QUICK_REPETITIONS, expand_axes, make_plan
 from fslab.study import load_spec, parse_spec
 
@@ -25,7 +26,7 @@ ioengine = ["psync", "libaio"]
 
 
 def plan_of(text: str, **kw):
-    return make_plan(parse_spec(tomllib.loads(text), "t.toml"), **kw)
+    return make_plan(parse_spec(tomllib.loads(text), "t.toml"), backends=choose_backend, **kw)
 
 
 def test_axes_are_crossed():
@@ -103,6 +104,6 @@ def test_guest_only_filesystem_runs_in_a_guest_or_is_skipped_with_a_reason(monke
 
 def test_quickstart_preset_shape():
     spec, _, _ = load_spec("quickstart")
-    plan = make_plan(spec)
+    plan = make_plan(spec, backends=choose_backend)
     assert {c.filesystem for c in plan.cells} == {"ext4", "xfs", "btrfs"}
     assert len(plan.cells) == 12 and plan.repetitions == 3

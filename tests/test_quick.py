@@ -6,6 +6,7 @@ import sys
 from importlib import resources
 from pathlib import Path
 
+from fslab.backends import choose_backend
 from fslab.plan import build_cells
 from fslab.study import load_spec
 from fslab.workloads import QUICK_MIN_MEMORY, WORKLOADS, quick_memory, quick_size
@@ -31,8 +32,8 @@ def test_quick_memory_keeps_the_data_to_memory_ratio() -> None:
 
 def test_quick_plan_of_seed_004_scales_file_and_memory_together() -> None:
     spec, _, _ = load_spec("seed-004")
-    [full] = [c for c in build_cells(spec, quick=False)[0] if c.filesystem == "ext4"]
-    [quick] = [c for c in build_cells(spec, quick=True)[0] if c.filesystem == "ext4"]
+    [full] = [c for c in build_cells(spec, quick=False, backends=choose_backend)[0] if c.filesystem == "ext4"]
+    [quick] = [c for c in build_cells(spec, quick=True, backends=choose_backend)[0] if c.filesystem == "ext4"]
     assert full.params["file_size"] / full.memory_bytes == quick.params["file_size"] / quick.memory_bytes == 8
     assert quick.params["file_size"] == full.params["file_size"] // 8
     assert quick.params["io_size"] == full.params["io_size"] // 8

@@ -369,7 +369,7 @@ size = "1G"
     text = str(failed.value)
     assert "filesystems.xfs.mkfs" in text and "larger than 300MB" in text
     assert "filesystems.ext4.mount" in text
-    assert "workloads[0]: job_file 'missing.fio' not found" in text
+    assert "workloads[0].job_file: 'missing.fio' not found" in text
     assert "workloads[1]" in text and "more than 90% of the 256 MiB device" in text
     with Store(results) as store:
         assert store.studies() == []

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .aging import AgingOption, AgingReport, age
 from .commands import declare_tools, run_command
@@ -31,10 +31,8 @@ from .fragmentation import file_extents
 from .resources import tracked
 from .signals import shielded
 
-if TYPE_CHECKING:
-    from .plan import Job
-
 FIEMAP_EXTENT_SHARED = 0x2000
+AGED_IMAGES_DIR = "aged-images"  # the cache, under a work directory: later jobs and resumes reuse it
 declare_tools({"cp": "coreutils", "fstrim": "util-linux"}, "aged images")
 
 
@@ -192,38 +190,3 @@ def aged_image_device(fs_type: str, mkfs_args: list[str], mount_options: list[st
                 if loop is not None:
                     detach(loop)
                 image.unlink(missing_ok=True)
-
-
-AGING_RESULT = "aging.json"  # what an aging-only job writes to its output directory
-AGING_ERROR = "aging-error.txt"
-
-
-def age_job_device(job: Job, out_dir: Path, work_dir: Path) -> AgingReport:
-    """Make the job's file system on its device, age it, trim it and unmount: the device
-    is then the aged image (`fslab job age`, run in a guest whose disk the host keeps as
-    the image every repetition copies). The report goes to OUT/aging.json; an error's
-    message to OUT/aging-error.txt, so the host can say why."""
-    from .devices import DEVICES
-
-    cell = job.cell
-    out_dir.mkdir(parents=True, exist_ok=True)
-    work_dir.mkdir(parents=True, exist_ok=True)
-    try:
-        if cell.aging is None:
-            raise FslabError(f"job {job.id}: its file system has no aging option: nothing to age")
-        fstype = FILESYSTEMS.get(cell.fs_type)
-        kind = DEVICES.get(job.settings.device["kind"])
-        section = kind.parse(job.settings.device)
-        tag = f"{os.getpid()}-{os.urandom(4).hex()}"
-        with kind.provision(section, work_dir, tag, job.grant) as device:
-            mkfs(fstype, device, list(cell.mkfs))
-            mountpoint = work_dir / f"mnt-aging-{tag}"
-            with mounted(fstype, device, list(cell.mount), mountpoint):
-                report = age(mountpoint, AgingOption.model_validate(cell.aging))
-                run_command(["fstrim", str(mountpoint)], timeout=600, check=False)
-    except FslabError as exc:
-        (out_dir / AGING_ERROR).write_text(f"{exc}\n")
-        raise
-    (out_dir / AGING_RESULT).write_text(json.dumps({**report.as_dict(), "file_set": report.file_set}))
-    return report
-

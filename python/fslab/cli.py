@@ -8,15 +8,17 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
 from .errors import FslabError
-from .plan import Plan, make_plan
-from .records import RunRecord
+
+if TYPE_CHECKING:
+    from .job.record import RunRecord
+    from .plan import Plan
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -50,14 +52,20 @@ def plan(
     allow_exec: Annotated[bool, typer.Option(
         "--allow-exec", help="allow workload options that run programs (fio exec_prerun, ...)")] = False,
 ) -> None:
-    """Show the cells and runs a study expands to, without running anything."""
+    """Show the cells and runs a study expands to, without running anything. Every check
+    `fslab run` makes that needs no root runs too: what a run would refuse exits 2 here."""
+    from .backends import choose_backend
+    from .plan import make_plan
+    from .preflight import check_plan
     from .study import load_spec
 
     spec, source, _ = load_spec(study, allow_exec=allow_exec)
     study_dir = Path(source).parent.resolve() if Path(source).is_file() else Path.cwd()
-    p = make_plan(spec, quick=quick, source=source, study_dir=str(study_dir), allow_exec=allow_exec)
+    p = make_plan(spec, backends=choose_backend, quick=quick, source=source, study_dir=study_dir,
+                  allow_exec=allow_exec)
+    check_plan(p, source=source)
     if jobs is not None:
-        from .jobs import write_job
+        from .job.entry import write_job
 
         jobs.mkdir(parents=True, exist_ok=True)
         for job in p.jobs:
@@ -479,7 +487,8 @@ def job_run(
     Writes OUT/records.jsonl, one record per run as it ends, and OUT/runs/<run>/."""
     import dataclasses
 
-    from .jobs import load_job, run_job
+    from .job.entry import load_job, run_job
+    from .job.folder import JobFolder
     from .signals import install_handlers
 
     job = load_job(job_file)
@@ -492,9 +501,11 @@ def job_run(
     def on_record(record: RunRecord) -> None:
         counts["ok" if record.status == "ok" else "failed"] += 1
 
-    run_job(job, out, work or out / "work", on_record)
+    # Absolute: tools run in the runs' folders (fio's cwd is its artifact folder).
+    folder = JobFolder(out.resolve())
+    run_job(job, folder, (work or out / "work").resolve(), on_record)
     err_console.print(f"job {job.id}: {counts['ok']} runs ok, {counts['failed']} failed; "
-                      f"records in {out / 'records.jsonl'}", highlight=False)
+                      f"records in {folder.records_file}", highlight=False)
 
 
 @job_app.command("age", hidden=True)
@@ -505,12 +516,12 @@ def job_age(
 ) -> None:
     """Make and age the job's file system on its device, then leave it unmounted: the
     guest backend keeps that disk as the aged image every repetition copies."""
-    from .aged_images import age_job_device
-    from .jobs import load_job
+    from .job.entry import age_job, load_job
+    from .job.folder import JobFolder
     from .signals import install_handlers
 
     install_handlers()
-    report = age_job_device(load_job(job_file), out, work or out / "work")
+    report = age_job(load_job(job_file), JobFolder(out.resolve()), (work or out / "work").resolve())
     err_console.print(f"aged to {report.utilisation_reached:.1%} utilisation in {report.wall_s:.1f} s",
                       highlight=False)
 

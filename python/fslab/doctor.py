@@ -5,21 +5,12 @@ from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 
 from .cgroups import detect_version
+from .check import Check
 from .commands import TOOLS
 from .filesystems import FILESYSTEMS
-
-
-@dataclass(frozen=True)
-class Check:
-    name: str
-    ok: bool
-    detail: str
-    fix: str | None = None
-    needed_for: str = ""
 
 
 def _kernel_filesystems() -> set[str]:

@@ -1,10 +1,15 @@
 """Expanding a study into cells and runs, ordering the runs, and grouping them into jobs.
 
 A cell is one file system x one workload x one combination of axis values. A run is one
-repetition of one cell. Runs are grouped into jobs: the unit a backend executes, plain
-data that travels as JSON (``Job.to_json``/``from_json``) to wherever it runs. With
-``fresh = "run"`` every job is one run on a freshly made file system; with
-``fresh = "repetition"`` a job is one pass of a file system's cells on one file system.
+repetition of one cell. Runs are grouped into jobs (fslab.job: plain data that travels
+as JSON to wherever it runs). With ``fresh = "run"`` every job is one run on a freshly
+made file system; with ``fresh = "repetition"`` a job is one pass of a file system's
+cells on one file system.
+
+The files a workload reads (a fio job file and its includes) are read here, once, and
+travel inside the cells: a job needs nothing beside it, and an edited job file is
+another cell. Which backend runs a file system is asked of the chooser the caller hands
+in (``fslab.backends.choose_backend``): planning knows no backend.
 """
 
 from __future__ import annotations
@@ -13,146 +18,21 @@ import hashlib
 import itertools
 import json
 import random
-from dataclasses import asdict, dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
-from .backends import choose_backend
-from .devices import DEVICES, Grant
+from .devices import DEVICES, DeviceKind
 from .errors import SpecError
-from .filesystems import FILESYSTEMS
+from .filesystems import FILESYSTEMS, FilesystemType
+from .job.model import Cell, Job, JobSettings, Run
 from .spec import GUEST_MIN_MEMORY, DeviceSection, StudySpec, WorkloadSection
 from .workloads import WORKLOADS, ParamError, data_bytes, quick_memory
 
-JOB_FORMAT = "fslab-job/1"
-
-
-@dataclass(frozen=True)
-class Cell:
-    id: str
-    filesystem: str  # the section name (a label, e.g. "ext4-noatime")
-    fs_type: str  # the registered file system it makes
-    mkfs: tuple[str, ...]
-    mount: tuple[str, ...]
-    workload: str  # the workload's name in the study
-    workload_kind: str
-    params: dict[str, Any]  # the workload's parameters with this cell's axis values
-    axes: dict[str, Any]  # just this cell's axis values (for labels and grouping)
-    backend: str
-    memory_bytes: int | None = None  # memory-cgroup limit for the workload
-    timeout_s: float | None = None
-    # The metric reports show first, chosen by the workload at plan time and stored, so
-    # reports need no workload plug-in.
-    primary_metric: str = ""
-    aging: dict[str, Any] | None = None  # fslab.aging.AgingOption as data; None: not aged
-    kernel: str | None = None  # guest cells: the kernel the guest boots ("6.1", "6.12", a path)
-    guest_memory: int | None = None  # guest cells: the guest's memory (bytes; --quick scales it)
-
-    @property
-    def label(self) -> str:
-        axes = " ".join(f"{k}={v}" for k, v in self.axes.items())
-        return f"{self.workload}" + (f" [{axes}]" if axes else "")
-
-    def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["mkfs"] = list(self.mkfs)
-        data["mount"] = list(self.mount)
-        return data
-
-    @staticmethod
-    def from_json(data: dict[str, Any]) -> Cell:
-        fields = dict(data)
-        fields["mkfs"] = tuple(data["mkfs"])
-        fields["mount"] = tuple(data["mount"])
-        return Cell(**fields)
-
-
-@dataclass(frozen=True)
-class Run:
-    cell: Cell
-    repetition: int
-    sequence: int = 0  # position of the run in the study's execution order
-
-    @property
-    def key(self) -> str:
-        # Repetitions count from 1 wherever a person reads them (console, export, paths).
-        return f"{self.cell.id}-r{self.repetition + 1}"
-
-
-@dataclass(frozen=True)
-class JobSettings:
-    """What every job of a study shares besides its runs: all plain data."""
-
-    device: dict[str, Any]  # the [device] section: {"kind": ..., its own fields}
-    drop_caches: bool = True
-    fresh: str = "run"
-    order_seed: int = 0
-    trace: bool = False  # block-layer trace of every run
-    simulate: tuple[str, ...] = ()  # device models each traced run is replayed on
-    study_dir: str = "."  # where the study file lives, for relative job-file paths
-    guest_kernel: str = "6.1"  # the guest backend's kernel: "6.1", "6.12" or a path
-    guest_memory: int = 1 << 30  # the guest's memory: its page-cache knob
-    guest_memory_full: int | None = None  # the study's guest_memory when --quick scaled it down
-    allow_exec: bool = False  # workload options that run programs are allowed (--allow-exec)
-    machine_class: str | None = None  # Dask placement: only workers of this class run the job
-    # The guest backend copied an image aged once onto the job's disk: its facts
-    # (aged_images.AgedCopy.to_dict), so the job mounts it as it is, without mkfs or aging.
-    preaged: dict[str, Any] | None = None
-
-
-@dataclass(frozen=True)
-class Job:
-    """Runs executed on one file-system instance, in this order, by one backend. Plain
-    data: ``to_json``/``from_json`` round-trip it, so it can run in another process or
-    on another machine (``fslab job run JOB.json --out DIR``)."""
-
-    id: str
-    backend: str
-    runs: tuple[Run, ...]
-    settings: JobSettings
-    grant: Grant = field(default_factory=Grant)
-    # Runs of the same pass already stored before an interruption: on resume the rest of
-    # the pass runs on a new file system without them, which provenance must say.
-    resumed_without: tuple[str, ...] = ()
-
-    @property
-    def cell(self) -> Cell:
-        return self.runs[0].cell
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "format": JOB_FORMAT,
-            "id": self.id,
-            "backend": self.backend,
-            "settings": {**asdict(self.settings), "simulate": list(self.settings.simulate)},
-            "grant": {"allowed": sorted(self.grant.allowed), "identity": self.grant.identity},
-            "runs": [{"cell": r.cell.to_json(), "repetition": r.repetition, "sequence": r.sequence}
-                     for r in self.runs],
-            "resumed_without": list(self.resumed_without),
-        }
-
-    @staticmethod
-    def from_json(data: dict[str, Any]) -> Job:
-        """The inverse of ``to_json``. Raises ValueError on another format or a job with
-        no runs (a file that is not a job)."""
-        if not isinstance(data, dict) or data.get("format") != JOB_FORMAT:
-            found = data.get("format") if isinstance(data, dict) else type(data).__name__
-            raise ValueError(f"not an fslab job (format {found!r}, expected {JOB_FORMAT!r})")
-        if not data.get("runs"):
-            raise ValueError("the job has no runs")
-        settings = dict(data["settings"])
-        settings["simulate"] = tuple(settings.get("simulate", ()))
-        return Job(
-            id=str(data["id"]), backend=str(data["backend"]),
-            runs=tuple(Run(Cell.from_json(r["cell"]), int(r["repetition"]), int(r["sequence"]))
-                       for r in data["runs"]),
-            settings=JobSettings(**settings),
-            grant=Grant(frozenset(data["grant"]["allowed"]), data["grant"]["identity"]),
-            resumed_without=tuple(data.get("resumed_without", ())),
-        )
-
-    def with_runs(self, runs: tuple[Run, ...], resumed_without: tuple[str, ...]) -> Job:
-        return replace(self, runs=runs, resumed_without=resumed_without)
-
+# (file system, device kind, the backend asked for: host | guest | auto) -> (the backend
+# that runs it, None) or (None, why the file system is skipped).
+BackendChooser = Callable[[FilesystemType, DeviceKind, str], tuple["str | None", "str | None"]]
 
 @dataclass(frozen=True)
 class Skip:
@@ -170,6 +50,9 @@ class Plan:
     seed: int
     fresh: str
     quick: bool
+    # Input files a workload could not read or refuses ("workloads[0].job_file: ..."): the
+    # plan is made without them so every problem can be listed at once (preflight does).
+    problems: tuple[str, ...] = ()
 
     @property
     def runs(self) -> list[Run]:
@@ -207,14 +90,20 @@ def _cell_id(payload: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()[:12]
 
 
-def build_cells(spec: StudySpec, *, quick: bool, source: str = "study") -> tuple[list[Cell], list[Skip]]:
+def build_cells(spec: StudySpec, *, quick: bool, backends: BackendChooser, source: str = "study",
+                study_dir: Path = Path("."), allow_exec: bool = False,
+                problems: list[str] | None = None) -> tuple[list[Cell], list[Skip]]:
+    """Every cell of the study, and the file systems no backend can run (with why).
+    Raises SpecError naming the field of a parameter a workload rejects. An input file it
+    cannot read or refuses is appended to ``problems`` (its field and why) when a list is
+    given, else raised likewise."""
     cells: list[Cell] = []
     skipped: list[Skip] = []
     for fs_name, fs_section in spec.filesystems.items():
         fs_type = fs_section.type or fs_name
         device = spec.device_of(fs_name)
-        backend, reason = choose_backend(FILESYSTEMS.get(fs_type), DEVICES.get(device.kind),
-                                         fs_section.requested_backend(spec.study.backend))
+        backend, reason = backends(FILESYSTEMS.get(fs_type), DEVICES.get(device.kind),
+                                   fs_section.requested_backend(spec.study.backend))
         if backend is None:
             skipped.append(Skip(fs_name, reason or "skipped"))
             continue
@@ -227,6 +116,13 @@ def build_cells(spec: StudySpec, *, quick: bool, source: str = "study") -> tuple
                     combo = ", ".join(f"{k} = {v!r}" for k, v in axes.items())
                     raise SpecError(f"{exc} (in the combination {combo})", source=source,
                                     field=f"workloads[{index}].{exc.key}") from None
+                try:
+                    inputs = plugin.inputs(params, study_dir, allow_exec)
+                except ParamError as exc:
+                    if problems is None:
+                        raise SpecError(str(exc), source=source, field=f"workloads[{index}].{exc.key}") from None
+                    problems.append(f"workloads[{index}].{exc.key}: {exc}")
+                    inputs = {}
                 memory = workload.memory
                 guest_memory = spec.study.guest_memory if backend == "guest" else None
                 if quick:  # keep the data-to-memory ratio: it decides what the device sees
@@ -251,6 +147,8 @@ def build_cells(spec: StudySpec, *, quick: bool, source: str = "study") -> tuple
                     payload["aging"] = aging.model_dump()
                 if fs_section.kernel is not None:  # likewise: cells on the study's kernel keep theirs
                     payload["kernel"] = fs_section.kernel
+                if inputs:  # the texts, not their names: an edited job file is another cell
+                    payload["inputs"] = inputs
                 kernel = (fs_section.kernel or spec.study.guest_kernel) if backend == "guest" else None
                 cells.append(Cell(
                     id=_cell_id(payload), filesystem=fs_name, fs_type=fs_type,
@@ -259,7 +157,7 @@ def build_cells(spec: StudySpec, *, quick: bool, source: str = "study") -> tuple
                     axes=dict(axes), backend=backend, memory_bytes=memory,
                     timeout_s=workload.timeout, primary_metric=primary,
                     aging=aging.model_dump() if aging is not None else None, kernel=kernel,
-                    guest_memory=guest_memory,
+                    guest_memory=guest_memory, inputs=inputs,
                 ))
     return cells, skipped
 
@@ -288,11 +186,16 @@ def _job_settings(settings: JobSettings, cells: list[Cell]) -> JobSettings:
 QUICK_AGED_IMAGE_BYTES = 256 << 20  # --quick: image size cap for studies that age
 
 
-def make_plan(spec: StudySpec, *, quick: bool = False, seed: int | None = None,
-              source: str = "study", study_dir: str = ".", allow_exec: bool = False) -> Plan:
+def make_plan(spec: StudySpec, *, backends: BackendChooser, quick: bool = False, seed: int | None = None,
+              source: str = "study", study_dir: Path = Path("."), allow_exec: bool = False) -> Plan:
     """Expand and order a study. The seed (given, from the file, or drawn) is in the plan
-    so the same order can be reproduced and a resumed study keeps it."""
-    cells, skipped = build_cells(spec, quick=quick, source=source)
+    so the same order can be reproduced and a resumed study keeps it. ``backends`` picks
+    the backend of each file system (fslab.backends.choose_backend); ``study_dir`` is
+    where relative input files (a fio job_file) are read from, now, once; what cannot be
+    read is in ``Plan.problems`` (preflight.check_plan raises it with the rest)."""
+    problems: list[str] = []
+    cells, skipped = build_cells(spec, quick=quick, backends=backends, source=source,
+                                 study_dir=study_dir, allow_exec=allow_exec, problems=problems)
     repetitions = QUICK_REPETITIONS if quick else spec.study.repetitions
     if seed is None:
         seed = spec.study.seed if spec.study.seed is not None else random.SystemRandom().randrange(2**31)
@@ -309,7 +212,7 @@ def make_plan(spec: StudySpec, *, quick: bool = False, seed: int | None = None,
     settings = JobSettings(
         device=device, drop_caches=spec.study.drop_caches,
         fresh=spec.study.fresh, order_seed=seed, trace=spec.study.trace,
-        simulate=tuple(spec.study.simulate), study_dir=study_dir, allow_exec=allow_exec,
+        simulate=tuple(spec.study.simulate), allow_exec=allow_exec,
         guest_kernel=spec.study.guest_kernel, guest_memory=spec.study.guest_memory,
         machine_class=spec.device.machine_class or spec.study.machine_class,
     )
@@ -328,9 +231,9 @@ def make_plan(spec: StudySpec, *, quick: bool = False, seed: int | None = None,
             passes = list(by_fs.values())
             if shuffle:
                 rng.shuffle(passes)
-                for group in passes:
-                    rng.shuffle(group)
-            groups.extend([(c, repetition) for c in group] for group in passes)
+                for same_fs in passes:
+                    rng.shuffle(same_fs)
+            groups.extend([(c, repetition) for c in same_fs] for same_fs in passes)
     jobs: list[Job] = []
     sequence = 0
     for index, group in enumerate(groups):
@@ -345,4 +248,4 @@ def make_plan(spec: StudySpec, *, quick: bool = False, seed: int | None = None,
                                    machine_class=own.machine_class or spec.study.machine_class)
         jobs.append(Job(f"job{index:05d}", group[0][0].backend, tuple(runs), job_settings))
     return Plan(tuple(cells), tuple(jobs), tuple(skipped), repetitions, spec.study.order, seed,
-                spec.study.fresh, quick)
+                spec.study.fresh, quick, tuple(dict.fromkeys(problems)))

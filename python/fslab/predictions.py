@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from .errors import FslabError, SpecError
+from .job.record import Metric
 from .metrics import MetricKind, declare_metrics
-from .records import Metric
 
 PREFIX = "pred_"
 # Stored per model: metric suffix -> how to take it from simulate_requests' result.

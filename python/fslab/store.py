@@ -33,11 +33,12 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from .errors import FslabError
+from .job.record import RunRecord
 from .metrics import MetricKind
-from .records import RunRecord
 
 if TYPE_CHECKING:
-    from .plan import Cell, Plan
+    from .job.model import Cell
+    from .plan import Plan
 
 DB_NAME = "fslab.sqlite"
 SCHEMA_VERSION = 2
@@ -335,6 +336,17 @@ class Store:
                 raise FslabError(f"no study {study_id} in {self.path}: `fslab list` shows them")
         return self._study(row)
 
+    def latest_of_source(self, source: str, quick: bool, *, unfinished: bool = False) -> StudyRow | None:
+        """The newest study of this source (a file path or "preset NAME") and quick mode,
+        whatever its identity: what a --resume or --retry-failed compares against when the
+        study or its input files changed."""
+        row = self.db.execute(
+            "SELECT * FROM studies WHERE source = ? AND quick = ?"
+            + (" AND status != 'complete'" if unfinished else "") + " ORDER BY id DESC LIMIT 1",
+            (source, int(quick)),
+        ).fetchone()
+        return self._study(row) if row else None
+
     def resumable(self, spec_hash: str) -> StudyRow | None:
         row = self.db.execute(
             "SELECT * FROM studies WHERE spec_hash = ? AND status != 'complete'"
@@ -529,8 +541,8 @@ def _migrate_1_to_2(db: sqlite3.Connection) -> None:
     """Schema 1 -> 2, in one transaction: the new columns, and for old rows the better
     direction of each metric and each cell's primary metric, from the plug-ins' own
     declarations (the only time the store consults them)."""
+    import fslab.job.tracing  # noqa: F401  (declares trace metrics)
     import fslab.predictions  # noqa: F401  (declares prediction metrics)
-    import fslab.trace.hook  # noqa: F401  (declares trace metrics)
 
     from .metrics import UndeclaredMetric, kind_of
     from .workloads import WORKLOADS

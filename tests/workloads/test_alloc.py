@@ -18,7 +18,7 @@ def _ctx(dev, mnt: Path, tmp_path: Path) -> RunContext:
     work.mkdir()
     art = tmp_path / "artifacts"
     art.mkdir(exist_ok=True)
-    return RunContext(workdir=work, device=dev, artifact_dir=art, timeout_s=None, memory=None, study_dir=tmp_path)
+    return RunContext(workdir=work, device=dev, artifact_dir=art, timeout_s=None, memory=None)
 
 
 def test_validate_names_the_parameter() -> None:

@@ -225,7 +225,7 @@ def auto_choice(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, params: dict, m
 
     monkeypatch.setattr(mod, "probe_device", lambda mountpoint: dict(PROBE))
     ctx = RunContext(workdir=tmp_path, device=None, artifact_dir=tmp_path, timeout_s=None,  # type: ignore[arg-type]
-                     memory=memory, study_dir=tmp_path)
+                     memory=memory)
     return mod._choose_sizes(bonnie.validate(params), ctx)
 
 

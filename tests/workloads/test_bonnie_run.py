@@ -61,7 +61,7 @@ def test_short_run_on_ext4_in_its_own_cgroup(mounted_fs, tmp_path: Path) -> None
         art = tmp_path / "art"
         art.mkdir()
         result = bonnie.run(params, RunContext(workdir=mnt, device=dev, artifact_dir=art,
-                                               timeout_s=600, memory=None, study_dir=tmp_path))
+                                               timeout_s=600, memory=None))
         assert sorted(p.name for p in mnt.iterdir()) in ([], ["lost+found"])  # Bonnie++ cleaned up
     check_plausible(result)
     info = result.info
@@ -85,7 +85,7 @@ def test_executor_memory_limit_is_used_as_ram(mounted_fs, tmp_path: Path) -> Non
     params = bonnie.validate({**SHORT, "ram": "auto", "files": 0, "char_size": 0})
     with mounted_fs("ext4", size="2GiB") as (dev, mnt), memory_limit(200 * MIB) as cg:
         result = bonnie.run(params, RunContext(workdir=mnt, device=dev, artifact_dir=tmp_path,
-                                               timeout_s=600, memory=cg, study_dir=tmp_path))
+                                               timeout_s=600, memory=cg))
     assert result.info["memory_limit"]["source"] == "workload memory"
     assert result.info["memory_limit"]["limit_bytes"] == 200 * MIB
     assert "-r 200 " in " ".join(result.info["argv"])

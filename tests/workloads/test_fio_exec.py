@@ -10,7 +10,7 @@ import pytest
 from fslab.errors import SpecError
 from fslab.runner import run_study
 from fslab.study import load_spec
-from fslab.workloads.fio import checked_job_file, runs_program
+from fslab.workloads.fio import JOB_FILE_INPUT, read_job_files, runs_program, write_job_files
 
 STUDY = """
 [study]
@@ -90,10 +90,10 @@ def test_exec_as_an_axis_value_is_refused(tmp_path):
 def test_job_file_exec_is_refused_with_file_and_line(tmp_path):
     job = write_job_file(tmp_path, tmp_path / "m")
     with pytest.raises(SpecError) as err:
-        checked_job_file(job, allow_exec=False)
+        read_job_files(job, allow_exec=False)
     assert err.value.source == str(job) and err.value.field == "line 8"
     assert "exec_postrun" in str(err.value) and "--allow-exec" in str(err.value)
-    assert "exec_postrun" in checked_job_file(job, allow_exec=True)
+    assert "exec_postrun" in read_job_files(job, allow_exec=True)[JOB_FILE_INPUT]
 
 
 def test_exec_in_an_included_file_is_refused(tmp_path):
@@ -103,13 +103,21 @@ def test_exec_in_an_included_file_is_refused(tmp_path):
     outer = tmp_path / "outer.fio"
     outer.write_text("[global]\nsize=1M\ninclude inc/inner.fio\n")
     with pytest.raises(SpecError) as err:
-        checked_job_file(outer, allow_exec=False)
+        read_job_files(outer, allow_exec=False)
     assert err.value.source == str(inner) and err.value.field == "line 3"
-    # Allowed, the copy names the included file absolutely (the copy lives elsewhere).
-    assert f"include {inner.resolve()}" in checked_job_file(outer, allow_exec=True)
+    # Allowed, the included file travels as an input of its own, which the job file names;
+    # written out for a run, the copy names it absolutely (the copy lives elsewhere).
+    inputs = read_job_files(outer, allow_exec=True)
+    assert list(inputs) == [JOB_FILE_INPUT, "include1-inner.fio"]
+    assert "include include1-inner.fio" in inputs[JOB_FILE_INPUT]
+    assert inputs["include1-inner.fio"] == inner.read_text()
+    written = write_job_files(inputs, tmp_path / "copy", allow_exec=True)
+    assert f"include {(tmp_path / 'copy' / 'include1-inner.fio').resolve()}" in written.read_text()
+    with pytest.raises(SpecError, match="exec_prerun"):  # a job JSON from elsewhere is checked again
+        write_job_files(inputs, tmp_path / "copy2", allow_exec=False)
     outer.write_text("include missing.fio\n")
     with pytest.raises(SpecError, match="missing.fio"):
-        checked_job_file(outer, allow_exec=True)
+        read_job_files(outer, allow_exec=True)
 
 
 def test_include_is_not_a_workload_parameter(tmp_path):
@@ -118,15 +126,19 @@ def test_include_is_not_a_workload_parameter(tmp_path):
     assert err.value.field == "workloads[0].include"
 
 
-def test_job_file_exec_refused_at_run_time_without_the_flag(device_support, tmp_path):
+def test_job_file_exec_refused_before_anything_is_made(device_support, tmp_path):
     marker = tmp_path / "job-marker"
     write_job_file(tmp_path, marker)
     path = write_study(tmp_path, 'job_file = "job.fio"')
     with pytest.raises(SpecError) as err:
         run_study(str(path), results_dir=tmp_path / "results")
-    assert err.value.source == str(tmp_path / "job.fio") and err.value.field == "line 8"
+    # The study's field and the job file's line, both named.
+    assert err.value.source == str(path) and err.value.field == "workloads[0].job_file"
+    assert f"{tmp_path / 'job.fio'}: line 8" in str(err.value) and "exec_postrun" in str(err.value)
     assert not marker.exists()
     assert not list((tmp_path / "images").glob("*.img"))
+    # Refused while it was planned: no results directory, so no study row of it either.
+    assert not (tmp_path / "results").exists()
 
 
 @pytest.mark.parametrize("where", ["inline", "job_file"])

@@ -33,7 +33,7 @@ def test_fsync_every_4_writes_on_ext4(mounted_fs, tmp_path):
     params = W.validate({"sync": "fsync", "sync_every": 4, "file_size": "32M", "io_size": "4M"})
     with mounted_fs("ext4", size="256MiB") as (dev, mnt):
         ctx = RunContext(workdir=mnt, device=dev, artifact_dir=tmp_path, timeout_s=120,
-                         memory=None, study_dir=tmp_path)
+                         memory=None)
         W.prepare(params, ctx)
         before = dev.read_stat()
         result = W.run(params, ctx)

@@ -3,9 +3,12 @@ the registry and never imports a concrete backend.
 
 Contract of an entry (``Backend``): ``unavailable()`` says why it cannot run here (None
 when it can); ``supports(fs, device)`` says why it cannot run that file system on that
-device kind (None when it can); ``execute(job, out_dir, work_dir, on_record)`` runs one
-job through the job entry (``fslab job run``: records in ``out_dir/records.jsonl``,
-artifacts beside them) and hands each record to ``on_record`` as it is read back.
+device kind (None when it can); ``execute(job, folder, work_dir, on_record)`` runs one
+job through the job entry (``fslab job run``: records and artifacts in the job folder,
+fslab.job.folder) and hands each record to ``on_record`` as it is read back.
+
+``choose_backend`` is what a plan is handed to pick each file system's backend
+(fslab.plan.BackendChooser): planning itself knows no backend.
 """
 
 from __future__ import annotations
@@ -14,13 +17,16 @@ import importlib
 import pkgutil
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ..registry import Registry
 
 if TYPE_CHECKING:
-    from ..plan import Job
-    from ..records import RunRecord
+    from ..devices import DeviceKind
+    from ..filesystems import FilesystemType
+    from ..job.folder import JobFolder
+    from ..job.model import Job
+    from ..job.record import RunRecord
 
 # `auto` tries these in order: the host kernel where it can, a guest where it cannot.
 PREFERENCE = ("host", "guest")
@@ -31,16 +37,16 @@ class Backend(Protocol):
 
     def unavailable(self) -> str | None: ...
 
-    def supports(self, fs: Any, device: Any) -> str | None: ...
+    def supports(self, fs: FilesystemType, device: DeviceKind) -> str | None: ...
 
-    def execute(self, job: Job, out_dir: Path, work_dir: Path,
+    def execute(self, job: Job, folder: JobFolder, work_dir: Path,
                 on_record: Callable[[RunRecord], None]) -> None: ...
 
 
 BACKENDS: Registry[Backend] = Registry("backend")
 
 
-def choose_backend(fs: Any, device: Any, requested: str) -> tuple[str | None, str | None]:
+def choose_backend(fs: FilesystemType, device: DeviceKind, requested: str) -> tuple[str | None, str | None]:
     """(backend name, None) or (None, why the file system is skipped). ``requested`` is
     ``host``, ``guest`` or ``auto`` (the first of PREFERENCE that can)."""
     names = PREFERENCE if requested == "auto" else (requested,)

@@ -17,17 +17,18 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..errors import FslabError
 from ..signals import shielded, stop_job_process
 from . import BACKENDS
 
 if TYPE_CHECKING:
-    from ..plan import Job
-    from ..records import RunRecord
-
-JOB_FILE = "job.json"
+    from ..devices import DeviceKind
+    from ..filesystems import FilesystemType
+    from ..job.folder import JobFolder
+    from ..job.model import Job
+    from ..job.record import RunRecord
 
 
 class HostBackend:
@@ -45,67 +46,59 @@ class HostBackend:
     def unavailable(self) -> str | None:
         return None
 
-    def supports(self, fs: Any, device: Any) -> str | None:
+    def supports(self, fs: FilesystemType, device: DeviceKind) -> str | None:
         if fs.needs_guest:
             return f"this host kernel cannot mount {fs.name}"
         if device.needs_guest:
             return f"{device.name} devices are made inside a guest (this host kernel lacks them)"
         return None
 
-    def execute(self, job: Job, out_dir: Path, work_dir: Path,
+    def execute(self, job: Job, folder: JobFolder, work_dir: Path,
                 on_record: Callable[[RunRecord], None]) -> None:
-        from ..jobs import load_job, run_job, write_job
+        from ..job.entry import load_job, run_job, write_job
 
-        out_dir.mkdir(parents=True, exist_ok=True)
-        job_file = out_dir / JOB_FILE
-        write_job(job, job_file)
+        folder.make()
+        write_job(job, folder.job_file)
         if self.isolate:
-            _execute_in_process(job_file, out_dir, work_dir, on_record)
+            _execute_in_process(folder, work_dir, on_record)
         else:
-            run_job(load_job(job_file), out_dir, work_dir, on_record)
+            run_job(load_job(folder.job_file), folder, work_dir, on_record)
 
 
-def _execute_in_process(job_file: Path, out_dir: Path, work_dir: Path,
-                        on_record: Callable[[RunRecord], None]) -> None:
+def _execute_in_process(folder: JobFolder, work_dir: Path, on_record: Callable[[RunRecord], None]) -> None:
     """Run the job entry as a child process; hand on each record as its line appears."""
-    from ..jobs import read_error
-    argv = [sys.executable, "-m", "fslab", "job", "run", str(job_file), "--out", str(out_dir),
+    argv = [sys.executable, "-m", "fslab", "job", "run", str(folder.job_file), "--out", str(folder.path),
             "--work", str(work_dir)]
-    stderr_path = out_dir / "job.stderr"
     delivered = 0
-    with open(stderr_path, "w") as stderr:
+    with open(folder.stderr_file, "w") as stderr:
         # Its own session: a signal reaches it only through us, once, after which we wait
         # for its teardown (the terminal's Ctrl-C would otherwise reach both at once).
         child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=stderr, stderr=stderr,
                                  start_new_session=True)
         try:
             while child.poll() is None:
-                delivered = _deliver(out_dir, delivered, on_record)
+                delivered = _deliver(folder, delivered, on_record)
                 time.sleep(0.1)
         except BaseException:
             with shielded():  # a second Ctrl-C must not abandon the child's teardown
                 stop_job_process(child)
-            _deliver(out_dir, delivered, on_record)
+            _deliver(folder, delivered, on_record)
             raise
-    delivered = _deliver(out_dir, delivered, on_record)
+    delivered = _deliver(folder, delivered, on_record)
     if child.returncode != 0:
-        error = read_error(out_dir)
+        error = folder.error()
         if error is not None:
-            raise FslabError(error["message"])
-        tail = stderr_path.read_text(errors="replace").strip().splitlines()[-10:]
+            raise FslabError(error.message)
+        tail = folder.stderr_file.read_text(errors="replace").strip().splitlines()[-10:]
         raise FslabError(f"the job process `{' '.join(argv)}` exited with status {child.returncode}"
                          + ("\n  " + "\n  ".join(tail) if tail else ""))
 
 
-def _deliver(out_dir: Path, delivered: int, on_record: Callable[[RunRecord], None]) -> int:
-    from ..jobs import read_records
-
-    for record in read_records(out_dir, skip=delivered):
+def _deliver(folder: JobFolder, delivered: int, on_record: Callable[[RunRecord], None]) -> int:
+    for record in folder.records(skip=delivered):
         on_record(record)
         delivered += 1
     return delivered
-
-
 
 
 BACKENDS.register("host", HostBackend())

@@ -16,6 +16,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from ..commands import declare_tools
+from ..job.model import NO_GRANT as NO_GRANT
+from ..job.model import Grant as Grant
 from ..registry import Registry
 from ..spec import DeviceSection
 
@@ -29,7 +31,7 @@ class DeviceHandle:
     major: int
     minor: int
     facts: dict[str, Any] = field(default_factory=dict)
-    # An md array's member devices (traced apart from the array: trace.hook).
+    # An md array's member devices (traced apart from the array: job.tracing).
     members: tuple[DeviceHandle, ...] = ()
 
     @property
@@ -85,17 +87,6 @@ def queue_facts(sysfs_name: str) -> dict[str, Any]:
     return facts
 
 
-@dataclass(frozen=True)
-class Grant:
-    """What the user allowed for this study's device, carried in every job: the real
-    devices confirmed with --destroy-data-on, and the identity preflight recorded of a
-    handed-over disk (so a run refuses a different disk at the same path)."""
-
-    allowed: frozenset[str] = frozenset()
-    identity: dict[str, str] | None = None
-
-
-NO_GRANT = Grant()  # nothing confirmed, no identity: image and fake devices need none
 
 
 @dataclass(frozen=True)

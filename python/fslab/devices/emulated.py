@@ -1,6 +1,6 @@
 """Emulated slow devices inside the guest, so a file system meets real device latency in
-the kernel (plugging, merging, writeback) rather than RAM speed. Not registered as a
-device kind yet: the guest backend's wiring does that.
+the kernel (plugging, merging, writeback) rather than RAM speed. Registered as the device
+kind ``emulated``, which only the guest backend can provide (``needs_guest``).
 
 - ``scsi_debug``: a RAM-backed SCSI disk (sd_mod must be loaded first) answering every
   command after ``delay_ms``; marked rotational through sysfs (scsi_debug itself reports

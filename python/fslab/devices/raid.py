@@ -1,6 +1,7 @@
 """md RAID0/RAID5 over N member devices, assembled inside the guest (the host kernel here
 has no md). Members are the guest's virtio disks (one image file each, made by the
-backend). Not registered as a device kind yet: the guest backend's wiring does that.
+backend). Registered as the device kind ``raid``, which only the guest backend can
+provide (``needs_guest``).
 
 Parity: RAID5 is created with ``--assume-clean`` by default: the members are fresh,
 all-zero sparse images, whose parity (XOR of zeros) is already correct, so the initial

@@ -4,9 +4,9 @@ each job to a Dask distributed cluster of fslab workers (``fslab worker``). An e
 only hands records back: the runner alone writes the store.
 
 Contract of an executor: ``run(jobs, jobs_dir, work_dir, on_record)`` executes every job,
-writing each job's records and artifacts under ``jobs_dir/<job id>/`` (the job's --out
-directory, as ``fslab job run`` lays it out) and calling ``on_record(record, that dir)``
-for each record as it becomes available. It raises FslabError for what stops the study.
+writing each job's records and artifacts in its job folder ``jobs_dir/<job id>/``
+(fslab.job.folder) and calling ``on_record(record, that folder)`` for each record as it
+becomes available. It raises FslabError for what stops the study.
 """
 
 from __future__ import annotations
@@ -17,29 +17,31 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from ..errors import SpecError
+from ..job.folder import JobFolder
 
 if TYPE_CHECKING:
-    from ..plan import Job
-    from ..records import RunRecord
+    from ..job.model import Job
+    from ..job.record import RunRecord
+
 
 class Executor(Protocol):
     def run(self, jobs: list[Job], jobs_dir: Path, work_dir: Path,
-            on_record: Callable[[RunRecord, Path], None]) -> None: ...
+            on_record: Callable[[RunRecord, JobFolder], None]) -> None: ...
 
 
 class LocalExecutor:
     """Jobs in plan order on this machine, each through its backend."""
 
     def run(self, jobs: list[Job], jobs_dir: Path, work_dir: Path,
-            on_record: Callable[[RunRecord, Path], None]) -> None:
+            on_record: Callable[[RunRecord, JobFolder], None]) -> None:
         from ..backends import BACKENDS
 
         for job in jobs:
-            out_dir = jobs_dir / job.id
-            shutil.rmtree(out_dir, ignore_errors=True)
-            BACKENDS.get(job.backend).execute(job, out_dir, work_dir,
-                                              lambda record, d=out_dir: on_record(record, d))
-            shutil.rmtree(out_dir, ignore_errors=True)
+            folder = JobFolder(jobs_dir / job.id)
+            shutil.rmtree(folder.path, ignore_errors=True)
+            BACKENDS.get(job.backend).execute(job, folder, work_dir,
+                                              lambda record, f=folder: on_record(record, f))
+            shutil.rmtree(folder.path, ignore_errors=True)
 
 
 def open_executor(url: str | None) -> Executor:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import io
-import json
 import tarfile
 import time
 import uuid
@@ -28,11 +27,12 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 from ..errors import FslabError, MissingCapability, SpecError
-from ..records import STATUS_FAILED, RunRecord
+from ..job.folder import JobFolder, fail_unfinished
+from ..job.record import RunRecord
 from .dask_worker import ALIVE_SUFFIX, EVENT_TOPIC_PREFIX
 
 if TYPE_CHECKING:
-    from ..plan import Job
+    from ..job.model import Job
 
 DEFAULT_RUN_DEADLINE_S = 3600.0  # a run without a workload timeout
 SETUP_ALLOWANCE_S = 600.0  # mkfs, mount, aging, teardown of one job
@@ -126,7 +126,7 @@ class DaskExecutor:
         return DaskExecutor(f"tcp://{host}:{parts.port}", deadline)
 
     def run(self, jobs: list[Job], jobs_dir: Path, work_dir: Path,
-            on_record: Callable[[RunRecord, Path], None]) -> None:
+            on_record: Callable[[RunRecord, JobFolder], None]) -> None:
         if not jobs:
             return
         from distributed import Client
@@ -156,9 +156,9 @@ class DaskExecutor:
                     if outcome is None:
                         continue
                     del pending[job_id]
-                    out_dir = jobs_dir / job_id
-                    for record in outcome(out_dir):
-                        on_record(record, out_dir)
+                    folder = JobFolder(jobs_dir / job_id)
+                    for record in outcome(folder):
+                        on_record(record, folder)
         finally:
             if pending:  # Ctrl-C or a study-level error: stop what still runs
                 client.cancel([p.future for p in pending.values()], force=True)
@@ -198,31 +198,31 @@ class DaskExecutor:
         future = item.future
         if future.status == "finished":
             result = future.result()
-            return lambda out_dir: _unpack(item.job, result, out_dir)
+            return lambda folder: _unpack(item.job, result, folder)
         if future.status in ("error", "cancelled"):
             try:
                 reason = f"the task failed: {future.exception()}"
             except Exception as exc:  # cancelled futures raise instead of returning it
                 reason = f"the task was cancelled: {exc!r}"
-            return lambda out_dir: _failed(item.job, item.started, reason)
+            return lambda folder: _failed(item.job, item.started, reason, folder)
         if item.started is not None:
             if item.started["address"] not in workers:
                 client.cancel([future], force=True)
                 reason = (f"worker {item.started['address']} ({item.started['hostname']}) was lost "
                           f"while running this job ({time.time() - item.noticed:.0f} s after it started)")
-                return lambda out_dir: _failed(item.job, item.started, reason)
+                return lambda folder: _failed(item.job, item.started, reason, folder)
             silent = time.time() - item.last_heard
             if silent > SILENCE_S:
                 client.cancel([future], force=True)
                 reason = (f"worker {item.started['address']} ({item.started['hostname']}) was lost while "
                           f"running this job: nothing heard from it for {silent:.0f} s (its machine or "
                           "network is down?)")
-                return lambda out_dir: _failed(item.job, item.started, reason)
+                return lambda folder: _failed(item.job, item.started, reason, folder)
             if time.time() > item.noticed + item.deadline_s + DRIVER_GRACE_S:
                 client.cancel([future], force=True)
                 reason = (f"no answer from worker {item.started['address']} ({item.started['hostname']}) "
                           f"{DRIVER_GRACE_S:.0f} s past the job's deadline of {item.deadline_s:.0f} s")
-                return lambda out_dir: _failed(item.job, item.started, reason)
+                return lambda folder: _failed(item.job, item.started, reason, folder)
         return None
 
 
@@ -236,45 +236,39 @@ def _with_worker(record: RunRecord, worker: dict[str, Any]) -> RunRecord:
     return dataclasses.replace(record, provenance={**record.provenance, "worker": worker})
 
 
-def _unpack(job: Job, result: dict[str, Any], out_dir: Path) -> list[RunRecord]:
-    """The task's result as records whose artifacts are under ``out_dir``. Runs without a
+def _unpack(job: Job, result: dict[str, Any], folder: JobFolder) -> list[RunRecord]:
+    """The task's result as records whose artifacts are in ``folder``. Runs without a
     record (the job process died or was stopped) become failed records saying why."""
     import shutil
 
-    shutil.rmtree(out_dir, ignore_errors=True)
-    out_dir.mkdir(parents=True)
+    shutil.rmtree(folder.path, ignore_errors=True)
+    folder.make()
     worker = dict(result["worker"])
     if result.get("artifacts_kept_at"):
         worker["artifacts_kept_at"] = result["artifacts_kept_at"]
     if result.get("artifacts"):
         with tarfile.open(fileobj=io.BytesIO(result["artifacts"]), mode="r:gz") as tar:
-            tar.extractall(out_dir, filter="data")
-    (out_dir / "records.jsonl").write_text("".join(result["records"]))
-    records = [_with_worker(RunRecord.from_json(json.loads(line)), worker) for line in result["records"]]
+            tar.extractall(folder.path, filter="data")
+    folder.records_file.write_text("".join(result["records"]))
+    records = [_with_worker(r, worker) for r in folder.records()]
     error = result.get("error")
     if error is not None and error.get("scope") == "study":
         # Every later job would fail alike (a missing tool, a refused device): stop.
         raise FslabError(f"on worker {worker['address']} ({worker['hostname']}): {error['message']}")
-    done = {(r.cell_id, r.repetition) for r in records}
-    missing = [r for r in job.runs if (r.cell.id, r.repetition) not in done]
-    if missing:
-        why = (error or {}).get("message") or result.get("stopped") or (
-            f"the job process exited with status {result['returncode']}: "
-            + " | ".join(result.get("stderr_tail", "").strip().splitlines()[-5:]))
-        started = {"address": worker["address"], "hostname": worker["hostname"],
-                   "name": worker["name"], "at": worker["job_started_at"]}
-        records += _failed(job, started, f"on worker {worker['address']} ({worker['hostname']}): {why}",
-                           runs=missing)
-    return records
+    why = (error or {}).get("message") or result.get("stopped") or (
+        f"the job process exited with status {result['returncode']}: "
+        + " | ".join(result.get("stderr_tail", "").strip().splitlines()[-5:]))
+    started = {"address": worker["address"], "hostname": worker["hostname"],
+               "name": worker["name"], "at": worker["job_started_at"]}
+    return records + _failed(job, started, f"on worker {worker['address']} ({worker['hostname']}): {why}",
+                             folder, done=records)
 
 
-def _failed(job: Job, started: dict[str, Any] | None, reason: str, runs: list[Any] | None = None) -> list[RunRecord]:
+def _failed(job: Job, started: dict[str, Any] | None, reason: str, folder: JobFolder,
+            done: list[RunRecord] | None = None) -> list[RunRecord]:
     """Failed records for a job's runs that have none, naming the worker's host."""
-    now = time.time()
     worker = {k: started[k] for k in ("address", "name", "hostname") if k in started} if started else {}
     provenance = {"host": {"hostname": worker.get("hostname")}, "worker": worker,
                   "backend": job.backend, "job": job.id}
-    return [RunRecord(cell_id=r.cell.id, repetition=r.repetition, sequence=r.sequence,
-                      status=STATUS_FAILED, started_at=started["at"] if started else now,
-                      finished_at=now, error=reason, provenance=provenance)
-            for r in (runs if runs is not None else job.runs)]
+    return fail_unfinished(job.runs, done or [], reason, started=started["at"] if started else time.time(),
+                           provenance=provenance, folder=folder)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import dataclasses
 import fcntl
 import io
 import json
@@ -31,11 +32,12 @@ import sys
 import tarfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from ..errors import FslabError
+from ..job.folder import JobFolder
 from ..signals import stop_job_process
 
 SCRATCH_ENV = "FSLAB_WORKER_SCRATCH"  # where jobs run (images, mounts, out dirs)
@@ -79,8 +81,7 @@ def run_job_task(job_json: dict[str, Any], deadline_s: float, topic: str) -> dic
         started = time.time()
         worker.log_event(topic, {"job": job_id, "state": "started", "at": started, **me})
         cleaned = clear_leftovers(scratch)
-        out_dir = scratch / "jobs" / f"{job_id}-{uuid.uuid4().hex[:8]}"
-        out_dir.mkdir(parents=True)
+        folder = JobFolder(scratch / "jobs" / f"{job_id}-{uuid.uuid4().hex[:8]}").make()
         kept_at = None
         try:
             beats = iter(range(1, 1 << 62))
@@ -91,15 +92,16 @@ def run_job_task(job_json: dict[str, Any], deadline_s: float, topic: str) -> dic
                 worker.log_event(topic + ALIVE_SUFFIX, {"job": job_id, "beat": next(beats)})
                 return not _cancelled(worker, key)
 
-            returncode, why_stopped = _run_entry(job_json, out_dir, scratch / "work", deadline_s, alive)
+            returncode, why_stopped = _run_entry(job_json, folder, scratch / "work", deadline_s, alive)
             finished = time.time()
-            records = _record_lines(out_dir)
-            error = _read_json(out_dir / "error.json")
-            stderr = (out_dir / "job.stderr").read_text(errors="replace")[-4000:]
-            artifacts, kept_at = _pack_artifacts(out_dir)
+            records = folder.record_lines()
+            study_error = folder.error()
+            error = None if study_error is None else dataclasses.asdict(study_error)
+            stderr = folder.stderr_file.read_text(errors="replace")[-4000:]
+            artifacts, kept_at = _pack_artifacts(folder)
         finally:
             if kept_at is None:
-                shutil.rmtree(out_dir, ignore_errors=True)
+                shutil.rmtree(folder.path, ignore_errors=True)
     return {
         "records": records, "artifacts": artifacts, "artifacts_kept_at": kept_at,
         "error": error, "returncode": returncode, "stopped": why_stopped, "stderr_tail": stderr,
@@ -152,15 +154,15 @@ def _die_with_parent() -> None:
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
-def _run_entry(job_json: dict[str, Any], out_dir: Path, work_dir: Path, deadline_s: float,
-               alive: Any) -> tuple[int, str | None]:
+def _run_entry(job_json: dict[str, Any], folder: JobFolder, work_dir: Path, deadline_s: float,
+               alive: Callable[[], bool]) -> tuple[int, str | None]:
     """The job in its own process (job_process); (exit status, why it was stopped or None)."""
-    job_file = out_dir / "job.json"
-    job_file.write_text(json.dumps(job_json))
+    folder.job_file.write_text(json.dumps(job_json))
     # Through the job's backend: a host job is `fslab job run` in that process, a guest
     # job boots its guest there.
-    argv = [sys.executable, "-m", "fslab.executors.job_process", str(job_file), str(out_dir), str(work_dir)]
-    with open(out_dir / "job.stderr", "w") as stderr:
+    argv = [sys.executable, "-m", "fslab.executors.job_process", str(folder.job_file), str(folder.path),
+            str(work_dir)]
+    with open(folder.stderr_file, "w") as stderr:
         child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=stderr, stderr=stderr,
                                  start_new_session=True, preexec_fn=_die_with_parent)
         give_up = time.monotonic() + deadline_s
@@ -181,25 +183,9 @@ def _run_entry(job_json: dict[str, Any], out_dir: Path, work_dir: Path, deadline
     return child.returncode, why
 
 
-
-
-def _record_lines(out_dir: Path) -> list[str]:
-    path = out_dir / "records.jsonl"
-    if not path.exists():
-        return []
-    return [line for line in path.read_text().splitlines(keepends=True) if line.endswith("\n")]
-
-
-def _read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
-        return None
-
-
-def _pack_artifacts(out_dir: Path) -> tuple[bytes | None, str | None]:
+def _pack_artifacts(folder: JobFolder) -> tuple[bytes | None, str | None]:
     """(tar.gz of runs/, None), or (None, where they stay) when they are too large."""
-    runs = out_dir / "runs"
+    runs = folder.runs_dir
     if not runs.is_dir():
         return None, None
     size = sum(p.stat().st_size for p in runs.rglob("*") if p.is_file())
@@ -207,7 +193,7 @@ def _pack_artifacts(out_dir: Path) -> tuple[bytes | None, str | None]:
         return None, f"{platform.node()}:{runs}"
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        tar.add(runs, arcname="runs")
+        tar.add(runs, arcname=runs.name)
     return buffer.getvalue(), None
 
 

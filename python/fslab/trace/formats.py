@@ -74,7 +74,7 @@ class Trace:
         return cls(cols, list(raw["comm_names"]), meta)
 
 
-# An md array's trace (see trace.hook): the bios queued to the md device (block_bio_queue:
+# An md array's trace (see job.tracing): the bios queued to the md device (block_bio_queue:
 # md is bio-based, it has no requests of its own) and the requests of its members
 # (block_rq_issue/complete), told apart by the dev column; meta names which is which.
 ARRAY_DEV = "array_dev"

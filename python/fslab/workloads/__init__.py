@@ -18,7 +18,7 @@ import importlib
 import pkgutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from ..cgroups import MemoryLimit
 from ..commands import declare_tools
@@ -38,7 +38,7 @@ class RunContext:
     artifact_dir: Path
     timeout_s: float | None
     memory: MemoryLimit | None
-    study_dir: Path  # where the study file lives, for relative job-file paths
+    inputs: dict[str, str] = field(default_factory=dict)  # the cell's input files: name -> text
     allow_exec: bool = False  # the user allowed options that run programs (--allow-exec)
 
 
@@ -68,34 +68,66 @@ class WorkloadCapabilities:
     free_space_facts: bool = False  # free-space fragmentation is recorded before and after
 
 
-class Workload(Protocol):
-    """``tools``: the executables it runs (name -> Debian package), checked before a study
-    starts. ``metrics``: the suffixes of the metric names it produces. ``example``: a small
-    valid parameter set (registration checks its primary metrics are declared)."""
+class Workload:
+    """The contract of a workload plug-in; plug-ins subclass it and override what they do.
+
+    Each declares ``name``, ``capabilities``, ``tools`` (the executables it runs: name ->
+    Debian package, checked before a study starts), ``metrics`` (the suffixes of the metric
+    names it produces) and ``example`` (a small valid parameter set; registration checks
+    its primary metrics are declared). Required: ``validate``, ``quick``,
+    ``primary_metrics``, ``tool_versions``, ``run``. The rest have defaults that do nothing.
+    """
 
     name: str
-    capabilities: WorkloadCapabilities
-    tools: dict[str, str]
-    metrics: dict[str, MetricKind]
-    example: dict[str, Any]
+    capabilities: WorkloadCapabilities = WorkloadCapabilities()
+    tools: dict[str, str] = {}
+    metrics: dict[str, MetricKind] = {}
+    example: dict[str, Any] = {}
 
-    def validate(self, params: dict[str, Any]) -> dict[str, Any]: ...
+    def validate(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Normalised parameters; raises ParamError naming the parameter."""
+        raise NotImplementedError
 
-    def quick(self, params: dict[str, Any]) -> dict[str, Any]: ...
+    def quick(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The parameters of a smoke run (--quick): smaller, keeping what decides the result."""
+        raise NotImplementedError
 
-    def primary_metrics(self, params: dict[str, Any]) -> list[str]: ...
+    def primary_metrics(self, params: dict[str, Any]) -> list[str]:
+        raise NotImplementedError
 
-    def tool_versions(self) -> dict[str, str | None]: ...
+    def tool_versions(self) -> dict[str, str | None]:
+        raise NotImplementedError
 
-    def run(self, params: dict[str, Any], ctx: RunContext) -> WorkloadResult: ...
+    def run(self, params: dict[str, Any], ctx: RunContext) -> WorkloadResult:
+        raise NotImplementedError
 
-    # Optional: def prepare(self, params: dict[str, Any], ctx: RunContext) -> None
-    # Optional: def preflight(self, params: dict[str, Any], study_dir: Path) -> list[str]
-    #           (problems found before the first mkfs, e.g. a job file fio rejects)
-    # Optional: def data_bytes(self, params: dict[str, Any]) -> int | None
-    #           (bytes of files it lays out, checked against the device's size)
-    # Optional: def runs_program(self, key: str, value: Any) -> str | None
-    #   why a parameter makes the tool run a program as root (refused unless --allow-exec)
+    def inputs(self, params: dict[str, Any], study_dir: Path, allow_exec: bool) -> dict[str, str]:
+        """The files the workload reads (name -> text), read once when the study is planned
+        (relative paths from ``study_dir``); they travel in the job (``RunContext.inputs``)
+        and are part of the cell's identity. Raises ParamError naming the parameter."""
+        return {}
+
+    def prepare(self, params: dict[str, Any], ctx: RunContext) -> bool:
+        """Lay out files before caches are dropped and counters and traces start; returns
+        whether it laid out anything (then the file system is let settle first)."""
+        return False
+
+    def preflight(self, params: dict[str, Any], inputs: dict[str, str]) -> list[str]:
+        """Problems found before the first mkfs (e.g. a job file fio rejects)."""
+        return []
+
+    def data_bytes(self, params: dict[str, Any], inputs: dict[str, str] | None = None) -> int | None:
+        """Bytes of files it lays out (checked against the device's size), None when it
+        cannot say (e.g. sizes chosen at run time)."""
+        return None
+
+    def runs_program(self, key: str, value: Any) -> str | None:
+        """Why a parameter makes the tool run a program as root (refused unless
+        --allow-exec), or None."""
+        return None
+
+    def default_timeout_s(self, params: dict[str, Any]) -> float:
+        return 3600.0
 
 
 WORKLOADS: Registry[Workload] = Registry("workload kind")
@@ -128,10 +160,9 @@ def quick_memory(memory: int | None, full_data: int | None, quick_data: int | No
 
 
 def data_bytes(workload: Workload, params: dict[str, Any]) -> int | None:
-    """How much data a workload's run touches (bytes), where its plug-in can say
-    (optional ``data_bytes(params)``); None when it cannot (e.g. sizes chosen at run time)."""
-    method = getattr(workload, "data_bytes", None)
-    return method(params) if method is not None else None
+    """How much data a workload's run touches (bytes), where its plug-in can say from its
+    parameters alone; None when it cannot (e.g. sizes chosen at run time)."""
+    return workload.data_bytes(params)
 
 
 def validate_workload(section: WorkloadSection, *, source: str, field: str,
@@ -164,14 +195,11 @@ def validate_workload(section: WorkloadSection, *, source: str, field: str,
 
 
 def _refuse_exec(workload: Workload, section: WorkloadSection, *, source: str, field: str) -> None:
-    runs_program = getattr(workload, "runs_program", None)
-    if runs_program is None:
-        return
     found = [(f"{field}.{key}", key, value) for key, value in section.params.items()]
     found += [(f"{field}.axes.{axis}[{i}]", axis, value)
               for axis, values in section.axes.items() for i, value in enumerate(values)]
     for where, key, value in found:
-        why = runs_program(key, value)
+        why = workload.runs_program(key, value)
         if why:
             raise SpecError(f"{why}; it would run as root. Remove it, or pass --allow-exec to "
                             "`fslab run` if you trust this study file", source=source, field=where)

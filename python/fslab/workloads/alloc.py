@@ -22,7 +22,7 @@ from typing import Any
 
 from ..metrics import MetricKind
 from ..units import parse_size
-from . import ParamError, RunContext, WorkloadCapabilities, WorkloadResult, register_workload
+from . import ParamError, RunContext, Workload, WorkloadCapabilities, WorkloadResult, register_workload
 
 OPS = ("seq_read", "rand_read", "delete", "seq_write", "rand_write")
 SYNC_MODES = ("fsync", "direct", "none")
@@ -56,7 +56,7 @@ METRICS: dict[str, MetricKind] = {
 }
 
 
-class AllocWorkload:
+class AllocWorkload(Workload):
     name = "alloc"
     # The executor records free-space fragmentation before and after each run.
     capabilities = WorkloadCapabilities(traceable=True, free_space_facts=True)
@@ -115,10 +115,11 @@ class AllocWorkload:
         return {"count": params["count"], "block": params["bs"], "sync": params["sync"],
                 "seed": params["seed"], "delete_max_blocks": params["delete_max_blocks"]}
 
-    def prepare(self, params: dict[str, Any], ctx: RunContext) -> None:
+    def prepare(self, params: dict[str, Any], ctx: RunContext) -> bool:
         from .. import _core
 
         _core.alloc_prepare(str(ctx.workdir), params["ops"], **self._args(params))
+        return True
 
     def run(self, params: dict[str, Any], ctx: RunContext) -> WorkloadResult:
         from .. import _core

@@ -38,7 +38,7 @@ from ..commands import run_command
 from ..errors import CommandFailed, WorkloadFailed
 from ..metrics import MetricKind
 from ..units import format_bytes, parse_duration_s, parse_size
-from . import ParamError, RunContext, WorkloadCapabilities, WorkloadResult, quick_memory, register_workload
+from . import ParamError, RunContext, Workload, WorkloadCapabilities, WorkloadResult, quick_memory, register_workload
 
 CSV_VERSION = "1.98"
 CSV_FIELDS = 50
@@ -240,7 +240,7 @@ OPTIONS_HELP = {
 }
 
 
-class BonnieWorkload:
+class BonnieWorkload(Workload):
     name = "bonnie"
     capabilities = WorkloadCapabilities(traceable=True, memory_limited=True)
     tools = {"bonnie++": "bonnie++"}
@@ -313,7 +313,7 @@ class BonnieWorkload:
             out["char_size"] = min(out["char_size"], 2 * MIB)
         return out
 
-    def data_bytes(self, params: dict[str, Any]) -> int | None:
+    def data_bytes(self, params: dict[str, Any], inputs: dict[str, str] | None = None) -> int | None:
         """The big file's size; None for 'auto' (the probe sizes it, cgroup = size / 2)."""
         size = params.get("size")
         return size if isinstance(size, int) else None
@@ -332,11 +332,12 @@ class BonnieWorkload:
             return 4 * size / 20e6 + 3600
         return 3600.0
 
-    def prepare(self, params: dict[str, Any], ctx: RunContext) -> None:
+    def prepare(self, params: dict[str, Any], ctx: RunContext) -> bool:
         """Probe the device and choose sizes before counters and traces start (the probe
         writes and creates files); ``run`` reads the choice from the artifact directory."""
         choice = _choose_sizes(params, ctx)
         (ctx.artifact_dir / SIZES_FILE).write_text(json.dumps(choice, indent=2) + "\n")
+        return True
 
     def run(self, params: dict[str, Any], ctx: RunContext) -> WorkloadResult:
         sizes = ctx.artifact_dir / SIZES_FILE

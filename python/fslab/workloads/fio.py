@@ -18,7 +18,7 @@ from ..commands import run_command, tool_version
 from ..errors import CommandFailed, SpecError, WorkloadFailed
 from ..metrics import MetricKind
 from ..units import parse_duration_s, parse_size
-from . import ParamError, RunContext, WorkloadCapabilities, WorkloadResult, quick_size, register_workload
+from . import ParamError, RunContext, Workload, WorkloadCapabilities, WorkloadResult, quick_size, register_workload
 from .fio_clients import client_metrics, hosts_file, parse_clients
 
 RW_CHOICES = ("read", "write", "rw", "readwrite", "randread", "randwrite", "randrw",
@@ -69,7 +69,7 @@ METRICS: dict[str, MetricKind] = {
 }
 
 
-class FioWorkload:
+class FioWorkload(Workload):
     name = "fio"
     capabilities = WorkloadCapabilities(traceable=True)
     tools = {"fio": "fio"}
@@ -172,10 +172,25 @@ class FioWorkload:
             return 3 * (params["runtime"] + params.get("ramp_time", 0)) + 300
         return 3600.0
 
+    def inputs(self, params: dict[str, Any], study_dir: Path, allow_exec: bool) -> dict[str, str]:
+        """A job file and every file it includes, read and checked now (read_job_files):
+        they travel in the job, and an edited file is another cell."""
+        if "job_file" not in params:
+            return {}
+        source = Path(params["job_file"])
+        if not source.is_absolute():
+            source = study_dir / source
+        if not source.is_file():
+            raise ParamError("job_file", f"{params['job_file']!r} not found (looked at {source})")
+        try:
+            return read_job_files(source, allow_exec=allow_exec)
+        except SpecError as exc:
+            raise ParamError("job_file", str(exc)) from None
+
     def _job(self, params: dict[str, Any], ctx: RunContext) -> tuple[Path, list[str]]:
         """The job file in the artifact directory, and extra command-line options."""
-        job_path = ctx.artifact_dir / "job.fio"
         if "job_file" not in params:
+            job_path = ctx.artifact_dir / JOB_FILE_INPUT
             if not ctx.allow_exec:  # a job JSON may come from anywhere: check again here
                 for key, value in params.items():
                     why = runs_program(key, str(value))
@@ -183,44 +198,37 @@ class FioWorkload:
                         raise SpecError(f"{why}; {ALLOW_EXEC_FIX}", field=key)
             job_path.write_text(job_file_text(params, ctx.workdir))
             return job_path, []
-        source = Path(params["job_file"])
-        if not source.is_absolute():
-            source = ctx.study_dir / source
-        if not source.is_file():
-            raise WorkloadFailed(f"job_file {params['job_file']!r} not found (looked at {source})")
-        job_path.write_text(checked_job_file(source, allow_exec=ctx.allow_exec))
+        if JOB_FILE_INPUT not in ctx.inputs:
+            raise WorkloadFailed(f"the job carries no text of job_file {params['job_file']!r} "
+                                 "(a job planned by an older fslab? plan it again)")
+        job_path = write_job_files(ctx.inputs, ctx.artifact_dir, allow_exec=ctx.allow_exec)
         return job_path, [f"--directory={ctx.workdir}"]
 
-    def data_bytes(self, params: dict[str, Any]) -> int | None:
-        """Bytes of files the job lays out (size x numjobs), None for a job file."""
-        if "job_file" in params or "size" not in params:
+    def data_bytes(self, params: dict[str, Any], inputs: dict[str, str] | None = None) -> int | None:
+        """Bytes of files the job lays out (size x numjobs); for a job file, what its jobs'
+        sizes say (job_file_data_bytes), when the file's text is at hand."""
+        if "job_file" in params:
+            return job_file_data_bytes(inputs) if inputs else None
+        if "size" not in params:
             return None
         # With clients, every server lays out its own files on the shared storage.
         return int(params["size"]) * int(params.get("numjobs", 1)) * len(params.get("clients", [None]))
 
-    def preflight(self, params: dict[str, Any], study_dir: Path) -> list[str]:
-        """A job file's problems, found before the first mkfs: it is missing, names a
-        place outside the file system under test, or fio rejects it (--parse-only)."""
-        if "job_file" not in params:
+    def preflight(self, params: dict[str, Any], inputs: dict[str, str]) -> list[str]:
+        """A job file fio rejects (--parse-only), found before the first mkfs."""
+        if JOB_FILE_INPUT not in inputs or shutil.which("fio") is None:
             return []
-        source = Path(params["job_file"])
-        if not source.is_absolute():
-            source = study_dir / source
-        if not source.is_file():
-            return [f"job_file {params['job_file']!r} not found (looked at {source})"]
-        problems = []
-        try:  # the same line checks as when the file is copied for a run (exec is checked there)
-            checked_job_file(source, allow_exec=True)
-        except SpecError as exc:
-            problems.append(f"job_file {exc}")
-        if not problems and shutil.which("fio") is not None:
-            done = run_command(["fio", "--parse-only", str(source)], timeout=60, check=False)
-            if done.returncode != 0:
-                reason = (done.stderr or done.stdout).strip().splitlines()
-                problems.append(f"job_file {source}: fio rejects it: {' '.join(reason[:3])}")
-        return problems
+        import tempfile
 
-    def prepare(self, params: dict[str, Any], ctx: RunContext) -> None:
+        with tempfile.TemporaryDirectory(prefix="fslab-jobfile-") as tmp:
+            path = write_job_files(inputs, Path(tmp), allow_exec=True)
+            done = run_command(["fio", "--parse-only", str(path)], timeout=60, check=False)
+        if done.returncode == 0:
+            return []
+        reason = (done.stderr or done.stdout).strip().replace(tmp, "").splitlines()
+        return [f"job_file {params['job_file']}: fio rejects it: {' '.join(reason[:3])}"]
+
+    def prepare(self, params: dict[str, Any], ctx: RunContext) -> bool:
         """Lay the files out (fio --create_only) before the device counters and any trace
         start, so they count the measured I/O only. fio then reuses the files."""
         job_path, extra = self._job(params, ctx)
@@ -229,7 +237,7 @@ class FioWorkload:
             hosts = hosts_file(params["clients"], ctx.artifact_dir / "clients.list")
             run_command(["fio", "--create_only=1", f"--client={hosts}", *extra, str(job_path)],
                         timeout=timeout, cwd=str(ctx.artifact_dir))
-            return
+            return True
         try:
             run_command(["fio", "--create_only=1", "--output-format=json",
                          f"--output={ctx.artifact_dir / 'fio-layout.json'}", *extra, str(job_path)],
@@ -237,6 +245,7 @@ class FioWorkload:
         except CommandFailed as exc:
             (ctx.artifact_dir / "fio-layout.stderr").write_text(exc.stderr)
             raise
+        return True
 
     def run(self, params: dict[str, Any], ctx: RunContext) -> WorkloadResult:
         job_path, extra = self._job(params, ctx)
@@ -327,45 +336,153 @@ def _bad_include(key: str) -> str | None:
 
 
 _INCLUDE_DEPTH = 8
+JOB_FILE_INPUT = "job.fio"  # the job file's name among a cell's inputs (and in a run's artifacts)
 
 
-def checked_job_file(source: Path, *, allow_exec: bool, depth: int = 0) -> str:
-    """The text of a user's job file, checked line by line: no option that leads outside
-    the file system under test, none that runs a program unless ``allow_exec``, and the
-    same for every file it includes (``include NAME``, relative to the job file, as fio
-    resolves it; made absolute in the returned text so the copy finds it).
+def _line_problem(key: str, value: str, allow_exec: bool) -> str | None:
+    """Why one ``key=value`` line of a job file may not run, or None."""
+    problem = _outside_mount(key, value)
+    if problem:
+        return f"{key}: {problem}"
+    why = None if allow_exec else runs_program(key, value)
+    return f"{why}; {ALLOW_EXEC_FIX}" if why else None
+
+
+def _include_target(stripped: str) -> str | None:
+    if stripped.lower().startswith("include") and stripped[7:8].isspace():
+        return stripped[8:].strip()
+    return None
+
+
+def read_job_files(source: Path, *, allow_exec: bool) -> dict[str, str]:
+    """A user's job file and every file it includes (``include NAME``, relative to the
+    including file, as fio resolves it), read and checked line by line: no option that
+    leads outside the file system under test, none that runs a program unless
+    ``allow_exec``. Returns the cell's inputs: the job file as ``job.fio`` (first), each
+    included file as ``include<N>-<its name>``, and every include line naming those.
     Raises SpecError naming the file and line."""
-    try:
-        text = source.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SpecError(f"cannot read the job file: {exc}", source=str(source)) from None
-    out = []
-    for number, line in enumerate(text.splitlines(), 1):
+    files: dict[str, str] = {}
+
+    def read(path: Path, depth: int) -> str:
+        try:
+            text = path.read_text()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise SpecError(f"cannot read the job file: {exc}", source=str(path)) from None
+        out = []
+        for number, line in enumerate(text.splitlines(), 1):
+            stripped = line.strip()
+            where = f"line {number}"
+            name = _include_target(stripped)
+            if name is not None:
+                target = Path(name) if Path(name).is_absolute() else path.parent / name
+                if depth >= _INCLUDE_DEPTH:
+                    raise SpecError("includes nest too deeply (a loop?)", source=str(path), field=where)
+                if not target.is_file():
+                    raise SpecError(f"include: {name!r} not found (looked at {target})",
+                                    source=str(path), field=where)
+                out.append(f"include {read(target, depth + 1)}")
+                continue
+            out.append(line)
+            if not stripped or stripped[0] in ";#[":
+                continue
+            key, _, value = stripped.partition("=")
+            problem = _line_problem(key.strip(), value.strip(), allow_exec)
+            if problem:
+                raise SpecError(problem, source=str(path), field=where)
+        name = JOB_FILE_INPUT if depth == 0 else f"include{len(files) + 1}-{path.name}"
+        files[name] = "\n".join(out) + "\n"
+        return name
+
+    read(source, 0)
+    return {JOB_FILE_INPUT: files.pop(JOB_FILE_INPUT), **files}
+
+
+def write_job_files(inputs: dict[str, str], directory: Path, *, allow_exec: bool) -> Path:
+    """Write a cell's job-file inputs into ``directory``, each line checked again (a job
+    JSON may come from anywhere) and each include line naming the written file by its
+    absolute path; returns the job file's path. Raises SpecError naming the line."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, text in inputs.items():
+        out = []
+        for number, line in enumerate(text.splitlines(), 1):
+            stripped = line.strip()
+            target = _include_target(stripped)
+            if target is not None:
+                if target not in inputs:
+                    raise SpecError(f"include: {target!r} is not among the job's files", source=name,
+                                    field=f"line {number}")
+                out.append(f"include {(directory / target).resolve()}")
+                continue
+            out.append(line)
+            if stripped and stripped[0] not in ";#[":
+                key, _, value = stripped.partition("=")
+                problem = _line_problem(key.strip(), value.strip(), allow_exec)
+                if problem:
+                    raise SpecError(problem, source=name, field=f"line {number}")
+        (directory / name).write_text("\n".join(out) + "\n")
+    return directory / JOB_FILE_INPUT
+
+
+def job_file_data_bytes(inputs: dict[str, str]) -> int | None:
+    """Bytes a job file's jobs lay out: for each job section, ``size`` (else ``filesize``
+    x ``nrfiles``) x ``numjobs``, ``[global]`` options applying to the jobs after it, as
+    fio reads them; jobs naming the same ``filename`` share it (counted once, the largest).
+    None when no job states a size this can read (a percentage, a variable)."""
+    from ..units import parse_size
+
+    lines = _expanded_lines(inputs, JOB_FILE_INPUT, 0)
+    defaults: dict[str, str] = {}
+    jobs: list[dict[str, str]] = []
+    current: dict[str, str] | None = None
+    for line in lines:
+        if line.startswith("[") and line.endswith("]"):
+            current = defaults if line[1:-1].strip() == "global" else dict(defaults)
+            if current is not defaults:
+                jobs.append(current)
+            continue
+        if current is None or not line or line[0] in ";#":
+            continue
+        key, _, value = line.partition("=")
+        current[key.strip()] = value.strip()
+
+    def size_of(job: dict[str, str]) -> int | None:
+        try:
+            if "size" in job:
+                return parse_size(job["size"])
+            if "filesize" in job:
+                return parse_size(job["filesize"].split("-")[-1]) * int(job.get("nrfiles", 1))
+        except ValueError:
+            return None
+        return None
+
+    per_file: dict[str, int] = {}
+    total, known = 0, False
+    for job in jobs:
+        size = size_of(job)
+        if size is None:
+            continue
+        known = True
+        try:
+            copies = int(job.get("numjobs", 1))
+        except ValueError:
+            copies = 1
+        if "filename" in job:
+            per_file[job["filename"]] = max(per_file.get(job["filename"], 0), size)
+        else:
+            total += size * copies
+    return total + sum(per_file.values()) if known else None
+
+
+def _expanded_lines(inputs: dict[str, str], name: str, depth: int) -> list[str]:
+    out: list[str] = []
+    for line in inputs.get(name, "").splitlines():
         stripped = line.strip()
-        where = f"line {number}"
-        if stripped.lower().startswith("include") and stripped[7:8].isspace():
-            name = stripped[8:].strip()
-            target = Path(name) if Path(name).is_absolute() else source.parent / name
-            if depth >= _INCLUDE_DEPTH:
-                raise SpecError("includes nest too deeply (a loop?)", source=str(source), field=where)
-            if not target.is_file():
-                raise SpecError(f"include: {name!r} not found (looked at {target})",
-                                source=str(source), field=where)
-            checked_job_file(target, allow_exec=allow_exec, depth=depth + 1)
-            out.append(f"include {target.resolve()}")
-            continue
-        out.append(line)
-        if not stripped or stripped[0] in ";#[":
-            continue
-        key, sep, value = stripped.partition("=")
-        key, value = key.strip(), value.strip()
-        problem = _outside_mount(key, value) if sep else None
-        if problem:
-            raise SpecError(f"{key}: {problem}", source=str(source), field=where)
-        why = None if allow_exec else runs_program(key, value)
-        if why:
-            raise SpecError(f"{why}; {ALLOW_EXEC_FIX}", source=str(source), field=where)
-    return "\n".join(out) + "\n"
+        target = _include_target(stripped)
+        if target is not None and depth < _INCLUDE_DEPTH:
+            out += _expanded_lines(inputs, target, depth + 1)
+        else:
+            out.append(stripped)
+    return out
 
 
 def job_file_text(params: dict[str, Any], directory: Path) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..units import parse_duration_s, parse_size
-from . import ParamError, RunContext, WorkloadCapabilities, WorkloadResult, quick_size, register_workload
+from . import ParamError, RunContext, Workload, WorkloadCapabilities, WorkloadResult, quick_size, register_workload
 from .fio import METRICS, FioWorkload
 
 SYNC_MODES = ("none", "fsync", "fdatasync", "osync", "direct")
@@ -23,7 +23,7 @@ DEFAULTS: dict[str, Any] = {"file_size": 1 << 30, "bs": 4096, "sync": "none", "s
 FILE_NAME = "mobibench.dat"
 
 
-class MobibenchWorkload:
+class MobibenchWorkload(Workload):
     name = "mobibench"
     capabilities = WorkloadCapabilities(traceable=True)
     tools = {"fio": "fio"}
@@ -92,14 +92,14 @@ class MobibenchWorkload:
             job["direct"] = 1
         return job
 
-    def data_bytes(self, params: dict[str, Any]) -> int | None:
+    def data_bytes(self, params: dict[str, Any], inputs: dict[str, str] | None = None) -> int | None:
         return self._fio.data_bytes(self.fio_params(params))
 
     def default_timeout_s(self, params: dict[str, Any]) -> float:
         return self._fio.default_timeout_s(self.fio_params(params))
 
-    def prepare(self, params: dict[str, Any], ctx: RunContext) -> None:
-        self._fio.prepare(self.fio_params(params), ctx)
+    def prepare(self, params: dict[str, Any], ctx: RunContext) -> bool:
+        return self._fio.prepare(self.fio_params(params), ctx)
 
     def run(self, params: dict[str, Any], ctx: RunContext) -> WorkloadResult:
         result = self._fio.run(self.fio_params(params), ctx)

@@ -14,12 +14,12 @@ from typing import Any
 
 from ..errors import WorkloadFailed
 from ..metrics import MetricKind
-from . import ParamError, RunContext, WorkloadCapabilities, WorkloadResult, register_workload
+from . import ParamError, RunContext, Workload, WorkloadCapabilities, WorkloadResult, register_workload
 
 DEFAULTS: dict[str, Any] = {"ops": 10, "value": 1.0, "sleep": 0.0, "fail": False, "fail_while_exists": ""}
 
 
-class NullWorkload:
+class NullWorkload(Workload):
     name = "null"
     capabilities = WorkloadCapabilities(traceable=False, needs_block_device=False)
     tools: dict[str, str] = {}

@@ -22,21 +22,24 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ...errors import FslabError
+from ...job.folder import CONSOLE_FILE, JobFolder, fail_unfinished
 from ...resources import Resource, register, release, tracked
 from .. import BACKENDS
 
 if TYPE_CHECKING:
-    from ...plan import Job
-    from ...records import RunRecord
+    from ...aged_images import AgedCopy
+    from ...devices import DeviceKind
+    from ...filesystems import FilesystemType
+    from ...job.model import Job
+    from ...job.record import RunRecord
 
 # Time a guest gets besides its runs' own limits: boot, module loading, mkfs, teardown.
 GUEST_MARGIN_S = 300.0
 # A run without a timeout of its own: what the deadline assumes it may take.
 RUN_ALLOWANCE_S = 1800.0
-CONSOLE_FILE = "console.log"
 INNER_WORK = "/tmp/fslab-work"  # tmpfs in the guest: mount points and scratch
 
 
@@ -48,18 +51,18 @@ class GuestBackend:
             return "qemu-system-x86_64 is not installed (apt-get install qemu-system-x86)"
         return None
 
-    def supports(self, fs: Any, device: Any) -> str | None:
+    def supports(self, fs: FilesystemType, device: DeviceKind) -> str | None:
         if device.guest_disks is None:
             return f"a guest cannot use a {device.name} device (it belongs to the host)"
         return None
 
-    def execute(self, job: Job, out_dir: Path, work_dir: Path,
+    def execute(self, job: Job, folder: JobFolder, work_dir: Path,
                 on_record: Callable[[RunRecord], None]) -> None:
         from ...devices import DEVICES
-        from ...jobs import read_error, read_records, write_job
+        from ...job.entry import write_job
         from .launcher import GuestConfig, GuestFailed, run_in_guest
 
-        out_dir.mkdir(parents=True, exist_ok=True)
+        out_dir = folder.make().path
         work_dir.mkdir(parents=True, exist_ok=True)
         settings = job.settings
         kind = DEVICES.get(settings.device["kind"])
@@ -67,8 +70,8 @@ class GuestBackend:
         assert kind.guest_disks is not None and kind.guest_section is not None
         inner = dataclasses.replace(job, settings=dataclasses.replace(
             settings, device=kind.guest_section(section)))
-        job_file = out_dir / "job.json"
-        console = out_dir / CONSOLE_FILE
+        job_file = folder.job_file
+        console = folder.console_file
         deadline = GUEST_MARGIN_S + sum(r.cell.timeout_s or RUN_ALLOWANCE_S for r in job.runs)
         argv = [sys.executable, "-m", "fslab", "job", "run", str(job_file), "--out", str(out_dir),
                 "--work", INNER_WORK]
@@ -80,12 +83,14 @@ class GuestBackend:
             if job.cell.aging is not None and kind.image_file:
                 # Aged once per key in a guest of its own, copied onto this job's disk.
                 try:
-                    copy = _aged_copy(inner, section.size, disks[0], out_dir, work_dir, guests)
+                    copy = _aged_copy(inner, section.size, disks[0], folder, work_dir, guests)
                 except FslabError as exc:
                     if exc.scope == "study":
                         raise
-                    for run in job.runs:
-                        on_record(_failed(run, out_dir, console, started, f"aging in the guest failed: {exc}", {}))
+                    for record in fail_unfinished(job.runs, [], f"aging in the guest failed: {exc}",
+                                                  started=started, provenance={"backend": "guest", "guest": {}},
+                                                  folder=folder, files={CONSOLE_FILE: console}):
+                        on_record(record)
                     return
                 inner = dataclasses.replace(inner, settings=dataclasses.replace(
                     inner.settings, preaged=copy.to_dict()))
@@ -111,33 +116,33 @@ class GuestBackend:
                 tail = result.console_tail
             except GuestFailed as exc:
                 failure, facts, tail = str(exc).split("\n", 1)[0], {}, exc.console_tail
-        error = read_error(out_dir)
-        if error is not None and error.get("scope") == "study":
-            raise FslabError(f"in the guest: {error['message']}")
-        for record in read_records(out_dir):
+        error = folder.error()
+        if error is not None and error.scope == "study":
+            raise FslabError(f"in the guest: {error.message}")
+        for record in folder.records():
             _keep_console(console, out_dir, record.artifact_dir)
             record = dataclasses.replace(record, provenance={**record.provenance, "guest": facts})
             delivered.append(record)
             on_record(record)
-        done = {(r.cell_id, r.repetition) for r in delivered}
-        for run in job.runs:
-            if (run.cell.id, run.repetition) in done:
-                continue
-            reason = failure or "the guest ended without a record of this run"
-            on_record(_failed(run, out_dir, console, started, f"{reason}; guest console (last lines):\n{tail}",
-                              facts))
+        reason = failure or "the guest ended without a record of this run"
+        for record in fail_unfinished(job.runs, delivered, f"{reason}; guest console (last lines):\n{tail}",
+                                      started=started, provenance={"backend": "guest", "guest": facts},
+                                      folder=folder, files={CONSOLE_FILE: console}):
+            on_record(record)
 
 
-def _aged_copy(job: Job, size: int, dest: Path, out_dir: Path, work_dir: Path, guests: Path) -> Any:
+def _aged_copy(job: Job, size: int, dest: Path, folder: JobFolder, work_dir: Path, guests: Path) -> AgedCopy:
     """Copy the image aged for this job's key onto ``dest`` (its disk), aging it first in
     a guest of its own (`fslab job age`) if the work directory's cache lacks it. The key
     adds the guest kernel: another kernel's allocator makes another state."""
-    from ...aged_images import AGING_ERROR, AGING_RESULT, aged_image, image_key
+    from ...aged_images import AGED_IMAGES_DIR, aged_image, image_key
     from ...aging import AgingOption, AgingReport
     from ...errors import JobFailed
-    from ...executor import AGED_IMAGES_DIR
-    from ...jobs import write_job
+    from ...job.entry import write_job
+    from ...job.folder import AGING_ERROR, AGING_RESULT
     from .launcher import GuestConfig, GuestFailed, run_in_guest
+
+    out_dir = folder.path
 
     cell, settings = job.cell, job.settings
     option = AgingOption.model_validate(cell.aging)
@@ -205,19 +210,6 @@ def _keep_console(console: Path, out_dir: Path, artifact_dir: str | None) -> Non
         target = out_dir / artifact_dir
         target.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(console, target / CONSOLE_FILE)
-
-
-def _failed(run: Any, out_dir: Path, console: Path, started: float, error: str,
-            facts: dict[str, Any]) -> RunRecord:
-    from ...records import STATUS_FAILED, RunRecord
-
-    relative = f"runs/{run.key}"
-    (out_dir / relative).mkdir(parents=True, exist_ok=True)
-    (out_dir / relative / "error.txt").write_text(error + "\n")
-    _keep_console(console, out_dir, relative)
-    return RunRecord(cell_id=run.cell.id, repetition=run.repetition, sequence=run.sequence,
-                     status=STATUS_FAILED, started_at=started, finished_at=time.time(), error=error,
-                     provenance={"backend": "guest", "guest": facts}, artifact_dir=relative)
 
 
 BACKENDS.register("guest", GuestBackend())

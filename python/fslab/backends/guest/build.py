@@ -10,7 +10,7 @@ this machine kind (2 cores, TCG with its default qemu64 CPU, guest kernel 6.1.0-
 =========================================  ========================  ====================
 initramfs (gzip)                           107.6 MB, built in 25 s   1.4 MB, built in 0.4 s
 QEMU start to a shell                      25.1 s                    17.4 s
-``import fslab.cli, fslab.executor``       40.6 s                    25.0 s
+``import fslab.cli, fslab.job.execute``       40.6 s                    25.0 s
 fio 4 KiB randread, psync, 2 s, tmpfs      11.9k IOPS                11.9k IOPS
 =========================================  ========================  ====================
 

@@ -340,8 +340,11 @@ def run_in_guest(config: GuestConfig, argv: Sequence[str], deadline_s: float,
     """Boot, run one command, power off. A command still running at ``deadline_s`` (from
     the start of the command) is killed with the guest; the result says so."""
     guest = Guest(config, guest_build)
+    # The guest sees the host's root: with PYTHONPATH it imports the very fslab this
+    # process runs (a checkout), not the one installed in the venv.
+    env = {"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else None
     with guest:
-        r = guest.run(argv, deadline_s)
+        r = guest.run(argv, deadline_s, env=env)
     tail = guest.last_console_tail
     assert guest.build is not None
     return GuestResult(r.exit_status, r.timed_out, r.stdout, r.stderr, tail, guest.kvm,

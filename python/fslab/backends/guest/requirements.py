@@ -3,13 +3,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from ...check import Check
 from ...commands import declare_tools
 from . import paths
-
-if TYPE_CHECKING:
-    from ...doctor import Check
 
 # tool -> Debian package
 TOOLS = {
@@ -29,8 +25,6 @@ def declare() -> None:
 
 def kernel_check() -> Check:
     """Whether a 6.1 kernel package is already in the cache (else `fslab guest build`)."""
-    from ...doctor import Check
-
     debs = sorted(paths.debs_dir().glob("linux-image-6.1.*-amd64_*.deb"))
     return Check("guest kernel 6.1", bool(debs),
                  debs[-1].name if debs else f"not in {paths.debs_dir()}",

@@ -1,4 +1,4 @@
-"""Tracing of one run, for the executor: a context manager around the workload that
+"""Tracing of one run, for job execution: a context manager around the workload that
 leaves ``trace.parquet`` in the run's artifact directory and turns the trace into run
 metrics (names with units; every one carries a note when the trace is incomplete)."""
 
@@ -12,8 +12,8 @@ from typing import Any
 
 from ..devices import DeviceHandle
 from ..metrics import MetricKind, declare_metrics
-from ..records import Metric
-from .formats import ARRAY_DEV, MEMBER_DEVS
+from ..trace.formats import ARRAY_DEV, MEMBER_DEVS
+from .record import Metric
 
 # Metrics of a traced run (fslab.analysis.traces.summary_metrics).
 declare_metrics("block trace", {
@@ -85,12 +85,13 @@ def traced(enabled: bool, dev: DeviceHandle, artifact_dir: Path) -> Iterator[Run
         yield None
         return
     from ..analysis.traces import analyze
-    from .capture import DEFAULT_EVENTS, TraceCapture
-    from .formats import members_view, write_parquet
+    from ..trace.capture import DEFAULT_EVENTS, TraceCapture
+    from ..trace.formats import members_view, write_parquet
 
     rt = RunTrace(artifact_dir / ARTIFACT_NAME)
     members = [m.dev_t for m in dev.members]
-    events, event_devs = DEFAULT_EVENTS, None
+    events: tuple[str, ...] = DEFAULT_EVENTS
+    event_devs: dict[str, list[int]] | None = None
     if members:  # md is bio-based: its own I/O is bios; the members have the requests
         events = ("block_bio_queue", *DEFAULT_EVENTS)
         event_devs = {"block_bio_queue": [dev.dev_t], **{e: members for e in DEFAULT_EVENTS}}

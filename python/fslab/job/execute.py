@@ -1,10 +1,10 @@
-"""The executor: runs one job (one file-system instance and the runs made on it) and hands
-back a self-contained RunRecord per run through a callback. It depends on nothing but the
-job (plain data), an output directory and a work directory, so the same job runs alike
-in this process, in `fslab job run`, in a guest or on another machine.
+"""Executing one job (one file-system instance and the runs made on it): a self-contained
+RunRecord per run, handed back through a callback. It depends on nothing but the job
+(plain data), its folder and a work directory, so the same job runs alike in this
+process, in `fslab job run`, in a guest or on another machine.
 
-Each run's artifacts go to ``OUT/runs/<run key>/``; its record names that directory
-relative to OUT, and the store moves it into the results directory.
+Each run's artifacts go to the job folder's ``runs/<run key>/``; its record names that
+folder relative to the job folder, and the store moves it into the results directory.
 
 Order of one job: provision device -> mkfs -> mount -> quiesce -> for each run: drop
 caches, workload, device counters -> unmount -> release device. Every step that acquires
@@ -26,33 +26,32 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .aged_images import AgedCopy, aged_image_device
-from .aging import AgingOption, age
-from .cgroups import MemoryLimit, memory_limit
-from .commands import run_command
-from .devices import DEVICES, DeviceHandle
-from .errors import CommandFailed, FslabError, JobFailed, WorkloadFailed
-from .filesystems import FILESYSTEMS, describe, quiesce
-from .fragmentation import free_space_histogram
-from .plan import Job, Run
-from .provenance import fs_tool_version, host_facts
-from .records import STATUS_FAILED, STATUS_OK, Metric, RunRecord
-from .trace.hook import RunTrace, traced
-from .units import format_bytes
-from .workloads import WORKLOADS, RunContext, WorkloadResult
+from ..aged_images import AGED_IMAGES_DIR, AgedCopy, aged_image_device
+from ..aging import AgingOption, age
+from ..cgroups import MemoryLimit, memory_limit
+from ..commands import run_command
+from ..devices import DEVICES, DeviceHandle
+from ..errors import CommandFailed, FslabError, JobFailed, WorkloadFailed
+from ..filesystems import FILESYSTEMS, describe, quiesce
+from ..fragmentation import free_space_histogram
+from ..provenance import fs_tool_version, host_facts
+from ..units import format_bytes
+from ..workloads import WORKLOADS, RunContext, WorkloadResult
+from .folder import RUN_ERROR_FILE, JobFolder, fail_unfinished
+from .model import Job, Run
+from .record import STATUS_OK, Metric, RunRecord, failed_record
+from .tracing import RunTrace, traced
 
 DROP_CACHES = Path("/proc/sys/vm/drop_caches")
-AGED_IMAGES_DIR = "aged-images"  # under the work directory: later jobs and resumes reuse them
-RUNS_DIR = "runs"
 
 
 @dataclass(frozen=True)
 class ExecContext:
-    """Where a job writes: its output directory (records and artifacts) and its work
-    directory (images and mount points)."""
+    """Where a job writes: its folder (records and artifacts) and its work directory
+    (images and mount points)."""
 
     job: Job
-    out_dir: Path
+    folder: JobFolder
     work_dir: Path
 
 
@@ -94,14 +93,14 @@ class _JobState:
         self.aging_metrics: dict[str, float] = {}  # the aged state every run started from
 
 
-def execute_job(job: Job, out_dir: Path, work_dir: Path, emit: Callable[[RunRecord], None]) -> None:
+def execute_job(job: Job, folder: JobFolder, work_dir: Path, emit: Callable[[RunRecord], None]) -> None:
     """Run every run of ``job``; ``emit`` receives each record as soon as it exists.
 
     Errors are handled by their scope (fslab.errors): a run's error becomes its failed
     record; an error while the device and file system are made and mounted fails every
     run of the job; a study's error (device refused, disk full, missing tool) propagates.
     """
-    ctx = ExecContext(job, out_dir, work_dir)
+    ctx = ExecContext(job, folder, work_dir)
     cell = job.cell
     settings = job.settings
     fstype = FILESYSTEMS.get(cell.fs_type)
@@ -156,8 +155,10 @@ def execute_job(job: Job, out_dir: Path, work_dir: Path, emit: Callable[[RunReco
     except JobFailed as exc:
         if not pending:  # every run is stored; releasing the device failed: say so
             raise FslabError(f"releasing the device or file system failed: {exc}") from exc
-        for run in pending:
-            emit(_failed_record(run, ctx, state, job_started, str(exc)))
+        for record in fail_unfinished(pending, [], str(exc), started=job_started, folder=folder,
+                                      provenance=lambda run: _base_provenance(run, ctx, state),
+                                      files=state.texts):
+            emit(record)
 
 
 @contextlib.contextmanager
@@ -193,13 +194,6 @@ def _setup_step() -> Iterator[None]:
         raise JobFailed(f"file system setup failed: {exc}") from exc
 
 
-def _artifact_dir(run: Run, ctx: ExecContext) -> tuple[Path, str]:
-    relative = f"{RUNS_DIR}/{run.key}"
-    path = ctx.out_dir / relative
-    path.mkdir(parents=True, exist_ok=True)
-    return path, relative
-
-
 def _base_provenance(run: Run, ctx: ExecContext, state: _JobState) -> dict[str, Any]:
     cell = run.cell
     return {
@@ -213,21 +207,13 @@ def _base_provenance(run: Run, ctx: ExecContext, state: _JobState) -> dict[str, 
     }
 
 
-def _failed_record(run: Run, ctx: ExecContext, state: _JobState, started: float, error: str) -> RunRecord:
-    path, relative = _artifact_dir(run, ctx)
-    (path / "error.txt").write_text(error + "\n")
-    for name, text in state.texts.items():
-        (path / name).write_text(text)
-    return _failed(run, ctx, _base_provenance(run, ctx, state), started, relative, error)
-
-
 def _execute_run(
     run: Run, dev: DeviceHandle, mountpoint: Path, ctx: ExecContext, state: _JobState,
     started: float,
 ) -> RunRecord:
     cell = run.cell
     workload = WORKLOADS.get(cell.workload_kind)
-    path, relative = _artifact_dir(run, ctx)
+    path, relative = ctx.folder.run_dir(run.key)
     for name, text in state.texts.items():
         (path / name).write_text(text)
     provenance = _base_provenance(run, ctx, state)
@@ -237,12 +223,9 @@ def _execute_run(
     workdir = mountpoint / f"fslab-{run.key}"
     workdir.mkdir()
     run_ctx = RunContext(workdir=workdir, device=dev, artifact_dir=path, timeout_s=cell.timeout_s,
-                         memory=None, study_dir=Path(settings.study_dir),
-                         allow_exec=settings.allow_exec)
+                         memory=None, inputs=cell.inputs, allow_exec=settings.allow_exec)
     try:
-        prepare = getattr(workload, "prepare", None)
-        if prepare is not None:
-            prepare(cell.params, run_ctx)
+        if workload.prepare(cell.params, run_ctx):
             # Let the layout's writeback and journal commits finish before counting.
             provenance["prepare_quiesce_s"] = round(quiesce(dev), 3)
         free_before = None
@@ -265,13 +248,13 @@ def _execute_run(
         # on. Errors of the study's scope (missing tool, device refused) stop it.
         if exc.scope == "study":
             raise
-        (path / "error.txt").write_text(str(exc) + "\n")
-        return _failed(run, ctx, provenance, started, relative, str(exc))
+        (path / RUN_ERROR_FILE).write_text(str(exc) + "\n")
+        return failed_record(run, str(exc), started=started, provenance=provenance, artifact_dir=relative)
     except Exception as exc:  # a bug in a workload plug-in must not cost the study
         _study_level_os_error(exc)
-        (path / "error.txt").write_text(traceback.format_exc())
-        return _failed(run, ctx, provenance, started, relative,
-                       f"internal error in workload {cell.workload_kind}: {exc!r}")
+        (path / RUN_ERROR_FILE).write_text(traceback.format_exc())
+        return failed_record(run, f"internal error in workload {cell.workload_kind}: {exc!r}",
+                             started=started, provenance=provenance, artifact_dir=relative)
     workload_s = time.monotonic() - t0
     finished = time.time()
     try:
@@ -285,9 +268,9 @@ def _execute_run(
                     metrics.append(Metric.of(f"free_space_{when}_free_extents_count", hist.free_extents))
     except Exception as exc:  # the measurement is kept on disk; the study goes on
         _study_level_os_error(exc)
-        (path / "error.txt").write_text(traceback.format_exc())
-        return _failed(run, ctx, provenance, started, relative,
-                       f"the workload ran, but collecting its results failed: {exc!r}")
+        (path / RUN_ERROR_FILE).write_text(traceback.format_exc())
+        return failed_record(run, f"the workload ran, but collecting its results failed: {exc!r}",
+                             started=started, provenance=provenance, artifact_dir=relative)
     metrics.append(Metric.of("wall_s", finished - started))
     metrics.append(Metric.of("overhead_s", (finished - started) - result.tool_runtime_s))
     provenance["workload_s"] = round(workload_s, 3)
@@ -329,21 +312,12 @@ def _collect_metrics(result: WorkloadResult, before: dict[str, int], dev: Device
         metrics += run_trace.metrics(result.metrics)
         provenance["trace"] = run_trace.provenance()
         if ctx.job.settings.simulate and run_trace.result is not None:
-            from .predictions import predict_run
+            from ..predictions import predict_run
 
             predicted, provenance["predictions"] = predict_run(
                 run_trace.path, ctx.job.settings.simulate, params, run_trace.result)
             metrics += predicted
     return metrics
-
-
-def _failed(run: Run, ctx: ExecContext, provenance: dict[str, Any], started: float,
-            relative: str, error: str) -> RunRecord:
-    return RunRecord(
-        cell_id=run.cell.id, repetition=run.repetition, sequence=run.sequence,
-        status=STATUS_FAILED, started_at=started, finished_at=time.time(), error=error,
-        provenance=provenance, artifact_dir=relative,
-    )
 
 
 _STUDY_LEVEL_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS}
