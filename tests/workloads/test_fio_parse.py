@@ -1,5 +1,6 @@
 """fio's JSON, parsed into metrics, on output captured from real fio runs."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -51,14 +52,38 @@ def test_stonewalled_phases_are_never_summed():
 
 
 def test_numjobs_copies_keep_their_own_numbers():
-    """numjobs=2 gives two entries named alike; both stay, and the group sums them."""
+    """numjobs=2 gives two entries named alike; both stay, and the group is their I/Os over
+    the longer runtime (fio's group line)."""
     report = parse_json_output((DATA / "numjobs2.json").read_text())
     metrics, _, notes = metrics_from_report(report)
-    first, second = (j["write"]["iops"] for j in report["jobs"])
-    assert metrics["job0_writers_write_iops"] == pytest.approx(first)
-    assert metrics["job1_writers_write_iops"] == pytest.approx(second)
-    assert metrics["iops"] == pytest.approx(first + second) == metrics["write_iops"]
+    first, second = (j["write"] for j in report["jobs"])
+    assert metrics["job0_writers_write_iops"] == pytest.approx(first["iops"])
+    assert metrics["job1_writers_write_iops"] == pytest.approx(second["iops"])
+    longest_s = max(first["runtime"], second["runtime"]) / 1000
+    assert metrics["iops"] == pytest.approx((first["total_ios"] + second["total_ios"]) / longest_s)
+    assert metrics["iops"] == metrics["write_iops"]
     assert notes == {}
+
+
+def _fio_group_line_bytes_per_s(text: str) -> float:
+    """The bandwidth fio prints in its "Run status group" line (normal output), in B/s."""
+    match = re.search(r"WRITE: bw=([\d.]+)(KiB|MiB|GiB)/s", text)
+    assert match, text
+    return float(match.group(1)) * {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}[match.group(2)]
+
+
+def test_a_group_of_jobs_of_unequal_length_is_what_fio_says_it_is():
+    """unequal-jobs.fio: two jobs in one group, 16 MiB at 8 MiB/s and 4 MiB at 4 MiB/s, run
+    once with --output-format=normal,json. The group's figure is fio's group line (20 MiB
+    over the longer job's 2 s: 10.0 MiB/s), not the sum of the jobs' rates (12.3 MiB/s)."""
+    report = parse_json_output((DATA / "unequal-jobs.json").read_text())
+    metrics, _, _ = metrics_from_report(report)
+    a, b = (j["write"] for j in report["jobs"])
+    assert a["bw_bytes"] + b["bw_bytes"] > 1.2 * metrics["bw_bytes_per_s"]  # the old, wrong sum
+    fio_says = _fio_group_line_bytes_per_s((DATA / "unequal-jobs.txt").read_text())
+    assert metrics["write_bw_bytes_per_s"] == pytest.approx(fio_says, rel=0.005)  # fio rounds to 0.1 MiB/s
+    assert metrics["write_iops"] == pytest.approx((a["total_ios"] + b["total_ios"]) * 1000 / a["runtime"])
+    assert metrics["write_io_bytes"] == 20 << 20
 
 
 def test_not_json_is_an_error():
