@@ -1,7 +1,15 @@
 """Sizes and durations: parse the forms users write (``4k``, ``2GiB``, ``30s``) into integers.
 
-fio's convention is followed for sizes: ``k``, ``m``, ``g`` and ``KiB``/``MiB`` are powers of
-1024; ``KB``/``MB``/``GB`` (two letters, upper case B) are powers of 1000 only when written so.
+One parser, two conventions, chosen by who reads the value:
+
+- fslab's own fields (device size, memory limits, chunk sizes): ``k``, ``m``, ``g``,
+  ``t`` and ``KiB``/``MiB``/... are powers of 1024; ``KB``/``MB``/``GB``/``TB`` (upper case,
+  two letters) are powers of 1000.
+- a fio option (``parse_size(value, kb_base=1024)``): what fio itself reads, so a study
+  means what a job file would. fio's default ``kb_base=1024`` is its compatibility mode:
+  ``k``, ``K``, ``KB``, ``kB`` are 1024 and ``KiB`` is 1000; with ``kb_base=1000``, ``k``,
+  ``KB`` are 1000 and ``KiB`` is 1024 (measured with fio 3.33: ``size=8KiB`` writes 8000
+  bytes by default). A bare ``b``/``B`` is bytes in both.
 """
 
 from __future__ import annotations
@@ -14,8 +22,28 @@ _BINARY = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40
 _DECIMAL = {"kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12}
 
 
-def parse_size(value: int | str) -> int:
-    """Return a size in bytes. Raises ValueError with the accepted forms."""
+_PREFIXES = {"k": 1, "m": 2, "g": 3, "t": 4, "p": 5}
+FIO_KB_BASES = (1024, 1000)
+
+
+def _fio_factor(suffix: str, kb_base: int) -> int | None:
+    """The multiplier fio gives a size suffix (None: not one it reads)."""
+    key = suffix.lower()
+    if key in ("", "b"):
+        return 1
+    if key.endswith("b"):
+        key = key[:-1]
+    other = key.endswith("i") and suffix.lower().endswith("ib")  # "KiB": the other base
+    key = key.removesuffix("i")
+    if key not in _PREFIXES:
+        return None
+    base = (1000 if kb_base == 1024 else 1024) if other else kb_base
+    return int(base ** _PREFIXES[key])
+
+
+def parse_size(value: int | str, *, kb_base: int | None = None) -> int:
+    """Return a size in bytes. ``kb_base``: None for fslab's own fields, fio's 1024 or
+    1000 for a fio option (see the module). Raises ValueError with the accepted forms."""
     if isinstance(value, bool):
         raise ValueError("a size must be a number of bytes or a string like '4k' or '2GiB'")
     if isinstance(value, int):
@@ -29,11 +57,14 @@ def parse_size(value: int | str) -> int:
     key = suffix.lower()
     if key.endswith("ib"):
         key = key[:-2]
-    if suffix in ("KB", "MB", "GB", "TB"):
+    factor: int | None
+    if kb_base is not None:
+        factor = _fio_factor(suffix, kb_base)
+    elif suffix in ("KB", "MB", "GB", "TB"):
         factor = _DECIMAL[suffix.lower()]
-    elif key in _BINARY:
-        factor = _BINARY[key]
     else:
+        factor = _BINARY.get(key)
+    if factor is None:
         raise ValueError(
             f"{value!r}: unknown size suffix {suffix!r}; write e.g. 4096, '4k', '512MiB' or '2GiB'"
         )

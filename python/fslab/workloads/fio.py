@@ -17,7 +17,7 @@ from typing import Any
 from ..commands import run_command, tool_version
 from ..errors import CommandFailed, SpecError, WorkloadFailed
 from ..metrics import MetricKind
-from ..units import parse_duration_s, parse_size
+from ..units import FIO_KB_BASES, parse_duration_s, parse_size
 from . import ParamError, RunContext, Workload, WorkloadCapabilities, WorkloadResult, quick_size, register_workload
 from .fio_clients import client_metrics, hosts_file, parse_clients
 
@@ -41,11 +41,11 @@ QUICK_RUNTIME_S = 1
 QUICK_RAMP_S = 1
 
 
-def _size_or_range(key: str, value: Any) -> str:
+def _size_or_range(key: str, value: Any, kb_base: int) -> str:
     """filesize may be a range ('1k-64k'); both ends must be sizes."""
     parts = str(value).split("-") if isinstance(value, str) else [value]
     try:
-        sizes = [parse_size(p) for p in parts]
+        sizes = [parse_size(p, kb_base=kb_base) for p in parts]
     except ValueError as exc:
         raise ParamError(key, str(exc)) from None
     return "-".join(str(s) for s in sizes)
@@ -81,6 +81,7 @@ class FioWorkload(Workload):
         if "clients" in params:  # fio servers driven as one job (fio_clients)
             out["clients"] = parse_clients(params["clients"])
             params = {k: v for k, v in params.items() if k != "clients"}
+        kb_base = _kb_base(params.get("kb_base", 1024))
         for key, value in params.items():
             problem = _outside_mount(key, str(value)) or _bad_include(key)
             if problem:
@@ -92,7 +93,7 @@ class FioWorkload(Workload):
             if isinstance(value, str) and not value.isprintable():
                 # A line break would start a new job-file line: an option nobody checked.
                 raise ParamError(key, f"must be one line of printable text (given: {value!r})")
-            out[key] = self._normalise(key, value)
+            out[key] = self._normalise(key, value, kb_base)
         if "layout" in out:
             if out["layout"] not in LAYOUTS:
                 raise ParamError("layout", f"{out['layout']!r} is not a named layout; "
@@ -108,19 +109,20 @@ class FioWorkload(Workload):
             return out
         if "rw" not in out:
             out["rw"] = "read"
+        _check_direct_alignment(out, params)
         if "size" not in out and "filesize" not in out and "io_size" not in out:
             raise ParamError("size", "fio needs size (how much data per job), e.g. size = '1G'")
         _parse_only(tuple(sorted((k, str(v)) for k, v in out.items() if k not in OWN_KEYS)))
         return out
 
-    def _normalise(self, key: str, value: Any) -> Any:
+    def _normalise(self, key: str, value: Any, kb_base: int) -> Any:
         try:
             if key == "rw" and value not in RW_CHOICES:
                 raise ParamError(key, f"{value!r} is not an fio pattern; allowed: {', '.join(RW_CHOICES)}")
             if key in SIZE_OPTIONS:
-                return parse_size(value)
+                return parse_size(value, kb_base=kb_base)
             if key == "filesize":
-                return _size_or_range(key, value)
+                return _size_or_range(key, value, kb_base)
             if key in INT_OPTIONS:
                 if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                     raise ParamError(key, f"must be a whole number >= 0 (given: {value!r})")
@@ -290,6 +292,31 @@ class FioWorkload(Workload):
                               info={"fio_version": report.get("fio version"), "clients": params["clients"]})
 
 
+def _kb_base(value: Any) -> int:
+    if value not in FIO_KB_BASES or isinstance(value, bool):
+        raise ParamError("kb_base", f"fio takes 1024 (its default) or 1000 (given: {value!r})")
+    return int(value)
+
+
+SECTOR_BYTES = 512  # the smallest logical block a device has: O_DIRECT I/O must be a multiple
+
+
+def _check_direct_alignment(out: dict[str, Any], given: dict[str, Any]) -> None:
+    """Under direct=1 every I/O must be a multiple of the device's logical block size:
+    refuse a block size or offset that cannot be, before anything is made (fio would fail
+    each run with EINVAL), saying what fio reads the value as."""
+    if not out.get("direct"):
+        return
+    for key in ("bs", "offset"):
+        value = out.get(key)
+        if isinstance(value, int) and value % SECTOR_BYTES:
+            base = out.get("kb_base", 1024)
+            hint = (" (with fio's default kb_base=1024, 'KiB' means 1000 bytes: write '4k', or set "
+                    "kb_base = 1000)") if "i" in str(given.get(key, "")).lower() else ""
+            raise ParamError(key, f"{given.get(key)!r} is {value} bytes as fio reads it (kb_base={base}), not a "
+                             f"multiple of the {SECTOR_BYTES}-byte sector that direct=1 needs{hint}")
+
+
 def _outside_mount(key: str, value: str) -> str | None:
     """Why an option would make fio touch files outside the file system under test (or a
     raw device), or None. fslab sets the directory; file names must stay inside it."""
@@ -428,8 +455,6 @@ def job_file_data_bytes(inputs: dict[str, str]) -> int | None:
     x ``nrfiles``) x ``numjobs``, ``[global]`` options applying to the jobs after it, as
     fio reads them; jobs naming the same ``filename`` share it (counted once, the largest).
     None when no job states a size this can read (a percentage, a variable)."""
-    from ..units import parse_size
-
     lines = _expanded_lines(inputs, JOB_FILE_INPUT, 0)
     defaults: dict[str, str] = {}
     jobs: list[dict[str, str]] = []
@@ -446,11 +471,12 @@ def job_file_data_bytes(inputs: dict[str, str]) -> int | None:
         current[key.strip()] = value.strip()
 
     def size_of(job: dict[str, str]) -> int | None:
-        try:
+        try:  # sizes as fio reads them, with the job's kb_base
+            kb_base = int(job.get("kb_base", 1024))
             if "size" in job:
-                return parse_size(job["size"])
+                return parse_size(job["size"], kb_base=kb_base)
             if "filesize" in job:
-                return parse_size(job["filesize"].split("-")[-1]) * int(job.get("nrfiles", 1))
+                return parse_size(job["filesize"].split("-")[-1], kb_base=kb_base) * int(job.get("nrfiles", 1))
         except ValueError:
             return None
         return None
