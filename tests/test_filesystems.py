@@ -59,3 +59,12 @@ def test_guest_only_filesystems_say_so():
         assert FILESYSTEMS.get(name).needs_guest
     # ntfs-3g needs only FUSE, which this kernel has: the host runs it too
     assert not FILESYSTEMS.get("ntfs").needs_guest
+
+
+def test_mkfs_extended_options_are_merged_key_by_key_never_repeated():
+    ext4 = FILESYSTEMS.get("ext4")
+    same = ext4.mkfs_argv("/dev/x", ["-E", "lazy_itable_init=0,lazy_journal_init=0"])
+    assert same.count("-E") == 1
+    assert same[same.index("-E") + 1] == "lazy_itable_init=0,lazy_journal_init=0"
+    mine = ext4.mkfs_argv("/dev/x", ["-E", "lazy_itable_init=1,stride=16"])
+    assert mine[mine.index("-E") + 1] == "lazy_itable_init=1,lazy_journal_init=0,stride=16"

@@ -101,12 +101,12 @@ class FilesystemType:
     def mkfs_argv(self, device: str, user_args: list[str]) -> list[str]:
         defaults = list(self.default_mkfs)
         user = list(user_args)
-        # mke2fs keeps only the last -E: merge ours into the user's (theirs come later in
-        # the list, so they win on a conflicting key) instead of losing one of them.
+        # mke2fs keeps only the last -E: merge ours into the user's, key by key (theirs win
+        # on a conflicting key, a key given by both appears once) instead of losing one.
         for flag in self.merged_flags:
             if flag in defaults and flag in user[:-1]:
                 i, j = defaults.index(flag), user.index(flag)
-                user[j + 1] = f"{defaults[i + 1]},{user[j + 1]}"
+                user[j + 1] = merge_extended_options(defaults[i + 1], user[j + 1])
                 del defaults[i:i + 2]
         return [self.mkfs_tool, *defaults, *user, device]
 
@@ -140,6 +140,16 @@ class DirectoryFilesystem(FilesystemType):
             raise FslabError(f"the {self.name} file system needs a directory device (kind = 'fake'), "
                              f"not {device.path}")
         yield Mounted(Path(device.path), ",".join(options), "none")
+
+def merge_extended_options(ours: str, theirs: str) -> str:
+    """Two comma-separated option lists (``key=value`` or ``key``) as one: every key once,
+    in first-seen order, the value of ``theirs`` where both set it."""
+    merged: dict[str, str] = {}
+    for text in (ours, theirs):
+        for item in filter(None, (part.strip() for part in text.split(","))):
+            merged[item.partition("=")[0]] = item
+    return ",".join(merged.values())
+
 
 # ext4/ext3 lazy initialisation writes inode tables in the background for minutes after
 # mkfs, which would land inside the first runs' measurements; fslab turns it off.
