@@ -106,3 +106,12 @@ def test_cli_json() -> None:
         assert key in out
     assert set(out["latency_us"]) >= {"mean", "p50", "p99"}
     assert out["prediction"] is True and out["requests"] == 2000
+
+
+@pytest.mark.parametrize("name", model_names())
+@pytest.mark.parametrize("pattern", ["rw=randwrite,bs=4k,count=2000", "rw=read,bs=128k,count=500"])
+def test_every_shipped_model_runs_with_its_own_defaults(name: str, pattern: str) -> None:
+    """A preset that rejects its own parameters is a broken promise (nvme-tlc-ssd once had
+    too few spare blocks per plane for its garbage collector)."""
+    result = simulate_synthetic(pattern, name)
+    assert result["requests"] == int(pattern.rsplit("=", 1)[1]) and result["iops"] > 0
