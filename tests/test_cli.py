@@ -75,3 +75,21 @@ time_based = 1
     assert bad.returncode == 2 and "csv" in bad.stderr and "json" in bad.stderr
     listed = fslab("list", "-r", "res", cwd=tmp_path)
     assert "2 / 2" in listed.stdout and "complete" in listed.stdout
+
+
+def test_plan_states_a_seed_only_when_the_run_will_use_it(tmp_path):
+    """A listing's own draw is not the seed a run draws: `fslab plan` names a seed only when
+    the study fixes one."""
+    study = tmp_path / "s.toml"
+    study.write_text('[study]\nname = "x"\n[filesystems.ext4]\n[[workloads]]\nkind = "fio"\nname = "w"\n'
+                     'rw = "read"\nsize = "64M"\n')
+    drawn = subprocess.run([sys.executable, "-m", "fslab", "plan", str(study), "--json"], capture_output=True,
+                           text=True, check=True)
+    assert json.loads(drawn.stdout)["seed"] is None
+    text = subprocess.run([sys.executable, "-m", "fslab", "plan", str(study)], capture_output=True, text=True,
+                          check=True).stdout
+    assert "seed drawn when the study runs" in " ".join(text.split())
+    study.write_text(study.read_text().replace('name = "x"', 'name = "x"\nseed = 42'))
+    fixed = subprocess.run([sys.executable, "-m", "fslab", "plan", str(study), "--json"], capture_output=True,
+                           text=True, check=True)
+    assert json.loads(fixed.stdout)["seed"] == 42

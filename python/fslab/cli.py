@@ -76,7 +76,9 @@ def plan(
     if as_json:
         out = {
             "study": spec.study.name, "source": source, "quick": quick,
-            "repetitions": p.repetitions, "order": p.order, "seed": p.seed, "fresh": p.fresh,
+            "repetitions": p.repetitions, "order": p.order, "fresh": p.fresh,
+            # A seed this listing drew is not the one a run will draw: only a fixed one is shown.
+            "seed": spec.study.seed,
             "cells": _cell_rows(p),
             "runs": [{"cell": r.cell.id, "repetition": r.repetition} for r in p.runs],
             "skipped": [{"filesystem": s.filesystem, "reason": s.reason} for s in p.skipped],
@@ -98,7 +100,7 @@ def plan(
                       escape(c.label), escape(params))
     console.print(table)
     console.print(f"{len(p.cells)} cells x {p.repetitions} repetitions = {len(p.runs)} runs, "
-                  f"order {p.order} (seed {p.seed}), fresh file system per {p.fresh}")
+                  f"order {p.order} ({_seed_text(spec.study.seed, p.order)}), fresh file system per {p.fresh}")
     if p.jobs:
         from .report.provenance_facts import bytes_text
 
@@ -114,6 +116,15 @@ def plan(
     console.print(_runtime_estimate(p), highlight=False)
     for s in p.skipped:
         console.print(f"[yellow]{s.filesystem}: {s.reason}[/yellow]")
+
+
+def _seed_text(seed: int | None, order: str) -> str:
+    """The order's seed as `fslab plan` can honestly state it."""
+    if seed is not None:
+        return f"seed {seed}"
+    if order == "in-order":
+        return "no shuffle"
+    return "seed drawn when the study runs and recorded with it; set study.seed to fix it"
 
 
 def _runtime_estimate(p: Plan) -> str:
