@@ -279,6 +279,40 @@ def test_cleanup_after_sigkill(device_support, tmp_path):
                        capture_output=True, timeout=120)
 
 
+def test_resume_after_sigkill_releases_what_the_dead_run_left_and_says_so(device_support, tmp_path):
+    """A SIGKILLed run leaves its mount, loop device, image and fio behind; --resume (any
+    run into that results directory) releases them before measuring, and says which."""
+    try:
+        study = write_study(tmp_path, runtime=3)
+        study.write_text(study.read_text().replace("repetitions = 2", "repetitions = 1"))
+        results = tmp_path / "results"
+        fslab = [sys.executable, "-m", "fslab.cli"]
+        proc = subprocess.Popen([*fslab, "run", str(study), "-r", str(results), "-q"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            time.sleep(0.1)
+            if subprocess.run(["pgrep", "-f", f"fio --output-format=json --output={results}"],
+                              capture_output=True).returncode == 0:
+                break
+        proc.kill()
+        proc.wait()
+        assert leftovers(tmp_path), "the kill should have left a mount and a loop device"
+        done = subprocess.run([*fslab, "run", str(study), "-r", str(results), "--resume"],
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        said = " ".join(done.stderr.split())
+        assert f"left by fslab process {proc.pid}, which died" in said
+        assert "released: unmount" in said and "released: detach /dev/loop" in said
+        assert leftovers(tmp_path) == []
+        with Store(results) as store:
+            row = store.study()
+            assert row.status == "complete" and len(store.stored_runs(row.id)) == row.planned_runs
+    finally:
+        subprocess.run([sys.executable, "-m", "fslab", "cleanup", "--under", str(tmp_path)],
+                       capture_output=True, timeout=120)
+
+
 def test_one_study_per_results_directory(device_support, tmp_path):
     from fslab.errors import FslabError
     from fslab.runner import study_lock

@@ -13,6 +13,7 @@ import signal
 from pathlib import Path
 
 from .cgroups import remove_cgroup
+from .errors import FslabError
 from .devices.image import detach, loops_backed_by
 from .filesystems import unmount
 from .mounts import mount_at, mount_table, mounts_of_source
@@ -136,6 +137,25 @@ def cleanup(dry_run: bool = False, under: Path | None = None) -> list[str]:
         done += [line for line in cleanup_guests(dry_run=dry_run) if not line.startswith("leave ")]
     done += [f"leave the resources of fslab process {pid}: it is still running" for pid in live]
     return list(dict.fromkeys(done))  # a dry run meets a mount twice: as itself and on its loop
+
+
+def release_before_start(under: Path) -> list[str]:
+    """Before a study starts in ``under`` (its results directory or a worker's scratch):
+    release what dead fslab processes left there (mounts, loop devices, images, cgroups,
+    traces, guests; the processes still working on a mount are killed first), and return
+    a line per thing released. Raises FslabError when a live fslab process still holds
+    something there: measuring beside it would measure both."""
+    dead, live = leftovers(under)
+    if live:
+        pids = ", ".join(str(p) for p in live)
+        raise FslabError(f"fslab process {pids} is still running and holds resources in {under} (a job "
+                         f"of an earlier run?): stop it (`kill {pids}`) and start again; "
+                         f"`fslab cleanup --under {under} --dry-run` lists what it holds")
+    done: list[str] = []
+    for leftover in dead:
+        done += [f"{line} (left by fslab process {leftover.pid}, which died)"
+                 for line in _release_leftover(leftover, dry_run=False)]
+    return done
 
 
 def _release_leftover(leftover: Leftover, dry_run: bool) -> list[str]:

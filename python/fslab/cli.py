@@ -191,6 +191,10 @@ def run(
                 err_console.print(f"[yellow]{s.filesystem}: {s.reason}[/yellow]")
         task["id"] = progress.add_task("runs", total=remaining, last="")
 
+    def on_notice(text: str) -> None:
+        if not quiet:
+            err_console.print(f"[yellow]{escape(text)}[/yellow]", highlight=False)
+
     def on_record(record: RunRecord, label: str) -> None:
         status = "ok" if record.status == "ok" else f"FAILED: {record.error}"
         # Labels hold "[rw=read ...]", which rich would otherwise take for markup.
@@ -205,7 +209,7 @@ def run(
                 study, results_dir=results, quick=quick, resume=resume, retry_failed=retry_failed,
                 allowed_devices=frozenset(destroy_data_on or []), allow_exec=allow_exec,
                 on_start=on_start, executor=executor,
-                on_record=on_record,
+                on_record=on_record, on_notice=on_notice,
             )
     except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM or SIGHUP: all released by now
         err_console.print(

@@ -135,7 +135,7 @@ class Leftover:
 def leftovers(under: Path | None = None) -> tuple[list[Leftover], list[int]]:
     """(state files of dead processes, pids of live fslab processes that have one).
     With ``under``, only the processes that made something below that folder (all of
-    what such a process made is its leftover: its cgroups and traces too)."""
+    what such a process made is its leftover: its cgroups and traces too), dead or live."""
     dead: list[Leftover] = []
     live: list[int] = []
     directory = state_dir()
@@ -147,13 +147,13 @@ def leftovers(under: Path | None = None) -> tuple[list[Leftover], list[int]]:
             data = json.loads(path.read_text())
         except (OSError, json.JSONDecodeError):
             continue
-        if alive(int(data["pid"]), data.get("start_time")):
-            if data["pid"] != os.getpid():
-                live.append(int(data["pid"]))
-            continue
         resources = [Resource(**r) for r in data.get("resources", [])]
         if prefix is not None and not any((r.under.rstrip("/") + "/").startswith(prefix)
                                           or r.ident.startswith(prefix) for r in resources):
+            continue
+        if alive(int(data["pid"]), data.get("start_time")):
+            if data["pid"] != os.getpid():
+                live.append(int(data["pid"]))
             continue
         dead.append(Leftover(path, int(data["pid"]), resources))
     return dead, live

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .backends import choose_backend
+from .cleanup import release_before_start
 from .errors import FslabError
 from .executors import open_executor
 from .job.folder import JobFolder
@@ -152,12 +153,14 @@ def run_study(
     on_start: Callable[[Plan, int, int], None] | None = None,
     on_record: Callable[[RunRecord, str], None] | None = None,
     executor: str | None = None,
+    on_notice: Callable[[str], None] | None = None,
 ) -> StudyOutcome:
     """Run (or resume) a study. ``retry_failed``: continue the newest study of this file
     and run its failed runs again (their failures stay in the store as history).
     ``on_start(plan, study_id, remaining)`` and ``on_record(record, label)`` let the CLI
-    draw progress; the runner prints nothing. ``executor``: ``local`` (default) or
-    ``dask://HOST:PORT`` (fslab.executors)."""
+    draw progress, ``on_notice(text)`` says what was done besides runs (leftovers of a
+    dead earlier run released); the runner prints nothing. ``executor``: ``local``
+    (default) or ``dask://HOST:PORT`` (fslab.executors)."""
     started = time.monotonic()
     jobs_executor = open_executor(executor)  # a malformed URL is refused before anything is made
     install_handlers()  # before preflight too: its scratch images are released on SIGTERM
@@ -172,6 +175,11 @@ def run_study(
     # Mount points are compared with /proc/mounts, which holds canonical paths.
     results_dir = results_dir.resolve()
     with study_lock(results_dir), Store(results_dir) as store:
+        # A killed earlier run may have left its mount, loop device or a workload still
+        # running in here: release it (or refuse to measure beside a live one) first.
+        for line in release_before_start(results_dir):
+            if on_notice:
+                on_notice(f"released: {line}")
         previous = store.resumable(digest) if resume else None
         if retry_failed:
             previous = store.latest(digest)
