@@ -408,3 +408,32 @@ size = "1G"
     with Store(results) as store:
         assert store.studies() == []
     assert leftovers(tmp_path) == []
+
+
+def test_a_full_results_disk_stops_the_study_with_the_resume_command(device_support, tmp_path):
+    """The results directory's disk fills up mid-study: no traceback, exit 2, the runs stored
+    so far kept, nothing left mounted, and the printed command resumes once space is freed."""
+    results = tmp_path / "results"
+    results.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=400k", "tmpfs", str(results)], check=True)
+    try:
+        study = tmp_path / "s.toml"
+        study.write_text(f'[study]\nname = "full"\nrepetitions = 12\ndrop_caches = false\n[device]\n'
+                         f'size = "256MiB"\nimage_dir = "{tmp_path / "images"}"\n[filesystems.ext4]\n'
+                         '[[workloads]]\nkind = "fio"\nname = "w"\nrw = "write"\nbs = "64k"\nsize = "8M"\n')
+        fslab = [sys.executable, "-m", "fslab", "run", str(study), "-r", str(results)]
+        done = subprocess.run(fslab, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 2, done.stderr
+        assert "Traceback" not in done.stderr and "disk is full" in done.stderr
+        assert f"`fslab run {study} -r {results} --resume`" in " ".join(done.stderr.split())
+        assert [line for line in leftovers(tmp_path) if not line.startswith("tmpfs ")] == []
+        subprocess.run(["mount", "-o", "remount,size=16m", str(results)], check=True)
+        with Store(results) as store:
+            kept = len(store.stored_runs(store.study().id))
+        assert 0 < kept < 12
+        done = subprocess.run([*fslab, "--resume"], capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        with Store(results) as store:
+            assert len(store.stored_runs(store.study().id)) == 12
+    finally:
+        subprocess.run(["umount", str(results)], check=False)

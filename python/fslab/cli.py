@@ -14,7 +14,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from .errors import FslabError
+from .errors import FslabError, ResultsUnwritable
 
 if TYPE_CHECKING:
     from .job.record import RunRecord
@@ -211,6 +211,13 @@ def run(
                 on_start=on_start, executor=executor,
                 on_record=on_record, on_notice=on_notice,
             )
+    except ResultsUnwritable as exc:  # a full results disk: what is stored stays, devices are released
+        err_console.print(
+            f"[red]error:[/red] {escape(str(exc))}\nEvery run stored so far is kept and every mount and device "
+            f"was released. Free space in {results} (or make it writable), then continue with "
+            f"`{escape(resume_command(study, results, quick, destroy_data_on or [], allow_exec, executor))}`",
+            highlight=False)
+        raise typer.Exit(2) from None
     except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM or SIGHUP: all released by now
         err_console.print(
             f"[yellow]interrupted[/yellow] ({str(exc) or 'Ctrl-C'}): every mount and device was "

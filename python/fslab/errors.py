@@ -92,6 +92,14 @@ def _stderr_excerpt(stderr: str, head: int = 3, tail: int = 5) -> str:
     return ("\n  " + "\n  ".join(lines)) if lines else ""
 
 
+class ResultsUnwritable(FslabError):
+    """The results directory cannot take more (its disk is full, or it became read-only):
+    every run stored so far is kept, every device released; the study can be resumed."""
+
+
+STUDY_LEVEL_ERRNOS = frozenset({28, 122, 30})  # ENOSPC, EDQUOT, EROFS: every later run fails alike
+
+
 class DeviceRefused(FslabError):
     """fslab will not touch a device: it is mounted, in use, the root device or holds data."""
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from .backends import choose_backend
 from .cleanup import release_before_start
-from .errors import FslabError
+from .errors import STUDY_LEVEL_ERRNOS, FslabError, ResultsUnwritable
 from .executors import open_executor
 from .job.folder import JobFolder
 from .job.model import Cell, Grant, Job
@@ -242,9 +242,15 @@ def run_study(
                 on_record(record, f"{cell.filesystem} {cell.label} #{record.repetition + 1}")
 
         try:
-            jobs_executor.run(todo, jobs_dir, results_dir / WORK_DIR_NAME, emit)
+            try:
+                jobs_executor.run(todo, jobs_dir, results_dir / WORK_DIR_NAME, emit)
+            except OSError as exc:  # writing a job's folder in the results directory
+                if exc.errno not in STUDY_LEVEL_ERRNOS:
+                    raise
+                raise ResultsUnwritable(f"cannot write in {results_dir}: {exc.strerror or exc}") from exc
         except BaseException:
-            store.set_status(study_id, "interrupted")
+            with contextlib.suppress(FslabError):  # a full disk may refuse this too; resume still works
+                store.set_status(study_id, "interrupted")
             raise
         store.set_status(study_id, "complete")
         shutil.rmtree(jobs_dir, ignore_errors=True)

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from .errors import FslabError
+from .errors import STUDY_LEVEL_ERRNOS, FslabError, ResultsUnwritable
 from .job.record import RunRecord
 from .metrics import MetricKind
 
@@ -219,6 +219,19 @@ class Store:
         """Store one run. A run already stored is an error: fslab never measures twice.
         With ``source_dir`` (the job's output directory), the record's artifact directory
         is relative to it and is moved to ``artifacts/study-N/<run key>/`` first."""
+        try:
+            return self._add_record(study_id, record, source_dir)
+        except sqlite3.OperationalError as exc:
+            if "full" in str(exc) or "readonly" in str(exc):
+                raise ResultsUnwritable(f"cannot store run {record.run_key}: {self.path}: {exc}") from None
+            raise _database_error(self.path, exc, writing=True) from None
+        except OSError as exc:
+            if exc.errno in STUDY_LEVEL_ERRNOS:
+                raise ResultsUnwritable(f"cannot store run {record.run_key}'s files in {self.results_dir}: "
+                                        f"{exc.strerror or exc}") from None
+            raise
+
+    def _add_record(self, study_id: int, record: RunRecord, source_dir: Path | None) -> int:
         if source_dir is not None and record.artifact_dir:
             record = self._move_artifacts(study_id, record, source_dir)
         with self.db:
@@ -302,11 +315,14 @@ class Store:
         return self._study(row) if row else None
 
     def set_status(self, study_id: int, status: str) -> None:
-        with self.db:
-            self.db.execute(
-                "UPDATE studies SET status = ?, finished_at = ? WHERE id = ?",
-                (status, time.time() if status == "complete" else None, study_id),
-            )
+        try:
+            with self.db:
+                self.db.execute(
+                    "UPDATE studies SET status = ?, finished_at = ? WHERE id = ?",
+                    (status, time.time() if status == "complete" else None, study_id),
+                )
+        except sqlite3.Error as exc:
+            raise _database_error(self.path, exc, writing=True) from None
 
     # -- reading -------------------------------------------------------------------------
 
@@ -443,7 +459,8 @@ def check_database(path: Path) -> int:
     page_size = struct.unpack(">H", header[16:18])[0]
     page_size = 65536 if page_size == 1 else page_size
     pages, changes, valid_for = struct.unpack(">I", header[28:32])[0], header[24:28], header[92:96]
-    if changes == valid_for and pages * page_size > size:
+    wal = path.with_name(path.name + "-wal")  # pages committed to it, not yet checkpointed
+    if changes == valid_for and pages * page_size > size and not (wal.exists() and wal.stat().st_size):
         raise FslabError(f"{path} is truncated ({size} bytes; its header says {pages * page_size}): {fix}")
     try:
         db = _connect(path, read_only=True)

@@ -11,12 +11,13 @@ in another process stops the study with the same words.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import FslabError
+from ..errors import STUDY_LEVEL_ERRNOS, FslabError, ResultsUnwritable
 from .folder import AGING_ERROR, AGING_RESULT, JobFolder
 from .model import Job
 from .record import RunRecord
@@ -56,9 +57,16 @@ def run_job(job: Job, folder: JobFolder, work_dir: Path,
             on_record(RunRecord.from_line(line))
 
     try:
-        execute_job(job, folder, work_dir, emit)
+        try:
+            execute_job(job, folder, work_dir, emit)
+        except OSError as exc:  # the job folder's disk is full or read-only: so is the next run's
+            if exc.errno not in STUDY_LEVEL_ERRNOS:
+                raise
+            raise ResultsUnwritable(f"cannot write the job's records or artifacts in {folder.path}: "
+                                    f"{exc.strerror or exc}") from exc
     except FslabError as exc:
-        folder.write_error(exc, exc.scope)
+        with contextlib.suppress(OSError):  # on a full disk error.json may not fit either
+            folder.write_error(exc, exc.scope)
         raise
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import errno
 import os
 import shutil
 import time
@@ -31,7 +30,7 @@ from ..aging import AgingOption, age
 from ..cgroups import MemoryLimit, memory_limit
 from ..commands import run_command
 from ..devices import DEVICES, DeviceHandle
-from ..errors import CommandFailed, FslabError, JobFailed, WorkloadFailed
+from ..errors import STUDY_LEVEL_ERRNOS, CommandFailed, FslabError, JobFailed, ResultsUnwritable, WorkloadFailed
 from ..filesystems import FILESYSTEMS, describe, quiesce
 from ..fragmentation import free_space_histogram
 from ..provenance import fs_tool_version, host_facts
@@ -320,12 +319,9 @@ def _collect_metrics(result: WorkloadResult, before: dict[str, int], dev: Device
     return metrics
 
 
-_STUDY_LEVEL_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS}
-
-
 def _study_level_os_error(exc: BaseException) -> None:
     """A full or read-only results disk fails every run alike: stop the study (what is
     stored stays) instead of recording one failure after another."""
-    if isinstance(exc, OSError) and exc.errno in _STUDY_LEVEL_ERRNOS:
-        raise FslabError(f"cannot write results: {exc} — free space (or make the results "
-                         "directory writable) and continue with --resume") from exc
+    if isinstance(exc, OSError) and exc.errno in STUDY_LEVEL_ERRNOS:
+        raise ResultsUnwritable(f"cannot write results: {exc} — free space (or make the results "
+                                "directory writable) and continue with --resume") from exc
