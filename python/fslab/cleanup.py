@@ -13,8 +13,8 @@ import signal
 from pathlib import Path
 
 from .cgroups import remove_cgroup
-from .errors import FslabError
 from .devices.image import detach, loops_backed_by
+from .errors import FslabError
 from .filesystems import unmount
 from .mounts import mount_at, mount_table, mounts_of_source
 from .resources import Leftover, Resource, leftovers
