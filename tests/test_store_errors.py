@@ -136,6 +136,22 @@ def test_a_foreign_sqlite_database_is_not_taken_over(tmp_path, capsys, monkeypat
     assert digest(db) == before
 
 
+def test_an_sqlite_database_without_tables_is_an_error_to_readers(tmp_path, capsys, monkeypatch):
+    """A valid SQLite file that holds no table (made by another tool, or emptied) is not
+    fslab's results: report, list and export say so instead of failing on a query."""
+    db = tmp_path / DB_NAME
+    with contextlib.closing(sqlite3.connect(db)) as con:
+        con.execute("CREATE TABLE t (x)")
+        con.execute("DROP TABLE t")
+        con.commit()
+    before = digest(db)
+    for command in READERS:
+        status, text = fslab(capsys, monkeypatch, *command, "-r", str(tmp_path))
+        assert status == 2 and "without tables, not fslab's results" in one_error(text), text
+        assert "Traceback" not in text
+    assert digest(db) == before
+
+
 def test_reading_does_not_write_the_database(v2_results, capsys, monkeypatch):
     db = v2_results / DB_NAME
     before = digest(db)

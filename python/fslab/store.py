@@ -156,7 +156,7 @@ class Store:
                              "--results (-r) directory, or run a study first (`fslab run quickstart`)")
         if not self.path.exists():
             _create_database(self.path)
-        version = check_database(self.path)
+        version = check_database(self.path, reading=read_only)
         if read_only and version == 1:
             _upgrade_in_place(self.path)
         try:
@@ -440,10 +440,11 @@ def _check_results_to_read(results_dir: Path) -> None:
         raise FslabError(f"{results_dir} is a file, not a results directory: {FIX_RESULTS}")
 
 
-def check_database(path: Path) -> int:
+def check_database(path: Path, *, reading: bool = False) -> int:
     """The schema version of an existing results file, checked without writing to it:
     an empty, truncated, damaged or foreign file, or one from a newer fslab, is an
-    FslabError that names it (the file is left exactly as it is)."""
+    FslabError that names it (the file is left exactly as it is). ``reading``: a command
+    that only reads refuses an SQLite database without tables too (a run would make them)."""
     fix = (f"it is left untouched; restore it from a backup, or move it away and {FIX_RESULTS} "
            "to start afresh")
     try:
@@ -476,6 +477,9 @@ def check_database(path: Path) -> int:
         raise FslabError(f"{path} is damaged (SQLite's check: {verdict}): {fix}")
     if version > SCHEMA_VERSION:
         raise FslabError(f"{path} was written by a newer fslab (schema {version}); upgrade fslab")
+    if reading and not tables:
+        raise FslabError(f"{path} is an SQLite database without tables, not fslab's results (no study was "
+                         f"ever stored in it): {FIX_RESULTS}, or run a study into it")
     if tables and not _OUR_TABLES <= tables:
         raise FslabError(f"{path} is an SQLite database, but not fslab's results (tables: "
                          f"{', '.join(sorted(tables))}): {FIX_RESULTS}")
