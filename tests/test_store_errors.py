@@ -172,7 +172,7 @@ def test_reading_a_schema_1_file_upgrades_it_once(tmp_path, capsys, monkeypatch)
 
 
 def test_store_read_only_refuses_to_write(v2_results):
-    with Store(v2_results, read_only=True) as store, pytest.raises(sqlite3.OperationalError):
+    with Store(v2_results, read_only=True) as store, pytest.raises(FslabError, match="read-only"):
         store.set_status(store.study().id, "complete")
 
 
