@@ -134,3 +134,81 @@ def test_plan_refuses_what_run_would_refuse_with_exit_2(tmp_path, case):
                 "too-big": r"workloads\[0\] \(from-file\): lays out 1(\.0)? GiB of files, more than 90% of the "
                            r"256 MiB device"}[case]
     assert __import__("re").search(expected, " ".join(done.stderr.split())), done.stderr
+
+
+RETRY_STUDY = """
+[study]
+name = "retry after a fix"
+repetitions = 1
+drop_caches = false
+
+[device]
+size = "256MiB"
+image_dir = "{images}"
+
+[filesystems.ext4]
+
+[[workloads]]
+kind = "fio"
+name = "fine"
+rw = "write"
+bs = "64k"
+size = "{size}"
+
+[[workloads]]
+kind = "fio"
+name = "slow"
+rw = "read"
+bs = "64k"
+size = "8M"
+time_based = 1
+runtime = 3
+timeout = "{timeout}"
+"""
+
+
+def test_retry_after_fixing_a_timeout_runs_the_failed_runs_under_the_fix_and_keeps_both(device_support, tmp_path):
+    study = tmp_path / "s.toml"
+    study.write_text(RETRY_STUDY.format(images=tmp_path / "images", size="8M", timeout="1s"))
+    results = tmp_path / "results"
+    first = run_study(str(study), results_dir=results)
+    assert first.runs_failed == 1
+    study.write_text(RETRY_STUDY.format(images=tmp_path / "images", size="8M", timeout="60s"))
+    notices: list[str] = []
+    again = run_study(str(study), results_dir=results, retry_failed=True, on_notice=notices.append)
+    assert again.study_id == first.study_id and again.runs_failed_total == 0 and again.runs_retried == 1
+    assert any("workloads[1].timeout: \"1s\" -> \"60s\"" in n and "both definitions" in n for n in notices)
+    with Store(results) as store:
+        row = store.study()
+        (revision,) = row.facts["revisions"]
+        assert 'timeout = "1s"' in revision["spec_text"] and 'timeout = "60s"' in row.spec_text
+        runs = {r["cell"]["workload"]: r for r in store.runs(row.id)}
+        assert runs["slow"]["status"] == "ok" and runs["slow"]["provenance"]["timeout_s"] == 60
+        assert [r["error"] for r in store.retired_runs(row.id)] and "timed out" in store.retired_runs(row.id)[0]["error"]
+    # A case that has results may not change under them.
+    study.write_text(RETRY_STUDY.format(images=tmp_path / "images", size="16M", timeout="60s"))
+    with pytest.raises(FslabError, match=r"--retry-failed: .*workloads\[0\]\.size: \"8M\" -> \"16M\".*"
+                                         r"ext4 fine has stored results and a new definition"):
+        run_study(str(study), results_dir=results, retry_failed=True)
+
+
+def test_retry_plan_takes_new_definitions_only_of_cases_whose_runs_all_failed(tmp_path):
+    from fslab.identity import retry_plan
+    from fslab.study import parse_spec
+
+    def cells(memory: str, size: str) -> list:
+        text = RETRY_STUDY.format(images=tmp_path, size=size, timeout="1s").replace(
+            'name = "slow"', f'name = "slow"\nmemory = "{memory}"')
+        spec = parse_spec(__import__("tomllib").loads(text), "s.toml")
+        return list(make_plan(spec, backends=choose_backend).cells)
+
+    before = [c.to_json() for c in cells("64MiB", "8M")]
+    fine, slow = (c["id"] for c in before)
+    after = cells("256MiB", "8M")  # the memory limit is part of the cell: slow's id changes
+    assert after[0].id == fine and after[1].id != slow
+    ok = retry_plan(before, {fine}, after)
+    assert ok.refusal is None and ok.replaced == {slow: after[1]}
+    refused = retry_plan(before, {fine, slow}, after)  # slow had a result: it may not change
+    assert refused.refusal is not None and "ext4 slow has stored results" in refused.refusal
+    grown = retry_plan(before[:1], {fine}, after)
+    assert grown.refusal is not None and "is a new case" in grown.refusal

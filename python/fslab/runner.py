@@ -8,8 +8,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import fcntl
-import hashlib
-import json
 import os
 import shutil
 import time
@@ -21,8 +19,9 @@ from .backends import choose_backend
 from .cleanup import release_before_start
 from .errors import STUDY_LEVEL_ERRNOS, FslabError, ResultsUnwritable
 from .executors import open_executor
+from .identity import input_digests, retry_plan, study_digest, what_changed
 from .job.folder import JobFolder
-from .job.model import Cell, Grant, Job
+from .job.model import Grant, Job
 from .job.record import RunRecord
 from .plan import Plan, make_plan
 from .preflight import check_plan, device_identity
@@ -97,48 +96,36 @@ def shown_status(stored: str, results_dir: Path) -> str:
     return stored
 
 
-def input_digests(cells: tuple[Cell, ...] | list[Cell]) -> dict[str, str]:
-    """Each input file the study's workloads read (a fio job file, its includes), by
-    '<workload case>: <name>', with the SHA-256 of its text."""
-    out: dict[str, str] = {}
-    for cell in cells:
-        for name, text in cell.inputs.items():
-            out[f"{cell.label}: {name}"] = hashlib.sha256(text.encode()).hexdigest()
-    return dict(sorted(out.items()))
-
-
-def study_digest(text: str, quick: bool, cells: tuple[Cell, ...] | list[Cell]) -> str:
-    """The identity of a study: its file's text, quick mode, and the texts of the files
-    its workloads read. A study without such files keeps the digest it always had."""
-    inputs = input_digests(cells)
-    extra = f"\n#inputs={json.dumps(inputs, sort_keys=True)}" if inputs else ""
-    return hashlib.sha256((text + f"\n#quick={quick}" + extra).encode()).hexdigest()
-
-
-def what_changed(stored: StudyRow, text: str, inputs: dict[str, str]) -> list[str]:
-    """What differs between a stored study and the one asked for now, in words."""
-    out = []
-    if stored.spec_text != text:
-        out.append("the study file")
-    before: dict[str, str] = stored.facts.get("inputs") or {}
-    for name in sorted(set(before) | set(inputs)):
-        if name not in inputs:
-            out.append(f"{name} (no longer read)")
-        elif name not in before:
-            out.append(f"{name} (new)")
-        elif before[name] != inputs[name]:
-            out.append(name)
-    return out
-
-
 def _changed_study_error(flag: str, stored: StudyRow, source: str, text: str, inputs: dict[str, str],
-                         results_dir: Path) -> FslabError:
-    changed = what_changed(stored, text, inputs) or ["its identity (written by another fslab?)"]
+                         results_dir: Path, why: str = "") -> FslabError:
+    changed = what_changed(stored.spec_text, stored.facts.get("inputs") or {}, text, inputs) or [
+        "its identity (written by another fslab?)"]
     return FslabError(
         f"{flag}: study {stored.id} of {source} in {results_dir} was made from other inputs: changed since: "
-        f"{'; '.join(changed)}. Continuing it would mix runs of two definitions in one cell. Restore the "
+        f"{'; '.join(changed)}. {why or 'Continuing it would mix runs of two definitions in one cell.'} Restore the "
         f"file(s) to continue study {stored.id}, or run without {flag} to start a new study (study "
         f"{stored.id} stays as it is)")
+
+
+def _adopt_revision(store: Store, stored: StudyRow, plan: Plan, text: str, inputs: dict[str, str], digest: str,
+                    source: str, results_dir: Path, on_notice: Callable[[str], None] | None) -> StudyRow:
+    """--retry-failed of a study whose file changed: adopt the change when it touches
+    only cases whose runs all failed (a timeout, a memory limit), keeping both
+    definitions; else refuse, saying what changed."""
+    check = retry_plan(store.cells(stored.id), store.ok_cell_ids(stored.id), plan.cells)
+    if check.refusal is not None:
+        raise _changed_study_error("--retry-failed", stored, source, text, inputs, results_dir,
+                                   why=f"{check.refusal[0].upper()}{check.refusal[1:]}.")
+    changed = what_changed(stored.spec_text, stored.facts.get("inputs") or {}, text, inputs)
+    store.revise_study(stored.id, spec_text=text, spec_hash=digest, new_cells=list(check.replaced.values()),
+                       revision={"at": time.time(), "spec_text": stored.spec_text, "spec_hash": stored.spec_hash,
+                                 "inputs": stored.facts.get("inputs") or {}, "changed": changed,
+                                 "replaced_cells": {old: new.id for old, new in check.replaced.items()}})
+    if on_notice:
+        on_notice(f"--retry-failed: study {stored.id} changed since it was stored ({'; '.join(changed)}); the "
+                  "change touches only cases whose runs failed, so they run again under it (both "
+                  "definitions are kept with the study)")
+    return store.study(stored.id)
 
 
 def run_study(
@@ -185,10 +172,11 @@ def run_study(
             previous = store.latest(digest)
             if previous is None:
                 other = store.latest_of_source(source, quick)
-                if other is not None:
-                    raise _changed_study_error("--retry-failed", other, source, text, inputs, results_dir)
-                raise FslabError(f"--retry-failed: no run of {source} (quick={quick}) in {results_dir} "
-                                 "to retry; run it without --retry-failed to start it")
+                if other is None:
+                    raise FslabError(f"--retry-failed: no run of {source} (quick={quick}) in {results_dir} "
+                                     "to retry; run it without --retry-failed to start it")
+                previous = _adopt_revision(store, other, plan, text, inputs, digest, source, results_dir,
+                                           on_notice)
         if resume and previous is None:
             other = store.latest_of_source(source, quick, unfinished=True)
             if other is not None and other.spec_hash != digest:

@@ -304,6 +304,28 @@ class Store:
                                (study_id,)).fetchall()
         return [dict(r) for r in rows]
 
+    def revise_study(self, study_id: int, *, spec_text: str, spec_hash: str, new_cells: list[Cell],
+                     revision: dict[str, Any]) -> None:
+        """Adopt a changed study file for --retry-failed (fslab.identity.retry_plan): the new
+        text and identity, ``new_cells`` added (they replace cells whose runs all failed; the
+        old rows stay, with their retired runs, as history) and ``revision`` (the old text
+        and what changed) appended to the study's facts."""
+        row = self.db.execute("SELECT facts_json, (SELECT COUNT(*) FROM cells WHERE study_id = ?) AS n"
+                              " FROM studies WHERE id = ?", (study_id, study_id)).fetchone()
+        facts = json.loads(row["facts_json"])
+        facts["revisions"] = [*facts.get("revisions", []), revision]
+        with self.db:
+            self.db.execute("UPDATE studies SET spec_text = ?, spec_hash = ?, facts_json = ? WHERE id = ?",
+                            (spec_text, spec_hash, json.dumps(facts), study_id))
+            for offset, cell in enumerate(new_cells):
+                self._insert_cell(study_id, int(row["n"]) + offset, cell)
+
+    def ok_cell_ids(self, study_id: int) -> set[str]:
+        """Cells with at least one successful stored run."""
+        rows = self.db.execute("SELECT DISTINCT cell_id FROM runs WHERE study_id = ? AND status = 'ok'",
+                               (study_id,)).fetchall()
+        return {r["cell_id"] for r in rows}
+
     def failed_count(self, study_id: int) -> int:
         return int(self.db.execute("SELECT COUNT(*) FROM runs WHERE study_id = ? AND status != 'ok'",
                                    (study_id,)).fetchone()[0])

@@ -200,6 +200,7 @@ def _base_provenance(run: Run, ctx: ExecContext, state: _JobState) -> dict[str, 
         "backend": cell.backend,
         "job": ctx.job.id,
         "fresh": ctx.job.settings.fresh,
+        "timeout_s": cell.timeout_s,  # the limit this run had (a retry may have raised it)
         "order_seed": ctx.job.settings.order_seed,
         "workload": {"kind": cell.workload_kind, "params": cell.params},
         **state.facts,
