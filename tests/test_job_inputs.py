@@ -184,7 +184,8 @@ def test_retry_after_fixing_a_timeout_runs_the_failed_runs_under_the_fix_and_kee
         assert 'timeout = "1s"' in revision["spec_text"] and 'timeout = "60s"' in row.spec_text
         runs = {r["cell"]["workload"]: r for r in store.runs(row.id)}
         assert runs["slow"]["status"] == "ok" and runs["slow"]["provenance"]["timeout_s"] == 60
-        assert [r["error"] for r in store.retired_runs(row.id)] and "timed out" in store.retired_runs(row.id)[0]["error"]
+        (retired,) = store.retired_runs(row.id)
+        assert "timed out" in retired["error"]
     # A case that has results may not change under them.
     study.write_text(RETRY_STUDY.format(images=tmp_path / "images", size="16M", timeout="60s"))
     with pytest.raises(FslabError, match=r"--retry-failed: .*workloads\[0\]\.size: \"8M\" -> \"16M\".*"
