@@ -56,7 +56,8 @@ def _direct_writes(path: str, bs: str, count: int) -> None:
 @pytest.mark.parametrize("method", ["raw", "text"])
 def test_array_bios_and_member_requests_are_traced_apart(tracing: Path, loop_device, tmp_path: Path,
                                                          method: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    from fslab.trace import capture, hook
+    from fslab.job import tracing as hook
+    from fslab.trace import capture
 
     if method == "text":  # the fallback reader must decode block_bio_queue too
         monkeypatch.setattr(capture.TraceCapture, "_choose", lambda self: "text")

@@ -9,6 +9,7 @@ import pytest
 
 from fslab.errors import SpecError
 from fslab.runner import run_study
+from fslab.store import Store
 from fslab.study import load_spec
 from fslab.workloads.fio import JOB_FILE_INPUT, read_job_files, runs_program, write_job_files
 
@@ -133,12 +134,13 @@ def test_job_file_exec_refused_before_anything_is_made(device_support, tmp_path)
     with pytest.raises(SpecError) as err:
         run_study(str(path), results_dir=tmp_path / "results")
     # The study's field and the job file's line, both named.
-    assert err.value.source == str(path) and err.value.field == "workloads[0].job_file"
-    assert f"{tmp_path / 'job.fio'}: line 8" in str(err.value) and "exec_postrun" in str(err.value)
+    assert err.value.source == str(path)
+    assert f"workloads[0].job_file: {tmp_path / 'job.fio'}: line 8" in str(err.value)
+    assert "exec_postrun" in str(err.value)
     assert not marker.exists()
     assert not list((tmp_path / "images").glob("*.img"))
-    # Refused while it was planned: no results directory, so no study row of it either.
-    assert not (tmp_path / "results").exists()
+    # Refused before anything ran: no study row of it either (no phantom "interrupted" one).
+    assert not (tmp_path / "results" / "fslab.sqlite").exists() or not Store(tmp_path / "results").studies()
 
 
 @pytest.mark.parametrize("where", ["inline", "job_file"])
