@@ -281,7 +281,7 @@ def test_cleanup_after_sigkill(device_support, tmp_path):
 
 def test_one_study_per_results_directory(device_support, tmp_path):
     from fslab.errors import FslabError
-    from fslab.runner import study_lock
+    from fslab.study_lock import study_lock
 
     results = tmp_path / "results"
     results.mkdir()

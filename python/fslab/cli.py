@@ -380,8 +380,8 @@ def list_(
 
     from rich.table import Table
 
-    from .runner import shown_status
     from .store import Store
+    from .study_lock import shown_status
 
     with Store(results, read_only=True) as store:
         rows = store.studies()

@@ -5,14 +5,12 @@ interrupted study without repeating a run. It knows no concrete backend or execu
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import fcntl
 import hashlib
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,6 +28,7 @@ from .signals import install_handlers
 from .spec import StudySpec
 from .store import Store, ensure_results_dir
 from .study import load_spec
+from .study_lock import study_lock
 from .units import format_bytes
 from .workloads import WORKLOADS
 
@@ -53,51 +52,6 @@ class StudyOutcome:
     @property
     def runs_planned(self) -> int:
         return len(self.plan.runs)
-
-
-@contextlib.contextmanager
-def study_lock(results_dir: Path) -> Iterator[None]:
-    """One running study per results directory: two processes resuming the same study
-    would measure the same runs twice. The kernel drops the lock if we die."""
-    path = results_dir / ".lock"
-    with open(path, "a+") as f:
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            f.seek(0)
-            owner = f.read().strip() or "?"
-            raise FslabError(
-                f"another fslab (pid {owner}) is running a study in {results_dir}: wait for it, "
-                "or use another --results directory"
-            ) from None
-        f.seek(0)
-        f.truncate()
-        f.write(str(os.getpid()))
-        f.flush()
-        yield
-
-
-def study_running(results_dir: Path) -> bool:
-    """Whether an fslab process holds this results directory's study lock right now. A
-    study stored as "running" whose lock nobody holds was interrupted (its process died)."""
-    path = results_dir / ".lock"
-    try:
-        with open(path) as f:
-            try:
-                fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return True
-            fcntl.flock(f, fcntl.LOCK_UN)
-            return False
-    except OSError:
-        return False
-
-
-def shown_status(stored: str, results_dir: Path) -> str:
-    """The status to show a person: "running" only while a process holds the lock."""
-    if stored == "running" and not study_running(results_dir):
-        return "interrupted"
-    return stored
 
 
 def spec_hash(text: str, quick: bool) -> str:

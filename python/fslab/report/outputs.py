@@ -16,8 +16,8 @@ def load_report(results: Path, study_id: int | None, metric: str | None = None, 
                 progress: Progress | None = None) -> Report:
     """The report of a stored study; with ``trace_plots`` also its traced runs' plots (as
     data, and as PNG when ``images``), reading every trace file of the study."""
-    from ..runner import shown_status
     from ..store import Store
+    from ..study_lock import shown_status
 
     with Store(results, read_only=True) as store:
         row = store.study(study_id)
