@@ -27,7 +27,7 @@ import shutil
 import sqlite3
 import struct
 import time
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -35,6 +35,7 @@ from urllib.parse import quote
 from .errors import FslabError
 from .metrics import MetricKind
 from .records import RunRecord
+from .stored import StoredCell, StoredMetric, StoredRun, StudyRow
 
 if TYPE_CHECKING:
     from .plan import Cell, Plan
@@ -115,27 +116,6 @@ CREATE TABLE IF NOT EXISTS metrics (
     PRIMARY KEY (run_id, name)
 );
 """
-
-
-@dataclass(frozen=True)
-class StudyRow:
-    id: int
-    name: str
-    source: str
-    spec_hash: str
-    quick: bool
-    order: str
-    seed: int
-    fresh: str
-    repetitions: int
-    planned_runs: int
-    skipped: list[dict[str, str]]
-    host: dict[str, Any]
-    status: str
-    created_at: float
-    finished_at: float | None
-    spec_text: str
-    facts: dict[str, Any]
 
 
 class Store:
@@ -348,13 +328,14 @@ class Store:
         ).fetchall()
         return {(r["cell_id"], r["repetition"]) for r in rows}
 
-    def cells(self, study_id: int) -> list[dict[str, Any]]:
+    def cells(self, study_id: int) -> list[StoredCell]:
+        """The study's cells in the study file's order."""
         rows = self.db.execute(
             "SELECT cell_json FROM cells WHERE study_id = ? ORDER BY position", (study_id,)
         ).fetchall()
-        return [json.loads(r["cell_json"]) for r in rows]
+        return [_cell(r["cell_json"]) for r in rows]
 
-    def runs(self, study_id: int) -> list[dict[str, Any]]:
+    def runs(self, study_id: int) -> list[StoredRun]:
         """Every stored run of a study with its cell and metrics, in execution order."""
         rows = self.db.execute(
             "SELECT r.*, c.cell_json FROM runs r JOIN cells c"
@@ -365,23 +346,29 @@ class Store:
             "SELECT m.* FROM metrics m JOIN runs r ON r.id = m.run_id WHERE r.study_id = ?",
             (study_id,),
         ).fetchall()
-        by_run: dict[int, dict[str, dict[str, Any]]] = {}
+        by_run: dict[int, dict[str, StoredMetric]] = {}
         for m in metric_rows:
             better = m["higher_is_better"]
-            by_run.setdefault(m["run_id"], {})[m["name"]] = {
-                "value": m["value"], "unit": m["unit"], "note": m["note"],
-                "higher_is_better": None if better is None else bool(better),
-            }
+            by_run.setdefault(m["run_id"], {})[m["name"]] = StoredMetric(
+                value=m["value"], unit=m["unit"], note=m["note"],
+                higher_is_better=None if better is None else bool(better),
+            )
         return [
-            {
-                "run_id": r["id"], "cell": json.loads(r["cell_json"]), "repetition": r["repetition"],
-                "sequence": r["sequence"], "status": r["status"], "error": r["error"],
-                "started_at": r["started_at"], "finished_at": r["finished_at"],
-                "provenance": json.loads(r["provenance_json"]), "artifact_dir": r["artifact_dir"],
-                "metrics": by_run.get(r["id"], {}),
-            }
+            StoredRun(
+                run_id=r["id"], cell=_cell(r["cell_json"]), repetition=r["repetition"],
+                sequence=r["sequence"], status=r["status"], error=r["error"],
+                started_at=r["started_at"], finished_at=r["finished_at"],
+                provenance=json.loads(r["provenance_json"]), artifact_dir=r["artifact_dir"],
+                metrics=by_run.get(r["id"], {}),
+            )
             for r in rows
         ]
+
+
+def _cell(text: str) -> StoredCell:
+    """A stored cell's JSON, as the plan wrote it (the shape is StoredCell's)."""
+    cell: StoredCell = json.loads(text)
+    return cell
 
 
 FIX_RESULTS = "pass another --results (-r) directory"
@@ -557,7 +544,7 @@ def _migrate_1_to_2(db: sqlite3.Connection) -> None:
         db.execute("PRAGMA user_version = 2")
 
 
-def stored_metric_kind(runs: list[dict[str, Any]], name: str) -> MetricKind:
+def stored_metric_kind(runs: Sequence[StoredRun], name: str) -> MetricKind:
     """Unit and better direction of a metric as the runs stored it (no plug-in needed).
     A metric no run has (every run failed) gets unit '?' and 'higher is better'."""
     for run in runs:
