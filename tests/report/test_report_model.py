@@ -103,7 +103,7 @@ def test_compare_typos_say_what_was_tried_and_what_is_valid(tmp_path: Path) -> N
 
 
 def test_interval_below_zero_is_marked_not_clipped_silently() -> None:
-    from fslab.report.model import Bar, ChartData
+    from fslab.report.data import Bar, ChartData
 
     chart = ChartData("w: m", "m", "MiB/s", True, ["all"], ["a"],
                       [Bar("a", "all", 2, 1.0, -3.0, 5.0, [0.1, 1.9], True)])

@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import matplotlib
 
@@ -19,6 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from ..analysis.stats import summarize  # noqa: E402
 from ..store import stored_metric_kind  # noqa: E402
+from ..stored import STATUS_OK, Params, StoredCell, StoredRun  # noqa: E402
 from .units import display_scale, fmt  # noqa: E402
 
 
@@ -32,11 +32,11 @@ class Chart:
     values: dict[tuple[str, str], list[float]] = field(default_factory=dict)  # (fs, case)
 
 
-def _case_label(axes: dict[str, Any], skip: str | None) -> str:
+def _case_label(axes: Params, skip: str | None) -> str:
     return ", ".join(f"{k}={v}" for k, v in axes.items() if k != skip) or "all"
 
 
-def build_charts(runs: list[dict[str, Any]], cells: list[dict[str, Any]], by: str | None,
+def build_charts(runs: list[StoredRun], cells: list[StoredCell], by: str | None,
                  metric: str | None = None) -> list[Chart]:
     charts: dict[tuple[str, str], Chart] = {}
     for cell in cells:
@@ -55,7 +55,7 @@ def build_charts(runs: list[dict[str, Any]], cells: list[dict[str, Any]], by: st
     by_cell = {c["id"]: c for c in cells}
     for run in runs:
         cell = by_cell.get(run["cell"]["id"])
-        if cell is None or run["status"] != "ok":
+        if cell is None or run["status"] != STATUS_OK:
             continue
         has_by = by is not None and by in cell["axes"]
         chart = charts[(cell["workload"], f"{by}={cell['axes'][by]}" if has_by else "")]
@@ -118,7 +118,7 @@ def draw(chart: Chart, path_stem: Path) -> list[Path]:
     return written
 
 
-def write_charts(runs: list[dict[str, Any]], cells: list[dict[str, Any]], out_dir: Path,
+def write_charts(runs: list[StoredRun], cells: list[StoredCell], out_dir: Path,
                  by: str | None = None, metric: str | None = None) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []

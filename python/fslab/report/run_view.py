@@ -11,12 +11,16 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..errors import FslabError
+from ..stored import StoredMetric, StoredRun, StudyRow
 from .labels import cell_label, fs_column
 from .provenance_facts import bytes_text, run_facts
 from .units import display_scale, fmt
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
 
 MAX_LINES = 25  # per raw output shown; the path to the full file is given beside it
 # Files that describe how the run was set up rather than what the workload printed: listed, not shown.
@@ -63,7 +67,7 @@ def _ranges(ids: list[int]) -> str:
     return ", ".join(out)
 
 
-def find_run(results: Path, wanted: str, study_id: int | None) -> tuple[Any, dict[str, Any]]:
+def find_run(results: Path, wanted: str, study_id: int | None) -> tuple[StudyRow, StoredRun]:
     """(study row, run) for an id or artifact folder name; an FslabError naming the runs
     that exist when there is none."""
     from ..store import Store
@@ -134,15 +138,16 @@ def _raw(path: Path) -> RawOutput | None:
     return RawOutput(path.name, str(path), what, lines[:MAX_LINES], len(lines))
 
 
-def _metric_rows(metrics: dict[str, dict[str, Any]]) -> list[tuple[str, str, str, str]]:
+def _metric_rows(metrics: dict[str, StoredMetric]) -> list[tuple[str, str, str, str]]:
     out = []
     for name in sorted(metrics):
         m = metrics[name]
-        if m["value"] is None:
+        value = m["value"]
+        if value is None:
             out.append((name, "—", m["unit"], m["note"] or ""))
             continue
-        divisor, unit = display_scale(m["unit"], m["value"])
-        out.append((name, f"{fmt(m['value'] / divisor)} {unit}", m["unit"], m["note"] or ""))
+        divisor, unit = display_scale(m["unit"], value)
+        out.append((name, f"{fmt(value / divisor)} {unit}", m["unit"], m["note"] or ""))
     return out
 
 
@@ -173,7 +178,7 @@ def run_view(results: Path, wanted: str, study_id: int | None = None) -> RunView
     return view
 
 
-def render_run(view: RunView) -> list[Any]:
+def render_run(view: RunView) -> list[RenderableType]:
     """Rich renderables of one run, in reading order."""
     from rich.markup import escape
     from rich.table import Table
@@ -188,7 +193,7 @@ def render_run(view: RunView) -> list[Any]:
         return t
 
     ok = view.status == "ok"
-    out: list[Any] = [Text(view.title + " — " + view.status, style="bold" if ok else "bold red")]
+    out: list[RenderableType] = [Text(view.title + " — " + view.status, style="bold" if ok else "bold red")]
     if view.error:
         out.append(Text("error: " + view.error, style="red"))
     out.append(table("parameters", ["parameter", "value"], view.parameters))
