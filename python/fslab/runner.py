@@ -232,7 +232,7 @@ def run_study(
         else:
             study_id = store.create_study(
                 name=spec.study.name, source=source, spec_text=text, spec_hash=digest,
-                plan=plan, host=host_facts(), facts={"device_identity": identity},
+                plan=plan, host=host_facts(), facts={"device_identity": identity, "paper": spec.study.paper},
             )
         jobs_dir = results_dir / JOBS_DIR_NAME / f"study-{study_id}"
         _recover_records(store, study_id, jobs_dir)
