@@ -151,7 +151,7 @@ def run(
         help="local (default) or dask://HOST:PORT: each job runs on an `fslab worker` of that Dask scheduler")] = None,
 ) -> None:
     """Run a study: make, mount and measure every cell, store every run."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
     from .runner import run_study
 
@@ -160,7 +160,7 @@ def run(
         TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.fields[last]}"),
         console=err_console, disable=quiet or not err_console.is_terminal,
     )
-    task: dict[str, int] = {}
+    task: dict[str, TaskID] = {}
     plain = not quiet and not err_console.is_terminal
 
     def on_start(p: Plan, study_id: int, remaining: int) -> None:

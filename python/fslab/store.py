@@ -29,13 +29,13 @@ import struct
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import quote
 
 from .errors import FslabError
 from .metrics import MetricKind
 from .records import RunRecord
-from .stored import StoredCell, StoredMetric, StoredRun, StudyRow
+from .stored import RetiredRun, StoredCell, StoredMetric, StoredRun, StudyFacts, StudyRow
 
 if TYPE_CHECKING:
     from .plan import Cell, Plan
@@ -168,7 +168,7 @@ class Store:
     # -- writing -------------------------------------------------------------------------
 
     def create_study(self, *, name: str, source: str, spec_text: str, spec_hash: str,
-                     plan: Plan, host: dict[str, Any], facts: dict[str, Any] | None = None) -> int:
+                     plan: Plan, host: dict[str, Any], facts: StudyFacts | None = None) -> int:
         with self.db:
             cur = self.db.execute(
                 "INSERT INTO studies (name, source, spec_text, spec_hash, quick, run_order,"
@@ -263,12 +263,12 @@ class Store:
                 self.db.execute("DELETE FROM runs WHERE id = ?", (row["id"],))
         return len(rows)
 
-    def retired_runs(self, study_id: int) -> list[dict[str, Any]]:
+    def retired_runs(self, study_id: int) -> list[RetiredRun]:
         if not self.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'retired_runs'").fetchone():
             return []  # a file written before the table existed, opened read-only
         rows = self.db.execute("SELECT * FROM retired_runs WHERE study_id = ? ORDER BY id",
                                (study_id,)).fetchall()
-        return [dict(r) for r in rows]
+        return [cast(RetiredRun, dict(r)) for r in rows]  # the table's columns are its keys
 
     def failed_count(self, study_id: int) -> int:
         return int(self.db.execute("SELECT COUNT(*) FROM runs WHERE study_id = ? AND status != 'ok'",

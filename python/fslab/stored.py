@@ -86,6 +86,31 @@ class StoredRun(TypedDict):
     metrics: dict[str, StoredMetric]
 
 
+class RetiredRun(TypedDict):
+    """A failed run that ``--retry-failed`` ran again, kept as history (never reported as a
+    result): its row as stored, provenance as JSON text."""
+
+    id: int
+    study_id: int
+    cell_id: str
+    repetition: int
+    sequence: int
+    status: str
+    error: str | None
+    started_at: float
+    finished_at: float
+    provenance_json: str
+    artifact_dir: str | None  # moved to ``<run>.failed-<id>/``
+    retired_at: float
+
+
+class StudyFacts(TypedDict, total=False):
+    """What was recorded about a study when it was created (absent in older rows)."""
+
+    device_identity: dict[str, str] | None  # a handed-over disk's identity (fslab.devices.block)
+    paper: str | None  # ``[study] paper``: the published study it reproduces
+
+
 class SkippedFilesystem(TypedDict):
     """A file system the plan left out, and why (e.g. this kernel cannot mount it)."""
 
@@ -111,7 +136,7 @@ class StudyRow:
     created_at: float
     finished_at: float | None
     spec_text: str
-    facts: dict[str, Any]  # recorded when the study was created: device_identity, paper
+    facts: StudyFacts
 
     @property
     def paper(self) -> str | None:
@@ -120,8 +145,7 @@ class StudyRow:
         then. Recorded when the study was created; for a study stored before it was, the
         shipped preset it was run from says (a user's own file never had one)."""
         if "paper" in self.facts:
-            paper = self.facts["paper"]
-            return str(paper) if paper else None
+            return self.facts["paper"] or None
         return _preset_paper(self.source)
 
 

@@ -36,33 +36,38 @@ def _case_label(axes: Params, skip: str | None) -> str:
     return ", ".join(f"{k}={v}" for k, v in axes.items() if k != skip) or "all"
 
 
+def _by_label(axes: Params, by: str | None) -> str:
+    """'rw=read': the chart a cell belongs to when charts are split by axis ``by`` ('' when
+    the cell has no such axis)."""
+    return f"{by}={axes[by]}" if by is not None and by in axes else ""
+
+
 def build_charts(runs: list[StoredRun], cells: list[StoredCell], by: str | None,
                  metric: str | None = None) -> list[Chart]:
     charts: dict[tuple[str, str], Chart] = {}
     for cell in cells:
         name = metric or cell["primary_metric"]
-        has_by = by is not None and by in cell["axes"]
-        key = (cell["workload"], f"{by}={cell['axes'][by]}" if has_by else "")
+        key = (cell["workload"], _by_label(cell["axes"], by))
         chart = charts.get(key)
         if chart is None:
             title = cell["workload"] + (f": {key[1]}" if key[1] else "")
             chart = charts[key] = Chart(title, name, stored_metric_kind(runs, name).unit)
-        case = _case_label(cell["axes"], by if has_by else None)
+        case = _case_label(cell["axes"], by if key[1] else None)
         if case not in chart.cases:
             chart.cases.append(case)
         if cell["filesystem"] not in chart.filesystems:
             chart.filesystems.append(cell["filesystem"])
     by_cell = {c["id"]: c for c in cells}
     for run in runs:
-        cell = by_cell.get(run["cell"]["id"])
-        if cell is None or run["status"] != STATUS_OK:
+        stored = by_cell.get(run["cell"]["id"])
+        if stored is None or run["status"] != STATUS_OK:
             continue
-        has_by = by is not None and by in cell["axes"]
-        chart = charts[(cell["workload"], f"{by}={cell['axes'][by]}" if has_by else "")]
+        key = (stored["workload"], _by_label(stored["axes"], by))
+        chart = charts[key]
         m = run["metrics"].get(chart.metric)
         if m is not None and m["value"] is not None:
-            case = _case_label(cell["axes"], by if has_by else None)
-            chart.values.setdefault((cell["filesystem"], case), []).append(float(m["value"]))
+            case = _case_label(stored["axes"], by if key[1] else None)
+            chart.values.setdefault((stored["filesystem"], case), []).append(float(m["value"]))
     return list(charts.values())
 
 

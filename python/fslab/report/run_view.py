@@ -9,6 +9,7 @@ folder's name (``<cell>-r<repetition>``) in the study asked for (the newest by d
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -159,8 +160,9 @@ def run_view(results: Path, wanted: str, study_id: int | None = None) -> RunView
               ("mkfs options", " ".join(cell.get("mkfs") or []) or "(defaults)"),
               ("mount options", ",".join(cell.get("mount") or []) or "(defaults)")]
     params += [(k, str(v)) for k, v in cell["params"].items()]
-    if cell.get("aging"):
-        params.append(("aging", ", ".join(f"{k}={v}" for k, v in cell["aging"].items() if v is not None)))
+    aging = cell.get("aging")
+    if aging:
+        params.append(("aging", ", ".join(f"{k}={v}" for k, v in aging.items() if v is not None)))
     params.append(("wall time", f"{run['finished_at'] - run['started_at']:.1f} s"))
     folder = results / run["artifact_dir"] if run["artifact_dir"] else None
     files = sorted(p for p in folder.rglob("*") if p.is_file()) if folder and folder.is_dir() else []
@@ -169,7 +171,8 @@ def run_view(results: Path, wanted: str, study_id: int | None = None) -> RunView
         f"run {run['run_id']} of study {study.id} ({study.name}): {fs_column(cell)}, {cell_label(cell)}, "
         f"repetition {run['repetition'] + 1}", run["status"], run["error"], params,
         _metric_rows(run["metrics"]), list(run_facts(run, study.quick).items()),
-        str(folder) if folder else "", [(str(p.relative_to(folder)), p.stat().st_size) for p in files])
+        str(folder) if folder else "",
+        [(str(p.relative_to(folder)), p.stat().st_size) for p in files] if folder else [])
     first = [p for p in files if p.name == "error.txt"]  # why it failed comes first
     for path in first + [p for p in files if p.name not in CONTEXT_FILES and p.name != "error.txt"]:
         raw = _raw(path)
@@ -184,7 +187,7 @@ def render_run(view: RunView) -> list[RenderableType]:
     from rich.table import Table
     from rich.text import Text
 
-    def table(title: str, columns: list[str], rows: list[tuple[str, ...]]) -> Table:
+    def table(title: str, columns: list[str], rows: Sequence[tuple[str, ...]]) -> Table:
         t = Table(title=escape(title) or None, title_justify="left")
         for c in columns:
             t.add_column(escape(c))

@@ -61,7 +61,7 @@ def trace_path(results_dir: Path, run: StoredRun) -> Path | None:
     info = run["provenance"].get("trace") or {}
     if not info.get("captured") or not run["artifact_dir"]:
         return None
-    return results_dir / run["artifact_dir"] / info.get("artifact", "trace.parquet")
+    return results_dir / run["artifact_dir"] / str(info.get("artifact", "trace.parquet"))
 
 
 def pooled(traces: list[Trace]) -> Trace:

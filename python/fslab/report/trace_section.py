@@ -56,7 +56,8 @@ def _loss_text(complete: bool, lost: int | None) -> str:
 
 def _sizes_kib(trace: Trace, op: int) -> np.ndarray:
     m = data_requests(trace) & (trace.columns["op"] == op)
-    return trace.columns["nr_sector"][m].astype(np.float64) * SECTOR_BYTES / 1024
+    sizes: np.ndarray = trace.columns["nr_sector"][m].astype(np.float64) * SECTOR_BYTES / 1024
+    return sizes
 
 
 def _png(draw: Callable[[io.BytesIO], Any]) -> bytes:

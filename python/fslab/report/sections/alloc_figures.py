@@ -235,7 +235,10 @@ def _side(r: FiellerRatio) -> int:
 def conclusion_a(g: _Group) -> str:
     """Allocation+write dominates: every write op slower than every read and the delete,
     on each file system and condition (the paper: 20-130x)."""
-    above, below, unsure, spans = [], [], [], []
+    above: list[str] = []
+    below: list[str] = []
+    unsure: list[str] = []
+    spans: list[float] = []
     for col in g.columns:
         for cond in g.conditions:
             v = g.values.get((col, cond), {})
@@ -274,7 +277,9 @@ def conclusion_b(g: _Group) -> str:
     same, other = _same_backend(g, ref)
     if not same:
         return f"cannot tell ({ref} is the only file system on its backend).{_excluded(other)}"
-    above, below, unsure = [], [], []
+    above: list[str] = []
+    below: list[str] = []
+    unsure: list[str] = []
     for cond in g.conditions:
         for w in WRITES:
             mine = g.values.get((ref, cond), {}).get(w)
@@ -304,7 +309,9 @@ def conclusion_c(g: _Group, ratios: dict[tuple[str, str, str], FiellerRatio]) ->
         return "cannot tell (no aged file system in this study)"
     if not same:
         return f"cannot tell ({ref} is the only file system on its backend).{_excluded(other)}"
-    above, below, unsure = [], [], []
+    above: list[str] = []
+    below: list[str] = []
+    unsure: list[str] = []
     for cond in aged:
         for w in WRITES:
             mine = ratios.get((ref, cond, w))
@@ -379,7 +386,7 @@ def _state_table(runs: list[StoredRun], cells: list[StoredCell]) -> TableSection
 
 def build(study: StudyData) -> list[ModelSection]:
     runs, cells, paper = study.runs, study.cells, study.paper == PAPER
-    out = []
+    out: list[ModelSection] = []
     for g in _groups(runs, cells):
         if not g.values:
             continue
