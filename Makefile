@@ -1,4 +1,4 @@
-# fslab: `make demo` runs the quickstart study, `make test` runs the tests.
+# fslab: `make demo` runs the quickstart study, `make test` runs the tests (and lint: ruff, mypy).
 # Each target runs `setup` first, so either alone is enough on a fresh machine.
 
 PYTHON ?= python3
@@ -42,6 +42,7 @@ bench: setup
 
 lint: setup
 	$(BIN)/ruff check python tests bench
+	$(BIN)/mypy
 	cd crates/fslab-core && cargo clippy -q -- -D warnings
 
 clean:

@@ -125,10 +125,11 @@ def test_quick_sub_matrix_with_charts_and_contrasts(device_support, tmp_path):
     # The table shows every case's axis values (brackets are not taken for markup).
     from rich.console import Console
 
-    from fslab.report.tables import build_table, render
+    from fslab.report.tables import build_table
+    from fslab.report.terminal import render_table
 
     console = Console(record=True, width=250)
-    console.print(render(build_table(runs, None, cells), "t"))
+    console.print(render_table(build_table(runs, None, cells), "t"))
     text = console.export_text()
     for rw in ("randread", "randwrite"):
         for engine in ("libaio", "io_uring"):

@@ -50,8 +50,9 @@ def test_replay_queue_depth() -> None:
 
 @pytest.mark.device
 def test_traced_study_is_replayed_on_models(tmp_path: Path) -> None:
+    from fslab.report.sections.trace_tables import report_tables
     from fslab.report.tables import build_table
-    from fslab.report.trace_tables import report_tables
+    from fslab.report.terminal import section_renderable
     from fslab.simulate import read_requests
     from traced_study import rendered_text as _text
     from traced_study import run_traced_study, traced_study_support
@@ -90,7 +91,9 @@ def test_traced_study_is_replayed_on_models(tmp_path: Path) -> None:
         assert m["pred_sata-mlc-ssd_iops"]["value"] > 3 * m["pred_hdd-7200_iops"]["value"]
         assert m["pred_hdd-7200_latency_p99_ns"]["value"] >= m["pred_hdd-7200_latency_p50_ns"]["value"]
 
-    text = _text(report_tables(runs, cells))
+    tables = report_tables(runs, cells)
+    assert [t.kind for t in tables] == ["trace", "prediction"]  # HTML and Markdown put predictions apart
+    text = _text([section_renderable(t) for t in tables])
     assert text.index("block trace — randwrite") < text.index("predicted on device models (not measured)")
     predicted = text[text.index("predicted on device models"):]
     assert "closed-loop at queue depth 1" in predicted

@@ -315,7 +315,7 @@ def test_resume_after_sigkill_releases_what_the_dead_run_left_and_says_so(device
 
 def test_one_study_per_results_directory(device_support, tmp_path):
     from fslab.errors import FslabError
-    from fslab.runner import study_lock
+    from fslab.study_lock import study_lock
 
     results = tmp_path / "results"
     results.mkdir()

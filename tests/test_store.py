@@ -14,6 +14,7 @@ from fslab.errors import FslabError
 from fslab.export import EXPORTERS
 from fslab.report.tables import build_table
 from fslab.store import SCHEMA_VERSION, Store
+from fslab.stored import StudyRow
 
 FIXTURE = Path(__file__).parent / "data" / "results-v1" / "fslab.sqlite"
 
@@ -41,6 +42,7 @@ def test_schema_1_database_migrates_and_reads(v1_results: Path):
     db = sqlite3.connect(v1_results / "fslab.sqlite")
     assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     assert study.name == "fixture: ext4 vs xfs, schema v1" and study.facts == {}
+    assert study.paper is None  # a study file of its own, stored before papers were recorded
     assert [r["status"] for r in runs] == ["ok", "failed", "ok", "failed"]
     assert all(c["primary_metric"] == "iops" for c in cells)  # filled from the fio plug-in
     ok = [r for r in runs if r["status"] == "ok"]
@@ -75,3 +77,20 @@ def test_newer_schema_is_refused(v1_results: Path):
     db.commit()
     with pytest.raises(FslabError, match="newer fslab"):
         Store(v1_results)
+
+
+def _study_row(source: str, facts: dict[str, object]) -> StudyRow:
+    return StudyRow(1, "s", source, "h", False, "in-order", 1, "run", 2, 2, [], {}, "complete", 0.0, 1.0, "", facts)
+
+
+def test_the_paper_a_study_reproduces():
+    """Recorded with the study when it was created (``[study] paper``); a study stored
+    before it was reads it from the shipped preset it was run from, so yesterday's
+    seed-003 results keep the paper's labels and verdicts."""
+    assert _study_row("mine.toml", {"paper": "seed-003"}).paper == "seed-003"
+    assert _study_row("preset seed-003", {"paper": None, "device_identity": None}).paper is None  # recorded wins
+    assert _study_row("preset seed-003-usb", {}).paper == "seed-003"
+    assert _study_row("preset seed-000", {"device_identity": None}).paper == "seed-000"
+    assert _study_row("preset quickstart", {}).paper is None
+    assert _study_row("preset no-longer-shipped", {}).paper is None
+    assert _study_row("presets/seed-003.toml", {}).paper is None  # a file, whatever its name

@@ -19,6 +19,7 @@ from .errors import FslabError, ResultsUnwritable
 if TYPE_CHECKING:
     from .job.record import RunRecord
     from .plan import Plan
+    from .stored import StoredCell, StoredRun
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -169,7 +170,7 @@ def run(
         help="local (default) or dask://HOST:PORT: each job runs on an `fslab worker` of that Dask scheduler")] = None,
 ) -> None:
     """Run a study: make, mount and measure every cell, store every run."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
     from .runner import run_study
 
@@ -178,7 +179,7 @@ def run(
         TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.fields[last]}"),
         console=err_console, disable=quiet or not err_console.is_terminal,
     )
-    task: dict[str, int] = {}
+    task: dict[str, TaskID] = {}
     plain = not quiet and not err_console.is_terminal
 
     def on_start(p: Plan, study_id: int, remaining: int) -> None:
@@ -258,13 +259,13 @@ def resume_command(study: str, results: Path, quick: bool, devices: list[str],
 
 def _print_report(results: Path, study_id: int | None, metric: str | None, by_host: bool = False) -> None:
     """The report in the terminal, from the same model as --html/--markdown/--json."""
-    from .report.hosts import host_renderables
-    from .report.outputs import load_report
-    from .report.terminal import render_terminal
+    from .report.outputs import load_report, reports_by_host
+    from .report.terminal import host_renderables, render_terminal
 
     report = load_report(results, study_id, metric)
     # Several hosts (a Dask run): a table per host on request, and what they differ in.
-    for renderable in [*render_terminal(report), *host_renderables(results, study_id, metric, by_host)]:
+    per_host = reports_by_host(results, study_id, metric) if by_host else []
+    for renderable in [*render_terminal(report), *host_renderables(report, per_host)]:
         console.print(renderable)
     if report.status != "complete":
         console.print(f"[yellow]{report.runs_stored} of {report.runs_planned} runs stored; continue with "
@@ -310,11 +311,9 @@ def report(
         if str(as_json) == "-":
             return
     _print_report(results, study, metric, by_host)
-    from .store import Store
+    from .report.outputs import load_study
 
-    with Store(results, read_only=True) as store:
-        row = store.study(study)
-        runs, cells = store.runs(row.id), store.cells(row.id)
+    _, runs, cells = load_study(results, study)
     for text in contrast or []:
         _print_contrast(runs, cells, text, metric)
     if charts is not None:
@@ -345,13 +344,14 @@ def trace_progress(description: str) -> Iterator[Callable[[int, int, str], None]
         yield update
 
 
-def _write_trace_figures(results: Path, runs: list[dict], cells: list[dict], out: Path) -> None:
+def _write_trace_figures(results: Path, runs: list[StoredRun], cells: list[StoredCell], out: Path) -> None:
+    from .report.terminal import section_renderable
     from .report.trace_figures import write_trace_figures
 
     with trace_progress("reading traces") as progress:
         done = write_trace_figures(results, runs, cells, out, progress)
     for table in done.tables:
-        console.print(table)
+        console.print(section_renderable(table))
     for path in done.missing:
         console.print(f"[yellow]trace file missing, run left out: {path}[/yellow]", highlight=False)
     if not done.tables:
@@ -359,7 +359,7 @@ def _write_trace_figures(results: Path, runs: list[dict], cells: list[dict], out
     console.print(f"wrote {len(done.paths)} files to {out}: " + ", ".join(p.name for p in done.paths))
 
 
-def _print_contrast(runs: list[dict], cells: list[dict], text: str, metric: str | None) -> None:
+def _print_contrast(runs: list[StoredRun], cells: list[StoredCell], text: str, metric: str | None) -> None:
     from rich.table import Table
 
     from .analysis.contrasts import contrasts, parse_contrast
@@ -410,8 +410,8 @@ def list_(
 
     from rich.table import Table
 
-    from .runner import shown_status
     from .store import Store
+    from .study_lock import shown_status
 
     with Store(results, read_only=True) as store:
         rows = store.studies()

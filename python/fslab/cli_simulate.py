@@ -41,6 +41,7 @@ def register(app: typer.Typer) -> None:
         if synthetic is not None:
             result = sim.simulate_synthetic(synthetic, model, overrides, qd=qd, open_loop=open_loop)
         else:
+            assert trace is not None  # exactly one of the two is given (checked above)
             result = sim.simulate_requests(sim.read_requests(trace), model, overrides, qd=qd,
                                            open_loop=open_loop)
         if as_json:

@@ -9,15 +9,15 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from .registry import Registry
 from .report.units import canonical_unit
-from .store import StudyRow
+from .stored import Params, StoredMetric, StoredRun, StudyRow
 
-Exporter = Callable[[StudyRow, list[dict[str, Any]]], "str | bytes"]  # bytes: a binary format
+Exporter = Callable[[StudyRow, list[StoredRun]], "str | bytes"]  # bytes: a binary format
 EXPORTERS: Registry[Exporter] = Registry("export format")
 
 
@@ -30,7 +30,7 @@ PROVENANCE_COLUMNS = {
 }
 
 
-def run_provenance(run: dict[str, Any], quick: bool) -> dict[str, str]:
+def run_provenance(run: StoredRun, quick: bool) -> dict[str, str]:
     """The run's configuration facts ('' when not recorded, e.g. a run that failed early)."""
     from .report.provenance_facts import run_facts
 
@@ -38,8 +38,31 @@ def run_provenance(run: dict[str, Any], quick: bool) -> dict[str, str]:
     return {key: "" if facts.get(name, "—") == "—" else facts[name] for key, name in PROVENANCE_COLUMNS.items()}
 
 
-def run_records(study: StudyRow, runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    out = []
+class ExportRecord(TypedDict):
+    """One run as every exporter writes it (JSON as is; CSV and Parquet flattened)."""
+    study_id: int
+    study: str
+    quick: bool
+    run_id: int
+    filesystem: str
+    fs_type: str
+    workload: str
+    workload_kind: str
+    backend: str
+    params: Params
+    axes: Params
+    repetition: int  # from 1
+    sequence: int
+    status: str
+    error: str | None
+    started_at: float
+    finished_at: float
+    provenance: dict[str, str]  # PROVENANCE_COLUMNS key -> text ('' when not recorded)
+    metrics: dict[str, StoredMetric]
+
+
+def run_records(study: StudyRow, runs: list[StoredRun]) -> list[ExportRecord]:
+    out: list[ExportRecord] = []
     for run in runs:
         cell = run["cell"]
         out.append({
@@ -61,12 +84,14 @@ def run_records(study: StudyRow, runs: list[dict[str, Any]]) -> list[dict[str, A
             "started_at": run["started_at"],
             "finished_at": run["finished_at"],
             "provenance": run_provenance(run, study.quick),
-            "metrics": {name: {**m, "unit": canonical_unit(m["unit"])} for name, m in run["metrics"].items()},
+            "metrics": {name: StoredMetric(value=m["value"], unit=canonical_unit(m["unit"]), note=m["note"],
+                                           higher_is_better=m["higher_is_better"])
+                        for name, m in run["metrics"].items()},
         })
     return out
 
 
-def to_json(study: StudyRow, runs: list[dict[str, Any]]) -> str:
+def to_json(study: StudyRow, runs: list[StoredRun]) -> str:
     return json.dumps(run_records(study, runs), indent=2, default=str) + "\n"
 
 
@@ -80,20 +105,21 @@ class Flat:
     then ``NAME [unit]`` per metric (values as stored: None where a run has no number)."""
     params: list[str]
     metrics: dict[str, str]  # name -> unit
-    records: list[dict[str, Any]]
+    records: list[ExportRecord]
 
     @property
     def header(self) -> list[str]:
         return (FIXED + [f"param.{p}" for p in self.params] + [f"prov.{k}" for k in PROVENANCE_COLUMNS]
                 + [f"{m} [{u}]" for m, u in self.metrics.items()])
 
-    def row(self, r: dict[str, Any]) -> list[Any]:
+    def row(self, r: ExportRecord) -> list[Any]:
         """One run's values (a metric's entry is its stored dict, or None when absent)."""
-        return ([r[k] for k in FIXED] + [r["params"].get(p) for p in self.params]
+        fields: Mapping[str, Any] = r  # FIXED names some of its keys
+        return ([fields[k] for k in FIXED] + [r["params"].get(p) for p in self.params]
                 + [r["provenance"][k] for k in PROVENANCE_COLUMNS] + [r["metrics"].get(m) for m in self.metrics])
 
 
-def flat(study: StudyRow, runs: list[dict[str, Any]]) -> Flat:
+def flat(study: StudyRow, runs: list[StoredRun]) -> Flat:
     records = run_records(study, runs)
     metric_units: dict[str, str] = {}
     for r in records:
@@ -103,7 +129,7 @@ def flat(study: StudyRow, runs: list[dict[str, Any]]) -> Flat:
                 {m: metric_units[m] for m in sorted(metric_units)}, records)
 
 
-def to_csv(study: StudyRow, runs: list[dict[str, Any]]) -> str:
+def to_csv(study: StudyRow, runs: list[StoredRun]) -> str:
     """Flat CSV: parameters as ``param.NAME``, metrics as ``NAME [unit]`` columns; a run
     without a number has the reason (the metric's note) in its place."""
     table = flat(study, runs)
@@ -135,7 +161,7 @@ def _arrow_type(values: list[Any]) -> Any:
     return pa.string()
 
 
-def to_parquet(study: StudyRow, runs: list[dict[str, Any]]) -> bytes:
+def to_parquet(study: StudyRow, runs: list[StoredRun]) -> bytes:
     """The CSV's rows and columns as typed Parquet: numbers as int64/float64, flags as bool,
     a missing value as null. A metric column holds numbers only; where a run has no number,
     its reason is in the column ``NAME [unit] note`` (present only when some run has one).

@@ -154,6 +154,7 @@ def merge_extended_options(ours: str, theirs: str) -> str:
 # ext4/ext3 lazy initialisation writes inode tables in the background for minutes after
 # mkfs, which would land inside the first runs' measurements; fslab turns it off.
 _EXT_EAGER = ("-E", "lazy_itable_init=0,lazy_journal_init=0")
+_args: tuple[str, ...]  # mkfs arguments, in both loops below
 for _name, _args in (("ext2", ("-F", "-q")), ("ext3", ("-F", "-q", *_EXT_EAGER)),
                      ("ext4", ("-F", "-q", *_EXT_EAGER))):
     register_filesystem(FilesystemType(

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -97,7 +97,7 @@ class RetryPlan:
     refusal: str | None
 
 
-def retry_plan(stored_cells: list[Mapping[str, Any]], ok_cells: set[str], cells: Iterable[Cell]) -> RetryPlan:
+def retry_plan(stored_cells: Sequence[Mapping[str, Any]], ok_cells: set[str], cells: Iterable[Cell]) -> RetryPlan:
     """Whether the cells planned now may take the place of the stored ones: the same
     cases (file system, workload and axis values), and every case with a stored result
     unchanged."""

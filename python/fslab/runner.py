@@ -7,11 +7,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import fcntl
-import os
 import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,8 +25,10 @@ from .plan import Plan, make_plan
 from .preflight import check_plan, device_identity
 from .provenance import host_facts
 from .signals import install_handlers
-from .store import Store, StudyRow, ensure_results_dir
+from .store import Store, ensure_results_dir
+from .stored import StudyFacts, StudyRevision, StudyRow
 from .study import load_spec
+from .study_lock import study_lock
 
 WORK_DIR_NAME = ".work"
 JOBS_DIR_NAME = ".jobs"  # each job's folder while it runs
@@ -51,54 +51,9 @@ class StudyOutcome:
         return len(self.plan.runs)
 
 
-@contextlib.contextmanager
-def study_lock(results_dir: Path) -> Iterator[None]:
-    """One running study per results directory: two processes resuming the same study
-    would measure the same runs twice. The kernel drops the lock if we die."""
-    path = results_dir / ".lock"
-    with open(path, "a+") as f:
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            f.seek(0)
-            owner = f.read().strip() or "?"
-            raise FslabError(
-                f"another fslab (pid {owner}) is running a study in {results_dir}: wait for it, "
-                "or use another --results directory"
-            ) from None
-        f.seek(0)
-        f.truncate()
-        f.write(str(os.getpid()))
-        f.flush()
-        yield
-
-
-def study_running(results_dir: Path) -> bool:
-    """Whether an fslab process holds this results directory's study lock right now. A
-    study stored as "running" whose lock nobody holds was interrupted (its process died)."""
-    path = results_dir / ".lock"
-    try:
-        with open(path) as f:
-            try:
-                fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return True
-            fcntl.flock(f, fcntl.LOCK_UN)
-            return False
-    except OSError:
-        return False
-
-
-def shown_status(stored: str, results_dir: Path) -> str:
-    """The status to show a person: "running" only while a process holds the lock."""
-    if stored == "running" and not study_running(results_dir):
-        return "interrupted"
-    return stored
-
-
 def _changed_study_error(flag: str, stored: StudyRow, source: str, text: str, inputs: dict[str, str],
                          results_dir: Path, why: str = "") -> FslabError:
-    changed = what_changed(stored.spec_text, stored.facts.get("inputs") or {}, text, inputs) or [
+    changed = what_changed(stored.spec_text, stored.facts.get("inputs", {}), text, inputs) or [
         "its identity (written by another fslab?)"]
     return FslabError(
         f"{flag}: study {stored.id} of {source} in {results_dir} was made from other inputs: changed since: "
@@ -116,11 +71,12 @@ def _adopt_revision(store: Store, stored: StudyRow, plan: Plan, text: str, input
     if check.refusal is not None:
         raise _changed_study_error("--retry-failed", stored, source, text, inputs, results_dir,
                                    why=f"{check.refusal[0].upper()}{check.refusal[1:]}.")
-    changed = what_changed(stored.spec_text, stored.facts.get("inputs") or {}, text, inputs)
+    changed = what_changed(stored.spec_text, stored.facts.get("inputs", {}), text, inputs)
+    revision: StudyRevision = {"at": time.time(), "spec_text": stored.spec_text, "spec_hash": stored.spec_hash,
+                               "inputs": stored.facts.get("inputs", {}), "changed": changed,
+                               "replaced_cells": {old: new.id for old, new in check.replaced.items()}}
     store.revise_study(stored.id, spec_text=text, spec_hash=digest, new_cells=list(check.replaced.values()),
-                       revision={"at": time.time(), "spec_text": stored.spec_text, "spec_hash": stored.spec_hash,
-                                 "inputs": stored.facts.get("inputs") or {}, "changed": changed,
-                                 "replaced_cells": {old: new.id for old, new in check.replaced.items()}})
+                       revision=revision)
     if on_notice:
         on_notice(f"--retry-failed: study {stored.id} changed since it was stored ({'; '.join(changed)}); the "
                   "change touches only cases whose runs failed, so they run again under it (both "
@@ -203,9 +159,10 @@ def run_study(
             if retry_failed:
                 retried = store.retire_failed(study_id)
         else:
+            facts: StudyFacts = {"device_identity": identity, "inputs": inputs, "paper": spec.study.paper}
             study_id = store.create_study(
                 name=spec.study.name, source=source, spec_text=text, spec_hash=digest,
-                plan=plan, host=host_facts(), facts={"device_identity": identity, "inputs": inputs},
+                plan=plan, host=host_facts(), facts=facts,
             )
         jobs_dir = results_dir / JOBS_DIR_NAME / f"study-{study_id}"
         _recover_records(store, study_id, jobs_dir)

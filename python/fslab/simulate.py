@@ -379,7 +379,7 @@ def _label(result: dict[str, Any], model: str, params: Mapping[str, Any], qd: in
 
 
 def simulate_requests(
-    requests: Requests | Iterable[tuple[int, str, int, int]],
+    requests: Requests | Iterable[tuple[int, str, int, int] | tuple[int, str, int, int, bool]],
     model_name: str,
     overrides: Mapping[str, Any] | None = None,
     qd: int = 1,

@@ -45,6 +45,11 @@ _Strict = StrictSection
 class StudySection(_Strict):
     name: str = Field(min_length=1)
     description: str = ""
+    paper: str | None = Field(
+        default=None, pattern=r"^[A-Za-z0-9_.-]+$", description="the published study this study reproduces, "
+        "by the name of its preset (e.g. 'seed-003'): report sections that belong to that paper "
+        "use its figure and row names and judge its conclusions; recorded with the stored study. Leave it "
+        "out for a study of your own")
     repetitions: int = Field(default=3, ge=1, le=1000)
     order: Literal["shuffled", "in-order"] = "shuffled"
     seed: int | None = Field(default=None, description="order seed; drawn and recorded if absent")

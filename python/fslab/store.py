@@ -27,14 +27,15 @@ import shutil
 import sqlite3
 import struct
 import time
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import quote
 
 from .errors import STUDY_LEVEL_ERRNOS, FslabError, ResultsUnwritable
 from .job.record import RunRecord
 from .metrics import MetricKind
+from .stored import RetiredRun, StoredCell, StoredMetric, StoredRun, StudyFacts, StudyRevision, StudyRow
 
 if TYPE_CHECKING:
     from .job.model import Cell
@@ -118,27 +119,6 @@ CREATE TABLE IF NOT EXISTS metrics (
 """
 
 
-@dataclass(frozen=True)
-class StudyRow:
-    id: int
-    name: str
-    source: str
-    spec_hash: str
-    quick: bool
-    order: str
-    seed: int
-    fresh: str
-    repetitions: int
-    planned_runs: int
-    skipped: list[dict[str, str]]
-    host: dict[str, Any]
-    status: str
-    created_at: float
-    finished_at: float | None
-    spec_text: str
-    facts: dict[str, Any]
-
-
 class Store:
     """The results of one directory. ``read_only``: for commands that only read (report,
     export, list): nothing is created, and the file is opened without write access
@@ -189,7 +169,7 @@ class Store:
     # -- writing -------------------------------------------------------------------------
 
     def create_study(self, *, name: str, source: str, spec_text: str, spec_hash: str,
-                     plan: Plan, host: dict[str, Any], facts: dict[str, Any] | None = None) -> int:
+                     plan: Plan, host: dict[str, Any], facts: StudyFacts | None = None) -> int:
         with self.db:
             cur = self.db.execute(
                 "INSERT INTO studies (name, source, spec_text, spec_hash, quick, run_order,"
@@ -297,15 +277,15 @@ class Store:
                 self.db.execute("DELETE FROM runs WHERE id = ?", (row["id"],))
         return len(rows)
 
-    def retired_runs(self, study_id: int) -> list[dict[str, Any]]:
+    def retired_runs(self, study_id: int) -> list[RetiredRun]:
         if not self.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'retired_runs'").fetchone():
             return []  # a file written before the table existed, opened read-only
         rows = self.db.execute("SELECT * FROM retired_runs WHERE study_id = ? ORDER BY id",
                                (study_id,)).fetchall()
-        return [dict(r) for r in rows]
+        return [cast(RetiredRun, dict(r)) for r in rows]  # the table's columns are its keys
 
     def revise_study(self, study_id: int, *, spec_text: str, spec_hash: str, new_cells: list[Cell],
-                     revision: dict[str, Any]) -> None:
+                     revision: StudyRevision) -> None:
         """Adopt a changed study file for --retry-failed (fslab.identity.retry_plan): the new
         text and identity, ``new_cells`` added (they replace cells whose runs all failed; the
         old rows stay, with their retired runs, as history) and ``revision`` (the old text
@@ -398,13 +378,14 @@ class Store:
         ).fetchall()
         return {(r["cell_id"], r["repetition"]) for r in rows}
 
-    def cells(self, study_id: int) -> list[dict[str, Any]]:
+    def cells(self, study_id: int) -> list[StoredCell]:
+        """The study's cells in the study file's order."""
         rows = self.db.execute(
             "SELECT cell_json FROM cells WHERE study_id = ? ORDER BY position", (study_id,)
         ).fetchall()
-        return [json.loads(r["cell_json"]) for r in rows]
+        return [_cell(r["cell_json"]) for r in rows]
 
-    def runs(self, study_id: int) -> list[dict[str, Any]]:
+    def runs(self, study_id: int) -> list[StoredRun]:
         """Every stored run of a study with its cell and metrics, in execution order."""
         rows = self.db.execute(
             "SELECT r.*, c.cell_json FROM runs r JOIN cells c"
@@ -415,23 +396,29 @@ class Store:
             "SELECT m.* FROM metrics m JOIN runs r ON r.id = m.run_id WHERE r.study_id = ?",
             (study_id,),
         ).fetchall()
-        by_run: dict[int, dict[str, dict[str, Any]]] = {}
+        by_run: dict[int, dict[str, StoredMetric]] = {}
         for m in metric_rows:
             better = m["higher_is_better"]
-            by_run.setdefault(m["run_id"], {})[m["name"]] = {
-                "value": m["value"], "unit": m["unit"], "note": m["note"],
-                "higher_is_better": None if better is None else bool(better),
-            }
+            by_run.setdefault(m["run_id"], {})[m["name"]] = StoredMetric(
+                value=m["value"], unit=m["unit"], note=m["note"],
+                higher_is_better=None if better is None else bool(better),
+            )
         return [
-            {
-                "run_id": r["id"], "cell": json.loads(r["cell_json"]), "repetition": r["repetition"],
-                "sequence": r["sequence"], "status": r["status"], "error": r["error"],
-                "started_at": r["started_at"], "finished_at": r["finished_at"],
-                "provenance": json.loads(r["provenance_json"]), "artifact_dir": r["artifact_dir"],
-                "metrics": by_run.get(r["id"], {}),
-            }
+            StoredRun(
+                run_id=r["id"], cell=_cell(r["cell_json"]), repetition=r["repetition"],
+                sequence=r["sequence"], status=r["status"], error=r["error"],
+                started_at=r["started_at"], finished_at=r["finished_at"],
+                provenance=json.loads(r["provenance_json"]), artifact_dir=r["artifact_dir"],
+                metrics=by_run.get(r["id"], {}),
+            )
             for r in rows
         ]
+
+
+def _cell(text: str) -> StoredCell:
+    """A stored cell's JSON, as the plan wrote it (the shape is StoredCell's)."""
+    cell: StoredCell = json.loads(text)
+    return cell
 
 
 FIX_RESULTS = "pass another --results (-r) directory"
@@ -612,7 +599,7 @@ def _migrate_1_to_2(db: sqlite3.Connection) -> None:
         db.execute("PRAGMA user_version = 2")
 
 
-def stored_metric_kind(runs: list[dict[str, Any]], name: str) -> MetricKind:
+def stored_metric_kind(runs: Sequence[StoredRun], name: str) -> MetricKind:
     """Unit and better direction of a metric as the runs stored it (no plug-in needed).
     A metric no run has (every run failed) gets unit '?' and 'higher is better'."""
     for run in runs:

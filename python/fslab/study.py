@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 
 from .errors import SpecError
 from .spec import StudySpec
@@ -27,7 +28,7 @@ def _loc_to_path(loc: tuple[Any, ...]) -> str:
     return path
 
 
-def _describe(error: dict[str, Any]) -> str:
+def _describe(error: ErrorDetails) -> str:
     message = str(error["msg"]).removeprefix("Value error, ")
     if error["type"] == "extra_forbidden":
         message = "is not a known field (check its spelling; `fslab plan --help` shows the format)"

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from fslab.report.alloc_figures import OPS, build
+from fslab.report.sections import StudyData
+from fslab.report.sections.alloc_figures import OPS, build
 
 AGING = {"fill": 0.5, "pattern": "random-holes", "seed": 3}
 
@@ -45,7 +46,7 @@ def test_paper_claims_hold_when_the_intervals_say_so() -> None:
         "ext2": ("ext2", "guest", _lat(500), _lat(900)),
         "ext4": ("ext4", "guest", _lat(400), _lat(440)),
     })
-    [section] = build(runs, cells, "preset seed-003")
+    [section] = build(StudyData(runs, cells, paper="seed-003"))
     a, b, c = section.statements
     assert a.startswith("(a)") and ": holds" in a and "130×" in a
     assert ": holds" in b and ": holds" in c
@@ -64,14 +65,14 @@ def test_claims_that_fail_or_cannot_be_told() -> None:
         "ext4": ("ext4", "guest", _lat(400), _lat(800)),
         "xfs": ("xfs", "host", _lat(100), _lat(100)),  # another backend: never compared
     })
-    [section] = build(runs, cells, "preset seed-003")
+    [section] = build(StudyData(runs, cells, paper="seed-003"))
     _, b, c = section.statements
     assert ": does not hold" in b and "ext2 (guest) / fat32 (guest)" in b
     assert "Not compared (another backend" in b and "xfs" in b
     assert ": does not hold" in c
     # a write as fast as a read: allocation+write does not dominate
     runs, cells = _study({"ext4": ("ext4", "host", _lat(2.0, read=20.0), _lat(2.0, read=20.0))})
-    [section] = build(runs, cells, "preset seed-003")
+    [section] = build(StudyData(runs, cells, paper="seed-003"))
     a, b, c = section.statements
     assert ": does not hold" in a
     assert "cannot tell (FAT32 was not measured" in b
@@ -80,7 +81,9 @@ def test_claims_that_fail_or_cannot_be_told() -> None:
 
 def test_a_users_study_gets_figures_without_the_papers_claims() -> None:
     runs, cells = _study({"ext4": ("ext4", "host", _lat(400), _lat(440))})
-    [section] = build(runs, cells, "study.toml")
+    [section] = build(StudyData(runs, cells))
     assert section.statements == []
     assert not any("Fig." in ch.title for ch in section.charts)
     assert [t.title for t in section.tables][0].startswith("aged 50% random-holes / empty")
+    # a study that reproduces another paper gets none of seed 003's labels either
+    assert build(StudyData(runs, cells, paper="seed-000")) == [section]

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from test_report_outputs import Parsed  # same folder, on sys.path under pytest
 
-from fslab.report.alloc_figures import build
+from fslab.report.sections import StudyData
+from fslab.report.sections.alloc_figures import build
 from fslab.runner import run_study
 from fslab.store import Store
 
@@ -89,7 +90,7 @@ def test_alloc_section_in_every_renderer(alloc_study: Path, tmp_path: Path) -> N
 def test_paper_verdicts_for_the_preset(alloc_study: Path) -> None:
     with Store(alloc_study, read_only=True) as store:
         runs, cells = store.runs(1), store.cells(1)
-    [section] = build(runs, cells, "preset seed-003")
+    [section] = build(StudyData(runs, cells, paper="seed-003"))
     assert len(section.statements) == 3
     for text in section.statements:
         verdict = text.split(": ", 1)[1]

@@ -1,4 +1,4 @@
-"""The Table IV report, from stored-run dictionaries shaped like Store.runs()/cells()."""
+"""The Table IV report section, from stored-run dictionaries shaped like Store.runs()/cells()."""
 
 from __future__ import annotations
 
@@ -6,7 +6,9 @@ from typing import Any
 
 from rich.console import Console
 
-from fslab.report.bonnie_table import TABLE_IV_ROWS, build_table_iv, pairwise, render_table_iv
+from fslab.report.sections import StudyData, build_sections
+from fslab.report.sections.bonnie_table import TABLE_IV_ROWS, build_table_iv, pairwise, table_iv
+from fslab.report.terminal import section_renderable
 
 MIB = 1 << 20
 NOTE = "too fast to measure (+++++): try size >= 8 GiB"
@@ -76,7 +78,8 @@ def test_pairwise_significance_with_holm() -> None:
 def test_rendered_text_says_units_n_and_too_fast() -> None:
     runs, cells = study()
     console = Console(width=250, record=True)
-    console.print(render_table_iv(runs, cells))
+    for table in table_iv(runs, cells):
+        console.print(section_renderable(table))
     text = " ".join(console.export_text().split())
     assert "Random Write" in text and "per-char write (putc)" in text
     assert "ext4 (MiB/s)" in text and "(n=5)" in text
@@ -85,23 +88,23 @@ def test_rendered_text_says_units_n_and_too_fast() -> None:
     assert "file 2,048 MiB, memory cgroup limit (-r) 1,024 MiB" in text
     assert "one system call per byte" in text
     # The section registered with the report for Bonnie++ cells gives the same table.
-    from fslab.report.sections import extra_tables
-
-    assert len(extra_tables(runs, cells)) == 1
+    tables, sections = build_sections(StudyData(runs, cells))
+    assert tables == table_iv(runs, [c for c in cells if c["workload_kind"] == "bonnie"], paper=False)
+    assert len(tables) == 1 and sections == []
 
 
 def test_no_bonnie_runs() -> None:
     assert build_table_iv([], [cell("ext4", "fio")]) == []
 
 
-def test_paper_labels_only_for_the_seed_000_preset() -> None:
-    """A user's own Bonnie++ study gets the table without the paper's row names."""
-    from fslab.report.model import rich_to_sections
-    from fslab.report.sections import extra_tables
-
+def test_paper_labels_only_for_a_study_of_seed_000() -> None:
+    """A user's own Bonnie++ study gets the table without the paper's row names; a study
+    whose [study] paper is seed-000 (the preset) gets them."""
     runs, cells = study()
-    [own] = rich_to_sections(extra_tables(runs, cells, "my-bonnie.toml"), "workload")
-    [paper] = rich_to_sections(extra_tables(runs, cells, "preset seed-000"), "workload")
+    [own] = build_sections(StudyData(runs, cells))[0]
+    [paper] = build_sections(StudyData(runs, cells, paper="seed-000"))[0]
+    [other] = build_sections(StudyData(runs, cells, paper="seed-003"))[0]
+    assert other == own
     assert "seed 000" in paper.title and paper.columns[0] == "paper's row"
     assert "Random Write" in [r[0] for r in paper.rows]
     assert "seed 000" not in own.title and "paper's row" not in own.columns

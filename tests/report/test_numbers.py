@@ -9,7 +9,8 @@ from typing import Any
 from rich.console import Console
 
 from fslab.export import EXPORTERS
-from fslab.report.tables import LEGEND, NO_VERDICT, build_table, render
+from fslab.report.tables import LEGEND, NO_VERDICT, build_table
+from fslab.report.terminal import render_table
 from fslab.store import StudyRow
 
 
@@ -33,7 +34,7 @@ def _runs(values: dict[str, list[float]], metric: str, unit: str) -> list[dict[s
 
 def _text(values: dict[str, list[float]], metric: str, unit: str) -> str:
     console = Console(width=250, record=True)
-    console.print(render(build_table(_runs(values, metric, unit), metric), "t"))
+    console.print(render_table(build_table(_runs(values, metric, unit), metric), "t"))
     return console.export_text()
 
 

@@ -63,6 +63,22 @@ def test_report_sections_from_the_store(results: Path) -> None:
     assert report.failed == [] and report.runs_stored == report.runs_planned == 12
 
 
+def test_the_paper_a_study_reproduces_is_recorded_with_it(tmp_path: Path) -> None:
+    """``[study] paper`` is stored with the study (its facts), where report sections read
+    it: from the stored study, never from its source."""
+    (tmp_path / "fake").mkdir()
+    for name, paper in (("mine", ""), ("again", 'paper = "seed-000"')):
+        path = tmp_path / f"{name}.toml"
+        path.write_text(NULL_STUDY.format(name=name, fake=tmp_path / "fake", mount="")
+                        .replace("[study]", f"[study]\n{paper}"))
+        run_study(str(path), results_dir=tmp_path / "results")
+    with Store(tmp_path / "results", read_only=True) as store:
+        mine, again = store.study(1), store.study(2)
+    assert mine.facts["paper"] is None and mine.paper is None
+    assert again.facts["paper"] == "seed-000" and again.paper == "seed-000"
+    assert again.source == str(tmp_path / "again.toml")
+
+
 def test_compare_names_the_mount_option_and_untestable_rows(results: Path) -> None:
     a, b = resolve_sides(f"{results}:1", f"{results}:2", results, None)
     c = compare(a, b)
@@ -103,7 +119,7 @@ def test_compare_typos_say_what_was_tried_and_what_is_valid(tmp_path: Path) -> N
 
 
 def test_interval_below_zero_is_marked_not_clipped_silently() -> None:
-    from fslab.report.model import Bar, ChartData
+    from fslab.report.data import Bar, ChartData
 
     chart = ChartData("w: m", "m", "MiB/s", True, ["all"], ["a"],
                       [Bar("a", "all", 2, 1.0, -3.0, 5.0, [0.1, 1.9], True)])

@@ -50,11 +50,14 @@ def test_device_counters_equal_trace_counts(study) -> None:
 
 def test_trace_table_from_store(study) -> None:
     from fslab.analysis.stats import summarize
-    from fslab.report.trace_tables import report_tables
+    from fslab.report.sections.trace_tables import report_tables
+    from fslab.report.terminal import section_renderable
     from fslab.report.units import fmt
 
     _, runs, cells = study
-    text = _text(report_tables(runs, cells))
+    [table] = report_tables(runs, cells)
+    assert table.kind == "trace" and table.alerts == []
+    text = _text([section_renderable(table)])
     assert "block trace — randwrite" in text and "INCOMPLETE" not in text
     assert "predicted on device models" not in text  # this study simulates nothing
     for fs in ("ext4", "xfs"):
@@ -72,9 +75,13 @@ def test_trace_table_from_store(study) -> None:
         if name.startswith("trace_"):
             m["note"] = "incomplete trace: 1234 events lost"
     run["metrics"]["trace_lost_events_count"]["value"] = 1234.0
-    lines = [line for line in _text(report_tables(lossy, cells)).splitlines() if "INCOMPLETE" in line]
+    [table] = report_tables(lossy, cells)
+    lines = [line for line in _text([section_renderable(table)]).splitlines() if "INCOMPLETE" in line]
     assert len(lines) == 1 and "xfs" in lines[0]
     assert "INCOMPLETE: 1,234 events lost (1 of 2 runs)" in lines[0]
+    # the lossy cell is marked as data, for every renderer to make it stand out
+    [(row, column)] = table.alerts
+    assert table.rows[row][0] == "xfs" and table.rows[row][column].startswith("INCOMPLETE")
 
 
 def test_report_traces_writes_seed004_figures(study, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from fslab.analysis.traces import analyze
-from fslab.report.trace_tables import trace_table
+from fslab.report.sections.trace_tables import trace_table
 from fslab.simulate import requests_from_trace
 from fslab.trace.formats import (
     ARRAY_DEV,
@@ -92,10 +92,10 @@ def test_array_bios_and_member_requests_are_traced_apart(tracing: Path, loop_dev
 
 
 def _table_rows(table) -> dict[str, list[str]]:
-    """op -> [requests, size min [KiB]] of a rendered trace table; the caption must say
-    where the array's rows come from."""
-    assert "block_bio_queue" in table.caption and "(members)" in table.caption
-    columns = {c.header: list(c.cells) for c in table.columns}
+    """op -> [requests, size min [KiB]] of a trace table; its note must say where the
+    array's rows come from."""
+    assert "block_bio_queue" in table.note and "(members)" in table.note
+    columns = {name: [row[i] for row in table.rows] for i, name in enumerate(table.columns)}
     return {op: [columns["requests"][i].split()[0], columns["size min [KiB]"][i].split()[0]]
             for i, op in enumerate(columns["op"])}
 

@@ -13,10 +13,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from scipy import stats as sps
+
+from ..stored import StoredCell, StoredRun
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,7 @@ def parse_contrast(text: str) -> tuple[str, str, str]:
     return axis, a, b
 
 
-def contrasts(runs: list[dict[str, Any]], cells: list[dict[str, Any]], axis: str,
+def contrasts(runs: Sequence[StoredRun], cells: Sequence[StoredCell], axis: str,
               numerator: str, denominator: str, metric: str | None = None) -> list[ContrastRow]:
     """Every pair of cells that differ only in ``axis`` (numerator vs denominator value)."""
     values: dict[str, list[float]] = {}

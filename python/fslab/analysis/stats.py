@@ -21,7 +21,7 @@ Percentiles everywhere in fslab are on the 0–100 scale.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -170,7 +170,7 @@ class Comparison:
     untested: str | None = None  # why there is no verdict, in words
 
 
-def compare_groups(groups: dict[str, Sequence[float]], reference: str,
+def compare_groups(groups: Mapping[str, Sequence[float]], reference: str,
                    alpha: float = 1 - CONFIDENCE, min_n: int = MIN_N_FOR_VERDICT) -> list[Comparison]:
     """Compare every group with ``reference`` (Welch's t, Holm across the comparisons that
     could be tested). A group with fewer than ``min_n`` values (on either side), or with no

@@ -111,9 +111,10 @@ def analyze(trace: Trace, *, workload_bytes_written: float | None = None,
         try:
             from .. import _core
         except ImportError:
-            _core = None
-        if _core is not None and hasattr(_core, "trace_summarize"):
-            return _analyze_native(trace, _core, workload_bytes_written, with_cdf, top_tasks)
+            pass  # no compiled core: the Python path below
+        else:
+            if hasattr(_core, "trace_summarize"):
+                return _analyze_native(trace, _core, workload_bytes_written, with_cdf, top_tasks)
     c = trace.columns
     lat, counted = match_requests(trace)
     op = c["op"]
@@ -160,7 +161,7 @@ def analyze(trace: Trace, *, workload_bytes_written: float | None = None,
     out["seek_distance_sectors"] = seek
     if with_cdf:
         out["size_cdf"] = cdfs
-    latency = {}
+    latency: dict[str, dict[str, float | None]] = {}  # op -> count, mean, p50, p99, max (ns; None: no request)
     for name, code in DIRECTIONS.items():
         v = lat[(lat >= 0) & (op == code)]
         if len(v):

@@ -11,6 +11,7 @@ becomes available. It raises FslabError for what stops the study.
 
 from __future__ import annotations
 
+import functools
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -39,9 +40,12 @@ class LocalExecutor:
         for job in jobs:
             folder = JobFolder(jobs_dir / job.id)
             shutil.rmtree(folder.path, ignore_errors=True)
-            BACKENDS.get(job.backend).execute(job, folder, work_dir,
-                                              lambda record, f=folder: on_record(record, f))
+            BACKENDS.get(job.backend).execute(job, folder, work_dir, functools.partial(_with_folder, on_record, folder))
             shutil.rmtree(folder.path, ignore_errors=True)
+
+
+def _with_folder(on_record: Callable[[RunRecord, JobFolder], None], folder: JobFolder, record: RunRecord) -> None:
+    on_record(record, folder)
 
 
 def open_executor(url: str | None) -> Executor:

@@ -193,7 +193,7 @@ class DaskExecutor:
                 item.last_heard = now
 
     def _settle(self, client: Any, item: _Pending,
-                workers: dict[str, Any]) -> Callable[[Path], list[RunRecord]] | None:
+                workers: dict[str, Any]) -> Callable[[JobFolder], list[RunRecord]] | None:
         """None while the job is in progress; else what stores its records."""
         future = item.future
         if future.status == "finished":

@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import matplotlib
 
@@ -19,6 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from ..analysis.stats import summarize  # noqa: E402
 from ..store import stored_metric_kind  # noqa: E402
+from ..stored import STATUS_OK, Params, StoredCell, StoredRun  # noqa: E402
 from .units import display_scale, fmt  # noqa: E402
 
 
@@ -32,37 +32,42 @@ class Chart:
     values: dict[tuple[str, str], list[float]] = field(default_factory=dict)  # (fs, case)
 
 
-def _case_label(axes: dict[str, Any], skip: str | None) -> str:
+def _case_label(axes: Params, skip: str | None) -> str:
     return ", ".join(f"{k}={v}" for k, v in axes.items() if k != skip) or "all"
 
 
-def build_charts(runs: list[dict[str, Any]], cells: list[dict[str, Any]], by: str | None,
+def _by_label(axes: Params, by: str | None) -> str:
+    """'rw=read': the chart a cell belongs to when charts are split by axis ``by`` ('' when
+    the cell has no such axis)."""
+    return f"{by}={axes[by]}" if by is not None and by in axes else ""
+
+
+def build_charts(runs: list[StoredRun], cells: list[StoredCell], by: str | None,
                  metric: str | None = None) -> list[Chart]:
     charts: dict[tuple[str, str], Chart] = {}
     for cell in cells:
         name = metric or cell["primary_metric"]
-        has_by = by is not None and by in cell["axes"]
-        key = (cell["workload"], f"{by}={cell['axes'][by]}" if has_by else "")
+        key = (cell["workload"], _by_label(cell["axes"], by))
         chart = charts.get(key)
         if chart is None:
             title = cell["workload"] + (f": {key[1]}" if key[1] else "")
             chart = charts[key] = Chart(title, name, stored_metric_kind(runs, name).unit)
-        case = _case_label(cell["axes"], by if has_by else None)
+        case = _case_label(cell["axes"], by if key[1] else None)
         if case not in chart.cases:
             chart.cases.append(case)
         if cell["filesystem"] not in chart.filesystems:
             chart.filesystems.append(cell["filesystem"])
     by_cell = {c["id"]: c for c in cells}
     for run in runs:
-        cell = by_cell.get(run["cell"]["id"])
-        if cell is None or run["status"] != "ok":
+        stored = by_cell.get(run["cell"]["id"])
+        if stored is None or run["status"] != STATUS_OK:
             continue
-        has_by = by is not None and by in cell["axes"]
-        chart = charts[(cell["workload"], f"{by}={cell['axes'][by]}" if has_by else "")]
+        key = (stored["workload"], _by_label(stored["axes"], by))
+        chart = charts[key]
         m = run["metrics"].get(chart.metric)
         if m is not None and m["value"] is not None:
-            case = _case_label(cell["axes"], by if has_by else None)
-            chart.values.setdefault((cell["filesystem"], case), []).append(float(m["value"]))
+            case = _case_label(stored["axes"], by if key[1] else None)
+            chart.values.setdefault((stored["filesystem"], case), []).append(float(m["value"]))
     return list(charts.values())
 
 
@@ -118,7 +123,7 @@ def draw(chart: Chart, path_stem: Path) -> list[Path]:
     return written
 
 
-def write_charts(runs: list[dict[str, Any]], cells: list[dict[str, Any]], out_dir: Path,
+def write_charts(runs: list[StoredRun], cells: list[StoredCell], out_dir: Path,
                  by: str | None = None, metric: str | None = None) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []

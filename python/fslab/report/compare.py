@@ -26,9 +26,9 @@ from ..analysis.stats import (
 )
 from ..errors import FslabError
 from ..metrics import display_name
+from ..stored import STATUS_OK, StoredCell, StoredMetric, StoredRun, StudyRow
 from .hosts import host_of, hosts
-from .labels import cell_label, mean_pm
-from .model import n_text, p_text
+from .labels import cell_label, mean_pm, n_text, p_text
 from .provenance_facts import run_facts
 from .units import display_scale, fmt
 
@@ -48,8 +48,8 @@ class Side:
     study_name: str
     quick: bool
     filesystem: str | None  # a file system of the study, or None: all of them
-    runs: list[dict[str, Any]]
-    cells: list[dict[str, Any]]
+    runs: list[StoredRun]
+    cells: list[StoredCell]
     host: str | None = None  # the runs one machine of the study ran (host axis), or None
 
 
@@ -98,7 +98,7 @@ class Comparison:
         return {**asdict(self), "warnings": [asdict(d) for d in self.warnings]}
 
 
-def _load(results: Path, study_id: int | None) -> tuple[Any, list[dict[str, Any]], list[dict[str, Any]]]:
+def _load(results: Path, study_id: int | None) -> tuple[StudyRow, list[StoredRun], list[StoredCell]]:
     from ..store import Store
 
     if not (results / "fslab.sqlite").exists():
@@ -171,13 +171,13 @@ def resolve_sides(a: str, b: str, results: Path, study: int | None) -> tuple[Sid
     return fs_side(a), fs_side(b)
 
 
-def _values(side: Side, metrics: list[str] | None) -> dict[tuple[str, str], tuple[list[float], dict[str, Any]]]:
+def _values(side: Side, metrics: list[str] | None) -> dict[tuple[str, str], tuple[list[float], StoredMetric]]:
     """(case key, metric) -> (values of ok runs, a stored metric record for unit/direction)."""
     by_fs = side.filesystem is None
-    out: dict[tuple[str, str], tuple[list[float], dict[str, Any]]] = {}
+    out: dict[tuple[str, str], tuple[list[float], StoredMetric]] = {}
     position = {c["id"]: i for i, c in enumerate(side.cells)}
     for run in sorted(side.runs, key=lambda r: position.get(r["cell"]["id"], len(position))):
-        if run["status"] != "ok":
+        if run["status"] != STATUS_OK:
             continue
         cell = run["cell"]
         key = f"{cell['filesystem']}: {cell_label(cell)}" if by_fs else cell_label(cell)

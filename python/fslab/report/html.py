@@ -6,9 +6,10 @@ labelled as not measured), failed and skipped runs, provenance."""
 from __future__ import annotations
 
 from html import escape
-from typing import Any
 
-from .model import Report, TableSection, interval_note
+from .compare import Comparison, method_note, summary_lines, table_rows, warning_lines
+from .data import ModelSection, Report, TableSection, TracePlot
+from .labels import interval_note
 from .summary import summary_table
 from .svg import chart_svg, legend_html
 
@@ -32,25 +33,29 @@ td.num{text-align:right;white-space:nowrap}
 .pred{border:2px dashed #999;padding:4px 12px;background:#fafafa}
 .tplots{display:flex;flex-wrap:wrap;gap:14px}.tplot{margin:0;width:560px}.tplot img{width:100%;height:auto;
  border:1px solid #eee}.tplot figcaption{font-size:12px;color:#444}.lossy figcaption b{color:#c00}
-small,.note{color:#555}
+small,.note{color:#555}.alert{color:#c00;font-weight:600}
 """
 
 
 def _table(columns: list[str], rows: list[list[str]], numeric_from: int = 1, cls: str = "",
-           numeric_to: int = 999) -> str:
+           numeric_to: int = 999, alerts: frozenset[tuple[int, int]] = frozenset()) -> str:
+    """A table; cells from column ``numeric_from`` to before ``numeric_to`` right-aligned,
+    the ``alerts`` cells (row, column) marked so that they stand out."""
     head = "".join(f"<th>{escape(c)}</th>" for c in columns)
     body = []
-    for row in rows:
-        tds = "".join(f'<td class="num">{escape(v)}</td>' if numeric_from <= i < numeric_to
-                      else f"<td>{escape(v)}</td>"
-                      for i, v in enumerate(row))
-        body.append(f"<tr>{tds}</tr>")
+    for k, row in enumerate(rows):
+        tds = []
+        for i, v in enumerate(row):
+            classes = " ".join(c for c in ("num" if numeric_from <= i < numeric_to else "",
+                                           "alert" if (k, i) in alerts else "") if c)
+            tds.append(f'<td class="{classes}">{escape(v)}</td>' if classes else f"<td>{escape(v)}</td>")
+        body.append(f"<tr>{''.join(tds)}</tr>")
     return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
 
 
 def _section_table(t: TableSection) -> str:
     note = f'<p class="note">{escape(t.note)}</p>' if t.note else ""
-    return f"<h3>{escape(t.title)}</h3>{_table(t.columns, t.rows, 2)}{note}"
+    return f"<h3>{escape(t.title)}</h3>{_table(t.columns, t.rows, 2, alerts=frozenset(t.alerts))}{note}"
 
 
 def trace_plots_html(report: Report) -> str:
@@ -63,7 +68,7 @@ def trace_plots_html(report: Report) -> str:
     if report.trace_missing:
         parts.append('<p class="warn">Trace files missing, their runs left out: '
                      + escape(", ".join(report.trace_missing)) + "</p>")
-    by_workload: dict[str, list[Any]] = {}
+    by_workload: dict[str, list[TracePlot]] = {}
     for plot in report.trace_plots:
         by_workload.setdefault(plot.workload, []).append(plot)
     for workload, plots in by_workload.items():
@@ -74,7 +79,7 @@ def trace_plots_html(report: Report) -> str:
     return "".join(parts)
 
 
-def _plot_row(plots: list[Any]) -> str:
+def _plot_row(plots: list[TracePlot]) -> str:
     if not plots:
         return ""
     parts = ["<div class=tplots>"]
@@ -89,8 +94,8 @@ def _plot_row(plots: list[Any]) -> str:
     return "".join(parts)
 
 
-def _model_section(m: Any, filesystems: list[str]) -> str:
-    """A workload kind's own section (report.sections.ModelSection)."""
+def _model_section(m: ModelSection, filesystems: list[str]) -> str:
+    """A section of its own (a section plug-in's, e.g. seed 003's figures)."""
     out = [f'<section id="{escape(m.id)}"><h2>{escape(m.title)}</h2><p>{escape(m.intro)}</p>']
     if m.statements:
         out.append("<ul>" + "".join(f"<li>{escape(s)}</li>" for s in m.statements) + "</ul>")
@@ -184,10 +189,8 @@ def render_html(report: Report) -> str:
     return "\n".join(parts)
 
 
-def render_compare_html(c: Any) -> str:
-    """A compare (report.compare.Comparison) as one self-contained HTML file."""
-    from .compare import method_note, summary_lines, table_rows, warning_lines
-
+def render_compare_html(c: Comparison) -> str:
+    """A compare (`fslab compare`) as one self-contained HTML file."""
     title = "fslab compare"
     parts = [f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>{escape(title)}</title>"
              f"<style>{CSS}</style></head><body><h1>{escape(title)}</h1>",

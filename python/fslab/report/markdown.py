@@ -3,9 +3,9 @@ sections as the HTML report, without charts (their numbers are in the results ta
 
 from __future__ import annotations
 
-from typing import Any
-
-from .model import Report, TableSection, interval_note
+from .compare import Comparison, method_note, summary_lines, table_rows, warning_lines
+from .data import ChartData, ModelSection, Report, TableSection
+from .labels import interval_note
 from .summary import summary_table
 from .units import fmt
 
@@ -22,10 +22,12 @@ def md_table(columns: list[str], rows: list[list[str]]) -> str:
 
 
 def _section(t: TableSection) -> str:
-    return f"#### {t.title}\n\n{md_table(t.columns, t.rows)}\n" + (f"\n{t.note}\n" if t.note else "")
+    alerts = set(t.alerts)  # cells a reader must not miss: in bold
+    rows = [[f"**{v}**" if (k, i) in alerts else v for i, v in enumerate(row)] for k, row in enumerate(t.rows)]
+    return f"#### {t.title}\n\n{md_table(t.columns, rows)}\n" + (f"\n{t.note}\n" if t.note else "")
 
 
-def _chart_table(chart: Any) -> str:
+def _chart_table(chart: ChartData) -> str:
     """A chart's numbers (Markdown has no charts): one row per bar."""
     rows = [[b.filesystem, b.case, fmt(b.mean),
              f"{fmt(b.low)}–{fmt(b.high)}" if b.low is not None and b.high is not None else "—", str(b.n)]
@@ -34,8 +36,8 @@ def _chart_table(chart: Any) -> str:
         ["file system", "case", f"mean [{chart.display_unit}]", "95% interval", "n"], rows) + "\n"
 
 
-def _model_section(m: Any) -> str:
-    """A workload kind's own section (report.sections.ModelSection)."""
+def _model_section(m: ModelSection) -> str:
+    """A section of its own (a section plug-in's, e.g. seed 003's figures)."""
     out = [f"## {m.title}", "", m.intro, ""]
     out += [f"- {s}" for s in m.statements] + ([""] if m.statements else [])
     out += [_chart_table(c) for c in m.charts] + [_section(t) for t in m.tables]
@@ -101,10 +103,8 @@ def render_markdown(report: Report, figures: dict[str, str] | None = None) -> st
     return "\n".join(out)
 
 
-def render_compare_markdown(c: Any) -> str:
-    """A compare (report.compare.Comparison) as Markdown."""
-    from .compare import method_note, summary_lines, table_rows, warning_lines
-
+def render_compare_markdown(c: Comparison) -> str:
+    """A compare (`fslab compare`) as Markdown."""
     out = [f"# fslab compare: A = {c.a}, B = {c.b}", "", f"Comparing two {c.mode}.", "", "## Summary", ""]
     out += [f"- {line}" for line in summary_lines(c)] + ["", "## Other differences between A and B", ""]
     warnings = warning_lines(c)

@@ -1,151 +1,21 @@
-"""One report model: the sections of a study's report as typed data, built from the store
-only (``Store.study/runs/cells``). Every renderer — terminal, HTML, Markdown, JSON —
-draws these same sections, so they cannot disagree about a number.
-
-Numbers stay in the stored base unit (B/s, ns, …) next to the display divisor and unit
-chosen for the row; texts ("mean ± half-width (n=k)") come from report.labels."""
+"""Building the report model (report.data) of one stored study, from the store only
+(``Store.study/runs/cells``): the comparison rows with each file system against the
+row's best, the findings in plain words, the charts, failed runs, provenance, and every
+registered section (report.sections). Every renderer — terminal, HTML, Markdown, JSON —
+draws what this builds, so they cannot disagree about a number."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any
-
 from ..analysis.contrasts import ratio_ci
-from ..analysis.stats import CONFIDENCE
 from ..metrics import display_name
-from .labels import cell_label, mean_pm
+from ..stored import STATUS_OK, StoredCell, StoredRun, StudyRow
+from .data import SCHEMA, Bar, ChartData, Estimate, FailedRun, Finding, Report, SummaryRow, Versus
+from .hosts import warning_lines as host_warning_lines
+from .labels import cell_label, fs_column, mean_pm, n_text, p_text
 from .provenance_facts import facts_by_group
-from .tables import LEGEND, RowData, TableData, build_table, column
-from .trace_section import TracePlot
+from .sections import StudyData, build_sections
+from .tables import LEGEND, RowData, TableData, build_table
 from .units import display_scale, fmt
-
-SCHEMA = "fslab-report/1"
-
-
-@dataclass
-class Versus:
-    """One file system against the row's best: relative difference of means with its 95%
-    interval (delta method on the log ratio), Holm-adjusted p and Hedges' g."""
-    reference: str
-    relative: float  # mean / reference mean - 1
-    low: float | None
-    high: float | None
-    p_adjusted: float | None  # None: not tested (too few runs)
-    significant: bool
-    effect_size: float | None
-    method: str
-
-
-@dataclass
-class Estimate:
-    filesystem: str
-    n: int
-    mean: float
-    half_width: float | None
-    values: list[float]
-    text: str  # mean ± half-width (n=k), display unit
-    versus_best: Versus | None = None
-
-
-@dataclass
-class SummaryRow:
-    label: str
-    workload: str
-    case: str
-    metric: str
-    unit: str  # stored (base) unit
-    display_unit: str
-    divisor: float
-    higher_is_better: bool
-    best: str | None
-    estimates: list[Estimate]
-    notes: list[str] = field(default_factory=list)  # failed runs, runs without a number
-    fs_notes: dict[str, list[str]] = field(default_factory=dict)  # the same, short, per column
-
-
-@dataclass
-class Finding:
-    text: str
-    significant: bool
-    label: str
-    metric: str
-    decided: bool = True  # False: no test could answer (too few runs, no spread): no verdict
-
-
-@dataclass
-class Bar:
-    filesystem: str
-    case: str
-    n: int
-    mean: float  # display unit
-    low: float | None
-    high: float | None
-    values: list[float]  # each run, display unit
-    crosses_zero: bool  # the interval reaches below 0 although every value is >= 0
-
-
-@dataclass
-class ChartData:
-    title: str
-    metric: str
-    display_unit: str
-    higher_is_better: bool
-    cases: list[str]
-    filesystems: list[str]
-    bars: list[Bar]
-
-
-@dataclass
-class TableSection:
-    kind: str  # "workload" (registered by a workload kind), "trace" or "prediction"
-    title: str
-    columns: list[str]
-    rows: list[list[str]]
-    note: str = ""
-
-
-@dataclass
-class FailedRun:
-    filesystem: str
-    workload: str
-    repetition: int  # 1-based
-    reason: str
-    details: str
-    run_id: int | None = None  # `fslab report --run ID` shows it whole
-
-
-@dataclass
-class Report:
-    schema: str
-    study_id: int
-    name: str
-    source: str
-    status: str
-    quick: bool
-    filesystems: list[str]
-    rows: list[SummaryRow]
-    findings: list[Finding]
-    charts: list[ChartData]
-    provenance_columns: list[str]
-    provenance: list[list[str]]  # [field, value per column]
-    failed: list[FailedRun]
-    skipped: list[dict[str, str]]
-    tables: list[TableSection]
-    runs_stored: int
-    runs_planned: int
-    legend: str = LEGEND
-    # Filled by report.outputs when the study has traced runs (reading traces is not free).
-    trace_plots: list[TracePlot] = field(default_factory=list)
-    trace_missing: list[str] = field(default_factory=list)  # trace files gone: runs left out
-    sections: list[Any] = field(default_factory=list)  # report.sections.ModelSection, by workload kind
-    # Runs from several machines: which, and the facts they differ in (report.hosts).
-    host_warnings: list[str] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        out = asdict(self)
-        for plot in out["trace_plots"]:  # the numbers plotted, not the picture
-            del plot["image_png"]
-        return out
 
 
 def _versus(row: RowData, fs: str) -> Versus | None:
@@ -165,14 +35,6 @@ def _versus(row: RowData, fs: str) -> Versus | None:
         return Versus(best, r.ratio - 1, low, high, None, False, None, f"no verdict: {why}")
     return Versus(best, r.ratio - 1, low, high, comparison.p_adjusted, comparison.significant,
                   comparison.effect_size, comparison.method)
-
-
-def n_text(a: int, b: int) -> str:
-    return f"n = {a} each" if a == b else f"n = {a} and {b}"
-
-
-def p_text(p: float) -> str:
-    return "p < 0.001" if p < 0.001 else f"p = {p:.2g}"
 
 
 def _ratio_words(r: float, low: float | None, high: float | None) -> tuple[str, str]:
@@ -215,13 +77,13 @@ def finding_text(row: SummaryRow, est: Estimate) -> str:
             f"(observed: {row.best} {how}; {stats}).")
 
 
-def _summary_rows(runs: list[dict[str, Any]], cells: list[dict[str, Any]],
+def _summary_rows(runs: list[StoredRun], cells: list[StoredCell],
                   metric: str | None) -> tuple[list[str], list[SummaryRow]]:
     table = build_table(runs, metric, cells)
     return table.filesystems, rows_from_table(table, cells)
 
 
-def rows_from_table(table: TableData, cells: list[dict[str, Any]] | None = None) -> list[SummaryRow]:
+def rows_from_table(table: TableData, cells: list[StoredCell] | None = None) -> list[SummaryRow]:
     """The comparison table's rows as model rows (``cells`` give each row's workload and case;
     without them a row is its own workload)."""
     where = {cell_label(c): (c["workload"], ", ".join(f"{k}={v}" for k, v in c["axes"].items()) or "all")
@@ -247,7 +109,7 @@ def rows_from_table(table: TableData, cells: list[dict[str, Any]] | None = None)
 
 
 def _findings(rows: list[SummaryRow]) -> list[Finding]:
-    out = []
+    out: list[Finding] = []
     for row in rows:
         for est in row.estimates:
             if est.versus_best is not None:
@@ -262,7 +124,7 @@ def _charts(rows: list[SummaryRow], filesystems: list[str]) -> list[ChartData]:
     groups: dict[tuple[str, str], list[SummaryRow]] = {}
     for row in rows:
         groups.setdefault((row.workload, row.metric), []).append(row)
-    out = []
+    out: list[ChartData] = []
     for (workload, metric), group in groups.items():
         magnitude = max((abs(e.mean) for r in group for e in r.estimates), default=0.0)
         d, unit = display_scale(group[0].unit, magnitude)
@@ -284,81 +146,37 @@ def _charts(rows: list[SummaryRow], filesystems: list[str]) -> list[ChartData]:
     return out
 
 
-def _plain(renderable: Any) -> str:
-    from rich.text import Text
-
-    if isinstance(renderable, Text):
-        return renderable.plain
-    return Text.from_markup(str(renderable)).plain if renderable is not None else ""
-
-
-def rich_to_sections(renderables: list[Any], kind: str) -> list[TableSection]:
-    """Rich tables (trace tables, registered workload sections) as plain table data."""
-    from rich.console import Group
-    from rich.table import Table
-    from rich.text import Text
-
-    out: list[TableSection] = []
-    for item in renderables:
-        if isinstance(item, Group):
-            out += rich_to_sections(list(item.renderables), kind)
-        elif isinstance(item, Table):
-            columns = [_plain(c.header) for c in item.columns]
-            cols = [[_plain(x) for x in c.cells] for c in item.columns]
-            rows = [list(r) for r in zip(*cols)] if cols else []
-            title = _plain(item.title)
-            this = "prediction" if title.startswith("predicted") else kind
-            out.append(TableSection(this, title, columns, rows, _plain(item.caption)))
-        elif isinstance(item, Text) and out:
-            out[-1].note = (out[-1].note + " " + item.plain).strip()
-    return out
-
-
-def _failed(runs: list[dict[str, Any]], results_dir: str) -> list[FailedRun]:
-    out = []
+def _failed(runs: list[StoredRun], results_dir: str) -> list[FailedRun]:
+    out: list[FailedRun] = []
     for r in runs:
-        if r["status"] == "ok":
+        if r["status"] == STATUS_OK:
             continue
         reason = (r["error"] or "no reason recorded").strip().splitlines()[0]
-        out.append(FailedRun(column(r["cell"]), cell_label(r["cell"]), r["repetition"] + 1, reason,
+        out.append(FailedRun(fs_column(r["cell"]), cell_label(r["cell"]), r["repetition"] + 1, reason,
                              f"{results_dir}/{r['artifact_dir']}" if r["artifact_dir"] else "", r["run_id"]))
     return out
 
 
-def provenance_rows(runs: list[dict[str, Any]], quick: bool,
+def provenance_rows(runs: list[StoredRun], quick: bool,
                     columns: list[str]) -> list[list[str]]:
     """[field, value per file system]; runs that failed before the file system was made
     add nothing but '—'."""
-    facts = facts_by_group(runs, lambda r: column(r["cell"]), quick)
+    facts = facts_by_group(runs, lambda r: fs_column(r["cell"]), quick)
     return [[name, *[by_fs.get(fs, "—") for fs in columns]] for name, by_fs in facts.items()]
 
 
-def build_report(study: Any, runs: list[dict[str, Any]], cells: list[dict[str, Any]],
+def build_report(study: StudyRow, runs: list[StoredRun], cells: list[StoredCell],
                  metric: str | None = None, results_dir: str = "") -> Report:
-    """The whole report of one stored study (``study`` is a store.StudyRow)."""
-    from .hosts import warning_lines as host_warning_lines
-    from .sections import extra_tables, model_sections
-    from .trace_tables import report_tables
-
+    """The whole report of one stored study, from the store's records only. The trace
+    plots are left empty: reading trace files is not free (report.outputs adds them)."""
     filesystems, rows = _summary_rows(runs, cells, metric)
-    tables = rich_to_sections(extra_tables(runs, cells, study.source), "workload")
-    tables += rich_to_sections(report_tables(runs, cells), "trace")
+    tables, sections = build_sections(StudyData(runs, cells, study.paper))
     return Report(
         schema=SCHEMA, study_id=study.id, name=study.name, source=study.source, status=study.status,
         quick=study.quick, filesystems=filesystems, rows=rows, findings=_findings(rows),
         charts=_charts(rows, filesystems), provenance_columns=filesystems,
         provenance=provenance_rows(runs, study.quick, filesystems), failed=_failed(runs, results_dir),
         skipped=list(study.skipped), tables=tables, runs_stored=len(runs), runs_planned=study.planned_runs,
-        sections=model_sections(runs, cells, study.source),
+        legend=LEGEND, trace_plots=[], trace_missing=[], sections=sections,
         host_warnings=[line.strip() for line in host_warning_lines(runs, study.quick)],
     )
-
-
-def interval_note() -> str:
-    return (f"Intervals: {CONFIDENCE:.0%} Student-t interval of the mean over n runs; relative "
-            "differences: delta method on the log ratio of means; p: Welch's t-test, Holm-corrected "
-            "within each row (α = 0.05); effect size: Hedges' g. The interval (log scale) and the test (raw "
-            "values) can disagree when the spread is wide; the verdict is the test's.")
-
-
-__all__ = ["Report", "build_report", "fmt"]

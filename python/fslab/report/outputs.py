@@ -1,4 +1,5 @@
-"""Writing a stored study's report as HTML, Markdown or JSON files (`fslab report --html …`)."""
+"""Loading a stored study's report (`fslab report`), per host when several machines ran it,
+and writing it as HTML, Markdown or JSON files (`fslab report --html …`)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,20 @@ import sys
 from pathlib import Path
 
 from ..errors import FslabError
-from .model import Report, build_report
+from ..store import Store
+from ..stored import StoredCell, StoredRun, StudyRow
+from ..study_lock import shown_status
+from .data import Report
+from .hosts import host_of, hosts
+from .model import build_report
 from .trace_section import Progress, trace_plots_section
+
+
+def load_study(results: Path, study_id: int | None) -> tuple[StudyRow, list[StoredRun], list[StoredCell]]:
+    """A stored study (the newest when ``study_id`` is None), its runs and its cells."""
+    with Store(results, read_only=True) as store:
+        row = store.study(study_id)
+        return row, store.runs(row.id), store.cells(row.id)
 
 
 def load_report(results: Path, study_id: int | None, metric: str | None = None, *,
@@ -16,12 +29,7 @@ def load_report(results: Path, study_id: int | None, metric: str | None = None, 
                 progress: Progress | None = None) -> Report:
     """The report of a stored study; with ``trace_plots`` also its traced runs' plots (as
     data, and as PNG when ``images``), reading every trace file of the study."""
-    from ..runner import shown_status
-    from ..store import Store
-
-    with Store(results, read_only=True) as store:
-        row = store.study(study_id)
-        runs, cells = store.runs(row.id), store.cells(row.id)
+    row, runs, cells = load_study(results, study_id)
     if metric is not None and not any(metric in r["metrics"] for r in runs):
         stored = sorted({name for r in runs for name in r["metrics"]})
         raise FslabError(f"--metric {metric}: no stored run of study {row.id} has it; "
@@ -32,6 +40,17 @@ def load_report(results: Path, study_id: int | None, metric: str | None = None, 
         report.trace_plots, report.trace_missing = trace_plots_section(results, runs, cells, images=images,
                                                                        progress=progress)
     return report
+
+
+def reports_by_host(results: Path, study_id: int | None, metric: str | None = None) -> list[tuple[str, Report]]:
+    """(host, the report of the runs it ran) for each machine that ran successful runs of
+    the study; empty when one machine ran them all."""
+    row, runs, cells = load_study(results, study_id)
+    names = hosts(runs)
+    if len(names) < 2:
+        return []
+    return [(host, build_report(row, [r for r in runs if host_of(r) == host], cells, metric, str(results)))
+            for host in names]
 
 
 def write_figures(report: Report, markdown: Path) -> dict[str, str]:

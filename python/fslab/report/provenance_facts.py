@@ -5,7 +5,10 @@ warnings read the same fields the same way."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
+
+from ..stored import StoredRun
 
 # device facts that name a place (an image path, a temporary directory), not a property
 _PLACE_KEYS = frozenset({"image", "directory", "path", "loop", "device"})
@@ -30,7 +33,7 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def run_facts(run: dict[str, Any], quick: bool) -> dict[str, str]:
+def run_facts(run: StoredRun, quick: bool) -> dict[str, str]:
     """Field -> value of one run, in a fixed order (missing facts read '—')."""
     prov = run.get("provenance") or {}
     host = prov.get("host") or {}
@@ -63,7 +66,8 @@ def run_facts(run: dict[str, Any], quick: bool) -> dict[str, str]:
     return facts
 
 
-def facts_by_group(runs: list[dict[str, Any]], group: Any, quick: bool) -> dict[str, dict[str, str]]:
+def facts_by_group(runs: Sequence[StoredRun], group: Callable[[StoredRun], str],
+                   quick: bool) -> dict[str, dict[str, str]]:
     """field -> group -> value(s) over the groups' runs ('a | b' when runs disagree).
     ``group(run)`` names the column a run belongs to (e.g. its file system)."""
     seen: dict[str, dict[str, list[str]]] = {}

@@ -9,14 +9,19 @@ folder's name (``<cell>-r<repetition>``) in the study asked for (the newest by d
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..errors import FslabError
+from ..stored import StoredMetric, StoredRun, StudyRow
 from .labels import cell_label, fs_column
 from .provenance_facts import bytes_text, run_facts
 from .units import display_scale, fmt
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
 
 MAX_LINES = 25  # per raw output shown; the path to the full file is given beside it
 # Files that describe how the run was set up rather than what the workload printed: listed, not shown.
@@ -63,7 +68,7 @@ def _ranges(ids: list[int]) -> str:
     return ", ".join(out)
 
 
-def find_run(results: Path, wanted: str, study_id: int | None) -> tuple[Any, dict[str, Any]]:
+def find_run(results: Path, wanted: str, study_id: int | None) -> tuple[StudyRow, StoredRun]:
     """(study row, run) for an id or artifact folder name; an FslabError naming the runs
     that exist when there is none."""
     from ..store import Store
@@ -134,15 +139,16 @@ def _raw(path: Path) -> RawOutput | None:
     return RawOutput(path.name, str(path), what, lines[:MAX_LINES], len(lines))
 
 
-def _metric_rows(metrics: dict[str, dict[str, Any]]) -> list[tuple[str, str, str, str]]:
+def _metric_rows(metrics: dict[str, StoredMetric]) -> list[tuple[str, str, str, str]]:
     out = []
     for name in sorted(metrics):
         m = metrics[name]
-        if m["value"] is None:
+        value = m["value"]
+        if value is None:
             out.append((name, "—", m["unit"], m["note"] or ""))
             continue
-        divisor, unit = display_scale(m["unit"], m["value"])
-        out.append((name, f"{fmt(m['value'] / divisor)} {unit}", m["unit"], m["note"] or ""))
+        divisor, unit = display_scale(m["unit"], value)
+        out.append((name, f"{fmt(value / divisor)} {unit}", m["unit"], m["note"] or ""))
     return out
 
 
@@ -154,8 +160,9 @@ def run_view(results: Path, wanted: str, study_id: int | None = None) -> RunView
               ("mkfs options", " ".join(cell.get("mkfs") or []) or "(defaults)"),
               ("mount options", ",".join(cell.get("mount") or []) or "(defaults)")]
     params += [(k, str(v)) for k, v in cell["params"].items()]
-    if cell.get("aging"):
-        params.append(("aging", ", ".join(f"{k}={v}" for k, v in cell["aging"].items() if v is not None)))
+    aging = cell.get("aging")
+    if aging:
+        params.append(("aging", ", ".join(f"{k}={v}" for k, v in aging.items() if v is not None)))
     params.append(("wall time", f"{run['finished_at'] - run['started_at']:.1f} s"))
     folder = results / run["artifact_dir"] if run["artifact_dir"] else None
     files = sorted(p for p in folder.rglob("*") if p.is_file()) if folder and folder.is_dir() else []
@@ -164,7 +171,8 @@ def run_view(results: Path, wanted: str, study_id: int | None = None) -> RunView
         f"run {run['run_id']} of study {study.id} ({study.name}): {fs_column(cell)}, {cell_label(cell)}, "
         f"repetition {run['repetition'] + 1}", run["status"], run["error"], params,
         _metric_rows(run["metrics"]), list(run_facts(run, study.quick).items()),
-        str(folder) if folder else "", [(str(p.relative_to(folder)), p.stat().st_size) for p in files])
+        str(folder) if folder else "",
+        [(str(p.relative_to(folder)), p.stat().st_size) for p in files] if folder else [])
     first = [p for p in files if p.name == "error.txt"]  # why it failed comes first
     for path in first + [p for p in files if p.name not in CONTEXT_FILES and p.name != "error.txt"]:
         raw = _raw(path)
@@ -173,13 +181,13 @@ def run_view(results: Path, wanted: str, study_id: int | None = None) -> RunView
     return view
 
 
-def render_run(view: RunView) -> list[Any]:
+def render_run(view: RunView) -> list[RenderableType]:
     """Rich renderables of one run, in reading order."""
     from rich.markup import escape
     from rich.table import Table
     from rich.text import Text
 
-    def table(title: str, columns: list[str], rows: list[tuple[str, ...]]) -> Table:
+    def table(title: str, columns: list[str], rows: Sequence[tuple[str, ...]]) -> Table:
         t = Table(title=escape(title) or None, title_justify="left")
         for c in columns:
             t.add_column(escape(c))
@@ -188,7 +196,7 @@ def render_run(view: RunView) -> list[Any]:
         return t
 
     ok = view.status == "ok"
-    out: list[Any] = [Text(view.title + " — " + view.status, style="bold" if ok else "bold red")]
+    out: list[RenderableType] = [Text(view.title + " — " + view.status, style="bold" if ok else "bold red")]
     if view.error:
         out.append(Text("error: " + view.error, style="red"))
     out.append(table("parameters", ["parameter", "value"], view.parameters))

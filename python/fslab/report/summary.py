@@ -6,7 +6,7 @@ a row per workload case and metric, a column per file system, each cell the esti
 from __future__ import annotations
 
 from ..metrics import display_name
-from .model import Report, SummaryRow
+from .data import Report, SummaryRow
 from .tables import NO_VERDICT
 
 

@@ -12,7 +12,7 @@ import math
 from html import escape
 
 from ..metrics import display_name
-from .model import ChartData
+from .data import ChartData
 from .units import fmt
 
 # One colour per file system, by its position in the study (kept across every chart).

@@ -4,11 +4,12 @@ given as a difference to it, with its significance (Welch's t, Holm-corrected pe
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from ..analysis.stats import MIN_N_FOR_VERDICT, Comparison, Summary, compare_groups, summarize
 from ..store import stored_metric_kind
+from ..stored import StoredCell, StoredRun
 from .labels import cell_label, mean_pm
 from .labels import fs_column as column
 
@@ -33,12 +34,12 @@ class TableData:
     rows: list[RowData]
 
 
-def _row_metric(cell: dict[str, Any], requested: str | None) -> str:
+def _row_metric(cell: StoredCell, requested: str | None) -> str:
     return requested or cell["primary_metric"]
 
 
-def build_table(runs: list[dict[str, Any]], metric: str | None = None,
-                cells: list[dict[str, Any]] | None = None) -> TableData:
+def build_table(runs: Sequence[StoredRun], metric: str | None = None,
+                cells: Sequence[StoredCell] | None = None) -> TableData:
     """Group stored runs into rows (cells without the file system) and columns."""
     filesystems: list[str] = []
     rows: dict[tuple[str, str], RowData] = {}
@@ -95,14 +96,6 @@ def cell_text(row: RowData, fs: str, divisor: float) -> str:
     if fs in row.failed:
         parts.append(f"{row.failed[fs]} failed")
     return "  ".join(parts) if parts else "—"
-
-
-def render(table: TableData, title: str, cells: list[dict[str, Any]] | None = None) -> Any:
-    """The table as a rich Table, drawn as the report draws it (report.terminal)."""
-    from .model import rows_from_table
-    from .terminal import summary_renderable
-
-    return summary_renderable(table.filesystems, rows_from_table(table, cells), title)
 
 
 NO_VERDICT = "†"

@@ -1,26 +1,34 @@
-"""The report in the terminal (rich), drawn from the same model as HTML, Markdown and JSON:
-title, comparison table and legend, workload and trace tables, predictions, skipped file
-systems and failed runs grouped by reason. What to run next (resume, retry) stays with
-the command that knows how it was called."""
+"""The report in the terminal (rich), drawn from the same data as HTML, Markdown and JSON:
+title, comparison table and legend, workload and trace tables, predictions, the sections
+of workload kinds, skipped file systems and failed runs grouped by reason, and (several
+hosts) the table per host and what the hosts differ in. What to run next (resume, retry)
+stays with the command that knows how it was called. Nothing here is read back: rich
+objects are only printed."""
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Sequence
 
+from rich.console import Group, RenderableType
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from .model import FailedRun, Report, SummaryRow, TableSection
+from ..stored import StoredCell
+from .data import FailedRun, ModelSection, Report, SummaryRow, TableSection
+from .model import rows_from_table
 from .summary import metric_text, row_cells
+from .tables import TableData
 
 # A cell that is a number, an estimate or no value: such columns are right-aligned.
 _NUMERIC = re.compile(r"^([-+]?[\d.,]+|—|\+{5})")
+ALERT_STYLE = "bold red"  # a cell a reader must not miss (a lossy trace)
 
 
 def summary_renderable(filesystems: list[str], rows: list[SummaryRow], title: str) -> Table:
-    """The comparison table: a row per workload case and metric, a column per file system."""
+    """The comparison table: a row per workload case and metric, a column per file system.
+    ``title`` is rich markup (escape plain text)."""
     out = Table(title=title, title_justify="left")
     out.add_column("workload")
     out.add_column(escape("metric [unit]"))
@@ -31,9 +39,9 @@ def summary_renderable(filesystems: list[str], rows: list[SummaryRow], title: st
     return out
 
 
-def _cell(text: str) -> Text:
-    # A lossy trace must stand out, as it does in the HTML.
-    return Text(text, style="bold red" if text.startswith("INCOMPLETE") else "")
+def render_table(table: TableData, title: str, cells: list[StoredCell] | None = None) -> Table:
+    """A comparison table (report.tables) drawn as the report draws it."""
+    return summary_renderable(table.filesystems, rows_from_table(table, cells), title)
 
 
 def section_renderable(t: TableSection) -> Table:
@@ -46,10 +54,23 @@ def section_renderable(t: TableSection) -> Table:
         numeric = i > 0 and bool(values) and all(_NUMERIC.match(v) for v in values)
         out.add_column(escape(name), justify="right" if numeric else "left")
     grouped = any(not r[0] for r in t.rows)
+    alerts = set(t.alerts)
     for k, row in enumerate(t.rows):
         last = k + 1 == len(t.rows) or (grouped and bool(t.rows[k + 1][0]))
-        out.add_row(*[_cell(v) for v in row], end_section=grouped and last)
+        out.add_row(*[Text(v, style=ALERT_STYLE if (k, j) in alerts else "") for j, v in enumerate(row)],
+                    end_section=grouped and last)
     return out
+
+
+def model_section_renderable(m: ModelSection) -> Group:
+    """A section of its own: its statements and tables; its charts are drawn by
+    `fslab report --html` (their numbers are in --markdown and --json)."""
+    parts: list[RenderableType] = [Text(m.title, style="bold"), Text(m.intro, style="dim")]
+    parts += [Text(f"• {s}") for s in m.statements]
+    parts += [section_renderable(t) for t in m.tables]
+    if m.charts:
+        parts.append(Text(f"{len(m.charts)} chart(s): fslab report --html FILE", style="dim"))
+    return Group(*parts)
 
 
 def failure_groups(failed: list[FailedRun]) -> list[tuple[str, list[FailedRun]]]:
@@ -75,19 +96,30 @@ def failures_renderable(report: Report) -> Text | None:
     return out
 
 
-def render_terminal(report: Report) -> list[Any]:
+def render_terminal(report: Report) -> list[RenderableType]:
     """Every renderable of the report, in order (printed one after the other)."""
     title = f"study {report.study_id}: {report.name} — {report.status}"
     if report.quick:
         title += " — QUICK run (scaled down: a smoke test, not for conclusions)"
-    out: list[Any] = [summary_renderable(report.filesystems, report.rows, escape(title)),
-                      Text(report.legend, style="dim")]
+    out: list[RenderableType] = [summary_renderable(report.filesystems, report.rows, escape(title)),
+                                 Text(report.legend, style="dim")]
     out += [section_renderable(t) for t in report.tables]  # each workload's predictions after its trace
-    from .sections import rich_section  # a workload kind's own section (seed 003's figures)
-
-    out += [rich_section(m) for m in report.sections]
+    out += [model_section_renderable(m) for m in report.sections]
     out += [Text(f"{s['filesystem']}: {s['reason']}", style="yellow") for s in report.skipped]
     failures = failures_renderable(report)
     if failures is not None:
         out.append(failures)
+    return out
+
+
+def host_renderables(report: Report, per_host: Sequence[tuple[str, Report]] = ()) -> list[RenderableType]:
+    """Runs from several machines: the comparison table once per host (``per_host``, from
+    report.outputs.reports_by_host), then the warning about pooling them (nothing for a
+    one-host study)."""
+    out: list[RenderableType] = [summary_renderable(mine.filesystems, mine.rows,
+                                                    escape(f"study {report.study_id}: host {host}"))
+                                 for host, mine in per_host]
+    if report.host_warnings:  # the first line names the hosts, the others the facts they differ in
+        head, *facts = report.host_warnings
+        out += [Text(line, style="yellow") for line in [head, *[f"  {fact}" for fact in facts]]]
     return out

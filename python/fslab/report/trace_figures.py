@@ -24,9 +24,12 @@ import numpy as np
 
 from ..analysis.stats import summarize
 from ..analysis.traces import analyze
+from ..stored import STATUS_OK, StoredCell, StoredRun
 from ..trace.formats import NO_COMM, OP_READ, OP_WRITE, Trace, load_trace
 from . import trace_plots
-from .trace_tables import group_traced_runs
+from .data import TableSection
+from .traced_runs import group_traced_runs
+from .units import fmt
 
 CSV_NAME = "table1_io_size.csv"
 OPS = ("read", "write", "flush", "discard")
@@ -43,7 +46,7 @@ class TraceFigures:
 
     paths: list[Path] = field(default_factory=list)
     rows: list[dict[str, Any]] = field(default_factory=list)  # the CSV rows
-    tables: list[Any] = field(default_factory=list)  # rich Tables of Table 1
+    tables: list[TableSection] = field(default_factory=list)  # Table 1, per workload
     missing: list[str] = field(default_factory=list)  # runs whose trace file is gone
 
 
@@ -53,12 +56,12 @@ def slug(text: str) -> str:
     return out.strip("_") or "workload"
 
 
-def trace_path(results_dir: Path, run: dict[str, Any]) -> Path | None:
+def trace_path(results_dir: Path, run: StoredRun) -> Path | None:
     """Where a stored run's trace is (None when the run was not captured)."""
     info = run["provenance"].get("trace") or {}
     if not info.get("captured") or not run["artifact_dir"]:
         return None
-    return results_dir / run["artifact_dir"] / info.get("artifact", "trace.parquet")
+    return results_dir / run["artifact_dir"] / str(info.get("artifact", "trace.parquet"))
 
 
 def pooled(traces: list[Trace]) -> Trace:
@@ -94,44 +97,41 @@ def _rows(label: str, fs: str, results: list[dict[str, Any]]) -> list[dict[str, 
     return rows
 
 
-def _table(label: str, rows: list[dict[str, Any]]) -> Any:
-    from rich.table import Table
-
-    from .units import fmt
-
+def _table(label: str, rows: list[dict[str, Any]]) -> TableSection:
     def cell(row: dict[str, Any], key: str) -> str:
         if row[key] is None:
             return "—"
         hw = row[f"{key}_ci95"]
         return fmt(row[key]) + (f" ± {fmt(hw)}" if hw is not None else "")
 
-    table = Table(title=f"Table 1 — I/O size on the device, {label}: per-run statistic, "
-                  "mean ± 95% CI (Student t) over n runs", title_justify="left")
-    for col in ("file system", "op", "n runs", "requests", "mean [KiB]", "min [KiB]",
-                "median [KiB]", "max [KiB]", "trace"):
-        table.add_column(col, justify="left" if col in ("file system", "op", "trace") else "right")
+    columns = ["file system", "op", "n runs", "requests", "mean [KiB]", "min [KiB]", "median [KiB]", "max [KiB]",
+               "trace"]
+    table = TableSection("trace", f"Table 1 — I/O size on the device, {label}: per-run statistic, "
+                         "mean ± 95% CI (Student t) over n runs", columns, [])
     for row in rows:
         if row["op"] not in DATA_OPS or not row["requests"]:
             continue
-        lossy = (f"[bold red]INCOMPLETE: {row['lost_events']:,} events lost "
-                 f"({row['incomplete_runs']} of {row['n_runs']} runs)[/bold red]"
-                 if row["incomplete_runs"] else "complete")
-        table.add_row(row["filesystem"], row["op"], str(row["n_runs"]), cell(row, "requests"),
-                      *(cell(row, f"size_{k}_kib") for k in ("mean", "min", "median", "max")), lossy)
+        lossy = row["incomplete_runs"]
+        if lossy:
+            table.alerts.append((len(table.rows), len(columns) - 1))
+        table.rows.append([row["filesystem"], row["op"], str(row["n_runs"]), cell(row, "requests"),
+                           *(cell(row, f"size_{k}_kib") for k in ("mean", "min", "median", "max")),
+                           f"INCOMPLETE: {row['lost_events']:,} events lost ({lossy} of {row['n_runs']} runs)"
+                           if lossy else "complete"])
     return table
 
 
-def write_trace_figures(results_dir: Path, runs: list[dict[str, Any]], cells: list[dict[str, Any]],
+def write_trace_figures(results_dir: Path, runs: list[StoredRun], cells: list[StoredCell],
                         out_dir: Path, progress: Callable[[int, int, str], None] | None = None) -> TraceFigures:
-    """Table 1 (CSV + rich table), Figures 3 and 4 and LBA plots of a stored study into
+    """Table 1 (CSV + table data), Figures 3 and 4 and LBA plots of a stored study into
     ``out_dir``; ``progress(done, total, what)`` after each trace file is read. Raises
     FslabError (from the trace reader) on an unreadable trace file."""
     out = TraceFigures()
     out_dir.mkdir(parents=True, exist_ok=True)
 
-    def captured(run: dict[str, Any]) -> bool:
+    def captured(run: StoredRun) -> bool:
         path = trace_path(results_dir, run)
-        if run["status"] != "ok" or path is None:
+        if run["status"] != STATUS_OK or path is None:
             return False
         if not path.is_file():
             out.missing.append(str(path))
@@ -142,7 +142,7 @@ def write_trace_figures(results_dir: Path, runs: list[dict[str, Any]], cells: li
     total = sum(len(rs) for by_fs in groups.values() for rs in by_fs.values())
     done = 0
 
-    def read(run: dict[str, Any], what: str) -> Trace:
+    def read(run: StoredRun, what: str) -> Trace:
         nonlocal done
         trace = load_trace(trace_path(results_dir, run))  # type: ignore[arg-type]
         done += 1

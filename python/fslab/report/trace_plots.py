@@ -5,15 +5,20 @@ histogram drawn as one image, so they stay fast and legible at any trace size.""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import IO
+from types import ModuleType
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
 from ..analysis.traces import data_requests
 from ..trace.formats import EV_COMPLETE, OP_READ, OP_WRITE, SECTOR_BYTES, Trace
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
-def _plt():
+
+def _plt() -> ModuleType:
+    """matplotlib.pyplot on the Agg backend (files only), imported when a plot is drawn."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -28,10 +33,11 @@ def _incomplete_note(traces: dict[str, Trace]) -> str:
 
 
 SCATTER_MAX = 20_000  # up to this many requests an LBA plot draws each as a dot, beyond it bins them
-Out = Path | IO[bytes]  # a file name, or a binary buffer (PNG) for an inline image
+# Where a plot goes: a file name, or a binary buffer (PNG) for an inline image.
+Out = TypeVar("Out", Path, IO[bytes])
 
 
-def _save(fig, out: Out) -> Out:  # noqa: ANN001 (matplotlib Figure, imported lazily)
+def _save(fig: Figure, out: Out) -> Out:
     """Lay out, write and close a figure (closing frees its memory in long reports)."""
     fig.tight_layout()
     fig.savefig(out, dpi=120)
@@ -113,7 +119,7 @@ def iops_over_time(traces: dict[str, Trace], out: Path, bin_s: float = 0.1) -> P
     return _save(fig, out)
 
 
-def io_counts(results: dict[str, dict], out: Path) -> Path:
+def io_counts(results: dict[str, dict[str, Any]], out: Path) -> Path:
     """Bar chart of completed requests by op per trace (from ``analyze`` results)."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6.4, 4))

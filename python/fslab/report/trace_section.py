@@ -14,20 +14,20 @@ when a renderer needs them: JSON carries the numbers, not pictures."""
 
 from __future__ import annotations
 
-import base64
 import io
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..analysis.traces import data_requests
+from ..stored import STATUS_OK, StoredCell, StoredRun
 from ..trace.formats import OP_READ, OP_WRITE, SECTOR_BYTES, Trace, load_trace
 from . import trace_plots
+from .data import TracePlot
 from .trace_figures import pooled, slug, trace_path
-from .trace_tables import group_traced_runs
+from .traced_runs import group_traced_runs
 
 PERCENTILES = (0, 10, 25, 50, 75, 90, 99, 100)
 TIME_BINS = 10
@@ -36,25 +36,7 @@ DATA_OPS = {"read": OP_READ, "write": OP_WRITE}
 Progress = Callable[[int, int, str], None]
 
 
-@dataclass
-class TracePlot:
-    id: str  # file-name-safe, unique in the report
-    kind: str  # "size_cdf" | "lba"
-    workload: str
-    title: str
-    caption: str  # the runs it comes from, completeness
-    filesystems: list[str]
-    run_ids: list[int]
-    complete: bool
-    lost_events: int | None  # summed over the plotted runs; None when unknown
-    data: dict[str, Any]  # the plotted numbers, summarised (JSON)
-    image_png: bytes = field(default=b"", repr=False)  # empty unless images were asked for
-
-    def data_uri(self) -> str:
-        return "data:image/png;base64," + base64.b64encode(self.image_png).decode()
-
-
-def _run_label(run: dict[str, Any]) -> str:
+def _run_label(run: StoredRun) -> str:
     return f"#{run['repetition'] + 1} (run id {run['run_id']})"
 
 
@@ -74,7 +56,8 @@ def _loss_text(complete: bool, lost: int | None) -> str:
 
 def _sizes_kib(trace: Trace, op: int) -> np.ndarray:
     m = data_requests(trace) & (trace.columns["op"] == op)
-    return trace.columns["nr_sector"][m].astype(np.float64) * SECTOR_BYTES / 1024
+    sizes: np.ndarray = trace.columns["nr_sector"][m].astype(np.float64) * SECTOR_BYTES / 1024
+    return sizes
 
 
 def _png(draw: Callable[[io.BytesIO], Any]) -> bytes:
@@ -83,7 +66,7 @@ def _png(draw: Callable[[io.BytesIO], Any]) -> bytes:
     return buf.getvalue()
 
 
-def _size_cdf(label: str, op: str, traces: dict[str, list[Trace]], runs: dict[str, list[dict[str, Any]]],
+def _size_cdf(label: str, op: str, traces: dict[str, list[Trace]], runs: dict[str, list[StoredRun]],
               images: bool) -> TracePlot | None:
     lines: dict[str, Any] = {}
     for fs, ts in traces.items():
@@ -111,7 +94,7 @@ def _size_cdf(label: str, op: str, traces: dict[str, list[Trace]], runs: dict[st
     return plot
 
 
-def _lba(label: str, fs: str, trace: Trace, run: dict[str, Any], n_runs: int, images: bool) -> TracePlot:
+def _lba(label: str, fs: str, trace: Trace, run: StoredRun, n_runs: int, images: bool) -> TracePlot:
     c = trace.columns
     m = data_requests(trace)
     t0 = int(c["time_ns"][0]) if len(trace) else 0
@@ -139,15 +122,15 @@ def _lba(label: str, fs: str, trace: Trace, run: dict[str, Any], n_runs: int, im
     return plot
 
 
-def trace_plots_section(results_dir: Path, runs: list[dict[str, Any]], cells: list[dict[str, Any]], *,
+def trace_plots_section(results_dir: Path, runs: list[StoredRun], cells: list[StoredCell], *,
                         images: bool, progress: Progress | None = None) -> tuple[list[TracePlot], list[str]]:
     """The trace plots of a stored study and the trace files that were missing (their runs
     left out). Raises FslabError (from the trace reader) on an unreadable trace file."""
     missing: list[str] = []
 
-    def captured(run: dict[str, Any]) -> bool:
+    def captured(run: StoredRun) -> bool:
         path = trace_path(results_dir, run)
-        if run["status"] != "ok" or path is None:
+        if run["status"] != STATUS_OK or path is None:
             return False
         if not path.is_file():
             missing.append(str(path))

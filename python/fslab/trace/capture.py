@@ -92,7 +92,7 @@ def _remove_instance(inst: Path) -> None:
 def remove_stale_instances() -> list[str]:
     """Remove fslab instances whose creating process is gone (after a crash or kill -9).
     Instances of live processes are left alone."""
-    removed = []
+    removed: list[str] = []
     root = TRACEFS / "instances"
     if not root.is_dir():
         return removed

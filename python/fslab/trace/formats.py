@@ -61,7 +61,7 @@ class Trace:
 
     @classmethod
     def from_lists(cls, rows: dict[str, list], comm_names: list[str], meta: dict[str, Any]) -> Trace:
-        cols = {name: np.asarray(rows[name], dtype=dt) for name, dt in COLUMNS.items()}
+        cols: dict[str, np.ndarray] = {name: np.asarray(rows[name], dtype=dt) for name, dt in COLUMNS.items()}
         order = np.argsort(cols["time_ns"], kind="stable")
         if not np.all(order[:-1] < order[1:]):
             cols = {k: v[order] for k, v in cols.items()}
@@ -70,7 +70,7 @@ class Trace:
     @classmethod
     def from_core(cls, raw: dict[str, Any], meta: dict[str, Any]) -> Trace:
         """Columns as the native core returns them (bytes), wrapped without copying."""
-        cols = {name: np.frombuffer(raw[name], dtype=dt) for name, dt in COLUMNS.items()}
+        cols: dict[str, np.ndarray] = {name: np.frombuffer(raw[name], dtype=dt) for name, dt in COLUMNS.items()}
         return cls(cols, list(raw["comm_names"]), meta)
 
 

@@ -187,7 +187,7 @@ class Guest:
         return self._proc is not None and self._proc.poll() is None
 
     def _qemu_argv(self, qemu: str, folder: Path) -> list[str]:
-        assert self.build is not None
+        assert self.build is not None and self.console_path is not None  # both set when the guest starts
         c = self.config
         argv = [qemu, "-machine", "q35", "-m", str(c.memory_bytes // MiB), "-smp", str(c.cpus),
                 "-nodefaults", "-display", "none", "-no-reboot", "-no-user-config",

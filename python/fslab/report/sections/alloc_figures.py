@@ -2,8 +2,9 @@
 and random, file delete, allocation+write sequential and random) the mean latency per file
 system on the empty and the aged file system, with 95% intervals (Figures 4-8); the
 aged/empty ratio per file system with Fieller's interval (Figure 9); the aged state and
-free-space fragmentation before and after each run; and, for the seed-003 preset only, a
-plain verdict on each of the paper's three conclusions.
+free-space fragmentation before and after each run; and, for a study that reproduces
+seed 003 (``[study] paper = "seed-003"``: the seed-003 and seed-003-usb presets), the
+paper's figure names and a plain verdict on each of its three conclusions.
 
 Statistics: per-cell means over runs with Student-t intervals (analysis.stats); every ratio
 is a ratio of two independent means with Fieller's interval (analysis.fieller). A verdict
@@ -15,30 +16,30 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
 
-from ..analysis.fieller import METHOD, FiellerRatio, fieller_ratio
-from ..analysis.stats import summarize
-from .labels import fs_column
-from .model import Bar, ChartData, TableSection
-from .sections import ModelSection, register_sections
-from .units import display_scale, fmt
+from ...analysis.fieller import METHOD, FiellerRatio, fieller_ratio
+from ...analysis.stats import summarize
+from ...stored import STATUS_OK, StoredCell, StoredRun
+from ..data import Bar, ChartData, ModelSection, TableSection
+from ..labels import fs_column
+from ..units import display_scale, fmt
+from .base import SECTIONS, Section, StudyData
 
-PAPER_PRESETS = ("preset seed-003", "preset seed-003-usb")  # the only studies with the paper's labels
+PAPER = "seed-003"  # the published study whose labels and claims the section carries (StudyRow.paper)
 OPS = ("seq_read", "rand_read", "delete", "seq_write", "rand_write")
 OP_NAMES = {"seq_read": "read, sequential", "rand_read": "read, random", "delete": "file delete",
             "seq_write": "allocation+write, sequential", "rand_write": "allocation+write, random"}
 WRITES = ("seq_write", "rand_write")
 OTHERS = ("seq_read", "rand_read", "delete")
 EMPTY = "empty"
-# (figure, the paper's caption, operations): titles carry them only for the preset.
+# (figure, the paper's caption, operations): titles carry them only for the paper's study.
 PAPER_FIGURES = {"seq_read": "Fig. 4 Block Read Performance", "rand_read": "Fig. 4 Block Read Performance",
                  "delete": "Fig. 5 File Delete Performance",
                  "seq_write": "Figs. 6 and 8 Block Write / Allocation Performance",
                  "rand_write": "Figs. 6 and 8 Block Write / Allocation Performance"}
 
 
-def condition(cell: dict[str, Any]) -> str:
+def condition(cell: StoredCell) -> str:
     """'empty', or the aged state a cell starts from: 'aged 50% random-holes'."""
     aging = cell.get("aging")
     if not aging:
@@ -46,7 +47,7 @@ def condition(cell: dict[str, Any]) -> str:
     return f"aged {float(aging['fill']):.0%} {aging['pattern']}"
 
 
-def _variant(cell: dict[str, Any]) -> str:
+def _variant(cell: StoredCell) -> str:
     """What else distinguishes alloc cells (count, bs, sync, ...): empty and aged cells of one
     variant are paired; two variants never are."""
     params = {k: v for k, v in cell["params"].items() if k != "aging"}
@@ -64,7 +65,7 @@ class _Group:
     conditions: list[str]
 
 
-def _groups(runs: list[dict[str, Any]], cells: list[dict[str, Any]]) -> list[_Group]:
+def _groups(runs: list[StoredRun], cells: list[StoredCell]) -> list[_Group]:
     alloc = [c for c in cells if c["workload_kind"] == "alloc"]
     variants = list(dict.fromkeys(_variant(c) for c in alloc))
     out = []
@@ -84,7 +85,7 @@ def _groups(runs: list[dict[str, Any]], cells: list[dict[str, Any]]) -> list[_Gr
                 g.conditions.append(cond)
         g.conditions.sort(key=lambda x: (x != EMPTY, x))
         for r in runs:
-            if r["status"] != "ok" or r["cell"]["id"] not in ids:
+            if r["status"] != STATUS_OK or r["cell"]["id"] not in ids:
                 continue
             key = (fs_column(r["cell"]), condition(r["cell"]))
             for op in OPS:
@@ -234,7 +235,10 @@ def _side(r: FiellerRatio) -> int:
 def conclusion_a(g: _Group) -> str:
     """Allocation+write dominates: every write op slower than every read and the delete,
     on each file system and condition (the paper: 20-130x)."""
-    above, below, unsure, spans = [], [], [], []
+    above: list[str] = []
+    below: list[str] = []
+    unsure: list[str] = []
+    spans: list[float] = []
     for col in g.columns:
         for cond in g.conditions:
             v = g.values.get((col, cond), {})
@@ -273,7 +277,9 @@ def conclusion_b(g: _Group) -> str:
     same, other = _same_backend(g, ref)
     if not same:
         return f"cannot tell ({ref} is the only file system on its backend).{_excluded(other)}"
-    above, below, unsure = [], [], []
+    above: list[str] = []
+    below: list[str] = []
+    unsure: list[str] = []
     for cond in g.conditions:
         for w in WRITES:
             mine = g.values.get((ref, cond), {}).get(w)
@@ -303,7 +309,9 @@ def conclusion_c(g: _Group, ratios: dict[tuple[str, str, str], FiellerRatio]) ->
         return "cannot tell (no aged file system in this study)"
     if not same:
         return f"cannot tell ({ref} is the only file system on its backend).{_excluded(other)}"
-    above, below, unsure = [], [], []
+    above: list[str] = []
+    below: list[str] = []
+    unsure: list[str] = []
     for cond in aged:
         for w in WRITES:
             mine = ratios.get((ref, cond, w))
@@ -326,7 +334,7 @@ def conclusion_c(g: _Group, ratios: dict[tuple[str, str, str], FiellerRatio]) ->
                     "comparisons (intervals apart)") + "." + _excluded(other)
 
 
-def _state_table(runs: list[dict[str, Any]], cells: list[dict[str, Any]]) -> TableSection | None:
+def _state_table(runs: list[StoredRun], cells: list[StoredCell]) -> TableSection | None:
     """The aged state each run started from and its free space before and after the run:
     the issue's 'beyond the paper' facts, per file system and condition (means over runs)."""
     ids = {c["id"] for c in cells if c["workload_kind"] == "alloc"}
@@ -336,7 +344,7 @@ def _state_table(runs: list[dict[str, Any]], cells: list[dict[str, Any]]) -> Tab
              "free_space_before_free_extents_count", "free_space_after_free_extents_count",
              "seq_write_fragments_count", "rand_write_fragments_count")
     for r in runs:
-        if r["status"] != "ok" or r["cell"]["id"] not in ids:
+        if r["status"] != STATUS_OK or r["cell"]["id"] not in ids:
             continue
         d = rows.setdefault((fs_column(r["cell"]), condition(r["cell"])), {})
         for name in names:
@@ -376,9 +384,9 @@ def _state_table(runs: list[dict[str, Any]], cells: list[dict[str, Any]]) -> Tab
                          "fragments, sequential write file", "fragments, random write file"], out, note)
 
 
-def build(runs: list[dict[str, Any]], cells: list[dict[str, Any]], source: str) -> list[ModelSection]:
-    paper = source in PAPER_PRESETS
-    out = []
+def build(study: StudyData) -> list[ModelSection]:
+    runs, cells, paper = study.runs, study.cells, study.paper == PAPER
+    out: list[ModelSection] = []
     for g in _groups(runs, cells):
         if not g.values:
             continue
@@ -410,4 +418,4 @@ def build(runs: list[dict[str, Any]], cells: list[dict[str, Any]], source: str) 
     return out
 
 
-register_sections("alloc", build)
+SECTIONS.register("alloc-figures", Section(build, workload_kind="alloc"))

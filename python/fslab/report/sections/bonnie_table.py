@@ -1,6 +1,7 @@
 """Table IV of seed 000, rebuilt from stored Bonnie++ runs: five rows (the paper's names
-beside Bonnie++'s), one column per file system, each a mean ± 95% interval in MiB/s over
-n runs, and which differences between file systems are significant.
+beside Bonnie++'s, the paper's only for a study that reproduces seed 000), one column per
+file system, each a mean ± 95% interval in MiB/s over n runs, and which differences
+between file systems are significant.
 
 Built only from stored runs and cells (like report/tables.py, whose row grouping and cell
 text it reuses); the statistics are fslab.analysis.stats: Student-t intervals, Welch's
@@ -11,12 +12,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import combinations
-from typing import Any
 
-from ..analysis.stats import CONFIDENCE, MIN_N_FOR_VERDICT, NoVerdict, holm, welch_t
-from .sections import register_tables
-from .tables import NO_VERDICT, RowData, build_table, cell_text
-from .units import fmt
+from ...analysis.stats import CONFIDENCE, MIN_N_FOR_VERDICT, NoVerdict, holm, welch_t
+from ...stored import STATUS_OK, StoredCell, StoredRun
+from ..data import TableSection
+from ..tables import NO_VERDICT, RowData, build_table, cell_text
+from ..units import fmt
+from .base import SECTIONS, Section, StudyData
 
 # (the paper's row name, Bonnie++'s test, the metric fslab stores)
 TABLE_IV_ROWS: tuple[tuple[str, str, str], ...] = (
@@ -26,6 +28,7 @@ TABLE_IV_ROWS: tuple[tuple[str, str, str], ...] = (
     ("Random Read", "per-char read (getc)", "getc_bytes_per_s"),
     ("Sequential Read", "block read", "block_read_bytes_per_s"),
 )
+PAPER = "seed-000"  # the published study whose row names the table carries (StudyRow.paper)
 MIB = float(1 << 20)
 ALPHA = 1 - CONFIDENCE
 
@@ -64,7 +67,7 @@ def pairwise(row: RowData) -> list[PairVerdict]:
         except NoVerdict:
             continue
     adjusted = dict(zip(tests, holm(list(tests.values()))))
-    out = []
+    out: list[PairVerdict] = []
     for a, b in pairs:
         higher = a if row.summaries[a].mean >= row.summaries[b].mean else b
         p = adjusted.get((a, b))
@@ -88,7 +91,7 @@ def verdict_text(row: RowData) -> str:
     return "; ".join(parts)
 
 
-def build_table_iv(runs: list[dict[str, Any]], cells: list[dict[str, Any]]
+def build_table_iv(runs: list[StoredRun], cells: list[StoredCell]
                    ) -> list[tuple[str, list[str], list[tuple[str, str, RowData]]]]:
     """For each Bonnie++ workload (cell label without the file system): its title, file
     systems in study order, and the five Table IV rows."""
@@ -106,12 +109,12 @@ def build_table_iv(runs: list[dict[str, Any]], cells: list[dict[str, Any]]
     return [(label, filesystems, rows) for label, rows in tables.items()]
 
 
-def _sizes_used(runs: list[dict[str, Any]], label_workload: str) -> str:
+def _sizes_used(runs: list[StoredRun], label_workload: str) -> str:
     """File size and memory limit the runs used (auto sizing may differ between runs)."""
     sizes: set[int] = set()
     limits: set[int] = set()
     for run in runs:
-        if run["cell"]["workload_kind"] != "bonnie" or run["status"] != "ok":
+        if run["cell"]["workload_kind"] != "bonnie" or run["status"] != STATUS_OK:
             continue
         if run["cell"]["workload"] != label_workload:
             continue
@@ -131,44 +134,30 @@ def _sizes_used(runs: list[dict[str, Any]], label_workload: str) -> str:
     return f"file {span(sizes)}, memory cgroup limit (-r) {span(limits)}"
 
 
-PAPER_PRESET = "preset seed-000"  # the only study whose tables carry the paper's labels
-
-
-def render_table_iv(runs: list[dict[str, Any]], cells: list[dict[str, Any]], paper: bool = True) -> Any:
-    """A rich renderable: one Table IV per Bonnie++ workload, then the legend. Without
+def table_iv(runs: list[StoredRun], cells: list[StoredCell], paper: bool = True) -> list[TableSection]:
+    """One Table IV per Bonnie++ workload, the legend in the last one's note. Without
     ``paper`` (a user's own Bonnie++ study) the same table, without the paper's names."""
-    from rich.console import Group
-    from rich.table import Table
-    from rich.text import Text
-
-    parts: list[Any] = []
+    out: list[TableSection] = []
     for label, filesystems, rows in build_table_iv(runs, cells):
         workload = rows[0][2].label.split(" [")[0] if rows else label
         heading = "Table IV layout (seed 000): Bonnie++" if paper else "Bonnie++"
-        table = Table(title=f"{heading} {label} — {_sizes_used(runs, workload)}", title_justify="left")
-        if paper:
-            table.add_column("paper's row")
-        table.add_column("Bonnie++ test")
-        for fs in filesystems:
-            table.add_column(f"{fs} (MiB/s)", justify="right")
-        table.add_column("significant differences")
+        columns = (["paper's row"] if paper else []) + ["Bonnie++ test", *[f"{fs} (MiB/s)" for fs in filesystems],
+                                                        "significant differences"]
+        table = TableSection("workload", f"{heading} {label} — {_sizes_used(runs, workload)}", columns, [])
         for paper_name, bonnie_name, row in rows:
-            cols = [paper_name] if paper else []
-            table.add_row(*cols, bonnie_name, *[cell_text(row, fs, MIB) for fs in filesystems],
-                          verdict_text(row))
-        parts.append(table)
-    if not parts:
-        return Text("no Bonnie++ runs in this study")
-    legend = LEGEND if paper else LEGEND.split(" The paper's 'Random' rows")[0] + (
-        " Per-character rows: Bonnie++ 2.00a makes one system call per byte there, so they measure "
-        "system-call cost, not the device.")
-    parts.append(Text(legend, style="dim"))
-    return Group(*parts)
+            table.rows.append([*([paper_name] if paper else []), bonnie_name,
+                               *[cell_text(row, fs, MIB) for fs in filesystems], verdict_text(row)])
+        out.append(table)
+    if out:
+        out[-1].note = LEGEND if paper else LEGEND.split(" The paper's 'Random' rows")[0] + (
+            " Per-character rows: Bonnie++ 2.00a makes one system call per byte there, so they measure "
+            "system-call cost, not the device.")
+    return out
 
 
-def _tables(runs: list[dict[str, Any]], cells: list[dict[str, Any]], source: str) -> list[Any]:
-    return [render_table_iv(runs, [c for c in cells if c["workload_kind"] == "bonnie"],
-                            paper=source == PAPER_PRESET)]
+def build(study: StudyData) -> list[TableSection]:
+    return table_iv(study.runs, [c for c in study.cells if c["workload_kind"] == "bonnie"],
+                    paper=study.paper == PAPER)
 
 
-register_tables("bonnie", _tables)
+SECTIONS.register("bonnie-table-iv", Section(build, workload_kind="bonnie"))

@@ -1,0 +1,184 @@
+"""The report as plain data: every part of a study's report, built from the store only by
+report.model and the section plug-ins (report.sections), and drawn by each renderer —
+terminal (rich), HTML, Markdown, JSON — so they cannot disagree about a number.
+
+Numbers stay in the stored base unit (B/s, ns, …) next to the display divisor and unit
+chosen for the row; texts ("mean ± half-width (n=k)") come from report.labels. Nothing
+here computes or draws; this module imports no other part of the report."""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from ..stored import SkippedFilesystem
+
+SCHEMA = "fslab-report/1"
+
+
+@dataclass
+class Versus:
+    """One file system against the row's best: relative difference of means with its 95%
+    interval (delta method on the log ratio), Holm-adjusted p and Hedges' g."""
+    reference: str
+    relative: float  # mean / reference mean - 1
+    low: float | None
+    high: float | None
+    p_adjusted: float | None  # None: not tested (too few runs)
+    significant: bool
+    effect_size: float | None
+    method: str
+
+
+@dataclass
+class Estimate:
+    filesystem: str
+    n: int
+    mean: float
+    half_width: float | None
+    values: list[float]
+    text: str  # mean ± half-width (n=k), display unit
+    versus_best: Versus | None = None
+
+
+@dataclass
+class SummaryRow:
+    label: str
+    workload: str
+    case: str
+    metric: str
+    unit: str  # stored (base) unit
+    display_unit: str
+    divisor: float
+    higher_is_better: bool
+    best: str | None
+    estimates: list[Estimate]
+    notes: list[str] = field(default_factory=list)  # failed runs, runs without a number
+    fs_notes: dict[str, list[str]] = field(default_factory=dict)  # the same, short, per column
+
+
+@dataclass
+class Finding:
+    text: str
+    significant: bool
+    label: str
+    metric: str
+    decided: bool = True  # False: no test could answer (too few runs, no spread): no verdict
+
+
+@dataclass
+class Bar:
+    filesystem: str
+    case: str
+    n: int
+    mean: float  # display unit
+    low: float | None
+    high: float | None
+    values: list[float]  # each run, display unit
+    crosses_zero: bool  # the interval reaches below 0 although every value is >= 0
+
+
+@dataclass
+class ChartData:
+    title: str
+    metric: str
+    display_unit: str
+    higher_is_better: bool
+    cases: list[str]
+    filesystems: list[str]
+    bars: list[Bar]
+
+
+# "workload": a workload kind's own table (Bonnie++'s Table IV, seed 003's ratios);
+# "trace": measured on the device under test; "prediction": a device model's, not measured.
+TableKind = Literal["workload", "trace", "prediction"]
+
+
+@dataclass
+class TableSection:
+    """A table as texts. Rows whose first cell is empty continue the group above (a file
+    system's ops); renderers draw a rule before each new group."""
+    kind: TableKind
+    title: str
+    columns: list[str]
+    rows: list[list[str]]
+    note: str = ""
+    # (row, column) of cells a reader must not miss (a lossy trace): each renderer makes
+    # them stand out its own way.
+    alerts: list[tuple[int, int]] = field(default_factory=list)
+
+
+@dataclass
+class ModelSection:
+    """A section of its own that a section plug-in adds (e.g. seed 003's figures): plain
+    statements, charts and tables. Every renderer draws it the same way."""
+    id: str  # the HTML section id
+    title: str
+    intro: str
+    statements: list[str] = field(default_factory=list)
+    charts: list[ChartData] = field(default_factory=list)
+    tables: list[TableSection] = field(default_factory=list)
+    note: str = ""
+
+
+@dataclass
+class FailedRun:
+    filesystem: str
+    workload: str
+    repetition: int  # 1-based
+    reason: str
+    details: str
+    run_id: int | None = None  # `fslab report --run ID` shows it whole
+
+
+@dataclass
+class TracePlot:
+    id: str  # file-name-safe, unique in the report
+    kind: Literal["size_cdf", "lba"]
+    workload: str
+    title: str
+    caption: str  # the runs it comes from, completeness
+    filesystems: list[str]
+    run_ids: list[int]
+    complete: bool
+    lost_events: int | None  # summed over the plotted runs; None when unknown
+    data: dict[str, Any]  # the plotted numbers, summarised (JSON; its keys depend on ``kind``)
+    image_png: bytes = field(default=b"", repr=False)  # empty unless images were asked for
+
+    def data_uri(self) -> str:
+        return "data:image/png;base64," + base64.b64encode(self.image_png).decode()
+
+
+@dataclass
+class Report:
+    schema: str
+    study_id: int
+    name: str
+    source: str
+    status: str
+    quick: bool
+    filesystems: list[str]
+    rows: list[SummaryRow]
+    findings: list[Finding]
+    charts: list[ChartData]
+    provenance_columns: list[str]
+    provenance: list[list[str]]  # [field, value per column]
+    failed: list[FailedRun]
+    skipped: list[SkippedFilesystem]
+    tables: list[TableSection]  # the section plug-ins' tables: workload, trace, prediction
+    runs_stored: int
+    runs_planned: int
+    legend: str
+    # Filled by report.outputs when the study has traced runs (reading traces is not free).
+    trace_plots: list[TracePlot]
+    trace_missing: list[str]  # trace files gone: runs left out
+    sections: list[ModelSection]  # the section plug-ins' own sections
+    # Runs from several machines: which, and the facts they differ in (report.hosts).
+    host_warnings: list[str]
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        for plot in out["trace_plots"]:  # the numbers plotted, not the picture
+            del plot["image_png"]
+        return out

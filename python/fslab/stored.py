@@ -1,0 +1,176 @@
+"""What the results store gives back: typed records of a stored study, its cells, its runs
+and their metrics. Readers (the report, exports, `fslab compare`) depend on these shapes,
+not on the store's SQL nor on the job's classes, and this module imports nothing but the
+standard library, so reading results stays light.
+
+- ``StoredCell``: the JSON a plan's cell wrote when its study was created, as it was
+  written (keys a newer fslab added are ``NotRequired``: rows written before lack them);
+- ``StoredRun``: one run as its record was stored, with its cell and metrics;
+- ``StoredMetric``: a number (or None, with the reason in ``note``), its unit and its
+  better direction, stored so that no plug-in is needed to read it;
+- ``StudyRow``: a stored study; ``paper`` names the published study it reproduces.
+
+Repetitions count from 0 here, as stored; people read ``repetition + 1``.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any, NotRequired, TypedDict
+
+# A workload's parameters or a cell's axis values: option name -> value, as the workload
+# plug-in validated them (JSON scalars; seed 003's cells also carry their aging here).
+# Their meaning belongs to the plug-in, so the report treats them as opaque values.
+Params = dict[str, Any]
+# What the run's job recorded about where and how it ran (host, backend, file system,
+# device, tools, trace, predictions, ...): open-ended JSON whose keys grow with the job
+# executor and differ between backends; readers take each fact with .get and say "—"
+# where it is missing (fslab.report.provenance_facts).
+Provenance = dict[str, Any]
+
+STATUS_OK = "ok"  # a run's status: "ok", or "failed" (its error says why)
+
+
+class StoredMetric(TypedDict):
+    value: float | None  # in the base unit; None: no number (``note`` says why, e.g. "+++++")
+    unit: str
+    note: str | None
+    higher_is_better: bool | None  # None: stored by a version that did not record it
+
+
+class AgingData(TypedDict):
+    """fslab.aging.AgingOption as a cell stores it."""
+
+    fill: float  # target utilisation, a fraction of all blocks
+    pattern: str  # "random-holes" | "churn"
+    seed: int
+    file_sizes: str
+    rounds: int | None
+    max_file_size: int  # bytes
+
+
+class StoredCell(TypedDict):
+    id: str
+    filesystem: str  # the study's name for the entry (a label, e.g. "ext4-noatime")
+    fs_type: str  # the registered file system it makes
+    mkfs: list[str]
+    mount: list[str]
+    workload: str  # the workload's name in the study
+    workload_kind: str
+    params: Params
+    axes: Params  # just this cell's axis values (labels and grouping)
+    backend: str  # "host" | "guest"
+    memory_bytes: int | None
+    timeout_s: float | None
+    primary_metric: str  # schema 2; the store's upgrade fills it in for older rows
+    aging: NotRequired[AgingData | None]
+    kernel: NotRequired[str | None]  # guest cells: the kernel the guest boots
+    guest_memory: NotRequired[int | None]  # guest cells: bytes
+    inputs: NotRequired[dict[str, str]]  # texts of the files the workload reads: name -> text
+    device: NotRequired[dict[str, Any]]  # the cell's own [device] section: kind and its fields
+
+
+class StoredRun(TypedDict):
+    run_id: int
+    cell: StoredCell
+    repetition: int  # from 0
+    sequence: int  # position in the study's execution order
+    status: str  # STATUS_OK or "failed"
+    error: str | None
+    started_at: float  # Unix time, seconds
+    finished_at: float
+    provenance: Provenance
+    artifact_dir: str | None  # relative to the results directory
+    metrics: dict[str, StoredMetric]
+
+
+class RetiredRun(TypedDict):
+    """A failed run that ``--retry-failed`` ran again, kept as history (never reported as a
+    result): its row as stored, provenance as JSON text."""
+
+    id: int
+    study_id: int
+    cell_id: str
+    repetition: int
+    sequence: int
+    status: str
+    error: str | None
+    started_at: float
+    finished_at: float
+    provenance_json: str
+    artifact_dir: str | None  # moved to ``<run>.failed-<id>/``
+    retired_at: float
+
+
+class StudyFacts(TypedDict, total=False):
+    """What was recorded about a study when it was created (absent in older rows)."""
+
+    device_identity: dict[str, str] | None  # a handed-over disk's identity (fslab.devices.block)
+    paper: str | None  # ``[study] paper``: the published study it reproduces
+    inputs: dict[str, str]  # the files its workloads read, by case and name: their SHA-256 (fslab.identity)
+    revisions: list[StudyRevision]  # changes --retry-failed adopted, oldest first
+
+
+class StudyRevision(TypedDict):
+    """A change of the study file that --retry-failed adopted (fslab.identity.retry_plan)."""
+
+    at: float  # Unix time
+    spec_text: str  # the text before the change
+    spec_hash: str
+    inputs: dict[str, str]
+    changed: list[str]  # what changed, in words
+    replaced_cells: dict[str, str]  # old cell id -> the cell that took its place
+
+
+class SkippedFilesystem(TypedDict):
+    """A file system the plan left out, and why (e.g. this kernel cannot mount it)."""
+
+    filesystem: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class StudyRow:
+    id: int
+    name: str
+    source: str  # the study file's path, or "preset NAME"
+    spec_hash: str
+    quick: bool
+    order: str
+    seed: int
+    fresh: str
+    repetitions: int
+    planned_runs: int
+    skipped: list[SkippedFilesystem]
+    host: dict[str, Any]
+    status: str
+    created_at: float
+    finished_at: float | None
+    spec_text: str
+    facts: StudyFacts
+
+    @property
+    def paper(self) -> str | None:
+        """The published study this study reproduces (``[study] paper``, e.g. "seed-003"),
+        or None: sections that belong to a paper use its labels and test its claims only
+        then. Recorded when the study was created; for a study stored before it was, the
+        shipped preset it was run from says (a user's own file never had one)."""
+        if "paper" in self.facts:
+            return self.facts["paper"] or None
+        return _preset_paper(self.source)
+
+
+def _preset_paper(source: str) -> str | None:
+    """The ``[study] paper`` of the shipped preset a source names ("preset seed-003"),
+    read from the preset file; None for a study file or a preset that is no longer shipped."""
+    name = source.removeprefix("preset ")
+    if name == source:
+        return None
+    path = resources.files("fslab") / "presets" / f"{name}.toml"
+    try:
+        paper = tomllib.loads(path.read_text()).get("study", {}).get("paper")
+    except (OSError, tomllib.TOMLDecodeError):
+        return None
+    return str(paper) if paper else None
