@@ -68,3 +68,22 @@ def test_mkfs_extended_options_are_merged_key_by_key_never_repeated():
     assert same[same.index("-E") + 1] == "lazy_itable_init=0,lazy_journal_init=0"
     mine = ext4.mkfs_argv("/dev/x", ["-E", "lazy_itable_init=1,stride=16"])
     assert mine[mine.index("-E") + 1] == "lazy_itable_init=1,lazy_journal_init=0,stride=16"
+
+
+def test_direct_io_under_data_journal_is_a_caveat_of_the_run(device_support, tmp_path):
+    """ext4 data=journal serves O_DIRECT through the page cache: a direct=1 run says so."""
+    from fslab.runner import run_study
+    from fslab.store import Store
+
+    study = tmp_path / "s.toml"
+    study.write_text(f'[study]\nname = "dj"\nrepetitions = 1\ndrop_caches = false\n[device]\nsize = "256MiB"\n'
+                     f'image_dir = "{tmp_path}"\n[filesystems.journal]\ntype = "ext4"\nmount = ["data=journal"]\n'
+                     '[filesystems.ordered]\ntype = "ext4"\n[[workloads]]\nkind = "fio"\nname = "w"\n'
+                     'rw = "randwrite"\nbs = "4k"\nsize = "16M"\ndirect = 1\nruntime = 1\ntime_based = 1\n')
+    run_study(str(study), results_dir=tmp_path / "r")
+    with Store(tmp_path / "r") as store:
+        runs = {r["cell"]["filesystem"]: r for r in store.runs(store.study().id)}
+    assert runs["journal"]["provenance"]["caveats"] == [
+        "direct=1 ran buffered: ext4 mounted with data=journal serves O_DIRECT through the page cache "
+        "(every data block is journalled)"]
+    assert "caveats" not in runs["ordered"]["provenance"]

@@ -31,7 +31,7 @@ from ..cgroups import MemoryLimit, memory_limit
 from ..commands import run_command
 from ..devices import DEVICES, DeviceHandle
 from ..errors import STUDY_LEVEL_ERRNOS, CommandFailed, FslabError, JobFailed, ResultsUnwritable, WorkloadFailed
-from ..filesystems import FILESYSTEMS, describe, quiesce
+from ..filesystems import FILESYSTEMS, describe, direct_io_ignored, quiesce
 from ..fragmentation import free_space_histogram
 from ..provenance import fs_tool_version, host_facts
 from ..units import format_bytes
@@ -219,6 +219,9 @@ def _execute_run(
     provenance = _base_provenance(run, ctx, state)
     settings = ctx.job.settings
     provenance["tools"] = workload.tool_versions()
+    caveats = _caveats(cell.params, state.facts.get("filesystem") or {})
+    if caveats:  # shown beside the cell: the run measured something other than asked
+        provenance["caveats"] = caveats
     provenance["caches_dropped"] = settings.drop_caches
     workdir = mountpoint / f"fslab-{run.key}"
     workdir.mkdir()
@@ -280,6 +283,17 @@ def _execute_run(
         status=STATUS_OK, started_at=started, finished_at=finished, metrics=tuple(metrics),
         provenance=provenance, artifact_dir=relative,
     )
+
+
+def _caveats(params: dict[str, Any], filesystem: dict[str, Any]) -> list[str]:
+    """What made this run measure something else than its parameters say."""
+    out = []
+    if params.get("direct") in (1, True):
+        why = direct_io_ignored(str(filesystem.get("mounted_as", "")),
+                                str(filesystem.get("mount_options_in_effect", "")))
+        if why:
+            out.append(why)
+    return out
 
 
 def _explained(exc: CommandFailed, cg: MemoryLimit | None, timeout_s: float | None) -> FslabError:
