@@ -11,9 +11,8 @@ import pytest
 from fslab.backends import BACKENDS, choose_backend
 from fslab.errors import SpecError
 from fslab.job.model import Job
-from fslab.plan import make_plan
+from fslab.plan import GUEST_BASE_MEMORY, guest_memory_floor, make_plan
 from fslab.report.labels import fs_column
-from fslab.spec import GUEST_MIN_MEMORY
 from fslab.study import load_spec, parse_spec
 from fslab.workloads import quick_memory
 
@@ -120,15 +119,18 @@ def test_quick_scales_the_guest_memory_with_the_data(guest_available: None) -> N
     (f2fs_quick,) = [c for c in quick.cells if c.filesystem == "f2fs"]
     file_full, file_quick = f2fs_full.params["file_size"], f2fs_quick.params["file_size"]
     assert file_quick < file_full
-    expected = max(quick_memory(spec.study.guest_memory, file_full, file_quick), GUEST_MIN_MEMORY)
+    floor = guest_memory_floor(f2fs_quick.memory_bytes, True, {"kind": "image"})
+    expected = max(quick_memory(spec.study.guest_memory, file_full, file_quick), floor)
     assert f2fs_full.guest_memory == spec.study.guest_memory
     assert f2fs_quick.guest_memory == expected < spec.study.guest_memory
     settings = {(j.settings.guest_memory, j.settings.guest_memory_full) for j in quick.jobs
                 if j.cell.filesystem == "f2fs"}
     assert settings == {(expected, spec.study.guest_memory)}
     assert {j.settings.guest_memory_full for j in full.jobs} == {None}
-    # host cells are untouched by any of it
-    assert {j.settings.guest_memory for j in quick.jobs if j.backend == "host"} == {spec.study.guest_memory}
+    # RAID5's stripe cache is part of what its guest must hold
+    (raid5,) = [c for c in quick.cells if c.filesystem == "ext4-raid5"]
+    (single,) = [c for c in quick.cells if c.filesystem == "ext4"]
+    assert raid5.guest_memory == max(single.guest_memory, floor + 256 * 4096 * 8)
 
 
 def test_quick_guest_memory_keeps_the_ratio_above_the_floor(guest_available: None) -> None:
@@ -136,7 +138,8 @@ def test_quick_guest_memory_keeps_the_ratio_above_the_floor(guest_available: Non
     (cell, _) = plan_of(text, quick=True).cells
     assert cell.params["size"] == 256 * MiB and cell.guest_memory == 512 * MiB  # 2G:4G as 256M:512M
     small = plan_of(text.replace('"4GiB"', '"1GiB"'), quick=True).cells[0]
-    assert small.guest_memory == GUEST_MIN_MEMORY  # 128 MiB would not boot: floored, ratio smaller
+    # 128 MiB would not hold the kernel and fslab: floored, the ratio smaller
+    assert small.guest_memory == guest_memory_floor(None, False, {"kind": "image"}) == GUEST_BASE_MEMORY
 
 
 def test_seed_004_runs_each_file_system_on_one_device_raid0_and_raid5(guest_available: None) -> None:
@@ -153,8 +156,8 @@ def test_seed_004_runs_each_file_system_on_one_device_raid0_and_raid5(guest_avai
         "f2fs": {(("kind", "image"), ("level", None), ("disks", None), ("chunk", None))},
         **{f"{fs}-raid{level}": {(("kind", "raid"), ("level", level), ("disks", 8), ("chunk", 512 << 10))}
            for fs in ("ext4", "f2fs") for level in (0, 5)}}
-    backends = {c.filesystem: c.backend for c in plan.cells}
-    assert backends["ext4"] == "host" and {b for fs, b in backends.items() if fs != "ext4"} == {"guest"}
+    # Every pair the paper compares on one backend: ext4 runs where f2fs must.
+    assert {c.backend for c in plan.cells} == {"guest"} and plan.uncompared() is None
     assert len({c.id for c in plan.cells}) == 6
     assert spec.study.simulate == ["raid5-8x-sata-mlc-ssd"]
 
@@ -192,3 +195,16 @@ def test_ntfs3_needs_the_6_12_guest_and_says_where_to_set_it() -> None:
     assert err.value.field == "filesystems.ntfs3.kernel"
     spec = parse_spec(tomllib.loads(text.format(extra='kernel = "6.12"')), "n.toml")
     assert spec.filesystems["ntfs3"].kernel == "6.12"
+
+
+def test_a_study_mixing_backends_is_told_which_file_systems_it_will_not_compare(guest_available: None) -> None:
+    mixed = KERNELS.format(study_extra="", fs_extra="").replace(
+        '[filesystems.ext4-61]\ntype = "ext4"\nbackend = "guest"\nkernel = "6.1"',
+        '[filesystems.ext4-host]\ntype = "ext4"\nbackend = "host"')
+    text = plan_of(mixed).uncompared()
+    assert text == ("file systems on different backends are not compared with each other: ext4-host (host); "
+                    "ext4-612 (guest 6.12). To compare them, run them on one backend (backend = \"guest\" in "
+                    "[study] or in each entry)")
+    for preset in ("seed-002", "seed-003", "seed-003-usb", "seed-004"):
+        spec, _, _ = load_spec(preset)
+        assert make_plan(spec, backends=choose_backend, seed=1, quick=True).uncompared() is None, preset

@@ -62,7 +62,10 @@ def test_quick_seed_004_has_the_shape_of_a_full_run(device_support, tmp_path: Pa
     quarter of the full size (the full 2 GiB run is too long for the suite): ext4's 4 KiB random
     buffered writes must reach the device as 4 KiB random writes in both. Before the memory
     limit scaled, quick gave a median of 524,288 B and 99.6% sequential."""
-    text = (resources.files("fslab") / "presets" / "seed-004.toml").read_text()
+    # ext4 on the host: the page cache's behaviour under the limit is the kernel's, not QEMU's.
+    text = (resources.files("fslab") / "presets" / "seed-004.toml").read_text().replace(
+        'backend = "guest"', 'backend = "host"')
+    assert 'backend = "host"' in text
     small = (text.replace('file_size = "2GiB"', 'file_size = "512MiB"')
              .replace('io_size = "1GiB"', 'io_size = "256MiB"')
              .replace('memory = "256MiB"', 'memory = "64MiB"').replace("repetitions = 5", "repetitions = 1")

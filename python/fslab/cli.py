@@ -83,6 +83,7 @@ def plan(
             "cells": _cell_rows(p),
             "runs": [{"cell": r.cell.id, "repetition": r.repetition} for r in p.runs],
             "skipped": [{"filesystem": s.filesystem, "reason": s.reason} for s in p.skipped],
+            "not_compared": p.uncompared(),
         }
         print(json.dumps(out, indent=2))
         return
@@ -117,6 +118,8 @@ def plan(
     console.print(_runtime_estimate(p), highlight=False)
     for s in p.skipped:
         console.print(f"[yellow]{s.filesystem}: {s.reason}[/yellow]")
+    if p.uncompared():
+        console.print(f"[yellow]{escape(p.uncompared() or '')}[/yellow]", highlight=False)
 
 
 def _seed_text(seed: int | None, order: str) -> str:
@@ -190,6 +193,8 @@ def run(
                 + (" [quick: scaled down, not for conclusions]" if p.quick else ""))
             for s in p.skipped:
                 err_console.print(f"[yellow]{s.filesystem}: {s.reason}[/yellow]")
+            if p.uncompared():
+                err_console.print(f"[yellow]{escape(p.uncompared() or '')}[/yellow]", highlight=False)
         task["id"] = progress.add_task("runs", total=remaining, last="")
 
     def on_notice(text: str) -> None:

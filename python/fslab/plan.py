@@ -58,6 +58,20 @@ class Plan:
     def runs(self) -> list[Run]:
         return [run for job in self.jobs for run in job.runs]
 
+    def uncompared(self) -> str | None:
+        """Which file systems the report will not rank against each other, because they run
+        on different backends (the host kernel, a guest and its kernel): None when all share one."""
+        groups: dict[str, list[str]] = {}
+        for cell in self.cells:
+            where = "host" if cell.backend == "host" else f"guest {cell.kernel}"
+            if cell.filesystem not in groups.setdefault(where, []):
+                groups[where].append(cell.filesystem)
+        if len(groups) < 2:
+            return None
+        sides = "; ".join(f"{', '.join(names)} ({where})" for where, names in groups.items())
+        return (f"file systems on different backends are not compared with each other: {sides}. To compare "
+                "them, run them on one backend (backend = \"guest\" in [study] or in each entry)")
+
 
 def expand_axes(section: WorkloadSection) -> list[dict[str, Any]]:
     """Axis combinations: zipped groups vary together, everything else is crossed.
@@ -130,8 +144,9 @@ def build_cells(spec: StudySpec, *, quick: bool, backends: BackendChooser, sourc
                     full_data, quick_data = data_bytes(plugin, params), data_bytes(plugin, scaled)
                     memory = quick_memory(memory, full_data, quick_data)
                     if guest_memory is not None:  # the guest's memory is its page cache
+                        floor = guest_memory_floor(memory, spec.study.trace, _device_data(device))
                         guest_memory = max(quick_memory(guest_memory, full_data, quick_data) or 0,
-                                           min(GUEST_MIN_MEMORY, guest_memory))
+                                           min(floor, guest_memory))
                     params = scaled
                 primary = plugin.primary_metrics(params)[0]
                 payload = {
@@ -163,6 +178,28 @@ def build_cells(spec: StudySpec, *, quick: bool, backends: BackendChooser, sourc
 
 
 QUICK_REPETITIONS = 2
+
+# What a guest holds besides the workload's page cache, for sizing a --quick guest (its
+# memory scales with the data, but not below this): the kernel and init, and fslab's own
+# Python with its trace reader and device models (peak RSS of `fslab job run` of a traced
+# 128 MiB MobiBench run with a prediction, measured on the host: 220 MB).
+GUEST_BASE_MEMORY = 384 << 20
+GUEST_CPUS = 2  # backends.guest.launcher.GuestConfig.cpus: one trace ring buffer each
+MD_STRIPE_CACHE_ENTRIES = 256  # md's default stripe_cache_size: one page per member each
+
+
+def guest_memory_floor(memory_limit: int | None, trace: bool, device: dict[str, Any]) -> int:
+    """The least memory a guest running this cell needs: the base, the workload's memory
+    cgroup, the trace's ring buffers and an md RAID5 array's stripe cache (bytes). Below
+    it the guest's OOM killer takes fslab itself (a quick seed-004 on RAID5 at 256 MiB)."""
+    from .trace.capture import DEFAULT_BUFFER_KB
+
+    floor = GUEST_BASE_MEMORY + (memory_limit or 0)
+    if trace:
+        floor += GUEST_CPUS * DEFAULT_BUFFER_KB * 1024
+    if device.get("kind") == "raid" and device.get("level") == 5:
+        floor += MD_STRIPE_CACHE_ENTRIES * 4096 * int(device.get("disks", 0))
+    return max(floor, GUEST_MIN_MEMORY)
 
 
 def _device_data(section: DeviceSection) -> dict[str, Any]:
@@ -206,8 +243,9 @@ def make_plan(spec: StudySpec, *, backends: BackendChooser, quick: bool = False,
     if quick and any(c.aging for c in cells):
         # Aging writes most of the device (ntfs-3g in a TCG guest: ~0.4 MB/s): a smaller
         # image keeps the fill fraction, which decides the layout, at a fraction of the time.
+        # Emulated devices too, but null_blk, whose sizes are whole GiB.
         for data in (device, *own_devices.values()):
-            if data["kind"] == "image":
+            if data["kind"] == "image" or (data["kind"] == "emulated" and data.get("model") != "null_blk"):
                 data["size"] = min(data["size"], QUICK_AGED_IMAGE_BYTES)
     settings = JobSettings(
         device=device, drop_caches=spec.study.drop_caches,
