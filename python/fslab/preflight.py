@@ -25,11 +25,10 @@ from .devices import DEVICES, DeviceKind
 from .errors import CommandFailed, MissingCapability, SpecError
 from .filesystems import FILESYSTEMS
 from .job.model import Cell, Grant
+from .pagecache import DROP_CACHES
 from .plan import Plan
 from .units import format_bytes
 from .workloads import WORKLOADS
-
-DROP_CACHES = Path("/proc/sys/vm/drop_caches")
 
 
 def devices_in_use(plan: Plan) -> list[tuple[dict[str, Any], list[Cell]]]:

@@ -28,11 +28,11 @@ from typing import Any
 from ..aged_images import AGED_IMAGES_DIR, AgedCopy, aged_image_device
 from ..aging import AgingOption, age
 from ..cgroups import MemoryLimit, memory_limit
-from ..commands import run_command
 from ..devices import DEVICES, DeviceHandle
 from ..errors import STUDY_LEVEL_ERRNOS, CommandFailed, FslabError, JobFailed, ResultsUnwritable, WorkloadFailed
 from ..filesystems import FILESYSTEMS, describe, direct_io_ignored, quiesce
 from ..fragmentation import free_space_histogram
+from ..pagecache import drop_caches
 from ..provenance import fs_tool_version, host_facts
 from ..units import format_bytes
 from ..workloads import WORKLOADS, RunContext, WorkloadResult
@@ -40,8 +40,6 @@ from .folder import RUN_ERROR_FILE, JobFolder, fail_unfinished
 from .model import Job, Run
 from .record import STATUS_OK, Metric, RunRecord, failed_record
 from .tracing import RunTrace, traced
-
-DROP_CACHES = Path("/proc/sys/vm/drop_caches")
 
 
 @dataclass(frozen=True)
@@ -52,12 +50,6 @@ class ExecContext:
     job: Job
     folder: JobFolder
     work_dir: Path
-
-
-def drop_caches() -> None:
-    """Write back dirty pages, then drop page cache, dentries and inodes."""
-    run_command(["sync"], timeout=600)
-    DROP_CACHES.write_text("3\n")
 
 
 def _device_counter_metrics(before: dict[str, int], after: dict[str, int]) -> list[Metric]:

@@ -184,8 +184,17 @@ pub fn run(spec: &Spec, op: Op) -> io::Result<Vec<u64>> {
         }
         Op::SeqRead | Op::RandRead => {
             let f = open(&read_file(spec), false, false, direct)?;
-            for i in 0..n {
-                let block = if op == Op::SeqRead { i as u64 } else { rng.below(n as u64) };
+            // Random: every block once, in a seeded order, and no readahead, so no timed
+            // read finds its block in the page cache (the caller starts each op cold).
+            let mut order: Vec<u64> = (0..n as u64).collect();
+            if op == Op::RandRead {
+                for i in (1..n).rev() {
+                    order.swap(i, rng.below(i as u64 + 1) as usize);
+                }
+                let fd = std::os::fd::AsRawFd::as_raw_fd(&f);
+                unsafe { libc::posix_fadvise(fd, 0, 0, libc::POSIX_FADV_RANDOM) };
+            }
+            for block in order {
                 let t = Instant::now();
                 f.read_exact_at(buf.as_mut(), block * bs as u64)?;
                 lat.push(t.elapsed().as_nanos() as u64);
