@@ -209,6 +209,7 @@ def run(
             err_console.print(f"run {label}: {status} ({record.wall_s:.1f} s)",
                               highlight=False, markup=False)
 
+    continue_with = resume_command(study, results, quick, destroy_data_on or [], allow_exec, executor)
     try:
         with progress:
             outcome = run_study(
@@ -221,14 +222,12 @@ def run(
         err_console.print(
             f"[red]error:[/red] {escape(str(exc))}\nEvery run stored so far is kept and every mount and device "
             f"was released. Free space in {results} (or make it writable), then continue with "
-            f"`{escape(resume_command(study, results, quick, destroy_data_on or [], allow_exec, executor))}`",
-            highlight=False)
+            f"`{escape(continue_with)}`", highlight=False)
         raise typer.Exit(2) from None
     except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM or SIGHUP: all released by now
         err_console.print(
             f"[yellow]interrupted[/yellow] ({str(exc) or 'Ctrl-C'}): every mount and device was "
-            f"released; the runs already stored are kept. Continue with "
-            f"`{resume_command(study, results, quick, destroy_data_on or [], allow_exec, executor)}`",
+            f"released; the runs already stored are kept. Continue with `{escape(continue_with)}`",
             highlight=False)
         raise typer.Exit(130) from None
     if not quiet:
@@ -241,11 +240,10 @@ def run(
         print(outcome.study_id)
     if outcome.runs_failed_total:
         # A study with failed runs is not a success, even when it ran to its end.
-        retry = resume_command(study, results, quick, destroy_data_on or [], allow_exec, executor)
         err_console.print(
             f"[red]{outcome.runs_failed_total} of {outcome.runs_planned} runs failed[/red] (reasons above; "
             f"`fslab report -r {results}` shows them again); re-run them with "
-            f"`{retry.replace('--resume', '--retry-failed')}`",
+            f"`{escape(continue_with.replace('--resume', '--retry-failed'))}`",
             highlight=False)
         raise typer.Exit(1)
 
