@@ -112,8 +112,8 @@ def test_resume_and_retry_of_a_study_whose_job_file_changed_say_what_changed_and
     assert "changed since: from-file: include1-common.fio" in message and "the study file" not in message
     assert "without --resume to start a new study" in message
     (tmp_path / "study" / "study.toml").write_text(study.read_text().replace("a job file", "renamed"))
-    with pytest.raises(FslabError, match=r"--retry-failed: .*changed since: the study file; "
-                                         r"from-file: include1-common.fio"):
+    with pytest.raises(FslabError, match=r"--retry-failed: .*changed since: the study file \(study.name: "
+                                         r"\"a job file\" -> \"renamed\"\); from-file: include1-common.fio"):
         run_study(str(study), results_dir=results, retry_failed=True)
     with Store(results) as store:  # nothing new was stored, nothing was lost
         assert [s.id for s in store.studies()] == [row.id]

@@ -102,7 +102,7 @@ kind = "fio"
 name = "randwrite"
 rw = "randwrite"
 bs = "4k"
-size = "4MiB"
+size = "4m"
 """
 
 
