@@ -95,11 +95,21 @@ def welch_t(a: Sequence[float], b: Sequence[float]) -> TestResult:
     x, y = np.asarray(a, float), np.asarray(b, float)
     if x.size < 2 or y.size < 2:
         raise ValueError("Welch's t-test needs at least 2 values per sample")
-    vx, vy = x.var(ddof=1) / x.size, y.var(ddof=1) / y.size
+    return welch_t_from_moments(float(x.mean()), float(x.var(ddof=1)), int(x.size),
+                                float(y.mean()), float(y.var(ddof=1)), int(y.size))
+
+
+def welch_t_from_moments(mean_a: float, var_a: float, n_a: int, mean_b: float, var_b: float,
+                         n_b: int) -> TestResult:
+    """Welch's t-test from each sample's mean, variance (n-1) and size: the one
+    computation ``welch_t`` makes, for callers that keep running moments."""
+    if n_a < 2 or n_b < 2:
+        raise ValueError("Welch's t-test needs at least 2 values per sample")
+    vx, vy = var_a / n_a, var_b / n_b
     if vx + vy == 0:
         raise NoVerdict("no spread in either group (zero variance): Welch's t is undefined")
-    t = (x.mean() - y.mean()) / math.sqrt(vx + vy)
-    df = (vx + vy) ** 2 / (vx**2 / (x.size - 1) + vy**2 / (y.size - 1))
+    t = (mean_a - mean_b) / math.sqrt(vx + vy)
+    df = (vx + vy) ** 2 / (vx**2 / (n_a - 1) + vy**2 / (n_b - 1))
     # stdtr is Student's t CDF; called directly, it is ~20x faster than sps.t.sf.
     p = 2 * float(special.stdtr(df, -abs(t)))
     return TestResult(float(t), p, float(df), "welch-t")
