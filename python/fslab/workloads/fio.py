@@ -18,7 +18,16 @@ from ..commands import run_command, tool_version
 from ..errors import CommandFailed, SpecError, WorkloadFailed
 from ..metrics import MetricKind
 from ..units import FIO_KB_BASES, parse_duration_s, parse_size
-from . import ParamError, RunContext, Workload, WorkloadCapabilities, WorkloadResult, quick_size, register_workload
+from . import (
+    ParamError,
+    RunContext,
+    Workload,
+    WorkloadCapabilities,
+    WorkloadResult,
+    fio_steady,
+    quick_size,
+    register_workload,
+)
 from .fio_clients import client_metrics, hosts_file, parse_clients
 
 RW_CHOICES = ("read", "write", "rw", "readwrite", "randread", "randwrite", "randrw",
@@ -30,7 +39,7 @@ BOOL_OPTIONS = ("direct", "time_based", "end_fsync", "fsync_on_close", "invalida
                 "buffered", "randrepeat", "sync", "create_on_open")
 DURATION_OPTIONS = ("runtime", "ramp_time")
 # fslab's own keys, not passed to fio.
-OWN_KEYS = ("job_file", "layout", "clients")
+OWN_KEYS = ("job_file", "layout", "clients", "steady_state")
 # Named file layouts (seed 002): the same 256 MiB as a few large files or many small ones.
 LAYOUTS: dict[str, dict[str, int]] = {
     "few-large": {"nrfiles": 2, "size": 256 << 20},
@@ -66,6 +75,7 @@ METRICS: dict[str, MetricKind] = {
     "cpu_user_pct": MetricKind("%", False, "user CPU"),
     "cpu_sys_pct": MetricKind("%", False, "system CPU"),
     "clients_count": MetricKind("hosts", True, "fio servers that reported (clients = [...])"),
+    **fio_steady.STEADY_METRICS,
 }
 
 
@@ -81,6 +91,8 @@ class FioWorkload(Workload):
         if "clients" in params:  # fio servers driven as one job (fio_clients)
             out["clients"] = parse_clients(params["clients"])
             params = {k: v for k, v in params.items() if k != "clients"}
+        steady = params.get("steady_state")  # a table: parsed once the rest is (fio_steady)
+        params = {k: v for k, v in params.items() if k != "steady_state"}
         kb_base = _kb_base(params.get("kb_base", 1024))
         for key, value in params.items():
             problem = _outside_mount(key, str(value)) or _bad_include(key)
@@ -102,6 +114,8 @@ class FioWorkload(Workload):
             if clash:
                 raise ParamError("layout", f"a layout sets {clash} itself; remove them")
             out = {**out, **LAYOUTS[out["layout"]]}
+        if steady is not None:
+            out["steady_state"] = fio_steady.parse(steady, out)
         if "job_file" in out:
             clash = sorted(set(out) - {"job_file"})
             if clash:
@@ -112,7 +126,7 @@ class FioWorkload(Workload):
         _check_direct_alignment(out, params)
         if "size" not in out and "filesize" not in out and "io_size" not in out:
             raise ParamError("size", "fio needs size (how much data per job), e.g. size = '1G'")
-        _parse_only(tuple(sorted((k, str(v)) for k, v in out.items() if k not in OWN_KEYS)))
+        _parse_only(tuple(sorted((k, str(v)) for k, v in _fio_options(out).items())))
         return out
 
     def _normalise(self, key: str, value: Any, kb_base: int) -> Any:
@@ -157,14 +171,17 @@ class FioWorkload(Workload):
                 out[key] = quick_size(out[key])
         if "runtime" in out:
             out["runtime"] = min(out["runtime"], QUICK_RUNTIME_S)
+            if "steady_state" in out:  # room for the ramp and the window, or it is never reached
+                out["runtime"] = fio_steady.quick(out["steady_state"], out["runtime"])
         if "ramp_time" in out:
             out["ramp_time"] = min(out["ramp_time"], QUICK_RAMP_S)
         return out
 
     def primary_metrics(self, params: dict[str, Any]) -> list[str]:
-        if int(params.get("bs", 4096)) >= 64 << 10:
-            return ["bw_bytes_per_s", "iops"]
-        return ["iops", "bw_bytes_per_s"]
+        order = ["bw_bytes_per_s", "iops"] if int(params.get("bs", 4096)) >= 64 << 10 else ["iops", "bw_bytes_per_s"]
+        if "steady_state" in params:  # the figure of the steady window comes first
+            order.insert(0, fio_steady.METRICS[params["steady_state"]["metric"]])
+        return order
 
     def tool_versions(self) -> dict[str, str | None]:
         return {"fio": tool_version(["fio", "--version"])}
@@ -173,6 +190,11 @@ class FioWorkload(Workload):
         if "runtime" in params:
             return 3 * (params["runtime"] + params.get("ramp_time", 0)) + 300
         return 3600.0
+
+    def declared_runtime_s(self, params: dict[str, Any]) -> float | None:
+        if params.get("time_based") and isinstance(params.get("runtime"), (int, float)):
+            return float(params["runtime"]) + float(params.get("ramp_time") or 0)
+        return None
 
     def inputs(self, params: dict[str, Any], study_dir: Path, allow_exec: bool) -> dict[str, str]:
         """A job file and every file it includes, read and checked now (read_job_files):
@@ -269,6 +291,10 @@ class FioWorkload(Workload):
         report = parse_json_output(text, done.stderr)
         metrics, runtime_s, notes = metrics_from_report(report)
         runtime_s += params.get("ramp_time", 0)
+        if "steady_state" in params:
+            steady, steady_notes = fio_steady.metrics(params["steady_state"], report)
+            metrics.update(steady)
+            notes.update(steady_notes)
         return WorkloadResult(metrics, runtime_s, info={"fio_version": report.get("fio version")},
                               notes=notes)
 
@@ -511,14 +537,22 @@ def _expanded_lines(inputs: dict[str, str], name: str, depth: int) -> list[str]:
     return out
 
 
+def _fio_options(params: dict[str, Any]) -> dict[str, Any]:
+    """The options fio is given: the parameters without fslab's own keys, with a steady
+    state's options (fio_steady) added."""
+    out = {k: v for k, v in params.items() if k not in OWN_KEYS}
+    if "steady_state" in params:
+        out.update(fio_steady.fio_options(params["steady_state"]))
+    return out
+
+
 def job_file_text(params: dict[str, Any], directory: Path) -> str:
     lines = ["[global]", f"directory={directory}", "group_reporting=1", "", "[job]"]
-    for key, value in params.items():
-        if key not in OWN_KEYS:
-            if not (_OPTION_NAME.match(key) and str(value).isprintable()):
-                raise SpecError(f"{value!r} is not one line of printable text (a line break "
-                                "would add a job-file line)", field=key)
-            lines.append(f"{key}={value}")
+    for key, value in _fio_options(params).items():
+        if not (_OPTION_NAME.match(key) and str(value).isprintable()):
+            raise SpecError(f"{value!r} is not one line of printable text (a line break "
+                            "would add a job-file line)", field=key)
+        lines.append(f"{key}={value}")
     return "\n".join(lines) + "\n"
 
 
