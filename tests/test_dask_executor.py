@@ -99,7 +99,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         yield cluster
 
 
-def write_study(path: Path, name: str, repetitions: int, sleep: float, study_extra: str = "") -> Path:
+def write_study(path: Path, name: str, repetitions: int | str, sleep: float, study_extra: str = "") -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(STUDY.format(name=name, repetitions=repetitions, sleep=sleep, study_extra=study_extra,
                                  images=path.parent / "images"))
@@ -153,6 +153,22 @@ def test_jobs_run_one_per_worker_at_a_time(cluster: Cluster, tmp_path: Path) -> 
     assert "host fslab-w1" in text and "host fslab-w2" in text
     assert "runs from 2 hosts (fslab-w1, fslab-w2), alike in kernel" in text
     print(f"6 jobs on 2 workers: {wall:.1f} s wall; {busy:.1f} s of job time")
+
+
+def test_an_auto_study_runs_pass_by_pass_on_the_workers(cluster: Cluster, tmp_path: Path) -> None:
+    """repetitions = "auto" over Dask: each pass is sent to the workers, and the driver
+    decides between passes (no spread in the null workload's values: precision at n = 3)."""
+    study = write_study(tmp_path / "s" / "study.toml", "auto", repetitions='"auto"', sleep=0.0,
+                        study_extra="max_repetitions = 4")
+    results = tmp_path / "results"
+    done = cluster.fslab_run(study, results)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "after pass 3: every cell has stopped (3 on precision)" in done.stderr
+    runs = stored_runs(results)
+    assert len(runs) == 9 and {r["provenance"]["worker"]["name"] for r in runs} <= {"w1", "w2"}
+    with Store(results, read_only=True) as store:
+        cells = store.study().facts["auto"]["cells"]
+    assert {(c["reason"], c["n"]) for c in cells.values()} == {("precision", 3)}
 
 
 def test_machine_class_pins_jobs(cluster: Cluster, tmp_path: Path) -> None:

@@ -177,12 +177,12 @@ def test_a_file_systems_own_device_is_validated_with_its_path() -> None:
 
 def test_plan_estimate_counts_a_boot_per_guest_job_and_says_when_time_is_unknown(
         guest_available: None) -> None:
-    from fslab.cli import _runtime_estimate
+    from fslab.estimate import TimeModel
 
     plan = plan_of(KERNELS.format(study_extra="", fs_extra=""))
-    text = _runtime_estimate(plan)
-    assert f"not known — all {len(plan.runs)} runs end when their work is done" in text
-    assert f"{len(plan.jobs)} guest jobs add a guest boot each" in text
+    estimate = TimeModel().estimate(plan.jobs)
+    assert estimate.guest_boots == estimate.guest_boots_untimed == len(plan.jobs)
+    assert f"not known: none of the {len(plan.runs)} runs has been timed here" in estimate.text()
 
 
 def test_ntfs3_needs_the_6_12_guest_and_says_where_to_set_it() -> None:

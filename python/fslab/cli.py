@@ -17,8 +17,10 @@ from rich.markup import escape
 from .errors import FslabError, ResultsUnwritable
 
 if TYPE_CHECKING:
+    from .estimate import TimeEstimate
     from .job.record import RunRecord
     from .plan import Plan
+    from .runner import PassOutcome, StudyProgress
     from .stored import StoredCell, StoredRun
 
 app = typer.Typer(
@@ -52,9 +54,13 @@ def plan(
         help="also write each job as JSON here (for `fslab job run`)")] = None,
     allow_exec: Annotated[bool, typer.Option(
         "--allow-exec", help="allow workload options that run programs (fio exec_prerun, ...)")] = False,
+    results: Annotated[Path, typer.Option(
+        "--results", "-r", help="results directory whose earlier runs the time and noise estimates come from "
+        "(read only, if it is there)")] = DEFAULT_RESULTS,
 ) -> None:
     """Show the cells and runs a study expands to, without running anything. Every check
-    `fslab run` makes that needs no root runs too: what a run would refuse exits 2 here."""
+    `fslab run` makes that needs no root runs too: what a run would refuse exits 2 here.
+    Times and runs needed are estimated from the runs stored in the results directory."""
     from .backends import choose_backend
     from .plan import make_plan
     from .preflight import check_plan
@@ -65,6 +71,12 @@ def plan(
     p = make_plan(spec, backends=choose_backend, quick=quick, source=source, study_dir=study_dir,
                   allow_exec=allow_exec)
     check_plan(p, source=source)
+    import platform
+
+    from .forecast import forecast, history_of
+
+    history, history_source = history_of(results)
+    outlook = forecast(p, history, platform.node(), history_source)
     if jobs is not None:
         from .job.entry import write_job
 
@@ -84,6 +96,8 @@ def plan(
             "runs": [{"cell": r.cell.id, "repetition": r.repetition} for r in p.runs],
             "skipped": [{"filesystem": s.filesystem, "reason": s.reason} for s in p.skipped],
             "not_compared": p.uncompared(),
+            "auto": p.auto.to_json() if p.auto else None,
+            "forecast": outlook.to_json(),
         }
         print(json.dumps(out, indent=2))
         return
@@ -101,8 +115,12 @@ def plan(
                       escape(",".join(c.mount) or "(defaults)"), c.backend + (f" {c.kernel}" if c.kernel else ""),
                       escape(c.label), escape(params))
     console.print(table)
-    console.print(f"{len(p.cells)} cells x {p.repetitions} repetitions = {len(p.runs)} runs, "
-                  f"order {p.order} ({_seed_text(spec.study.seed, p.order)}), fresh file system per {p.fresh}")
+    repetitions = (f"{p.auto.min_n}–{p.auto.max_n} repetitions (auto: {p.auto.describe()}) = "
+                   f"{outlook.runs_min} to {len(p.runs)} runs" if p.auto else
+                   f"{p.repetitions} repetitions = {len(p.runs)} runs")
+    console.print(f"{len(p.cells)} cells x {repetitions}, "
+                  f"order {p.order} ({_seed_text(spec.study.seed, p.order)}), fresh file system per {p.fresh}",
+                  highlight=False)
     if p.jobs:
         from .report.provenance_facts import bytes_text
 
@@ -115,7 +133,8 @@ def plan(
         for text, names in users.items():
             where = f" ({', '.join(names)})" if len(users) > 1 else ""
             console.print("device: " + escape(text + where), highlight=False)
-    console.print(_runtime_estimate(p), highlight=False)
+    for line in outlook.lines():
+        console.print(escape(line), highlight=False)
     for s in p.skipped:
         console.print(f"[yellow]{s.filesystem}: {s.reason}[/yellow]")
     if p.uncompared():
@@ -129,30 +148,6 @@ def _seed_text(seed: int | None, order: str) -> str:
     if order == "in-order":
         return "no shuffle"
     return "seed drawn when the study runs and recorded with it; set study.seed to fix it"
-
-
-def _runtime_estimate(p: Plan) -> str:
-    """The workloads' own time where a run states it (fio's runtime with time_based), and
-    which runs add an unknown time (size-bound fio, Bonnie++, …); mkfs and mount not included."""
-    known = 0.0
-    unknown = 0
-    for r in p.runs:
-        params = r.cell.params
-        if params.get("time_based") and isinstance(params.get("runtime"), (int, float)):
-            known += float(params["runtime"]) + float(params.get("ramp_time") or 0)
-        else:
-            unknown += 1
-    if unknown == len(p.runs):
-        text = f"estimated workload time: not known — all {unknown} runs end when their work is done"
-    else:
-        text = f"estimated workload time: at least {known:,.0f} s over {len(p.runs) - unknown} time-based runs"
-        if unknown:
-            text += f"; {unknown} runs end when their work is done (not estimated)"
-    text += "; making and mounting file systems adds a few seconds per fresh file system"
-    guest_jobs = sum(1 for j in p.jobs if j.backend == "guest")
-    if guest_jobs:
-        text += f"; {guest_jobs} guest jobs add a guest boot each (20–60 s without KVM)"
-    return text
 
 
 @app.command()
@@ -173,40 +168,58 @@ def run(
         help="local (default) or dask://HOST:PORT: each job runs on an `fslab worker` of that Dask scheduler")] = None,
 ) -> None:
     """Run a study: make, mount and measure every cell, store every run."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 
     from .runner import run_study
 
+    # Time left comes from fslab.estimate (runs of the same workload and backend, setups
+    # and guest boots counted per job), not from rich's average over all runs so far.
     progress = Progress(
         TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-        TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.fields[last]}"),
+        TextColumn("{task.fields[eta]}"), TextColumn("{task.fields[last]}"),
         console=err_console, disable=quiet or not err_console.is_terminal,
     )
     task: dict[str, TaskID] = {}
     plain = not quiet and not err_console.is_terminal
+    later = {"text": ""}  # an auto study: what further passes could take at most
+    counted = {"passes": 0}
 
-    def on_start(p: Plan, study_id: int, remaining: int) -> None:
+    def on_start(p: Plan, study_id: int, remaining: int, estimate: TimeEstimate) -> None:
         if not quiet:
+            repetitions = (f"{p.auto.min_n}–{p.auto.max_n} repetitions (auto: {p.auto.describe()})"
+                           if p.auto else f"{p.repetitions} repetitions")
             err_console.print(
-                f"study {study_id}: {len(p.cells)} cells x {p.repetitions} repetitions, "
-                f"{remaining} runs to do, order {p.order} (seed {p.seed})"
-                + (" [quick: scaled down, not for conclusions]" if p.quick else ""))
+                f"study {study_id}: {len(p.cells)} cells x {repetitions}, "
+                f"{remaining} runs to do{' first' if p.auto else ''}, order {p.order} (seed {p.seed})"
+                + (" [quick: scaled down, not for conclusions]" if p.quick else ""), highlight=False)
+            err_console.print(f"estimated time: {escape(estimate.text())}", highlight=False)
             for s in p.skipped:
                 err_console.print(f"[yellow]{s.filesystem}: {s.reason}[/yellow]")
             if p.uncompared():
                 err_console.print(f"[yellow]{escape(p.uncompared() or '')}[/yellow]", highlight=False)
-        task["id"] = progress.add_task("runs", total=remaining, last="")
+        task["id"] = progress.add_task("runs", total=remaining, last="", eta=escape(estimate.short()))
+        counted["passes"] = p.auto.min_n if p.auto else 0  # their runs are in the total already
+
+    def on_pass(outcome: PassOutcome) -> None:
+        if outcome.next_pass >= counted["passes"]:
+            progress.update(task["id"], total=(progress.tasks[0].total or 0) + outcome.runs)
+        later["text"] = ("" if outcome.runs == 0 or outcome.next_pass + 1 >= outcome.passes_max
+                         else f"; later passes at most {outcome.at_most_later.short()}")
+        if not quiet and outcome.next_pass >= outcome.decisions.rule.min_n:
+            err_console.print(escape(pass_text(outcome)), highlight=False)
 
     def on_notice(text: str) -> None:
         if not quiet:
             err_console.print(f"[yellow]{escape(text)}[/yellow]", highlight=False)
 
-    def on_record(record: RunRecord, label: str) -> None:
+    def on_record(record: RunRecord, label: str, state: StudyProgress) -> None:
         status = "ok" if record.status == "ok" else f"FAILED: {record.error}"
+        left = state.left.short()
+        eta = (left if left == "nothing left" else f"{left} left") + later["text"]
         # Labels hold "[rw=read ...]", which rich would otherwise take for markup.
-        progress.update(task["id"], advance=1, last=escape(f"{label}: {status}"[:60]))
+        progress.update(task["id"], advance=1, last=escape(f"{label}: {status}"[:60]), eta=escape(eta))
         if plain:
-            err_console.print(f"run {label}: {status} ({record.wall_s:.1f} s)",
+            err_console.print(f"run {label}: {status} ({record.wall_s:.1f} s); {eta}",
                               highlight=False, markup=False)
 
     continue_with = resume_command(study, results, quick, destroy_data_on or [], allow_exec, executor)
@@ -216,7 +229,7 @@ def run(
                 study, results_dir=results, quick=quick, resume=resume, retry_failed=retry_failed,
                 allowed_devices=frozenset(destroy_data_on or []), allow_exec=allow_exec,
                 on_start=on_start, executor=executor,
-                on_record=on_record, on_notice=on_notice,
+                on_record=on_record, on_notice=on_notice, on_pass=on_pass,
             )
     except ResultsUnwritable as exc:  # a full results disk: what is stored stays, devices are released
         err_console.print(
@@ -241,11 +254,30 @@ def run(
     if outcome.runs_failed_total:
         # A study with failed runs is not a success, even when it ran to its end.
         err_console.print(
-            f"[red]{outcome.runs_failed_total} of {outcome.runs_planned} runs failed[/red] (reasons above; "
+            f"[red]{outcome.runs_failed_total} of {outcome.runs_done + outcome.runs_skipped_as_stored} runs "
+            f"failed[/red] (reasons above; "
             f"`fslab report -r {results}` shows them again); re-run them with "
             f"`{escape(continue_with.replace('--resume', '--retry-failed'))}`",
             highlight=False)
         raise typer.Exit(1)
+
+
+def pass_text(outcome: PassOutcome) -> str:
+    """'after pass 4: 12 of 40 cells still repeating (20 precision, 8 verdict stopped);
+    pass 5: 12 runs, about 2 min' — or that every cell has stopped, and why."""
+    cells = outcome.decisions.cells.values()
+    reasons: dict[str, int] = {}
+    for c in cells:
+        if c.reason is not None:
+            reasons[c.reason] = reasons.get(c.reason, 0) + 1
+    why = ", ".join(f"{count} on {reason}" for reason, count in sorted(reasons.items(), key=lambda kv: -kv[1]))
+    done = outcome.next_pass
+    if outcome.runs == 0 and not outcome.decisions.repeating():
+        return f"after pass {done}: every cell has stopped ({why})"
+    repeating = len(outcome.decisions.repeating())
+    return (f"after pass {done}: {repeating} of {len(outcome.decisions.cells)} cells still repeating"
+            + (f" ({why} stopped)" if why else "")
+            + f"; pass {done + 1}: {outcome.runs} runs, {outcome.this_pass.short()}")
 
 
 def resume_command(study: str, results: Path, quick: bool, devices: list[str],
@@ -425,8 +457,16 @@ def list_(
     for r in rows:
         started = datetime.fromtimestamp(r.created_at).strftime("%Y-%m-%d %H:%M")
         table.add_row(str(r.id), r.name + (" (quick)" if r.quick else ""), r.source, started,
-                      f"{counts[r.id]} / {r.planned_runs}", shown_status(r.status, results))
+                      _stored_of_planned(counts[r.id], r.planned_runs, "auto" in r.facts, r.status),
+                      shown_status(r.status, results))
     console.print(table)
+
+
+def _stored_of_planned(stored: int, planned: int, auto: bool, status: str) -> str:
+    """'12 / 36'; an auto study plans its maximum: '19 (auto, at most 24)'."""
+    if not auto:
+        return f"{stored} / {planned}"
+    return f"{stored} (auto{', done' if status == 'complete' else ''}, at most {planned})"
 
 
 @app.command()

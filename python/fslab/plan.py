@@ -28,6 +28,7 @@ from .errors import SpecError
 from .filesystems import FILESYSTEMS, FilesystemType
 from .job.model import Cell, Job, JobSettings, Run
 from .spec import GUEST_MIN_MEMORY, DeviceSection, StudySpec, WorkloadSection
+from .stopping import StoppingRule, cell_infos, make_pairs
 from .workloads import WORKLOADS, ParamError, data_bytes, quick_memory
 
 # (file system, device kind, the backend asked for: host | guest | auto) -> (the backend
@@ -53,6 +54,9 @@ class Plan:
     # Input files a workload could not read or refuses ("workloads[0].job_file: ..."): the
     # plan is made without them so every problem can be listed at once (preflight does).
     problems: tuple[str, ...] = ()
+    # repetitions = "auto": the stopping rule; ``repetitions`` (and the jobs) are then its
+    # maximum, and the runner runs them pass by pass while cells still need runs.
+    auto: StoppingRule | None = None
 
     @property
     def runs(self) -> list[Run]:
@@ -233,7 +237,13 @@ def make_plan(spec: StudySpec, *, backends: BackendChooser, quick: bool = False,
     problems: list[str] = []
     cells, skipped = build_cells(spec, quick=quick, backends=backends, source=source,
                                  study_dir=study_dir, allow_exec=allow_exec, problems=problems)
-    repetitions = QUICK_REPETITIONS if quick else spec.study.repetitions
+    auto = spec.study.stopping_rule()
+    if auto is not None:
+        if quick:  # a smoke run of the passes, not of the statistics
+            auto = replace(auto, min_n=QUICK_REPETITIONS, max_n=QUICK_REPETITIONS + 1)
+        _check_contrasts(auto, cells, source)
+    repetitions = auto.max_n if auto is not None else (
+        QUICK_REPETITIONS if quick else int(spec.study.repetitions))
     if seed is None:
         seed = spec.study.seed if spec.study.seed is not None else random.SystemRandom().randrange(2**31)
     rng = random.Random(seed)
@@ -286,4 +296,17 @@ def make_plan(spec: StudySpec, *, backends: BackendChooser, quick: bool = False,
                                    machine_class=own.machine_class or spec.study.machine_class)
         jobs.append(Job(f"job{index:05d}", group[0][0].backend, tuple(runs), job_settings))
     return Plan(tuple(cells), tuple(jobs), tuple(skipped), repetitions, spec.study.order, seed,
-                spec.study.fresh, quick, tuple(dict.fromkeys(problems)))
+                spec.study.fresh, quick, tuple(dict.fromkeys(problems)), auto)
+
+
+def _check_contrasts(rule: StoppingRule, cells: list[Cell], source: str) -> None:
+    """Each ``[study] contrast`` must pair some cells, or it is a typo."""
+    for index, contrast in enumerate(rule.contrasts):
+        alone = replace(rule, contrasts=(contrast,))
+        if not any(p.kind == "contrast" for p in make_pairs(cell_infos(cells), alone)):
+            axis = contrast.partition("=")[0]
+            values = sorted({str(c.axes[axis]) for c in cells if axis in c.axes})
+            takes = f"{axis} takes {', '.join(values)}" if values else f"{axis} is not an axis of any workload"
+            raise SpecError(f"{contrast!r} pairs no cells: no two cells of one file system and case differ only "
+                            f"in {axis} between those two values ({takes})", source=source,
+                            field=f"study.contrast[{index}]")

@@ -9,13 +9,14 @@ import contextlib
 import dataclasses
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from .backends import choose_backend
 from .cleanup import release_before_start
 from .errors import STUDY_LEVEL_ERRNOS, FslabError, ResultsUnwritable
+from .estimate import Countdown, TimeEstimate, TimeModel
 from .executors import open_executor
 from .identity import input_digests, retry_plan, study_digest, what_changed
 from .job.folder import JobFolder
@@ -25,6 +26,7 @@ from .plan import Plan, make_plan
 from .preflight import check_plan, device_identity
 from .provenance import host_facts
 from .signals import install_handlers
+from .stopping import Decisions, StoppingRule, cell_infos, decide
 from .store import Store, ensure_results_dir
 from .stored import StudyFacts, StudyRevision, StudyRow
 from .study import load_spec
@@ -48,6 +50,7 @@ class StudyOutcome:
 
     @property
     def runs_planned(self) -> int:
+        """Runs the plan holds (an auto study's: its maximum)."""
         return len(self.plan.runs)
 
 
@@ -93,16 +96,19 @@ def run_study(
     retry_failed: bool = False,
     allowed_devices: frozenset[str] = frozenset(),
     allow_exec: bool = False,
-    on_start: Callable[[Plan, int, int], None] | None = None,
-    on_record: Callable[[RunRecord, str], None] | None = None,
+    on_start: Callable[[Plan, int, int, TimeEstimate], None] | None = None,
+    on_record: Callable[[RunRecord, str, StudyProgress], None] | None = None,
     executor: str | None = None,
     on_notice: Callable[[str], None] | None = None,
+    on_pass: Callable[[PassOutcome], None] | None = None,
 ) -> StudyOutcome:
     """Run (or resume) a study. ``retry_failed``: continue the newest study of this file
     and run its failed runs again (their failures stay in the store as history).
-    ``on_start(plan, study_id, remaining)`` and ``on_record(record, label)`` let the CLI
-    draw progress, ``on_notice(text)`` says what was done besides runs (leftovers of a
-    dead earlier run released); the runner prints nothing. ``executor``: ``local``
+    ``on_start(plan, study_id, runs to do, their time)``, ``on_record(record, label,
+    progress)`` and, for ``repetitions = "auto"``, ``on_pass(outcome)`` after each pass let
+    the CLI draw progress with an estimate of the time left (fslab.estimate);
+    ``on_notice(text)`` says what was done besides runs (leftovers of a dead earlier run
+    released); the runner prints nothing. ``executor``: ``local``
     (default) or ``dask://HOST:PORT`` (fslab.executors)."""
     started = time.monotonic()
     jobs_executor = open_executor(executor)  # a malformed URL is refused before anything is made
@@ -167,32 +173,40 @@ def run_study(
         jobs_dir = results_dir / JOBS_DIR_NAME / f"study-{study_id}"
         _recover_records(store, study_id, jobs_dir)
         stored = store.stored_runs(study_id)
-        todo: list[Job] = []
-        for job in plan.jobs:
-            remaining = tuple(r for r in job.runs if (r.cell.id, r.repetition) not in stored)
-            if remaining:
-                done_before = tuple(r.key for r in job.runs if r not in remaining)
-                todo.append(dataclasses.replace(job.with_runs(remaining, done_before), grant=grant))
-        remaining_runs = sum(len(j.runs) for j in todo)
-        if on_start:
-            on_start(plan, study_id, remaining_runs)
+        countdown = Countdown(TimeModel(store.history(), study_id))
         counts = {"done": 0, "failed": 0}
         labels = {c.id: c for c in plan.cells}
+
         def emit(record: RunRecord, folder: JobFolder) -> None:
             store.add_record(study_id, record, source_dir=folder.path)
             counts["done"] += 1
             counts["failed"] += record.status != "ok"
+            cell = labels[record.cell_id]
+            countdown.record(cell, record)
             if on_record:
-                cell = labels[record.cell_id]
-                on_record(record, f"{cell.filesystem} {cell.label} #{record.repetition + 1}")
+                on_record(record, f"{cell.filesystem} {cell.label} #{record.repetition + 1}",
+                          StudyProgress(counts["done"], countdown.left()))
 
-        try:
+        def execute(todo: list[Job]) -> None:
+            countdown.start(todo, time.time())
             try:
                 jobs_executor.run(todo, jobs_dir, results_dir / WORK_DIR_NAME, emit)
             except OSError as exc:  # writing a job's folder in the results directory
                 if exc.errno not in STUDY_LEVEL_ERRNOS:
                     raise
                 raise ResultsUnwritable(f"cannot write in {results_dir}: {exc.strerror or exc}") from exc
+
+        try:
+            if plan.auto is None:
+                todo = _jobs_to_do(plan.jobs, stored, grant)
+                if on_start:
+                    on_start(plan, study_id, sum(len(j.runs) for j in todo), countdown.model.estimate(todo))
+                execute(todo)
+            else:
+                if on_start:
+                    first = _jobs_to_do(plan.jobs, stored, grant, passes=range(plan.auto.min_n))
+                    on_start(plan, study_id, sum(len(j.runs) for j in first), countdown.model.estimate(first))
+                _run_passes(store, study_id, plan, plan.auto, grant, execute, countdown, on_pass)
         except BaseException:
             with contextlib.suppress(FslabError):  # a full disk may refuse this too; resume still works
                 store.set_status(study_id, "interrupted")
@@ -202,6 +216,70 @@ def run_study(
         failed_total = store.failed_count(study_id)
     return StudyOutcome(study_id, results_dir, counts["done"], counts["failed"],
                         len(stored), plan, time.monotonic() - started, failed_total, retried)
+
+
+@dataclass(frozen=True)
+class StudyProgress:
+    """Where a running study stands, for whoever draws progress: runs stored by this
+    invocation, and the time the runs handed out so far still need (an auto study's later
+    passes are not in it: ``PassOutcome`` says how many at most)."""
+
+    done: int
+    left: TimeEstimate
+
+
+@dataclass(frozen=True)
+class PassOutcome:
+    """An auto study after a pass: which pass comes next, what was decided, the runs and
+    time of that pass, and at most how long further passes could take."""
+
+    next_pass: int  # from 0
+    passes_max: int
+    decisions: Decisions
+    runs: int  # runs of the next pass still to make (0: the study is done)
+    this_pass: TimeEstimate
+    at_most_later: TimeEstimate  # every cell still repeating kept on to max_repetitions
+
+
+def _jobs_to_do(jobs: Sequence[Job], stored: set[tuple[str, int]], grant: Grant, *,
+                passes: Iterable[int] | None = None, cells: set[str] | None = None) -> list[Job]:
+    """The jobs with the runs not yet stored (of the given passes and cells only, when
+    named), each carrying what it was granted; a pass's runs already stored before an
+    interruption are named in the job (the rest of that pass runs on a new file system)."""
+    wanted = None if passes is None else set(passes)
+    out: list[Job] = []
+    for job in jobs:
+        runs = tuple(r for r in job.runs if (wanted is None or r.repetition in wanted)
+                     and (cells is None or r.cell.id in cells))
+        remaining = tuple(r for r in runs if (r.cell.id, r.repetition) not in stored)
+        if remaining:
+            done_before = tuple(r.key for r in runs if r not in remaining)
+            out.append(dataclasses.replace(job.with_runs(remaining, done_before), grant=grant))
+    return out
+
+
+def _run_passes(store: Store, study_id: int, plan: Plan, rule: StoppingRule, grant: Grant,
+                execute: Callable[[list[Job]], None], countdown: Countdown,
+                on_pass: Callable[[PassOutcome], None] | None) -> None:
+    """``repetitions = "auto"``: pass after pass, each with the cells the stopping rule
+    says still need runs (fslab.stopping.decide, over every value stored so far), in the
+    plan's shuffled order of that pass; what was decided is stored after each pass. A
+    resumed or retried study replays the same decisions from its stored runs."""
+    cells = cell_infos(plan.cells)
+    for index in range(rule.max_n + 1):
+        decisions = decide(rule, cells, store.primary_values(study_id), index)
+        store.set_auto(study_id, decisions.to_facts())
+        repeating = set(decisions.repeating())
+        todo = _jobs_to_do(plan.jobs, store.stored_runs(study_id), grant, passes=[index], cells=repeating) \
+            if index < rule.max_n else []
+        if on_pass:
+            later = _jobs_to_do(plan.jobs, set(), grant, passes=range(index + 1, rule.max_n), cells=repeating)
+            on_pass(PassOutcome(index, rule.max_n, decisions, sum(len(j.runs) for j in todo),
+                                countdown.model.estimate(todo), countdown.model.estimate(later)))
+        if not repeating:
+            return
+        if todo:
+            execute(todo)
 
 
 def _recover_records(store: Store, study_id: int, jobs_dir: Path) -> int:

@@ -15,12 +15,15 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .aging import AgingOption
+from .stopping import StoppingRule
 from .units import parse_duration_s, parse_size
 
 Backend = Literal["auto", "host", "guest"]
 # The guest kernel series fslab fetches (backends/guest/kernel.py's META_PACKAGES); any
 # other value must be the path of a kernel image.
 GUEST_KERNEL_SERIES = ("6.1", "6.12")
+# repetitions = "auto": defaults of min_repetitions, max_repetitions and precision.
+AUTO_MIN, AUTO_MAX, AUTO_PRECISION = 3, 20, 0.05
 # Below this a guest's kernel and Python do not fit: also the floor of a --quick guest.
 GUEST_MIN_MEMORY = 256 << 20
 
@@ -50,7 +53,19 @@ class StudySection(_Strict):
         "by the name of its preset (e.g. 'seed-003'): report sections that belong to that paper "
         "use its figure and row names and judge its conclusions; recorded with the stored study. Leave it "
         "out for a study of your own")
-    repetitions: int = Field(default=3, ge=1, le=1000)
+    repetitions: int | Literal["auto"] = Field(
+        default=3, description="runs per cell (1 to 1000), or \"auto\": repeat each cell until its interval is "
+        "as narrow as `precision` asks or every comparison it is in has a verdict (fslab.stopping)")
+    min_repetitions: int | None = Field(default=None, ge=2, le=1000, description="with repetitions = "
+                                        f"\"auto\": runs every cell gets first (default {AUTO_MIN})")
+    max_repetitions: int | None = Field(default=None, ge=2, le=1000, description="with repetitions = "
+                                        f"\"auto\": runs a cell gets at most (default {AUTO_MAX})")
+    precision: float | None = Field(default=None, gt=0, lt=1, description="with repetitions = \"auto\": the "
+                                    "half-width of a cell's 95% interval, as a fraction of its mean, that is "
+                                    f"enough (default {AUTO_PRECISION})")
+    contrast: list[str] = Field(default_factory=list, description="with repetitions = \"auto\": axis contrasts "
+                                "that are questions too (\"direct=0/1\"): each pair of cells differing only "
+                                "in that axis is tested like the file systems of a case")
     order: Literal["shuffled", "in-order"] = "shuffled"
     seed: int | None = Field(default=None, description="order seed; drawn and recorded if absent")
     backend: Backend = "auto"
@@ -67,6 +82,52 @@ class StudySection(_Strict):
     @classmethod
     def _guest_memory(cls, value: Any) -> int:
         return parse_size(value)
+
+    @field_validator("repetitions", mode="before")
+    @classmethod
+    def _repetitions(cls, value: Any) -> Any:
+        if value == "auto":
+            return value
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1000:
+            raise ValueError('must be a whole number of runs per cell, 1 to 1000, or "auto" (repeat until '
+                             "the question is answered)")
+        return value
+
+    @field_validator("contrast")
+    @classmethod
+    def _contrast(cls, values: list[str]) -> list[str]:
+        for text in values:
+            axis, sep, rest = text.partition("=")
+            a, slash, b = rest.partition("/")
+            if not (axis and sep and a and slash and b):
+                raise ValueError(f"{text!r}: write AXIS=A/B, e.g. direct=0/1")
+        return values
+
+    @model_validator(mode="after")
+    def _auto_fields(self) -> StudySection:
+        if self.repetitions != "auto":
+            given = [name for name in ("min_repetitions", "max_repetitions", "precision")
+                     if getattr(self, name) is not None] + (["contrast"] if self.contrast else [])
+            if given:
+                several = len(given) > 1
+                raise ValueError(f"{', '.join(given)} only appl{'y' if several else 'ies'} with repetitions = "
+                                 f"\"auto\"; set it, or remove {'them' if several else 'it'} (repetitions = "
+                                 f"{self.repetitions} runs every cell that often)")
+            return self
+        low = self.min_repetitions or AUTO_MIN
+        high = self.max_repetitions or max(AUTO_MAX, low)
+        if high < low:
+            raise ValueError(f"max_repetitions ({high}) is below min_repetitions ({low}): raise max_repetitions "
+                             "or lower min_repetitions")
+        return self
+
+    def stopping_rule(self) -> StoppingRule | None:
+        """The rule of an auto study (None: a fixed number of repetitions)."""
+        if self.repetitions != "auto":
+            return None
+        low = self.min_repetitions or AUTO_MIN
+        return StoppingRule(min_n=low, max_n=self.max_repetitions or max(AUTO_MAX, low),
+                            precision=self.precision or AUTO_PRECISION, contrasts=tuple(self.contrast))
 
     @field_validator("guest_kernel")
     @classmethod

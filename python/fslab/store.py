@@ -35,7 +35,18 @@ from urllib.parse import quote
 from .errors import STUDY_LEVEL_ERRNOS, FslabError, ResultsUnwritable
 from .job.record import RunRecord
 from .metrics import MetricKind
-from .stored import RetiredRun, StoredCell, StoredMetric, StoredRun, StudyFacts, StudyRevision, StudyRow
+from .stored import (
+    STATUS_OK,
+    AutoFacts,
+    HistoryRun,
+    RetiredRun,
+    StoredCell,
+    StoredMetric,
+    StoredRun,
+    StudyFacts,
+    StudyRevision,
+    StudyRow,
+)
 
 if TYPE_CHECKING:
     from .job.model import Cell
@@ -299,6 +310,55 @@ class Store:
                             (spec_text, spec_hash, json.dumps(facts), study_id))
             for offset, cell in enumerate(new_cells):
                 self._insert_cell(study_id, int(row["n"]) + offset, cell)
+
+    def set_auto(self, study_id: int, auto: AutoFacts) -> None:
+        """Keep what a ``repetitions = "auto"`` study decided after its latest pass (why each
+        cell stopped, each comparison's looks) in the study's facts."""
+        row = self.db.execute("SELECT facts_json FROM studies WHERE id = ?", (study_id,)).fetchone()
+        facts = json.loads(row["facts_json"])
+        facts["auto"] = auto
+        try:
+            with self.db:
+                self.db.execute("UPDATE studies SET facts_json = ? WHERE id = ?", (json.dumps(facts), study_id))
+        except sqlite3.Error as exc:
+            raise _database_error(self.path, exc, writing=True) from None
+
+    def primary_values(self, study_id: int) -> dict[str, dict[int, float | None]]:
+        """Cell id -> repetition -> the value of the cell's primary metric (None: the run
+        failed or gave no number): what the stopping rule of an auto study reads."""
+        rows = self.db.execute(
+            "SELECT r.cell_id, r.repetition, r.status, (SELECT m.value FROM metrics m WHERE m.run_id = r.id"
+            " AND m.name = json_extract(c.cell_json, '$.primary_metric')) AS value FROM runs r JOIN cells c"
+            " ON c.study_id = r.study_id AND c.id = r.cell_id WHERE r.study_id = ?", (study_id,)).fetchall()
+        out: dict[str, dict[int, float | None]] = {}
+        for r in rows:
+            value = r["value"] if r["status"] == "ok" and r["value"] is not None else None
+            out.setdefault(r["cell_id"], {})[int(r["repetition"])] = None if value is None else float(value)
+        return out
+
+    def history(self) -> list[HistoryRun]:
+        """Every stored run of every study, as much as estimates of time and noise need:
+        its workload, backend, times, job and host, and its cell's primary metric."""
+        rows = self.db.execute(
+            "SELECT r.study_id, s.quick, r.cell_id, c.workload, c.workload_kind, c.params_json, c.backend,"
+            " c.fs_type, r.status, r.started_at, r.finished_at, r.sequence,"
+            " json_extract(r.provenance_json, '$.job') AS job,"
+            " COALESCE(json_extract(r.provenance_json, '$.guest.vm_host'),"
+            "          json_extract(r.provenance_json, '$.host.hostname')) AS host,"
+            " json_extract(r.provenance_json, '$.guest.boot_s') AS boot_s,"
+            " (SELECT m.value FROM metrics m WHERE m.run_id = r.id"
+            "  AND m.name = json_extract(c.cell_json, '$.primary_metric')) AS value"
+            " FROM runs r JOIN cells c ON c.study_id = r.study_id AND c.id = r.cell_id"
+            " JOIN studies s ON s.id = r.study_id ORDER BY r.study_id, r.started_at").fetchall()
+        return [HistoryRun(study_id=r["study_id"], quick=bool(r["quick"]), cell_id=r["cell_id"],
+                           workload=r["workload"], workload_kind=r["workload_kind"], params_json=r["params_json"],
+                           backend=r["backend"], fs_type=r["fs_type"], ok=r["status"] == STATUS_OK,
+                           started_at=r["started_at"], finished_at=r["finished_at"], sequence=r["sequence"],
+                           job=None if r["job"] is None else str(r["job"]),
+                           host=None if r["host"] is None else str(r["host"]),
+                           boot_s=None if r["boot_s"] is None else float(r["boot_s"]),
+                           value=None if r["value"] is None else float(r["value"]))
+                for r in rows]
 
     def ok_cell_ids(self, study_id: int) -> set[str]:
         """Cells with at least one successful stored run."""

@@ -104,6 +104,27 @@ class RetiredRun(TypedDict):
     retired_at: float
 
 
+class HistoryRun(TypedDict):
+    """A stored run as estimates of time and noise read it (``Store.history``)."""
+
+    study_id: int
+    quick: bool
+    cell_id: str
+    workload: str
+    workload_kind: str
+    params_json: str  # the cell's parameters as stored (JSON text): a workload's identity
+    backend: str
+    fs_type: str
+    ok: bool
+    started_at: float  # Unix time, seconds: after the file system was made and mounted
+    finished_at: float
+    sequence: int
+    job: str | None  # the job it ran in (one file-system instance)
+    host: str | None  # the machine (a guest's: the machine its QEMU ran on)
+    boot_s: float | None  # a guest run: how long its guest took to boot
+    value: float | None  # its cell's primary metric
+
+
 class StudyFacts(TypedDict, total=False):
     """What was recorded about a study when it was created (absent in older rows)."""
 
@@ -111,6 +132,51 @@ class StudyFacts(TypedDict, total=False):
     paper: str | None  # ``[study] paper``: the published study it reproduces
     inputs: dict[str, str]  # the files its workloads read, by case and name: their SHA-256 (fslab.identity)
     revisions: list[StudyRevision]  # changes --retry-failed adopted, oldest first
+    auto: AutoFacts  # repetitions = "auto": what was decided after the last pass
+
+
+class AutoCellFacts(TypedDict):
+    n: int  # runs with a number of its primary metric
+    runs: int  # runs made, failed ones included
+    reason: str | None  # "precision" | "verdict" | "max" | "failing"; None: still repeating
+    stopped_after_pass: int | None  # from 0
+    relative_half_width: float | None  # of its 95% interval, over |mean|
+    text: str  # why it stopped, in words ("precision reached at n = 6 (±4.1% ≤ ±5%)")
+
+
+class AutoLookFacts(TypedDict):
+    """One look at a comparison (fslab.analysis.sequential)."""
+
+    n_a: int
+    n_b: int
+    fraction: float  # information fraction
+    p_value: float | None  # Welch's; None: no spread, no test
+    level: float  # the nominal level the alpha spending allowed this look
+    significant: bool
+
+
+class AutoPairFacts(TypedDict):
+    """A comparison of two cells (ids ``a`` and ``b``) that decides when they stop."""
+
+    a: str
+    b: str
+    alpha: float  # its share of the family's α
+    kind: str  # "filesystems" (of one case) or "contrast"
+    significant: bool
+    final: bool  # no more looks: significant, answered without a verdict, or a side stopped
+    looks: list[AutoLookFacts]
+    text: str
+
+
+class AutoFacts(TypedDict):
+    """What an auto study decided after its last pass (fslab.stopping.Decisions), kept with
+    the study (``StudyFacts.auto``): the rule, each cell's state and why it stopped, each
+    comparison's looks."""
+
+    rule: dict[str, Any]
+    passes_done: int
+    cells: dict[str, AutoCellFacts]
+    pairs: list[AutoPairFacts]
 
 
 class StudyRevision(TypedDict):

@@ -140,7 +140,7 @@ def test_plan_shows_options_device_and_estimate(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "mount options" in done.stdout and "noatime" in done.stdout
     assert f"device: kind=fake, directory={tmp_path / 'fake'}" in done.stdout
-    assert "not known — all 12 runs end when their work is done" in done.stdout
+    assert "12 from their stated runtime only" in done.stdout  # the null workload's sleep: 0 s
 
 
 def test_png_svg_charts_mark_intervals_below_zero(tmp_path: Path) -> None:

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from ..analysis.contrasts import ratio_ci
 from ..metrics import display_name
-from ..stored import STATUS_OK, StoredCell, StoredRun, StudyRow
+from ..stored import STATUS_OK, AutoFacts, StoredCell, StoredRun, StudyRow
 from .data import SCHEMA, Bar, ChartData, Estimate, FailedRun, Finding, Report, SummaryRow, Versus
 from .hosts import warning_lines as host_warning_lines
 from .labels import cell_label, fs_column, mean_pm, n_text, p_text
 from .provenance_facts import facts_by_group
 from .sections import StudyData, build_sections
+from .stopping import legend as auto_legend
+from .stopping import sequential_verdicts
 from .tables import LEGEND, RowData, TableData, build_table
 from .units import display_scale, fmt
 
@@ -77,9 +79,11 @@ def finding_text(row: SummaryRow, est: Estimate) -> str:
             f"(observed: {row.best} {how}; {stats}).")
 
 
-def _summary_rows(runs: list[StoredRun], cells: list[StoredCell],
-                  metric: str | None) -> tuple[list[str], list[SummaryRow]]:
+def _summary_rows(runs: list[StoredRun], cells: list[StoredCell], metric: str | None,
+                  auto: AutoFacts | None = None) -> tuple[list[str], list[SummaryRow]]:
     table = build_table(runs, metric, cells)
+    if auto is not None:  # an auto study: the verdicts of the test that decided its stops
+        sequential_verdicts(table, cells, auto)
     return table.filesystems, rows_from_table(table, cells)
 
 
@@ -169,14 +173,17 @@ def build_report(study: StudyRow, runs: list[StoredRun], cells: list[StoredCell]
                  metric: str | None = None, results_dir: str = "") -> Report:
     """The whole report of one stored study, from the store's records only. The trace
     plots are left empty: reading trace files is not free (report.outputs adds them)."""
-    filesystems, rows = _summary_rows(runs, cells, metric)
-    tables, sections = build_sections(StudyData(runs, cells, study.paper))
+    auto = study.facts.get("auto")
+    filesystems, rows = _summary_rows(runs, cells, metric, auto)
+    tables, sections = build_sections(StudyData(runs, cells, study.paper, auto))
     return Report(
         schema=SCHEMA, study_id=study.id, name=study.name, source=study.source, status=study.status,
         quick=study.quick, filesystems=filesystems, rows=rows, findings=_findings(rows),
         charts=_charts(rows, filesystems), provenance_columns=filesystems,
         provenance=provenance_rows(runs, study.quick, filesystems), failed=_failed(runs, results_dir),
-        skipped=list(study.skipped), tables=tables, runs_stored=len(runs), runs_planned=study.planned_runs,
-        legend=LEGEND, trace_plots=[], trace_missing=[], sections=sections,
+        skipped=list(study.skipped), tables=tables, runs_stored=len(runs),
+        # An auto study plans its maximum; once complete, the runs it decided to make are its plan.
+        runs_planned=len(runs) if auto and study.status == "complete" else study.planned_runs,
+        legend=LEGEND + (auto_legend(auto) if auto else ""), trace_plots=[], trace_missing=[], sections=sections,
         host_warnings=[line.strip() for line in host_warning_lines(runs, study.quick)],
     )

@@ -129,6 +129,12 @@ class Workload:
     def default_timeout_s(self, params: dict[str, Any]) -> float:
         return 3600.0
 
+    def declared_runtime_s(self, params: dict[str, Any]) -> float | None:
+        """Seconds a run's workload takes by its parameters alone (a time-based fio job),
+        or None when it ends when its work is done: a time estimate with no measured
+        runs behind it (fslab.estimate) uses it."""
+        return None
+
 
 WORKLOADS: Registry[Workload] = Registry("workload kind")
 

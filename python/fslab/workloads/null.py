@@ -1,5 +1,6 @@
 """The null workload: no tool, no real I/O measurement. It writes and reads back ``ops``
-small files in its directory and reports a value the study chooses, so fslab's
+small files in its directory and reports a value the study chooses (``noise`` adds a
+normal spread of that relative sd, seeded by the parameters and the repetition), so fslab's
 orchestration (plan, job, records, store, report, resume) can be tested without root and
 without fio — as fio's null engine tests fio. It can also fail (``fail = true``) or take
 its time (``sleep``) on purpose, for tests of failures, timeouts and signals;
@@ -8,6 +9,9 @@ for tests of --retry-failed)."""
 
 from __future__ import annotations
 
+import hashlib
+import json
+import random
 import time
 from pathlib import Path
 from typing import Any
@@ -17,6 +21,7 @@ from ..metrics import MetricKind
 from . import ParamError, RunContext, Workload, WorkloadCapabilities, WorkloadResult, register_workload
 
 DEFAULTS: dict[str, Any] = {"ops": 10, "value": 1.0, "sleep": 0.0, "fail": False, "fail_while_exists": ""}
+OPTIONAL = ("noise",)  # kept out of the parameters unless given: cells without it keep their ids
 
 
 class NullWorkload(Workload):
@@ -30,17 +35,20 @@ class NullWorkload(Workload):
     example: dict[str, Any] = {}
 
     def validate(self, params: dict[str, Any]) -> dict[str, Any]:
-        unknown = sorted(set(params) - set(DEFAULTS))
+        unknown = sorted(set(params) - set(DEFAULTS) - set(OPTIONAL))
         if unknown:
-            raise ParamError(unknown[0], f"is not a null-workload parameter; known: {', '.join(DEFAULTS)}")
+            raise ParamError(unknown[0], f"is not a null-workload parameter; known: "
+                             f"{', '.join([*DEFAULTS, *OPTIONAL])}")
         out = {**DEFAULTS, **params}
         if isinstance(out["ops"], bool) or not isinstance(out["ops"], int) or out["ops"] < 0:
             raise ParamError("ops", f"must be a whole number >= 0 (given: {out['ops']!r})")
-        for key in ("value", "sleep"):
+        for key in [k for k in ("value", "sleep", *OPTIONAL) if k in out]:
             if isinstance(out[key], bool) or not isinstance(out[key], (int, float)):
                 raise ParamError(key, f"must be a number (given: {out[key]!r})")
         if out["sleep"] < 0:
             raise ParamError("sleep", "must be >= 0 seconds")
+        if out.get("noise", 0) < 0:
+            raise ParamError("noise", "is a relative standard deviation: must be >= 0")
         if not isinstance(out["fail"], bool):
             raise ParamError("fail", "must be true or false")
         if not isinstance(out["fail_while_exists"], str):
@@ -55,6 +63,9 @@ class NullWorkload(Workload):
 
     def tool_versions(self) -> dict[str, str | None]:
         return {}
+
+    def declared_runtime_s(self, params: dict[str, Any]) -> float | None:
+        return float(params["sleep"])
 
     def run(self, params: dict[str, Any], ctx: RunContext) -> WorkloadResult:
         started = time.monotonic()
@@ -74,7 +85,15 @@ class NullWorkload(Workload):
             if path.read_bytes() != b"fslab":
                 raise WorkloadFailed(f"read back something else than was written to {path}")
         (ctx.artifact_dir / "null.txt").write_text(f"ops={params['ops']} value={params['value']}\n")
-        return WorkloadResult({"ops_count": float(params["ops"]), "null_value": float(params["value"])},
+        value = float(params["value"])
+        if params.get("noise"):
+            # Seeded by the parameters and the repetition (the run directory ends in -r<N>),
+            # not by the cell: the same parameters on two file systems draw the same values,
+            # so tests of what fslab does with them do not depend on chance.
+            repetition = ctx.workdir.name.rpartition("-r")[2]
+            seed = json.dumps(params, sort_keys=True) + repetition
+            value *= 1 + random.Random(hashlib.sha256(seed.encode()).hexdigest()).gauss(0.0, float(params["noise"]))
+        return WorkloadResult({"ops_count": float(params["ops"]), "null_value": value},
                               time.monotonic() - started)
 
 

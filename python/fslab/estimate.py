@@ -1,0 +1,292 @@
+"""How long runs take: estimates of a study's time from the times runs of the same workload
+and backend took — this study's runs as they arrive, and the earlier studies in the
+results store — with each job's setup (making the device and file system; a guest's
+boot) counted once per job, and what each estimate rests on.
+
+An average over all runs so far misleads in a study that mixes 5-second host runs with
+2-minute guest runs; here every run is estimated from its own kind:
+
+1. the same cell (same file system, workload parameters, backend) timed before;
+2. the same workload parameters on the same backend, on any file system;
+3. the workload's stated runtime (a time-based fio job): its layout and setup not known;
+4. else no basis: the run is counted apart, never as zero seconds silently.
+
+A job's setup is the gap between the end of the previous run and its first run's start
+(mkfs, mount, aging, a guest's boot, and the previous job's teardown), by backend and file
+system, else by backend. The range given is what the sum would be if every run and setup
+took as long as the quicker or the slower quarter of its kind did.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from .job.model import Cell, Job
+    from .job.record import RunRecord
+    from .stored import HistoryRun
+
+# A gap longer than this before a job's first run is not setup: the study was stopped and
+# resumed later (a guest under TCG that ages its image takes minutes; not half an hour).
+MAX_SETUP_S = 1800.0
+# A guest's boot when no guest run has been timed here: 20–60 s under TCG (measured on the
+# development machine; README, "The guest backend").
+UNTIMED_BOOT_S = (20, 60)
+
+
+class _Seen:
+    """Durations of one kind, from this study and from earlier ones."""
+
+    def __init__(self) -> None:
+        self.study: list[float] = []
+        self.history: list[float] = []
+        self._stats: tuple[float, float, float] | None = None
+
+    def add(self, seconds: float, own: bool) -> None:
+        (self.study if own else self.history).append(seconds)
+        self._stats = None
+
+    @property
+    def values(self) -> list[float]:
+        return self.study + self.history
+
+    def stats(self) -> tuple[float, float, float]:
+        """(mean, lower quartile, upper quartile), seconds; kept until a value comes."""
+        if self._stats is None:
+            data = np.asarray(self.values, float)
+            self._stats = (float(data.mean()), float(np.percentile(data, 25)), float(np.percentile(data, 75)))
+        return self._stats
+
+
+def _params_key(params: Any) -> str:
+    return json.dumps(params, sort_keys=True, default=str)
+
+
+@dataclass
+class TimeEstimate:
+    """The time of some runs (seconds), with the range and what it rests on."""
+
+    seconds: float = 0.0
+    low: float = 0.0
+    high: float = 0.0
+    runs: int = 0
+    from_study: int = 0  # runs whose kind this study has timed
+    from_history: int = 0  # runs timed only in earlier studies of the results directory
+    from_declared: int = 0  # only the workload's stated runtime: layout and setup not included
+    unknown: int = 0  # no basis at all: not in ``seconds``
+    jobs: int = 0
+    setups_unknown: int = 0  # jobs whose setup was never timed: not in ``seconds``
+    guest_boots: int = 0  # guest jobs: a boot each (in ``seconds`` when their setup was timed)
+    guest_boots_untimed: int = 0
+
+    def add(self, other: TimeEstimate) -> TimeEstimate:
+        return TimeEstimate(**{name: getattr(self, name) + getattr(other, name) for name in self.__dataclass_fields__})
+
+    def short(self) -> str:
+        """'about 4 min (3–5 min)', '+ 2 runs not timed' when some have no basis: for a
+        progress line."""
+        if self.runs == 0:
+            return "nothing left"
+        if self.unknown == self.runs:
+            return "time not known yet"
+        text = f"about {duration_text(self.seconds)}"
+        if self.high - self.low >= 1 and duration_text(self.low) != duration_text(self.high):
+            text += f" ({duration_text(self.low)}–{duration_text(self.high)})"
+        if not self.complete:
+            text = "at least " + text
+        return text
+
+    @property
+    def complete(self) -> bool:
+        """Whether every run and setup counted rests on a measured time (else ``seconds`` is
+        a lower bound: stated runtimes leave out layout and setup, untimed parts are out)."""
+        return not (self.unknown or self.setups_unknown or self.from_declared)
+
+    def text(self) -> str:
+        """'about 41 min (35–52 min, ...): 300 runs like ones timed in this study, 100 like
+        ones timed in earlier studies here; 12 guest boots included' — or 'at least about
+        5 min: ...' with what is left out and how much it may add."""
+        if self.runs == 0:
+            return "nothing left to run"
+        if self.unknown == self.runs:
+            return f"not known: none of the {self.runs} runs has been timed here and none states its runtime"
+        head = f"{'about' if self.complete else 'at least about'} {duration_text(self.seconds)}"
+        if self.high - self.low >= 1 and duration_text(self.low) != duration_text(self.high):
+            head += (f" ({duration_text(self.low)}–{duration_text(self.high)}, from the quicker and slower "
+                     "quarter of runs)")
+        basis = []
+        if self.from_study:
+            basis.append(f"{self.from_study} runs like ones timed in this study")
+        if self.from_history:
+            basis.append(f"{self.from_history} like ones timed in earlier studies here")
+        if self.from_declared:
+            basis.append(f"{self.from_declared} from their stated runtime only (file layout and setup not included)")
+        parts = [head + ": " + ", ".join(basis)]
+        timed_boots = self.guest_boots - self.guest_boots_untimed
+        if timed_boots:
+            parts.append(f"{timed_boots} guest boot{'s' * (timed_boots != 1)} included, as timed here")
+        if self.guest_boots_untimed:
+            low, high = (self.guest_boots_untimed * s for s in UNTIMED_BOOT_S)
+            parts.append(f"{self.guest_boots_untimed} guest boots not timed here yet: {duration_text(low)}–"
+                         f"{duration_text(high)} more at {UNTIMED_BOOT_S[0]}–{UNTIMED_BOOT_S[1]} s each without KVM")
+        setups = self.setups_unknown - self.guest_boots_untimed
+        if setups > 0:
+            parts.append(f"setting up {setups} file system{'s' * (setups != 1)} not timed here yet (a few seconds "
+                         "each)")
+        if self.unknown:
+            parts.append(f"{self.unknown} runs with nothing to go by (they end when their work is done), not counted")
+        return "; ".join(parts)
+
+
+def duration_text(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+class TimeModel:
+    """Durations of runs and job setups seen so far; ``estimate`` says how long jobs will take."""
+
+    def __init__(self, history: Iterable[HistoryRun] = (), study_id: int | None = None):
+        self._runs: dict[tuple[str, ...], _Seen] = {}
+        self._setups: dict[tuple[str, ...], _Seen] = {}
+        self._declared: dict[str, float | None] = {}
+        self._params: dict[str, str] = {}  # cell id -> its parameters as a key
+        previous: HistoryRun | None = None
+        for run in history:  # ordered by study, then start
+            own = run["study_id"] == study_id
+            wall = run["finished_at"] - run["started_at"]
+            if wall >= 0 and run["ok"]:
+                self._note_run(run["cell_id"], run["workload_kind"], _params_key(json.loads(run["params_json"])),
+                               run["backend"], wall, own)
+            if previous is not None and previous["study_id"] == run["study_id"] and previous["job"] != run["job"]:
+                self._note_setup(run["backend"], run["fs_type"], run["started_at"] - previous["finished_at"], own)
+            previous = run
+
+    def _note_run(self, cell_id: str, kind: str, params: str, backend: str, seconds: float, own: bool) -> None:
+        for key in (("cell", cell_id), ("workload", kind, params, backend)):
+            self._runs.setdefault(key, _Seen()).add(seconds, own)
+
+    def _note_setup(self, backend: str, fs_type: str, seconds: float, own: bool) -> None:
+        if not 0 <= seconds <= MAX_SETUP_S:
+            return
+        for key in (("fs", backend, fs_type), ("backend", backend)):
+            self._setups.setdefault(key, _Seen()).add(seconds, own)
+
+    def _key_of(self, cell: Cell) -> str:
+        if cell.id not in self._params:
+            self._params[cell.id] = _params_key(cell.params)
+        return self._params[cell.id]
+
+    def learn(self, cell: Cell, record: RunRecord, setup_s: float | None, run_time: bool = True) -> None:
+        """A run of this study just ended (``setup_s``: the gap before it, when it was the
+        first run of its job; ``run_time``: whether its own time counts, not a failure's)."""
+        if run_time:
+            self._note_run(cell.id, cell.workload_kind, self._key_of(cell), cell.backend, record.wall_s, True)
+        if setup_s is not None:
+            self._note_setup(cell.backend, cell.fs_type, setup_s, True)
+
+    def _declared_s(self, cell: Cell) -> float | None:
+        key = cell.workload_kind + self._key_of(cell)
+        if key not in self._declared:
+            from .workloads import WORKLOADS
+
+            self._declared[key] = WORKLOADS.get(cell.workload_kind).declared_runtime_s(cell.params) \
+                if cell.workload_kind in WORKLOADS else None
+        return self._declared[key]
+
+    def run_estimate(self, cell: Cell) -> tuple[str, float, float, float] | None:
+        """(basis, mean, low, high) of one run of ``cell``; None when nothing says."""
+        for key in (("cell", cell.id), ("workload", cell.workload_kind, self._key_of(cell), cell.backend)):
+            seen = self._runs.get(key)
+            if seen is not None and seen.values:
+                return ("study" if seen.study else "history", *seen.stats())
+        declared = self._declared_s(cell)
+        if declared is not None:
+            return ("declared", declared, declared, declared)
+        return None
+
+    def setup_estimate(self, backend: str, fs_type: str) -> tuple[float, float, float] | None:
+        for key in (("fs", backend, fs_type), ("backend", backend)):
+            seen = self._setups.get(key)
+            if seen is not None and seen.values:
+                return seen.stats()
+        return None
+
+    def estimate(self, jobs: Sequence[Job], started: frozenset[str] = frozenset()) -> TimeEstimate:
+        """The time ``jobs`` will take; a job whose id is in ``started`` is set up already."""
+        out = TimeEstimate()
+        for job in jobs:
+            out.jobs += 1
+            if job.id not in started:
+                guest = job.backend == "guest"
+                out.guest_boots += guest
+                setup = self.setup_estimate(job.backend, job.cell.fs_type)
+                if setup is None:
+                    out.setups_unknown += 1
+                    out.guest_boots_untimed += guest
+                else:
+                    out.seconds, out.low, out.high = out.seconds + setup[0], out.low + setup[1], out.high + setup[2]
+            for run in job.runs:
+                out.runs += 1
+                known = self.run_estimate(run.cell)
+                if known is None:
+                    out.unknown += 1
+                    continue
+                basis, mean, low, high = known
+                out.seconds, out.low, out.high = out.seconds + mean, out.low + low, out.high + high
+                if basis == "study":
+                    out.from_study += 1
+                elif basis == "history":
+                    out.from_history += 1
+                else:
+                    out.from_declared += 1
+        return out
+
+
+class Countdown:
+    """The time left of the jobs handed to an executor, kept as their records arrive: each
+    record teaches the model its run's time and, for the first run of a job, the job's
+    setup (the gap since the previous record, or since the batch started)."""
+
+    def __init__(self, model: TimeModel):
+        self.model = model
+        self._jobs: list[Job] = []
+        self._done: set[tuple[str, int]] = set()
+        self._started: set[str] = set()
+        self._last_end = 0.0
+        self._last_job: str | None = None
+
+    def start(self, jobs: Sequence[Job], now: float) -> None:
+        self._jobs = list(jobs)
+        self._done.clear()
+        self._started.clear()
+        self._last_end, self._last_job = now, None
+
+    def record(self, cell: Cell, record: RunRecord) -> None:
+        job = record.provenance.get("job")
+        setup = None
+        if job != self._last_job and job not in self._started:
+            setup = record.started_at - self._last_end
+            if job is not None:
+                self._started.add(str(job))
+        ok = record.status == "ok"
+        if ok or setup is not None:
+            self.model.learn(cell, record, setup, run_time=ok)
+        self._last_end, self._last_job = max(self._last_end, record.finished_at), job
+        self._done.add((record.cell_id, record.repetition))
+
+    def left(self) -> TimeEstimate:
+        remaining = []
+        for job in self._jobs:
+            runs = tuple(r for r in job.runs if (r.cell.id, r.repetition) not in self._done)
+            if runs:
+                remaining.append(job.with_runs(runs, job.resumed_without))
+        return self.model.estimate(remaining, frozenset(self._started))

@@ -1,0 +1,163 @@
+"""Estimates of time and noise: each run is estimated from runs of its own workload and
+backend (a mix of 5-second host runs and 2-minute guest runs is not averaged), a guest's
+boot counted per job, the basis said; the spread seen per host and workload kind, and the
+runs it asks for; `fslab plan -r DIR` and `fslab run`'s plain progress lines say them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fslab.estimate import Countdown, TimeModel, duration_text
+from fslab.job.model import Cell, Job, JobSettings, Run
+from fslab.job.record import RunRecord
+from fslab.noise import half_width_at, noise_seen, runs_for_precision
+from fslab.stored import HistoryRun
+
+
+def cell(cell_id: str, backend: str, params: dict | None = None, kind: str = "fio") -> Cell:
+    return Cell(cell_id, "ext4", "ext4", (), (), "w", kind, params or {"rw": "read", "size": 1 << 20}, {},
+                backend)
+
+
+def history_run(study: int, cell_id: str, backend: str, start: float, wall: float, job: str,
+                value: float | None = None, host: str = "lab", quick: bool = False, kind: str = "fio",
+                params: dict | None = None) -> HistoryRun:
+    return HistoryRun(study_id=study, quick=quick, cell_id=cell_id, workload="w", workload_kind=kind,
+                      params_json=json.dumps(params or {"rw": "read", "size": 1 << 20}), backend=backend,
+                      fs_type="ext4", ok=True, started_at=start, finished_at=start + wall, sequence=0, job=job,
+                      host=host, boot_s=None, value=value)
+
+
+def mixed_history() -> list[HistoryRun]:
+    """A study that alternated host runs (5 s, 2 s to set up) and guest runs (120 s, 40 s
+    to boot and set up), one job each."""
+    rows, t = [], 1000.0
+    for i in range(6):
+        backend, setup, wall = ("host", 2.0, 5.0) if i % 2 == 0 else ("guest", 40.0, 120.0)
+        t += setup
+        rows.append(history_run(1, f"{backend}-cell", backend, t, wall, f"job{i}"))
+        t += wall
+    return rows
+
+
+def jobs_of(*cells: Cell, runs_each: int = 1) -> list[Job]:
+    settings = JobSettings(device={"kind": "image"})
+    return [Job(f"j{i}-{k}", c.backend, (Run(c, k),), settings) for i, c in enumerate(cells) for k in range(runs_each)]
+
+
+def test_each_run_is_estimated_from_its_own_workload_and_backend_with_a_setup_per_job():
+    model = TimeModel(mixed_history())
+    host, guest = cell("other-host-cell", "host"), cell("other-guest-cell", "guest")
+    estimate = model.estimate(jobs_of(host, guest, runs_each=4))
+    # 4 x (2 + 5) on the host and 4 x (40 + 120) in guests; an average over all 6 runs
+    # (62.5 s) would have said 8 x 62.5 = 500 s plus setups.
+    assert estimate.seconds == pytest.approx(4 * 7 + 4 * 160, abs=1)
+    assert estimate.guest_boots == 4 and estimate.guest_boots_untimed == 0
+    assert estimate.from_history == 8 and estimate.unknown == 0
+    assert "about 11 min" in estimate.text() and "8 like ones timed in earlier studies here" in estimate.text()
+    assert "4 guest boots included, as timed here" in estimate.text()
+
+
+def test_a_gap_of_a_resumed_study_is_not_taken_for_setup():
+    rows = mixed_history()
+    rows[3] = {**rows[3], "started_at": rows[3]["started_at"] + 86_400, "finished_at": rows[3]["finished_at"] + 86_400}
+    assert TimeModel(rows).setup_estimate("guest", "ext4") == (40.0, 40.0, 40.0)
+
+
+def test_no_history_falls_back_to_stated_runtimes_and_says_what_is_unknown():
+    timed = cell("t", "host", {"rw": "read", "size": 1 << 20, "time_based": 1, "runtime": 30})
+    untimed = cell("u", "guest")
+    estimate = TimeModel().estimate(jobs_of(timed, untimed))
+    assert estimate.seconds == 30 and estimate.from_declared == 1 and estimate.unknown == 1
+    text = estimate.text()
+    assert text.startswith("at least about 30 s: 1 from their stated runtime only (file layout and setup not")
+    assert "1 guest boots not timed here yet: 20 s–60 s more at 20–60 s each without KVM" in text
+    assert "1 runs with nothing to go by" in text and "setting up 1 file system not timed here yet" in text
+
+
+def test_the_countdown_learns_from_this_studys_runs_as_they_arrive():
+    a = cell("a", "host")
+    jobs = jobs_of(a, runs_each=3)
+    countdown = Countdown(TimeModel())
+    countdown.start(jobs, now=100.0)
+    assert countdown.left().unknown == 3  # fio without time_based: nothing to go by yet
+    record = RunRecord("a", 0, 0, "ok", started_at=103.0, finished_at=113.0, provenance={"job": "j0-0"})
+    countdown.record(a, record)
+    left = countdown.left()
+    assert left.runs == 2 and left.from_study == 2
+    assert left.seconds == pytest.approx(2 * (10 + 3))  # 10 s a run, 3 s to set up each job
+
+
+def test_noise_is_kept_per_host_and_workload_kind_from_full_runs():
+    rows = []
+    for k, value in enumerate([100.0, 110.0, 90.0]):  # CV 10%
+        rows.append(history_run(1, "c1", "host", k, 1, f"j{k}", value=value))
+        rows.append(history_run(1, "c2", "host", k, 1, f"j{k}", value=value * 2))  # CV 10% too
+        rows.append(history_run(1, "c3", "host", k, 1, f"j{k}", value=value, host="elsewhere"))
+        rows.append(history_run(2, "c4", "host", k, 1, f"j{k}", value=value * (1 + k), quick=True))
+    seen = noise_seen(rows, "lab")
+    assert set(seen) == {("fio", "host")}
+    noise = seen[("fio", "host")]
+    assert noise.cv == pytest.approx(0.1) and noise.cells == 2 and noise.runs == 6
+    assert noise.runs_needed(0.05) == runs_for_precision(0.1, 0.05) == 18
+    assert noise.text(0.05).startswith("at the 10.0% CV seen on lab (fio on the host backend, median of 2 cells")
+    assert "±5% needs about 18 runs per cell" in noise.text(0.05)
+
+
+def test_runs_for_precision_and_half_width_agree_with_the_t_interval():
+    assert runs_for_precision(0.07, 0.05) == 11  # t(10) x 0.07 / sqrt(11) = 0.047
+    assert half_width_at(0.07, 10) == pytest.approx(2.262 * 0.07 / 10 ** 0.5, rel=1e-3)
+    assert half_width_at(0.07, 11) <= 0.05 < half_width_at(0.07, 10)
+    assert runs_for_precision(5.0, 0.01, limit=50) is None
+    assert duration_text(30) == "30 s" and duration_text(600) == "10 min" and duration_text(7200) == "2.0 h"
+
+
+FAKE_STUDY = """
+[study]
+name = "estimates"
+repetitions = {reps}
+drop_caches = false
+[device]
+kind = "fake"
+directory = "{fake}"
+[filesystems.null]
+[[workloads]]
+kind = "null"
+name = "w"
+noise = 0.05
+sleep = 0.3
+"""
+
+
+def fslab(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "fslab", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=300, env={**os.environ, "COLUMNS": "200"})
+
+
+def test_run_prints_time_left_in_plain_lines_and_plan_estimates_from_the_results(tmp_path):
+    (tmp_path / "fake").mkdir()
+    study = tmp_path / "s.toml"
+    study.write_text(FAKE_STUDY.format(reps=4, fake=tmp_path / "fake"))
+    before = fslab("plan", str(study), "-r", "results", cwd=tmp_path)
+    assert before.returncode == 0, before.stderr
+    assert "history: no results in results yet" in before.stdout
+    assert "4 from their stated runtime only" in before.stdout
+    assert "noise: no run-to-run spread of null on the host backend seen on this host yet" in before.stdout
+    done = fslab("run", str(study), "-r", "results", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.startswith("run null w #")]
+    assert len(lines) == 4 and all("left" in line for line in lines)
+    assert lines[-1].endswith("; nothing left")
+    assert "estimated time: at least about 1 s" in done.stderr  # the stated 0.3 s sleep of 4 runs
+    after = fslab("plan", str(study), "-r", "results", "--json", cwd=tmp_path)
+    forecast = json.loads(after.stdout)["forecast"]
+    assert forecast["history"].startswith("4 runs of 1 studies in results")
+    assert forecast["time_max"]["from_history"] == 4 and forecast["time_max"]["setups_unknown"] == 0
+    [noise] = forecast["noise"]
+    assert noise["workload_kind"] == "null" and noise["cells"] == 1 and 0 < noise["cv"] < 0.2
