@@ -252,3 +252,44 @@ def test_ext4_against_ext4_mounted_sync_stops_at_the_minimum_with_a_verdict(devi
     assert str(tmp_path) not in Path("/proc/mounts").read_text()
     losetup = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
     assert str(tmp_path) not in losetup and not list(tmp_path.rglob("*.img"))
+
+
+# The sync study's workload on two ext4 entries that differ in nothing.
+SAME_STUDY = (SYNC_STUDY.replace("max_repetitions = 6", "max_repetitions = 5")
+              .replace("ext4 vs ext4 mounted sync", "ext4 against the same ext4")
+              .replace('[filesystems.ext4-sync]\ntype = "ext4"\nmount = ["sync"]',
+                       '[filesystems.ext4-again]\ntype = "ext4"'))
+assert "ext4-again" in SAME_STUDY and 'mount = ["sync"]' not in SAME_STUDY
+
+
+def _identical_ext4_study(tmp_path: Path) -> tuple[dict, dict]:
+    path = tmp_path / "same.toml"
+    path.write_text(SAME_STUDY.format(images=tmp_path / "images"))
+    results = tmp_path / f"results-{len(list(tmp_path.glob('results-*')))}"
+    outcome = run_study(str(path), results_dir=results)
+    assert outcome.runs_failed == 0
+    with Store(results) as store:
+        stops = {fs: s for (_, fs), s in by_workload(store, outcome.study_id).items()}
+        [pair] = store.study(outcome.study_id).facts["auto"]["pairs"]
+    return stops, pair
+
+
+def test_two_identical_ext4_entries_stop_on_precision_or_at_the_maximum(device_support, tmp_path):
+    """Real fio on two ext4 entries that differ in nothing: each cell stops on precision or
+    at the maximum, with its reason stored. A verdict between them is a false positive,
+    which the sequential test allows at most α = 5% of the time (the simulation in
+    tests/analysis/test_sequential.py measures that share): a second study is run only
+    then, and two in a row (at most 1 in 400) fail the test."""
+    stops, pair = _identical_ext4_study(tmp_path)
+    if pair["significant"]:
+        stops, pair = _identical_ext4_study(tmp_path)
+    assert not pair["significant"], pair["text"]
+    assert set(stops) == {"ext4", "ext4-again"}
+    for fs, s in stops.items():
+        assert s["reason"] in ("precision", "max"), (fs, s)
+        assert 3 <= s["n"] <= 5 and s["text"]
+        if s["reason"] == "max":
+            assert s["n"] == 5 and s["text"].startswith("max 5 reached, interval ±")
+        else:
+            assert s["relative_half_width"] <= 0.05
+    assert str(tmp_path) not in Path("/proc/mounts").read_text()

@@ -127,7 +127,7 @@ def plan(
         users: dict[str, list[str]] = {}  # a device (as text) -> the file systems on it
         for job in p.jobs:
             text = ", ".join(f"{k}={bytes_text(v) if k in ('size', 'member_size', 'chunk') and isinstance(v, int) else v}"
-                             for k, v in job.settings.device.items())
+                             for k, v in job.settings.device.items() if v is not None)
             if job.cell.filesystem not in users.setdefault(text, []):
                 users[text].append(job.cell.filesystem)
         for text, names in users.items():

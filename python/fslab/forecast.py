@@ -53,7 +53,9 @@ class Forecast:
             out.append(f"estimated time, every cell min_repetitions times: {self.time_min.text()}")
             if self.time_likely is not None:
                 out.append(f"  probably {self.time_likely.short()}, if cells stop on precision at the spread seen here")
-            out.append(f"  at most {self.time_max.short()}, every cell max_repetitions times")
+            most = self.time_max.short().removeprefix("at least ")  # "at most at least" reads as nonsense
+            out.append(f"  at most {most}, every cell max_repetitions times"
+                       + ("" if self.time_max.complete else " (setup and untimed runs not included)"))
         for seen in self.noise:
             line = seen.text(self.precision)
             if self.fixed_n is not None:
@@ -120,4 +122,4 @@ def history_of(results: Path) -> tuple[list[HistoryRun], str]:
     with Store(results, read_only=True) as store:
         rows = store.history()
         studies = len({r["study_id"] for r in rows})
-    return rows, f"{len(rows)} runs of {studies} studies in {results}"
+    return rows, f"{len(rows)} runs of {studies} stud{'y' if studies == 1 else 'ies'} in {results}"
