@@ -277,6 +277,11 @@ def test_failed_runs_make_run_exit_1_with_grouped_reasons_and_retry_fixes_them(t
     assert "4 of 12 stored runs failed" in done.stdout and "for one reason" in done.stdout
     assert f"4 x the null workload failed: {blocker} exists" in done.stdout
     assert "4 of 12 runs failed" in done.stderr and "--retry-failed" in done.stderr
+    # The title and `fslab list` say so too: a study with failed runs is not a plain "complete".
+    assert "— complete, 4 of 12 runs failed" in done.stdout
+    listed = subprocess.run([sys.executable, "-m", "fslab", "list", "-r", str(results)], capture_output=True,
+                            text=True, timeout=60, env={**os.environ, "COLUMNS": "250"})
+    assert "complete, 4 of 12 runs failed" in listed.stdout, listed.stdout
     with Store(results) as store:
         study_row = store.study()
         first_ids = {r["run_id"] for r in store.runs(study_row.id)}

@@ -28,3 +28,9 @@ def test_a_running_study_without_a_holder_was_interrupted(tmp_path: Path) -> Non
     assert shown_status("running", tmp_path) == "interrupted"
     assert shown_status("complete", tmp_path) == "complete"
     assert shown_status("running", tmp_path / "gone") == "interrupted"
+
+
+def test_a_finished_study_with_failed_runs_does_not_read_as_a_plain_success(tmp_path: Path) -> None:
+    assert shown_status("complete", tmp_path, runs=4, failed=0) == "complete"
+    assert shown_status("complete", tmp_path, runs=4, failed=1) == "complete, 1 of 4 runs failed"
+    assert shown_status("complete", tmp_path, runs=4, failed=4) == "complete, but every run failed"

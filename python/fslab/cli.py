@@ -302,7 +302,7 @@ def _print_report(results: Path, study_id: int | None, metric: str | None, by_ho
     per_host = reports_by_host(results, study_id, metric) if by_host else []
     for renderable in [*render_terminal(report), *host_renderables(report, per_host)]:
         console.print(renderable)
-    if report.status != "complete":
+    if not report.status.startswith("complete"):
         console.print(f"[yellow]{report.runs_stored} of {report.runs_planned} runs stored; continue with "
                       f"`{escape(resume_command(report.source, results, report.quick, []))}`[/yellow]")
 
@@ -450,15 +450,15 @@ def list_(
 
     with Store(results, read_only=True) as store:
         rows = store.studies()
-        counts = {r.id: len(store.stored_runs(r.id)) for r in rows}
+        counts = {r.id: store.run_counts(r.id) for r in rows}
     table = Table(title=f"studies in {results}", title_justify="left")
     for col in ("id", "name", "source", "started", "runs stored / planned", "status"):
         table.add_column(col)
     for r in rows:
         started = datetime.fromtimestamp(r.created_at).strftime("%Y-%m-%d %H:%M")
         table.add_row(str(r.id), r.name + (" (quick)" if r.quick else ""), r.source, started,
-                      _stored_of_planned(counts[r.id], r.planned_runs, "auto" in r.facts, r.status),
-                      shown_status(r.status, results))
+                      _stored_of_planned(counts[r.id][0], r.planned_runs, "auto" in r.facts, r.status),
+                      shown_status(r.status, results, *counts[r.id]))
     console.print(table)
 
 

@@ -432,6 +432,12 @@ class Store:
         ).fetchone()
         return self._study(row) if row else None
 
+    def run_counts(self, study_id: int) -> tuple[int, int]:
+        """(runs stored, of which failed): what `fslab list` shows of a study."""
+        row = self.db.execute("SELECT COUNT(*) AS n, COALESCE(SUM(status != 'ok'), 0) AS failed FROM runs "
+                              "WHERE study_id = ?", (study_id,)).fetchone()
+        return int(row["n"]), int(row["failed"])
+
     def stored_runs(self, study_id: int) -> set[tuple[str, int]]:
         rows = self.db.execute(
             "SELECT cell_id, repetition FROM runs WHERE study_id = ?", (study_id,)

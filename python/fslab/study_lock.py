@@ -57,8 +57,13 @@ def study_running(results_dir: Path) -> bool:
         return False
 
 
-def shown_status(stored: str, results_dir: Path) -> str:
-    """The status to show a person: "running" only while a process holds the lock."""
+def shown_status(stored: str, results_dir: Path, runs: int = 0, failed: int = 0) -> str:
+    """The status to show a person: "running" only while a process holds the lock; a
+    study that ran to its end says how many of its ``runs`` stored runs ``failed`` (a
+    study whose every run failed is not a success, whatever the runner got through)."""
     if stored == "running" and not study_running(results_dir):
         return "interrupted"
+    if stored == "complete" and failed:
+        return ("complete, but every run failed" if failed == runs
+                else f"complete, {failed} of {runs} runs failed")
     return stored

@@ -35,7 +35,8 @@ def load_report(results: Path, study_id: int | None, metric: str | None = None, 
         raise FslabError(f"--metric {metric}: no stored run of study {row.id} has it; "
                          f"stored metrics: {', '.join(stored)}")
     report = build_report(row, runs, cells, metric, str(results))
-    report.status = shown_status(report.status, results)  # "running" only while a process holds the lock
+    # "running" only while a process holds the lock; failed runs said beside "complete"
+    report.status = shown_status(report.status, results, len(runs), sum(r["status"] != "ok" for r in runs))
     if trace_plots:
         report.trace_plots, report.trace_missing = trace_plots_section(results, runs, cells, images=images,
                                                                        progress=progress)
