@@ -109,7 +109,7 @@ def test_html_report_has_every_section_chart_and_provenance_row(two_studies: Pat
     html = out.read_text()
     page = Parsed()
     page.feed(html)
-    assert page.sections == ["summary", "results", "charts", "failures", "provenance"]
+    assert page.sections == ["summary", "results", "charts", "definitions", "failures", "provenance"]
     assert page.external == []  # self-contained: nothing fetched
     assert len(page.svgs) == 1 and page.svgs[0]["data-metric"] == "iops"
     assert sorted(page.bars) == ["bar|ext4|all", "bar|xfs|all"]
@@ -129,6 +129,23 @@ def test_html_report_has_every_section_chart_and_provenance_row(two_studies: Pat
     assert {e["filesystem"]: e["n"] for e in data["rows"][0]["estimates"]} == {"ext4": 5, "xfs": 5}
     md = (tmp_path / "r.md").read_text()
     assert "## Provenance" in md and "| mount options in effect |" in md
+    # What was run, for a reader without the study file: the order seed, dates, version, and
+    # every parameter of the workload, in every output.
+    with Store(two_studies) as store:
+        seed = store.study(2).seed
+    [definitions] = [s for s in data["sections"] if s["id"] == "definitions"]
+    assert f"order shuffled (seed {seed}:" in " ".join(definitions["statements"])
+    assert any(s.startswith("started 20") and "finished 20" in s for s in definitions["statements"])
+    [workload] = [t for t in definitions["tables"] if t["title"] == "workload rand4k"]
+    params = dict(tuple(row) for row in workload["rows"])
+    assert {k: params[k] for k in ("rw", "bs", "size", "runtime", "time_based")} == {
+        "rw": "randwrite", "bs": "4096", "size": "16777216", "runtime": "1", "time_based": "1"}  # as fio reads them
+    assert params["memory limit"] == "none"
+    [filesystems] = [t for t in definitions["tables"] if t["title"] == "file systems as made and mounted"]
+    assert [row[:4] for row in filesystems["rows"]] == [["ext4", "ext4", "(defaults)", "sync"],
+                                                       ["xfs", "xfs", "(defaults)", "(defaults)"]]
+    for text in (html, md):
+        assert f"seed {seed}:" in text and "randwrite" in text and "time_based" in text
 
 
 @pytest.mark.skipif(shutil.which("chromium") is None, reason="needs Debian's chromium")

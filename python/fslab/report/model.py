@@ -175,7 +175,7 @@ def build_report(study: StudyRow, runs: list[StoredRun], cells: list[StoredCell]
     plots are left empty: reading trace files is not free (report.outputs adds them)."""
     auto = study.facts.get("auto")
     filesystems, rows = _summary_rows(runs, cells, metric, auto)
-    tables, sections = build_sections(StudyData(runs, cells, study.paper, auto))
+    tables, sections = build_sections(StudyData(runs, cells, study.paper, auto, study))
     return Report(
         schema=SCHEMA, study_id=study.id, name=study.name, source=study.source, status=study.status,
         quick=study.quick, filesystems=filesystems, rows=rows, findings=_findings(rows),

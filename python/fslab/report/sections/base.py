@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ...registry import Registry
-from ...stored import AutoFacts, StoredCell, StoredRun
+from ...stored import AutoFacts, StoredCell, StoredRun, StudyRow
 from ..data import ModelSection, TableSection
 
 
@@ -21,11 +21,13 @@ class StudyData:
     """What a section may read: the study's stored runs and cells (the study file's order)
     and ``paper``, the published study it reproduces (``StudyRow.paper``: a section uses a
     paper's labels and tests its claims only for that paper); ``auto``, what a
-    ``repetitions = "auto"`` study decided (None for a fixed number of repetitions)."""
+    ``repetitions = "auto"`` study decided (None for a fixed number of repetitions);
+    ``study``, the stored study's row (its order seed, dates, source)."""
     runs: list[StoredRun]
     cells: list[StoredCell]
     paper: str | None = None
     auto: AutoFacts | None = None
+    study: StudyRow | None = None
 
 
 Part = TableSection | ModelSection

@@ -1,0 +1,123 @@
+"""What was run, so a colleague can read a report alone: the study's order and its seed,
+when it ran and with which fslab, each file-system entry as made and mounted, and each
+workload's whole definition (every parameter, the axes it varied, memory limit, timeout,
+and the text of each job file it read). Built for every study, from the stored cells
+and study row only."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from ...stored import StoredCell, StoredRun, StudyRow
+from ..data import ModelSection, TableSection
+from ..provenance_facts import bytes_text
+from .base import SECTIONS, Section, StudyData
+
+SIZE_FIELDS = ("size", "member_size", "chunk")
+
+
+def _when(seconds: float | None) -> str:
+    return "not finished" if seconds is None else \
+        datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _value(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def study_statements(row: StudyRow, runs: Sequence[StoredRun]) -> list[str]:
+    """Where the study came from, how its runs were ordered (with the seed that fixes the
+    order), when it ran and with which fslab version(s)."""
+    versions = sorted({str(v) for r in runs if (v := ((r.get("provenance") or {}).get("host") or {}).get("fslab"))})
+    repetitions = "until answered (repetitions = \"auto\")" if "auto" in row.facts else \
+        f"{row.repetitions} repetition{'s' * (row.repetitions != 1)} per cell"
+    return [
+        f"study file: {row.source}" + (" (quick: sizes and runtimes scaled down, not for conclusions)"
+                                       if row.quick else ""),
+        f"{repetitions}, order {row.order} (seed {row.seed}: the same seed gives the same order), "
+        f"a fresh file system per {row.fresh}",
+        f"started {_when(row.created_at)}, finished {_when(row.finished_at)}",
+        "fslab " + (", ".join(versions) if versions else "version not recorded"),
+        "device ([device]): " + (_device_text(_study_device(row)) or "the default image"),
+    ]
+
+
+def _study_device(row: StudyRow) -> dict[str, Any]:
+    """The study file's own [device] section, as written (entries may have their own)."""
+    try:
+        device = tomllib.loads(row.spec_text).get("device", {})
+    except tomllib.TOMLDecodeError:
+        return {}
+    return device if isinstance(device, dict) else {}
+
+
+def _device_text(device: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={bytes_text(v) if k in SIZE_FIELDS and isinstance(v, int) else v}"
+                     for k, v in device.items() if v is not None)
+
+
+def filesystem_table(cells: Sequence[StoredCell]) -> TableSection:
+    """Each file-system entry once: its type, mkfs and mount options, backend and device."""
+    rows: list[list[str]] = []
+    seen: set[str] = set()
+    for c in cells:
+        if c["filesystem"] in seen:
+            continue
+        seen.add(c["filesystem"])
+        device = c.get("device") or {}
+        backend = c["backend"] + (f" {c.get('kernel')}" if c.get("kernel") else "")
+        rows.append([c["filesystem"], c["fs_type"], " ".join(c["mkfs"]) or "(defaults)",
+                     ",".join(c["mount"]) or "(defaults)", backend,
+                     _device_text(device) or "the study's [device]"])
+    return TableSection("workload", "file systems as made and mounted",
+                        ["entry", "type", "mkfs options", "mount options", "backend", "device"], rows)
+
+
+def workload_tables(cells: Sequence[StoredCell]) -> list[TableSection]:
+    """Per workload: every parameter (an axis's values listed together), the memory limit
+    and timeout; then the text of each file it read (a fio job file), line by line."""
+    by_workload: dict[str, list[StoredCell]] = {}
+    for c in cells:
+        by_workload.setdefault(c["workload"], []).append(c)
+    tables: list[TableSection] = []
+    for name, group in by_workload.items():
+        first = group[0]
+        axes: dict[str, list[str]] = {}
+        for c in group:
+            for key, value in c["axes"].items():
+                if _value(value) not in axes.setdefault(key, []):
+                    axes[key].append(_value(value))
+        rows = [["kind", first["workload_kind"]]]
+        rows += [[key, _value(value)] for key, value in first["params"].items() if key not in axes]
+        rows += [[key, "axis: " + " | ".join(values)] for key, values in axes.items()]
+        memory = {c["memory_bytes"] for c in group}
+        rows.append(["memory limit", ", ".join("none" if m is None else bytes_text(m) for m in sorted(
+            memory, key=lambda m: -1 if m is None else m))])
+        timeouts = {c["timeout_s"] for c in group}
+        rows.append(["timeout", ", ".join("the workload's default" if t is None else f"{t:g} s"
+                                          for t in sorted(timeouts, key=lambda t: -1 if t is None else t))])
+        tables.append(TableSection("workload", f"workload {name}", ["parameter", "value"], rows,
+                                   note="as the workload's tool reads them: sizes in bytes (fio's own reading "
+                                   "of '4k' or '16M'), times in seconds"))
+        for file_name, text in (first.get("inputs") or {}).items():
+            lines = [[str(k + 1), line] for k, line in enumerate(text.splitlines())]
+            tables.append(TableSection("workload", f"workload {name}: {file_name} as run", ["line", "text"],
+                                       lines, note="the file's text was read when the study was planned "
+                                       "and travelled with each job; it is part of the cells' identity"))
+    return tables
+
+
+def build(study: StudyData) -> list[ModelSection]:
+    if study.study is None or not study.cells:
+        return []
+    return [ModelSection("definitions", "What was run",
+                         "Everything that defines this study's numbers, as stored with it.",
+                         study_statements(study.study, study.runs),
+                         tables=[filesystem_table(study.cells), *workload_tables(study.cells)])]
+
+
+SECTIONS.register("definitions", Section(build))
