@@ -213,3 +213,24 @@ def test_retry_plan_takes_new_definitions_only_of_cases_whose_runs_all_failed(tm
     assert refused.refusal is not None and "ext4 slow has stored results" in refused.refusal
     grown = retry_plan(before[:1], {fine}, after)
     assert grown.refusal is not None and "is a new case" in grown.refusal
+
+
+def test_resume_of_a_finished_study_whose_file_changed_says_what_changed_and_starts_nothing(tmp_path):
+    """--resume after the file of a finished study was edited: nothing of the new
+    definition is stored, so there is nothing to resume; it says what changed and how to
+    start a new study, and stores nothing."""
+    (tmp_path / "fake").mkdir()
+    study = tmp_path / "s.toml"
+    text = (f'[study]\nname = "s"\nrepetitions = 1\n[device]\nkind = "fake"\ndirectory = "{tmp_path / "fake"}"\n'
+            '[filesystems.null]\n[[workloads]]\nkind = "null"\nname = "w"\nvalue = 1.0\n')
+    study.write_text(text)
+    results = tmp_path / "results"
+    run_study(str(study), results_dir=results)
+    study.write_text(text.replace("value = 1.0", "value = 2.0"))
+    with pytest.raises(FslabError) as err:
+        run_study(str(study), results_dir=results, resume=True)
+    message = str(err.value)
+    assert message.startswith(f"--resume: the newest study of {study} in {results.resolve()} (study 1, complete)")
+    assert "workloads[0].value: 1.0 -> 2.0" in message and "run without --resume to start a new study" in message
+    with Store(results) as store:
+        assert [s.id for s in store.studies()] == [1]

@@ -144,6 +144,14 @@ def run_study(
             if other is not None and other.spec_hash != digest:
                 raise _changed_study_error("--resume", other, source, text, inputs, results_dir)
         if resume and previous is None and store.latest(digest) is None:
+            finished = store.latest_of_source(source, quick)
+            if finished is not None and finished.spec_hash != digest:
+                changed = what_changed(finished.spec_text, finished.facts.get("inputs", {}), text, inputs)
+                raise FslabError(
+                    f"--resume: the newest study of {source} in {results_dir} (study {finished.id}, "
+                    f"{finished.status}) was made from other inputs: changed since: "
+                    f"{'; '.join(changed) or 'its identity'}. Nothing of this definition is stored to resume: "
+                    f"run without --resume to start a new study (study {finished.id} stays as it is)")
             resume = False  # interrupted before anything was stored (e.g. in preflight): start it
         if resume and previous is None:
             raise FslabError(
