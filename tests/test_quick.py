@@ -84,3 +84,18 @@ def test_quick_seed_004_has_the_shape_of_a_full_run(device_support, tmp_path: Pa
     for median, sequential in quick + full:
         assert median == 4096
         assert sequential < 0.05
+
+
+def test_quick_caps_an_aging_studys_emulated_device_like_its_image() -> None:
+    """seed-003-usb ages a 2 GiB emulated usb-flash device: --quick makes it 256 MiB (the
+    fill fraction, which decides the layout, is kept), as it does an image."""
+    from fslab.plan import QUICK_AGED_IMAGE_BYTES, make_plan
+
+    spec, source, _ = load_spec("seed-003-usb")
+    full = make_plan(spec, backends=choose_backend, source=source)
+    quick = make_plan(spec, backends=choose_backend, quick=True, source=source)
+    full_sizes = {j.settings.device["kind"]: j.settings.device["size"] for j in full.jobs}
+    quick_sizes = {j.settings.device["kind"]: j.settings.device["size"] for j in quick.jobs}
+    assert full_sizes == {"emulated": 2 << 30}
+    assert quick_sizes == {"emulated": QUICK_AGED_IMAGE_BYTES} and QUICK_AGED_IMAGE_BYTES < 2 << 30
+    assert {c.aging["fill"] for c in quick.cells if c.aging} == {c.aging["fill"] for c in full.cells if c.aging}
