@@ -438,3 +438,41 @@ def test_a_full_results_disk_stops_the_study_with_the_resume_command(device_supp
             assert len(store.stored_runs(store.study().id)) == 12
     finally:
         subprocess.run(["umount", str(results)], check=False)
+
+
+def test_a_run_refuses_to_measure_beside_a_live_fslab_process_holding_resources_there(tmp_path):
+    """A live fslab process (a job of an earlier run that outlived it) still holds
+    something in the results directory: the run refuses, naming the pid and the fix, and
+    stores nothing; once that process is dead, the next run releases what it left and
+    says so."""
+    from fslab.errors import FslabError
+
+    results = tmp_path / "results"
+    held = results / "work" / "held-by-another"
+    held.mkdir(parents=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\nfrom fslab.resources import tracked\n"
+         f"with tracked('directory', {str(held)!r}, under={str(results)!r}):\n"
+         "    print('ready', flush=True)\n    time.sleep(120)\n"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        (tmp_path / "fake").mkdir()
+        study = tmp_path / "s.toml"
+        study.write_text(f'[study]\nname = "beside"\nrepetitions = 1\n[device]\nkind = "fake"\n'
+                         f'directory = "{tmp_path / "fake"}"\n[filesystems.null]\n[[workloads]]\nkind = "null"\n'
+                         'name = "w"\n')
+        with pytest.raises(FslabError, match=rf"fslab process {holder.pid} is still running and holds resources "
+                                             rf"in {results.resolve()}.*`kill {holder.pid}`"):
+            run_study(str(study), results_dir=results)
+        with Store(results) as store:
+            assert store.studies() == []
+        assert held.is_dir()  # a live process's resources are never touched
+        holder.kill()
+        holder.wait()
+        notices: list[str] = []
+        outcome = run_study(str(study), results_dir=results, on_notice=notices.append)
+        assert outcome.runs_failed == 0
+        assert notices == [f"released: remove {held} (left by fslab process {holder.pid}, which died)"]
+        assert not held.exists()
+    finally:
+        holder.kill()
