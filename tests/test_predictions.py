@@ -67,18 +67,32 @@ def test_traced_study_is_replayed_on_models(tmp_path: Path) -> None:
         pred = {name: v for name, v in m.items() if split_name(name)}
         optional = {("sata-mlc-ssd", "write_amplification_steady_ratio"),
                     ("hdd-7200", "write_cache_absorbed_fraction")}
-        assert {split_name(n) for n in pred} == {(model, s) for model in MODELS for s in SUFFIXES} | optional
+        # The workload's own rates (a random-write fio job: its IOPS and bandwidth, total and
+        # write) beside the device's figures, each named as what it is.
+        workload = {"iops", "bw_bytes_per_s", "write_iops", "write_bw_bytes_per_s"}
+        assert {split_name(n) for n in pred} == {(model, s) for model in MODELS for s in (*SUFFIXES, *workload)} \
+            | optional
         # Predictions say which settings they assume.
-        assert "write cache on, 32 MiB" in m["pred_hdd-7200_iops"]["note"]
-        assert "over-provisioning 0.0" in m["pred_sata-mlc-ssd_iops"]["note"]
+        assert "write cache on, 32 MiB" in m["pred_hdd-7200_device_requests_per_s"]["note"]
+        assert "write cache on, 32 MiB" in m["pred_hdd-7200_write_iops"]["note"]
+        assert "over-provisioning 0.0" in m["pred_sata-mlc-ssd_device_requests_per_s"]["note"]
+        assert "device-bound" in m["pred_sata-mlc-ssd_write_iops"]["note"]
         assert 0 <= m["pred_hdd-7200_write_cache_absorbed_fraction"]["value"] <= 1
+        predictions = run["provenance"]["predictions"]
+        qd = predictions["qd"]
+        assert predictions["mode"] == "closed-loop" and qd >= predictions["qd_workload"] == 1
         for name, v in pred.items():
             assert v["unit"] == unit_of(name) and v["value"] is not None, name
-            assert "not measured" in v["note"] and "closed loop, qd 1" in v["note"]
-        assert run["provenance"]["predictions"]["mode"] == "closed-loop"
+            assert "not measured" in v["note"] and (f"qd {qd}" in v["note"] or f"queue depth {qd}" in v["note"])
+        # The work predicted: the measured work over the model's time for the trace.
+        for model in MODELS:
+            model_s = predictions["models"][model]["elapsed_ns"] / 1e9
+            work_s = predictions["models"][model]["work_s"]
+            assert m[f"pred_{model}_write_iops"]["value"] == pytest.approx(
+                m["write_iops"]["value"] * work_s / model_s, rel=1e-9)
         # Every issued request of the trace was replayed (writes, reads and flushes).
         issued = len(read_requests(results / run["artifact_dir"] / "trace.parquet"))
-        assert m["pred_hdd-7200_requests_count"]["value"] == issued
+        assert m["pred_hdd-7200_device_requests_count"]["value"] == issued
         # Every counted write and flush was issued within the trace, except requests
         # already in flight when tracing began (their completion has no issue event).
         trace = read_parquet(results / run["artifact_dir"] / "trace.parquet")
@@ -88,16 +102,70 @@ def test_traced_study_is_replayed_on_models(tmp_path: Path) -> None:
         counted_wf = m["trace_write_requests_count"]["value"] + m["trace_flush_requests_count"]["value"]
         assert issued + in_flight_at_start >= counted_wf
         # Small random writes with a flush every 8: the disk seeks, the SSD does not.
-        assert m["pred_sata-mlc-ssd_iops"]["value"] > 3 * m["pred_hdd-7200_iops"]["value"]
-        assert m["pred_hdd-7200_latency_p99_ns"]["value"] >= m["pred_hdd-7200_latency_p50_ns"]["value"]
+        device = {model: m[f"pred_{model}_device_requests_per_s"]["value"] for model in MODELS}
+        assert device["sata-mlc-ssd"] > 3 * device["hdd-7200"]
+        assert m["pred_sata-mlc-ssd_write_iops"]["value"] > 3 * m["pred_hdd-7200_write_iops"]["value"]
+        assert (m["pred_hdd-7200_device_latency_p99_ns"]["value"]
+                >= m["pred_hdd-7200_device_latency_p50_ns"]["value"])
 
     tables = report_tables(runs, cells)
     assert [t.kind for t in tables] == ["trace", "prediction"]  # HTML and Markdown put predictions apart
     text = _text([section_renderable(t) for t in tables])
     assert text.index("block trace — randwrite") < text.index("predicted on device models (not measured)")
     predicted = text[text.index("predicted on device models"):]
-    assert "closed-loop at queue depth 1" in predicted
+    assert "closed-loop at queue depth" in predicted and "iops predicted [IOPS]" in predicted
+    assert "device requests/s" in predicted and "IOPS" not in predicted.split("device requests/s")[1].split("\n")[0]
     for model in MODELS:
         assert model in predicted
     # The measured comparison table never shows a prediction.
     assert all(not row.metric.startswith("pred_") for row in build_table(runs, None, cells).rows)
+
+
+SYNTHETIC_STUDY = """
+[study]
+name = "workload-level prediction against the synthetic stream"
+repetitions = 1
+trace = true
+simulate = ["sata-mlc-ssd"]
+
+[device]
+size = "512MiB"
+image_dir = "{images}"
+
+[filesystems.ext4]
+
+[[workloads]]
+kind = "fio"
+name = "randwrite-direct"
+rw = "randwrite"
+bs = "4k"
+size = "32M"
+io_size = "8M"
+direct = 1
+ioengine = "psync"
+"""
+
+
+@pytest.mark.device
+def test_a_fio_jobs_predicted_iops_is_the_synthetic_stream_of_its_pattern(device_support, tmp_path: Path) -> None:
+    """4 KiB random direct writes at queue depth 1 into a laid-out file: ext4 issues the
+    workload's writes as they are, so the workload's predicted IOPS on a model is what
+    `fslab simulate --synthetic` of that pattern gives on it (within 5%)."""
+    from fslab.runner import run_study
+    from fslab.simulate import simulate_synthetic
+    from fslab.store import Store
+
+    study = tmp_path / "s.toml"
+    study.write_text(SYNTHETIC_STUDY.format(images=tmp_path / "images"))
+    outcome = run_study(str(study), results_dir=tmp_path / "results")
+    assert outcome.runs_failed == 0
+    with Store(tmp_path / "results") as store:
+        [run] = store.runs(outcome.study_id)
+    m = run["metrics"]
+    assert m["write_io_bytes"]["value"] == 8 << 20  # 2,048 writes of 4 KiB
+    assert run["provenance"]["predictions"]["qd"] == 1
+    synthetic = simulate_synthetic("rw=randwrite,bs=4k,count=2048,span=32MiB,seed=1", "sata-mlc-ssd", qd=1)
+    predicted = m["pred_sata-mlc-ssd_write_iops"]["value"]
+    assert predicted == pytest.approx(synthetic["iops"], rel=0.05), (predicted, synthetic["iops"])
+    # The device's figure is the model's requests: as many as the workload's I/Os here.
+    assert m["pred_sata-mlc-ssd_device_requests_count"]["value"] == pytest.approx(2048, rel=0.02)

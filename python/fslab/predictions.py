@@ -2,8 +2,24 @@
 block trace is replayed on each named device model and the result stored as run metrics
 ``pred_<model>_<metric>`` — predictions, never measurements, and labelled so everywhere.
 
-Replay mode: **closed loop** at the workload's queue depth (fio ``iodepth`` x ``numjobs``,
-mobibench ``threads``; 1 when none is given). Open loop would issue requests at the times
+Two kinds, never confused:
+- **the workload's own metrics** (``pred_<model>_write_iops``, ``pred_<model>_bw_bytes_per_s``):
+  the work the run did (its I/Os and bytes, from its measured rate over its own runtime)
+  over the time the model needs for every request the file system issued for that work.
+  That answers the workload's question: a file system that turns 4 KiB random writes into
+  a few large sequential requests finishes its work sooner on the model, even though the
+  model serves fewer requests per second. Only metrics a workload names as the rate of
+  its work are predicted (``Workload.work_rates``): fio and mobibench headline rates; not
+  Bonnie++'s tests (they run one after another in one trace) nor fio groups.
+- **the device's figures** (``pred_<model>_device_requests_per_s``, ``device_bw_bytes_per_s``,
+  ``device_latency_*_ns``, ``device_requests_count``): requests as the model served them.
+  Results stored before these were named so say ``pred_<model>_iops`` etc.; reports read
+  them as device figures (``LEGACY_SUFFIXES``).
+
+Replay mode: **closed loop** at the concurrency the trace shows (the time-weighted mean
+number of requests in flight between issue and completion, per device of the trace),
+and at least the workload's queue depth (fio ``iodepth`` x ``numjobs``, mobibench
+``threads``; 1 when none is given). Open loop would issue requests at the times
 the trace recorded, and those times come from a RAM-speed loop device: on a slower model
 requests then arrive faster than it serves them, the queue grows for the whole trace and
 the latency measures the trace's length, not the device (a 3,000-request trace on
@@ -24,9 +40,14 @@ from .job.record import Metric
 from .metrics import MetricKind, declare_metrics
 
 PREFIX = "pred_"
-# Stored per model: metric suffix -> how to take it from simulate_requests' result.
-SUFFIXES = ("requests_count", "iops", "bw_bytes_per_s", "latency_mean_ns", "latency_p50_ns",
-            "latency_p99_ns", "latency_max_ns", "write_amplification_ratio")
+# Stored per model: the device's figures (suffix -> how to take it from simulate_requests' result).
+SUFFIXES = ("device_requests_count", "device_requests_per_s", "device_bw_bytes_per_s", "device_latency_mean_ns",
+            "device_latency_p50_ns", "device_latency_p99_ns", "device_latency_max_ns", "write_amplification_ratio")
+# What results stored before the device's figures were named so call them.
+LEGACY_SUFFIXES = {"requests_count": "device_requests_count", "iops": "device_requests_per_s",
+                   "bw_bytes_per_s": "device_bw_bytes_per_s", "latency_mean_ns": "device_latency_mean_ns",
+                   "latency_p50_ns": "device_latency_p50_ns", "latency_p99_ns": "device_latency_p99_ns",
+                   "latency_max_ns": "device_latency_max_ns"}
 # Stored only where the model has them (SSD: steady-state WA; HDD: write-cache share).
 OPTIONAL_SUFFIXES = ("write_amplification_steady_ratio", "write_cache_absorbed_fraction")
 # A prediction whose written bytes were this much acknowledged by a write cache measures
@@ -57,6 +78,7 @@ def cache_warning(model: str, absorbed: float | None, facts: Mapping[str, float]
 
 declare_metrics("device-model predictions", {
     "requests_count": MetricKind("requests", False, "requests completed by the device"),
+    "requests_per_s": MetricKind("requests/s", True, "requests the device completed per second"),
     "iops": MetricKind("IOPS", True, "I/O operations per second"),
     "bw_bytes_per_s": MetricKind("B/s", True, "bandwidth"),
     "latency_mean_ns": MetricKind("ns", False, "mean request latency"),
@@ -105,13 +127,25 @@ def metric_name(model: str, suffix: str) -> str:
 
 
 def split_name(name: str) -> tuple[str, str] | None:
-    """(model, suffix) of a prediction metric name, None for any other metric."""
-    if not name.startswith(PREFIX):
+    """(model, suffix) of a prediction metric name, None for any other metric. Model names
+    have no underscore (hdd-7200, raid5-8x-sata-mlc-ssd): the suffix is the rest, a device
+    figure or one of the workload's own metrics. In a run stored before the device's
+    figures had their names, ``iops`` is the device's (``workload_predicted`` tells)."""
+    if not name.startswith(PREFIX) or "_" not in name[len(PREFIX):]:
         return None
-    for suffix in SUFFIXES + OPTIONAL_SUFFIXES:
-        if name.endswith("_" + suffix):
-            return name[len(PREFIX):-len(suffix) - 1], suffix
-    return None
+    model, _, suffix = name[len(PREFIX):].partition("_")
+    return model, suffix
+
+
+def workload_predicted(metrics: Mapping[str, Any], model: str) -> bool:
+    """Whether a run's ``pred_<model>_<workload metric>`` are the workload's own (stored
+    since the device's figures are named ``device_*``) rather than the device's."""
+    return metric_name(model, "device_requests_count") in metrics
+
+
+def is_device_figure(suffix: str) -> bool:
+    """Whether a prediction suffix (from ``split_name``) is the device's, not the workload's."""
+    return suffix in SUFFIXES or suffix in OPTIONAL_SUFFIXES
 
 
 def _values(result: dict[str, Any]) -> dict[str, float | None]:
@@ -119,32 +153,75 @@ def _values(result: dict[str, Any]) -> dict[str, float | None]:
     facts = result.get("model_facts", {})
     # latency_us from the core -> integer-ish nanoseconds, the unit fslab stores latency in
     return {
-        "requests_count": result["requests"], "iops": result["iops"],
-        "bw_bytes_per_s": result["mb_per_s"] * 1e6,
-        "latency_mean_ns": None if lat["mean"] is None else lat["mean"] * 1000,
-        "latency_p50_ns": None if lat["p50"] is None else lat["p50"] * 1000,
-        "latency_p99_ns": None if lat["p99"] is None else lat["p99"] * 1000,
-        "latency_max_ns": None if lat["max"] is None else lat["max"] * 1000,
+        "device_requests_count": result["requests"], "device_requests_per_s": result["iops"],
+        "device_bw_bytes_per_s": result["mb_per_s"] * 1e6,
+        "device_latency_mean_ns": None if lat["mean"] is None else lat["mean"] * 1000,
+        "device_latency_p50_ns": None if lat["p50"] is None else lat["p50"] * 1000,
+        "device_latency_p99_ns": None if lat["p99"] is None else lat["p99"] * 1000,
+        "device_latency_max_ns": None if lat["max"] is None else lat["max"] * 1000,
         "write_amplification_ratio": result.get("write_amplification"),
         "write_amplification_steady_ratio": facts.get("write_amplification_steady"),
         "write_cache_absorbed_fraction": facts.get("write_cache_absorbed_fraction"),
     }
 
 
+def trace_concurrency(trace_path: Path) -> float | None:
+    """The requests in flight between issue and completion that the trace shows: their
+    time-weighted mean over the time any was in flight, per device of the trace (an md
+    array's members each have their own queue; the array's own bios have no completion
+    event here). None when the trace has no completed request."""
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(trace_path, columns=["time_ns", "event", "dev"])
+    except (OSError, ValueError, KeyError):
+        return None
+    events = np.asarray(table.column("event").cast("string").to_pylist(), dtype=object)
+    issue, done = events == "block_rq_issue", events == "block_rq_complete"
+    if not issue.any() or not done.any():
+        return None
+    times = np.asarray(table.column("time_ns").to_numpy(), dtype=np.int64)
+    keep = issue | done
+    order = np.argsort(times[keep], kind="stable")
+    t = times[keep][order]
+    step = np.where(issue[keep][order], 1, -1)
+    in_flight = np.maximum(np.cumsum(step), 0)  # a completion of a request issued before the trace
+    spans = np.diff(t)
+    busy = in_flight[:-1] > 0
+    if not busy.any() or spans[busy].sum() == 0:
+        return None
+    devices = len(set(np.asarray(table.column("dev").to_numpy())[issue].tolist()))
+    return float((in_flight[:-1][busy] * spans[busy]).sum() / spans[busy].sum()) / max(devices, 1)
+
+
+def replay_depth(params: Mapping[str, Any], concurrency: float | None) -> int:
+    """Closed-loop depth: the trace's concurrency (rounded), at least the workload's depth."""
+    app = replay_queue_depth(params)
+    return app if concurrency is None else max(app, round(concurrency))
+
+
 def predict_run(trace_path: Path, models: Sequence[str], params: Mapping[str, Any],
-                trace_result: Mapping[str, Any] | None = None) -> tuple[list[Metric], dict[str, Any]]:
-    """Replay one run's trace on each model. Returns (metrics, provenance). Every metric's
-    note says it is a prediction (and repeats the trace's INCOMPLETE mark when events were
-    lost, from ``trace_result`` = ``analysis.traces.analyze``'s dict). A model that rejects
-    the trace (e.g. it addresses more than the model's capacity) gives metrics without a
-    number whose note says why: predictions never cost the measured run."""
+                trace_result: Mapping[str, Any] | None = None, work_rates: Mapping[str, float] | None = None,
+                work_s: float | None = None) -> tuple[list[Metric], dict[str, Any]]:
+    """Replay one run's trace on each model. Returns (metrics, provenance): the device's
+    figures (``pred_<model>_device_*``) and, for each of ``work_rates`` (the workload's
+    metrics that are the rate of its work over ``work_s`` seconds, its own runtime), the
+    same work over the model's time for the trace's requests. Every metric's note says it
+    is a prediction and what it assumes (and repeats the trace's INCOMPLETE mark when
+    events were lost, from ``trace_result`` = ``analysis.traces.analyze``'s dict). A
+    model that rejects the trace (e.g. it addresses more than the model's capacity) gives
+    metrics without a number whose note says why: predictions never cost the measured run."""
     from .simulate import read_requests, simulate_requests
 
-    qd = replay_queue_depth(params)
+    concurrency = trace_concurrency(trace_path)
+    qd = replay_depth(params, concurrency)
     trace_note = None
     if trace_result is not None and not trace_result.get("complete", True):
         trace_note = f"incomplete trace: {trace_result.get('lost_events')} events lost"
-    prov: dict[str, Any] = {"mode": "closed-loop", "qd": qd, "models": {}}
+    prov: dict[str, Any] = {"mode": "closed-loop", "qd": qd, "qd_workload": replay_queue_depth(params),
+                            "trace_concurrency": concurrency, "models": {}}
+    rates = {name: v for name, v in (work_rates or {}).items() if v is not None and work_s}
     metrics: list[Metric] = []
     try:
         requests = read_requests(trace_path)
@@ -160,8 +237,7 @@ def predict_run(trace_path: Path, models: Sequence[str], params: Mapping[str, An
                 raise FslabError(prov["error"])
             result = simulate_requests(requests, model, qd=qd, open_loop=False)
         except FslabError as exc:
-            for suffix in SUFFIXES:
-                name = metric_name(model, suffix)
+            for name in [*(metric_name(model, s) for s in SUFFIXES), *(metric_name(model, r) for r in rates)]:
                 metrics.append(Metric.of(name, None, f"{label}: failed: {exc}"))
             prov["models"][model] = {"error": str(exc)}
             continue
@@ -175,6 +251,17 @@ def predict_run(trace_path: Path, models: Sequence[str], params: Mapping[str, An
                 continue
             name = metric_name(model, suffix)
             metrics.append(Metric.of(name, value, noted))
-        prov["models"][model] = {"elapsed_ns": result["elapsed_ns"],
+        model_s = float(result["elapsed_ns"]) / 1e9
+        if rates and work_s:
+            work_note = (f"the workload's work ({work_s:.3g} s of it here) at the time model {model} needs for "
+                         f"the {result['requests']} requests the file system issued for it ({model_s:.3g} s, closed "
+                         f"loop at queue depth {qd}); assumes the run is device-bound (no CPU, page-cache or "
+                         "host time) and the request stream as this machine's kernel produced it"
+                         + (f"; {assumptions(facts)}" if assumptions(facts) else "")
+                         + (f"; {warning}" if warning else "") + (f"; {trace_note}" if trace_note else ""))
+            for name, value in rates.items():
+                predicted = value * work_s / model_s if model_s > 0 else None
+                metrics.append(Metric.of(metric_name(model, name), predicted, "predicted, not measured: " + work_note))
+        prov["models"][model] = {"elapsed_ns": result["elapsed_ns"], "work_s": work_s,
                                  "replay_wall_ns": result.get("replay_wall_ns"), "facts": facts}
     return metrics, prov

@@ -32,10 +32,10 @@ from ..devices import DEVICES, DeviceHandle
 from ..errors import STUDY_LEVEL_ERRNOS, CommandFailed, FslabError, JobFailed, ResultsUnwritable, WorkloadFailed
 from ..filesystems import FILESYSTEMS, describe, direct_io_ignored, quiesce
 from ..fragmentation import free_space_histogram
-from ..pagecache import drop_caches
+from ..pagecache import drop_caches, sync_filesystem
 from ..provenance import fs_tool_version, host_facts
 from ..units import format_bytes
-from ..workloads import WORKLOADS, RunContext, WorkloadResult
+from ..workloads import WORKLOADS, RunContext, Workload, WorkloadResult
 from .folder import RUN_ERROR_FILE, JobFolder, fail_unfinished
 from .model import Job, Run
 from .record import STATUS_OK, Metric, RunRecord, failed_record
@@ -238,6 +238,12 @@ def _execute_run(
                 result = workload.run(cell.params, dataclasses.replace(run_ctx, memory=cg))
             except CommandFailed as exc:
                 raise _explained(exc, cg, cell.timeout_s) from exc
+            if run_trace is not None:
+                # What the workload left dirty is I/O it caused: written back inside the
+                # traced window, so trace, counters and predictions hold all of it.
+                synced = time.monotonic()
+                sync_filesystem(workdir)
+                provenance["writeback_after_workload_s"] = round(time.monotonic() - synced, 3)
     except FslabError as exc:
         # The workload failed, timed out or printed garbage: this run fails, the study goes
         # on. Errors of the study's scope (missing tool, device refused) stop it.
@@ -253,7 +259,7 @@ def _execute_run(
     workload_s = time.monotonic() - t0
     finished = time.time()
     try:
-        metrics = _collect_metrics(result, before, dev, run_trace, ctx, cell.params, provenance)
+        metrics = _collect_metrics(result, before, dev, run_trace, ctx, cell.params, provenance, workload)
         metrics += [Metric.of(name, value) for name, value in state.aging_metrics.items()]
         if free_before is not None:  # after the device counters were read
             free_after = free_space_histogram(mountpoint)
@@ -304,7 +310,7 @@ def _explained(exc: CommandFailed, cg: MemoryLimit | None, timeout_s: float | No
 
 def _collect_metrics(result: WorkloadResult, before: dict[str, int], dev: DeviceHandle,
                      run_trace: RunTrace | None, ctx: ExecContext, params: dict[str, Any],
-                     provenance: dict[str, Any]) -> list[Metric]:
+                     provenance: dict[str, Any], workload: Workload) -> list[Metric]:
     """The workload's metrics, the device's counters and, for traced runs, trace metrics
     and device-model predictions."""
     # A traced run's counters span exactly the traced window, so they match the trace.
@@ -320,8 +326,9 @@ def _collect_metrics(result: WorkloadResult, before: dict[str, int], dev: Device
         if ctx.job.settings.simulate and run_trace.result is not None:
             from ..predictions import predict_run
 
+            rates = {name: result.metrics[name] for name in workload.work_rates(params, result.metrics)}
             predicted, provenance["predictions"] = predict_run(
-                run_trace.path, ctx.job.settings.simulate, params, run_trace.result)
+                run_trace.path, ctx.job.settings.simulate, params, run_trace.result, rates, result.tool_runtime_s)
             metrics += predicted
     return metrics
 

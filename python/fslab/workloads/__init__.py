@@ -135,6 +135,14 @@ class Workload:
         runs behind it (fslab.estimate) uses it."""
         return None
 
+    def work_rates(self, params: dict[str, Any], metrics: dict[str, float]) -> list[str]:
+        """The run's metrics that are the rate of its work over the tool's own runtime (I/Os
+        or bytes per second of the whole run), which a device model can predict from the
+        time it needs for the run's requests (fslab.predictions). None by default: a
+        workload whose figures come from phases run one after another in one trace
+        (Bonnie++'s tests) has no single window to predict."""
+        return []
+
 
 WORKLOADS: Registry[Workload] = Registry("workload kind")
 

@@ -191,6 +191,10 @@ class FioWorkload(Workload):
             return 3 * (params["runtime"] + params.get("ramp_time", 0)) + 300
         return 3600.0
 
+    def work_rates(self, params: dict[str, Any], metrics: dict[str, float]) -> list[str]:
+        # fio counts no I/O of its ramp_time, which the trace holds: no single window then.
+        return [] if params.get("ramp_time") else headline_rates(metrics)
+
     def declared_runtime_s(self, params: dict[str, Any]) -> float | None:
         if params.get("time_based") and isinstance(params.get("runtime"), (int, float)):
             return float(params["runtime"]) + float(params.get("ramp_time") or 0)
@@ -664,6 +668,15 @@ def _job_metrics(prefix: str, job: dict[str, Any]) -> dict[str, float]:
         if p99 is not None:
             out[f"{prefix}sync_lat_p99_ns"] = p99
     return out
+
+
+# The headline rates of one group: what a device model's time predicts (Workload.work_rates).
+HEADLINE_RATES = tuple(f"{d}{m}" for d in ("", "read_", "write_", "trim_") for m in ("iops", "bw_bytes_per_s"))
+
+
+def headline_rates(metrics: dict[str, float]) -> list[str]:
+    """The headline rates a run has: none when several fio groups ran one after another."""
+    return [name for name in HEADLINE_RATES if name in metrics]
 
 
 def metrics_from_report(report: dict[str, Any]) -> tuple[dict[str, float], float, dict[str, str]]:

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..units import parse_duration_s, parse_size
 from . import ParamError, RunContext, Workload, WorkloadCapabilities, WorkloadResult, quick_size, register_workload
-from .fio import METRICS, FioWorkload
+from .fio import METRICS, FioWorkload, headline_rates
 
 SYNC_MODES = ("none", "fsync", "fdatasync", "osync", "direct")
 DEFAULTS: dict[str, Any] = {"file_size": 1 << 30, "bs": 4096, "sync": "none", "sync_every": 1,
@@ -66,6 +66,9 @@ class MobibenchWorkload(Workload):
 
     def primary_metrics(self, params: dict[str, Any]) -> list[str]:
         return ["write_iops", "write_bw_bytes_per_s"]
+
+    def work_rates(self, params: dict[str, Any], metrics: dict[str, float]) -> list[str]:
+        return headline_rates(metrics)
 
     def tool_versions(self) -> dict[str, str | None]:
         return self._fio.tool_versions()

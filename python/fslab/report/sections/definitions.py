@@ -69,9 +69,10 @@ def filesystem_table(cells: Sequence[StoredCell]) -> TableSection:
             continue
         seen.add(c["filesystem"])
         device = c.get("device") or {}
-        backend = c["backend"] + (f" {c.get('kernel')}" if c.get("kernel") else "")
-        rows.append([c["filesystem"], c["fs_type"], " ".join(c["mkfs"]) or "(defaults)",
-                     ",".join(c["mount"]) or "(defaults)", backend,
+        # .get: cells stored by older versions (and some test fixtures) lack fields.
+        backend = c.get("backend", "host") + (f" {c.get('kernel')}" if c.get("kernel") else "")
+        rows.append([c["filesystem"], c.get("fs_type", c["filesystem"]), " ".join(c.get("mkfs", [])) or "(defaults)",
+                     ",".join(c.get("mount", [])) or "(defaults)", backend,
                      _device_text(device) or "the study's [device]"])
     return TableSection("workload", "file systems as made and mounted",
                         ["entry", "type", "mkfs options", "mount options", "backend", "device"], rows)
@@ -88,16 +89,16 @@ def workload_tables(cells: Sequence[StoredCell]) -> list[TableSection]:
         first = group[0]
         axes: dict[str, list[str]] = {}
         for c in group:
-            for key, value in c["axes"].items():
+            for key, value in c.get("axes", {}).items():
                 if _value(value) not in axes.setdefault(key, []):
                     axes[key].append(_value(value))
-        rows = [["kind", first["workload_kind"]]]
-        rows += [[key, _value(value)] for key, value in first["params"].items() if key not in axes]
+        rows = [["kind", first.get("workload_kind", "?")]]
+        rows += [[key, _value(value)] for key, value in first.get("params", {}).items() if key not in axes]
         rows += [[key, "axis: " + " | ".join(values)] for key, values in axes.items()]
-        memory = {c["memory_bytes"] for c in group}
+        memory = {c.get("memory_bytes") for c in group}
         rows.append(["memory limit", ", ".join("none" if m is None else bytes_text(m) for m in sorted(
             memory, key=lambda m: -1 if m is None else m))])
-        timeouts = {c["timeout_s"] for c in group}
+        timeouts = {c.get("timeout_s") for c in group}
         rows.append(["timeout", ", ".join("the workload's default" if t is None else f"{t:g} s"
                                           for t in sorted(timeouts, key=lambda t: -1 if t is None else t))])
         tables.append(TableSection("workload", f"workload {name}", ["parameter", "value"], rows,

@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-from ...predictions import cache_warning, split_name
+from ...predictions import LEGACY_SUFFIXES, cache_warning, split_name, workload_predicted
 from ...stored import StoredCell, StoredRun
 from ..data import TableSection
 from ..traced_runs import group_traced_runs, mean_ci, trace_loss, values
@@ -58,8 +58,19 @@ def trace_table(label: str, by_fs: dict[str, list[StoredRun]]) -> TableSection:
     return table
 
 
+def _pred(runs: list[StoredRun], model: str, suffix: str, scale: float = 1.0) -> list[float]:
+    """A model's device figure over runs, under its name or, for runs stored before it
+    had one, the old name (``pred_<model>_iops`` was the device's requests per second)."""
+    old = [k for k, v in LEGACY_SUFFIXES.items() if v == suffix]
+    name = {id(r): f"pred_{model}_{suffix}" if workload_predicted(r["metrics"], model) or not old
+            else f"pred_{model}_{old[0]}" for r in runs}
+    return [v for r in runs for v in values([r], name[id(r)], scale)]
+
+
 def prediction_table(label: str, by_fs: dict[str, list[StoredRun]]) -> TableSection | None:
-    """One workload's predictions table, or None when no run was replayed on a model."""
+    """One workload's predictions table, or None when no run was replayed on a model: first
+    the workload's own primary metric as predicted (its work over the model's time for the
+    requests issued for it) beside what was measured here, then the device's figures."""
     models: list[str] = []
     for runs in by_fs.values():
         for run in runs:
@@ -69,37 +80,56 @@ def prediction_table(label: str, by_fs: dict[str, list[StoredRun]]) -> TableSect
                     models.append(parsed[0])
     if not models:
         return None
+    first = next(iter(r for runs in by_fs.values() for r in runs))
+    primary = first["cell"]["primary_metric"]
+    stored = first["metrics"].get(primary)
+    unit = stored["unit"] if stored is not None else ""
     modes = {f"{p['mode']} at queue depth {p['qd']}" for runs in by_fs.values() for r in runs
              if (p := r["provenance"].get("predictions"))}
-    columns = ["file system", "model", "n runs", "IOPS", "bandwidth [MiB/s]", "latency mean [µs]",
-               "latency p50 [µs]", "latency p99 [µs]", "latency max [µs]", "write amplification [B/B]", "trace"]
+    columns = ["file system", "model", "n runs", f"{primary} predicted [{unit}]", f"{primary} measured here [{unit}]",
+               "device requests/s", "device bandwidth [MiB/s]", "device latency mean [µs]",
+               "device latency p50 [µs]", "device latency p99 [µs]", "device latency max [µs]",
+               "write amplification [B/B]", "trace"]
     table = TableSection("prediction", f"predicted on device models (not measured) — {label}: each run's block "
                          f"trace replayed ({', '.join(sorted(modes)) or 'replay mode not recorded'}); "
                          "mean ± 95% CI over n runs", columns, [])
     failures: list[str] = []
     warnings: list[str] = []
+    unpredicted = False
     for fs, runs in by_fs.items():
         n = len(runs)
         loss = trace_loss(runs)
         for i, model in enumerate(models):
-            p = f"pred_{model}_"
-            row = [mean_ci(values(runs, p + "iops"), n),
-                   mean_ci(values(runs, p + "bw_bytes_per_s", 1 / 2**20), n)]
-            row += [mean_ci(values(runs, f"{p}latency_{k}_ns", 1e-3), n)
+            predicted = values([r for r in runs if workload_predicted(r["metrics"], model)],
+                               f"pred_{model}_{primary}")
+            unpredicted |= not predicted
+            row = [mean_ci(predicted, n), mean_ci(values(runs, primary), n),
+                   mean_ci(_pred(runs, model, "device_requests_per_s"), n),
+                   mean_ci(_pred(runs, model, "device_bw_bytes_per_s", 1 / 2**20), n)]
+            row += [mean_ci(_pred(runs, model, f"device_latency_{k}_ns", 1e-3), n)
                     for k in ("mean", "p50", "p99", "max")]
-            row.append(mean_ci(values(runs, p + "write_amplification_ratio"), n))
+            row.append(mean_ci(_pred(runs, model, "write_amplification_ratio"), n))
             for run in runs:
-                m = run["metrics"].get(p + "iops")
+                m = (run["metrics"].get(f"pred_{model}_device_requests_per_s")
+                     or run["metrics"].get(f"pred_{model}_iops"))
                 if m is not None and m["value"] is None:
                     failures.append(f"{fs} #{run['repetition'] + 1} on {model}: {m['note']}")
-            absorbed = values(runs, p + "write_cache_absorbed_fraction")
+            absorbed = values(runs, f"pred_{model}_write_cache_absorbed_fraction")
             warning = cache_warning(model, min(absorbed)) if absorbed else None
             if warning:
                 warnings.append(f"{fs}: {warning}")
             if loss:
                 table.alerts.append((len(table.rows), len(columns) - 1))
             table.rows.append([fs if i == 0 else "", model, str(n), *row, loss.text(n) if loss else COMPLETE])
-    notes = [f"WARNING {w}" for w in warnings]
+    notes = [f"{primary} predicted: the run's work (its {primary} times its own runtime) over the time the model "
+             "needs for every request the file system issued for it (written back inside the traced window); "
+             "assumes the run is device-bound (no CPU or page-cache time) and the request stream as this "
+             "machine's kernel produced it. Device columns are the model's requests, not the workload's I/Os."]
+    if unpredicted:
+        notes.append(f"— under {primary} predicted: the workload has no single window whose work a model can time "
+                     "(phases run one after another in one trace, e.g. Bonnie++'s tests or fio groups, or fio's "
+                     "ramp_time), or the prediction was stored before fslab made it")
+    notes += [f"WARNING {w}" for w in warnings]
     if failures:
         notes.append("no prediction: " + "; ".join(failures[:5]))
     table.note = "\n".join(notes)
