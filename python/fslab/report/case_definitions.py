@@ -123,7 +123,7 @@ def definition(cell: StoredCell, device: Mapping[str, str]) -> dict[str, str]:
         "guest_memory": "—" if guest_memory is None else bytes_text(guest_memory),
     }
     for name, value in sorted((cell.get("params") or {}).items()):
-        out[name] = _value_text(value)
+        out[name if name not in out else f"params.{name}"] = _value_text(value)  # never shadow a cell field
     for name, text in sorted((cell.get("inputs") or {}).items()):
         out[f"inputs.{name}"] = "SHA-256 " + hashlib.sha256(text.encode()).hexdigest()[:16]
     for key, value in device.items():

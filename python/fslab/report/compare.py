@@ -254,7 +254,7 @@ def pair_cases(a: Side, b: Side, variables: list[str]) -> tuple[list[str], list[
             continue
         paired.append(key)
         for d in diffs:
-            if fact_variable(d.field) is None and d.field not in _PROVENANCE_BACKED:
+            if d.field not in _PROVENANCE_BACKED:
                 under_test.setdefault((d.field, d.a, d.b), []).append(key)
     named = [Difference(f if len(keys) == len(paired) else f"{f} ({', '.join(keys)})", x, y, True)
              for (f, x, y), keys in under_test.items()]

@@ -218,7 +218,8 @@ def render_compare_html(c: Comparison) -> str:
         parts.append(f"<p>None among the {c.cases_compared} compared cases; {len(c.not_compared)} other cases "
                      "were left out (below).</p>")
     else:
-        parts.append("<p>None: the provenance of both sides agrees except for the variable under test.</p>")
+        under_test = " except for the variable under test" if any(d.under_test for d in c.differences) else ""
+        parts.append(f"<p>None: the provenance of both sides agrees{under_test}.</p>")
     under = [d for d in c.differences if d.under_test]
     if under:
         parts.append("<p>Under test: " + escape("; ".join(f"{d.fact}: A {d.a} / B {d.b}" for d in under)) + "</p>")
