@@ -232,3 +232,18 @@ def test_a_device_section_is_compared_with_its_defaults_filled_in() -> None:
         ("memory", "no limit", "256 MiB (268,435,456 B)"), ("device.size", "4294967296", "1073741824")]
     assert covers("device", "device.size") and not covers("device.size", "device.kind")
     assert not covers("dev", "device.size")
+
+
+def test_a_job_file_defines_a_case_by_its_text() -> None:
+    """Two cells that name the same job file but read different texts differ in
+    ``inputs.NAME`` (the SHA-256 of the text), which ``--variable inputs`` covers."""
+    from fslab.report.case_definitions import covers, definition, differing, valid_variables
+
+    cell = {"id": "c", "filesystem": "ext4", "fs_type": "ext4", "mkfs": [], "mount": [], "workload": "w",
+            "workload_kind": "fio", "params": {"job_file": "job.fio"}, "axes": {}, "backend": "host",
+            "memory_bytes": None, "timeout_s": None, "primary_metric": "iops", "inputs": {"job.fio": "bs=4k\n"}}
+    edited = {**cell, "inputs": {"job.fio": "bs=8k\n"}}
+    a, b = definition(cell, {}), definition(edited, {})
+    [diff] = differing(a, b)
+    assert diff.field == "inputs.job.fio" and diff.a.startswith("SHA-256 ") and diff.a != diff.b
+    assert covers("inputs", diff.field) and {"inputs", "inputs.job.fio", "job_file"} <= set(valid_variables([a, b]))
