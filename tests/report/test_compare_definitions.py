@@ -212,22 +212,27 @@ def test_an_unknown_variable_is_refused_naming_the_valid_fields(null_results: Pa
     assert "Valid fields: aging, backend, device, device.kind" in message and "ops" in message
 
 
-def test_a_device_section_is_compared_with_its_defaults_filled_in() -> None:
-    """The [device] section defines a case (an entry's own section over the study's); a
-    size left to its default equals the default written out, and where the images go is
-    not part of it (a warning when it differs)."""
+def test_a_device_section_defines_a_case_sizes_read_alike() -> None:
+    """The [device] section defines a case (an entry's own section over the study's);
+    '4GiB' and its bytes read alike, a field left to its default on one side differs
+    ('not set': the plug-in's defaults are not the report's to load), and where the images
+    go is not part of it (a warning when it differs)."""
     from fslab.report.case_definitions import covers, definition, device_sections, differing
 
     spelled = device_sections('[device]\nsize = "4GiB"\nimage_dir = "/a"\n[filesystems.ext4]\n'
                               '[filesystems.xfs.device]\nkind = "image"\nsize = "1GiB"\n')
-    default = device_sections('[device]\nimage_dir = "/b"\n[filesystems.ext4]\n[filesystems.xfs]\n')
-    assert spelled["ext4"] == {**default["ext4"], "image_dir": "/a"}
+    in_bytes = device_sections('[device]\nsize = 4294967296\nimage_dir = "/b"\n[filesystems.ext4]\n')
+    unwritten = device_sections('[filesystems.ext4]\n')
+    assert spelled["ext4"] == {**in_bytes["ext4"], "image_dir": "/a"}
     cell = {"id": "c", "filesystem": "ext4", "fs_type": "ext4", "mkfs": [], "mount": [], "workload": "w",
             "workload_kind": "fio", "params": {"bs": 4096}, "axes": {}, "backend": "host", "memory_bytes": None,
             "timeout_s": None, "primary_metric": "iops"}
-    assert differing(definition(cell, spelled["ext4"]), definition(cell, default["ext4"])) == []
+    assert differing(definition(cell, spelled["ext4"]), definition(cell, in_bytes["ext4"])) == []
+    assert [(d.field, d.a, d.b) for d in differing(definition(cell, spelled["ext4"]),
+                                                   definition(cell, unwritten["ext4"]))] == [
+        ("device.size", "4294967296", "not set")]
     small = {**cell, "filesystem": "xfs", "memory_bytes": 256 << 20}
-    diffs = differing(definition(cell, default["ext4"]), definition(small, spelled["xfs"]))
+    diffs = differing(definition(cell, spelled["ext4"]), definition(small, spelled["xfs"]))
     assert [(d.field, d.a, d.b) for d in diffs] == [
         ("memory", "no limit", "256 MiB (268,435,456 B)"), ("device.size", "4294967296", "1073741824")]
     assert covers("device", "device.size") and not covers("device.size", "device.kind")

@@ -9,7 +9,7 @@ A case's definition (``definition``) is a flat mapping field -> text:
   ``memory`` (the memory-cgroup limit), ``timeout`` and ``aging``;
 - and, per side, what the case ran on: ``fs_type``, ``mkfs``, ``mount`` (as requested),
   ``backend``, ``kernel`` (the guest's), ``guest_memory`` and the file system's
-  ``[device]`` section as ``device.FIELD`` (with its defaults filled in).
+  ``[device]`` section as ``device.FIELD`` (as written, sizes in bytes).
 
 Field names are what ``--variable`` accepts; a name also covers its dotted sub-fields
 (``device`` covers ``device.size``). ``host`` and ``kernel`` also name the provenance
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from typing import Any
 
 from ..errors import FslabError
 from ..stored import StoredCell
+from ..units import parse_size
 from .provenance_facts import bytes_text
 
 NOT_SET = "not set"
@@ -74,8 +76,7 @@ def _value_text(value: Any) -> str:
 
 def device_sections(spec_text: str) -> dict[str, dict[str, str]]:
     """File-system entry -> its ``[device]`` section (its own, else the study's) as field
-    -> text, defaults filled in by the device kind's model where the study file still
-    validates; a study file that is not TOML gives no sections."""
+    -> text (``_section_text``); a study file that is not TOML gives no sections."""
     try:
         data = tomllib.loads(spec_text)
     except tomllib.TOMLDecodeError:
@@ -89,20 +90,25 @@ def device_sections(spec_text: str) -> dict[str, dict[str, str]]:
 
 
 def _section_text(section: Mapping[str, Any]) -> dict[str, str]:
-    from pydantic import ValidationError
+    """A [device] section as field -> text: as the study file wrote it, sizes in bytes.
+    Its defaults are the device plug-in's, which a report must not load (report modules
+    read stored results only), so a field written out on one side and left to its default
+    on the other differs ('not set'): a case left out, never one paired wrongly."""
+    fields = {k: v for k, v in section.items() if k not in ("kind", "machine_class")}  # placement: not the device
+    return {"kind": str(section.get("kind", "image")), **{k: _device_value(v) for k, v in sorted(fields.items())}}
 
-    from ..devices import DEVICES
 
-    raw = {k: v for k, v in section.items() if k != "machine_class"}  # placement, not the device
-    kind = str(raw.get("kind", "image"))
-    fields: dict[str, Any] = dict(raw)
-    if kind in DEVICES.names():
+def _device_value(value: Any) -> str:
+    """'512MiB' and 536870912 read alike: a text with a size unit as its bytes."""
+    if isinstance(value, str) and _SIZE_WITH_UNIT.match(value):
         try:
-            fields = DEVICES.get(kind).parse(raw).model_dump()
-        except ValidationError:
-            pass  # as the file wrote it
-    fields.pop("kind", None)
-    return {"kind": kind, **{k: _value_text(v) for k, v in sorted(fields.items())}}
+            return str(parse_size(value))
+        except ValueError:
+            pass
+    return _value_text(value)
+
+
+_SIZE_WITH_UNIT = re.compile(r"^\s*\d+(\.\d+)?\s*[kKmMgGtT]i?[bB]?\s*$")
 
 
 def definition(cell: StoredCell, device: Mapping[str, str]) -> dict[str, str]:
