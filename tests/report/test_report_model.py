@@ -81,10 +81,20 @@ def test_the_paper_a_study_reproduces_is_recorded_with_it(tmp_path: Path) -> Non
 
 def test_compare_names_the_mount_option_and_untestable_rows(results: Path) -> None:
     a, b = resolve_sides(f"{results}:1", f"{results}:2", results, None)
+    # Comparing studies, nothing is the variable unless named: null's cases (mounted
+    # noatime in B) are left out, other's (alike) are compared with no warning.
     c = compare(a, b)
-    warned = {d.fact: (d.a, d.b) for d in c.warnings}
-    assert warned["null: mount options requested"] == ("—", "noatime")
-    assert not any(f.startswith("other:") for f in warned)
+    assert [n.text() for n in c.not_compared] == [
+        f"not compared: null: value [value={v}]: mount differs (A: defaults, B: noatime)" for v in ("1.0", "3.0")]
+    assert {r.key for r in c.rows} == {"other: value [value=1.0]", "other: value [value=3.0]"}
+    assert c.warnings == [] and c.cases_compared == 2
+    # Named, the mount option pairs null's cases and is the variable, not a warning.
+    c = compare(a, b, variables=["mount"])
+    assert c.not_compared == [] and len(c.rows) == 4
+    under = {d.fact: (d.a, d.b) for d in c.differences if d.under_test}
+    assert under["null: mount options requested"] == ("—", "noatime")
+    assert not any(d.fact.startswith("null: mount") for d in c.warnings)
+    assert not any(d.fact.startswith("other:") for d in c.differences)
     # every run gave the requested value: no spread, so no test (never a verdict by default)
     assert all(r.p_adjusted is None and r.verdict.startswith("no verdict") for r in c.rows)
     # two file systems of one study: the mount option is the variable under test, not a warning

@@ -182,26 +182,33 @@ def test_compare_finds_the_mount_option_and_its_effect(two_studies: Path, tmp_pa
     a, b = resolve_sides(f"{two_studies}:1", f"{two_studies}:2", two_studies, None)
     # Buffered 4 KiB writes on a shared machine spread widely (CV up to ~80% at n = 5), so
     # the rank test: B's runs all below A's give an exact p of 2/252 before Holm.
-    c = compare(a, b, test="mann-whitney")
-    assert c.mode == "studies"
-    warned = {d.fact: (d.a, d.b) for d in c.warnings}
-    assert warned["ext4: mount options requested"] == ("—", "sync")
-    assert "sync" in warned["ext4: mount options in effect"][1]
-    assert not any(fact.startswith("xfs: mount") for fact in warned)  # xfs was mounted alike
+    # Comparing studies nothing is the variable by default: ext4's case (mounted sync in B)
+    # is left out, xfs's (alike) compared; named, the mount option pairs ext4's.
+    plain = compare(a, b, test="mann-whitney")
+    assert [n.text() for n in plain.not_compared] == ["not compared: ext4: rand4k: mount differs "
+                                                      "(A: defaults, B: sync)"]
+    assert [r.key for r in plain.rows] == ["xfs: rand4k"]
+    c = compare(a, b, test="mann-whitney", variables=["mount"])
+    assert c.mode == "studies" and c.not_compared == []
+    under = {d.fact: (d.a, d.b) for d in c.differences if d.under_test}
+    assert under["ext4: mount options requested"] == ("—", "sync")
+    assert "sync" in under["ext4: mount options in effect"][1]
+    assert not any(d.fact.startswith(("xfs: mount", "ext4: mount")) for d in c.warnings)
     rows = {r.key: r for r in c.rows}
     ext4 = rows["ext4: rand4k"]
     assert ext4.significant and ext4.verdict == "B worse" and ext4.relative is not None and ext4.relative < -0.5
     assert ext4.high is not None and ext4.high < 0  # the whole interval says slower
     assert ext4.n_a == ext4.n_b == 5
     done = subprocess.run([sys.executable, "-m", "fslab", "compare", f"{two_studies}:1", f"{two_studies}:2",
-                           "--test", "mann-whitney",
+                           "--test", "mann-whitney", "--variable", "mount",
                            "--html", str(tmp_path / "c.html"), "--markdown", str(tmp_path / "c.md")],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    assert "warning: ext4: mount options requested differs: A — / B sync" in done.stdout
+    assert "under test: ext4: mount options requested: A — / B sync" in done.stdout
+    assert "variable under test: mount (named with --variable)" in done.stdout
     page = Parsed()
     page.feed((tmp_path / "c.html").read_text())
-    assert page.sections == ["summary", "warnings", "comparisons"]
+    assert page.sections == ["summary", "warnings", "not-compared", "comparisons"]
     assert "B worse" in (tmp_path / "c.md").read_text()
 
 

@@ -5,7 +5,15 @@ Per workload case and metric: B relative to A with its 95% interval (delta metho
 log ratio of means), Welch's t-test or Mann–Whitney U with Holm's correction over the
 whole family of comparisons, Hedges' g; "no significant difference" said as such. And a
 warning for every provenance fact that differs between the sides besides the variable
-under test, because such a difference can explain a result as well as the variable can."""
+under test, because such a difference can explain a result as well as the variable can.
+
+Cases are paired by file system (comparing studies or hosts), workload name and axis
+values, and then only when they were defined alike (report.case_definitions: every
+workload parameter, job-file text, memory limit, timeout, device section, mkfs and mount
+options, backend, guest kernel) or differ only in the variable under test: the mode's own
+(two file systems: the file system and its options; two hosts: the host; two studies:
+none) and what the user names with ``--variable``. Every other case is listed as not
+compared, with the fields that differ."""
 
 from __future__ import annotations
 
@@ -27,6 +35,18 @@ from ..analysis.stats import (
 from ..errors import FslabError
 from ..metrics import display_name
 from ..stored import STATUS_OK, StoredCell, StoredMetric, StoredRun, StudyRow
+from .case_definitions import (
+    DEVICE_PLACES,
+    MODE_VARIABLES,
+    FieldDifference,
+    check_variables,
+    covers,
+    definition,
+    device_sections,
+    differing,
+    fact_variable,
+    valid_variables,
+)
 from .hosts import host_of, hosts
 from .labels import cell_label, mean_pm, n_text, p_text
 from .provenance_facts import run_facts
@@ -51,6 +71,12 @@ class Side:
     runs: list[StoredRun]
     cells: list[StoredCell]
     host: str | None = None  # the runs one machine of the study ran (host axis), or None
+    # file-system entry -> its [device] section as field -> text (case_definitions)
+    devices: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    @property
+    def mode(self) -> str:
+        return "hosts" if self.host else "file systems" if self.filesystem else "studies"
 
 
 @dataclass
@@ -82,6 +108,20 @@ class Difference:
 
 
 @dataclass
+class NotCompared:
+    """A case of A or B left unpaired, and why: the defining fields that differ besides the
+    variable under test, or that the other side lacks it or has no number for it."""
+
+    case: str
+    reason: str  # "definitions differ", "only in A", "only in B", "no ok run with a number in A", ...
+    differences: list[FieldDifference] = field(default_factory=list)
+
+    def text(self) -> str:
+        detail = "; ".join(d.text() for d in self.differences) or self.reason
+        return f"not compared: {self.case}: {detail}"
+
+
+@dataclass
 class Comparison:
     a: str
     b: str
@@ -89,13 +129,18 @@ class Comparison:
     test: str
     rows: list[MetricComparison] = field(default_factory=list)
     differences: list[Difference] = field(default_factory=list)
+    variables: list[str] = field(default_factory=list)  # named with --variable
+    cases_compared: int = 0
+    not_compared: list[NotCompared] = field(default_factory=list)
 
     @property
     def warnings(self) -> list[Difference]:
         return [d for d in self.differences if not d.under_test]
 
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "warnings": [asdict(d) for d in self.warnings]}
+        return {**asdict(self), "warnings": [asdict(d) for d in self.warnings],
+                "variable_under_test": variable_text(self),
+                "not_compared_text": not_compared_lines(self)}
 
 
 def _load(results: Path, study_id: int | None) -> tuple[StudyRow, list[StoredRun], list[StoredCell]]:
@@ -134,7 +179,8 @@ def resolve_sides(a: str, b: str, results: Path, study: int | None) -> tuple[Sid
         if not Path(path or text).is_dir():
             return None
         row, runs, cells = _load(Path(path or text), int(sid) if sid else None)
-        return Side(text, str(path or text), row.id, row.name, row.quick, None, runs, cells)
+        return Side(text, str(path or text), row.id, row.name, row.quick, None, runs, cells,
+                    devices=device_sections(row.spec_text))
 
     sa, sb = as_study(a), as_study(b)
     if sa and sb:
@@ -148,12 +194,13 @@ def resolve_sides(a: str, b: str, results: Path, study: int | None) -> tuple[Sid
                          f"{_tried_dir(a)}; {_tried_dir(b)}. Tried them as file systems of a study in "
                          f"--results {results.resolve()}: it holds no fslab.sqlite.\n{VALID_ARGUMENTS}")
     row, runs, cells = _load(results, study)
+    devices = device_sections(row.spec_text)
     names = list(dict.fromkeys(c["filesystem"] for c in cells))
     machines = hosts(runs)
     if a in machines and b in machines and not {a, b} & set(names):
         def host_side(name: str) -> Side:
             return Side(name, str(results), row.id, row.name, row.quick, None,
-                        [r for r in runs if host_of(r) == name], cells, host=name)
+                        [r for r in runs if host_of(r) == name], cells, host=name, devices=devices)
 
         return host_side(a), host_side(b)
     for name in (a, b):
@@ -166,21 +213,68 @@ def resolve_sides(a: str, b: str, results: Path, study: int | None) -> tuple[Sid
     def fs_side(name: str) -> Side:
         return Side(name, str(results), row.id, row.name, row.quick, name,
                     [r for r in runs if r["cell"]["filesystem"] == name],
-                    [c for c in cells if c["filesystem"] == name])
+                    [c for c in cells if c["filesystem"] == name], devices=devices)
 
     return fs_side(a), fs_side(b)
 
 
+def case_key(side: Side, cell: StoredCell) -> str:
+    """The name a case is paired by: its workload and axis values, and its file system
+    unless the sides are two file systems."""
+    return f"{cell['filesystem']}: {cell_label(cell)}" if side.filesystem is None else cell_label(cell)
+
+
+def _definitions(side: Side) -> dict[str, dict[str, str]]:
+    """Case key -> its definition (case_definitions), in the study's order."""
+    out: dict[str, dict[str, str]] = {}
+    for cell in side.cells:
+        out.setdefault(case_key(side, cell), definition(cell, side.devices.get(cell["filesystem"], {})))
+    return out
+
+
+def pair_cases(a: Side, b: Side, variables: list[str]) -> tuple[list[str], list[NotCompared], list[Difference]]:
+    """(keys of the cases paired, the cases left out and why, the defining differences of
+    the paired cases that are the variable under test). A case pairs when both sides have
+    it and every defining field that differs is covered by the mode's variable or one the
+    user named; ``variables`` that name no field of these cases are refused."""
+    da, db = _definitions(a), _definitions(b)
+    check_variables(variables, valid_variables([*da.values(), *db.values()]))
+    tested = [*MODE_VARIABLES[a.mode], *variables]
+    paired: list[str] = []
+    left_out: list[NotCompared] = []
+    under_test: dict[tuple[str, str, str], list[str]] = {}
+    for key in [*da, *(k for k in db if k not in da)]:
+        if key not in db or key not in da:
+            left_out.append(NotCompared(key, "only in A" if key in da else "only in B"))
+            continue
+        diffs = differing(da[key], db[key])
+        other = [d for d in diffs if not any(covers(v, d.field) for v in tested)]
+        if other:
+            left_out.append(NotCompared(key, "definitions differ", other))
+            continue
+        paired.append(key)
+        for d in diffs:
+            if d.field not in _PROVENANCE_BACKED:
+                under_test.setdefault((d.field, d.a, d.b), []).append(key)
+    named = [Difference(f if len(keys) == len(paired) else f"{f} ({', '.join(keys)})", x, y, True)
+             for (f, x, y), keys in under_test.items()]
+    return paired, left_out, named
+
+
+# Defining fields whose difference the provenance facts already show (mkfs command,
+# mount options requested and in effect, backend, kernel): not listed twice.
+_PROVENANCE_BACKED = frozenset({"fs_type", "mkfs", "mount", "backend", "kernel"})
+
+
 def _values(side: Side, metrics: list[str] | None) -> dict[tuple[str, str], tuple[list[float], StoredMetric]]:
     """(case key, metric) -> (values of ok runs, a stored metric record for unit/direction)."""
-    by_fs = side.filesystem is None
     out: dict[tuple[str, str], tuple[list[float], StoredMetric]] = {}
     position = {c["id"]: i for i, c in enumerate(side.cells)}
     for run in sorted(side.runs, key=lambda r: position.get(r["cell"]["id"], len(position))):
         if run["status"] != STATUS_OK:
             continue
         cell = run["cell"]
-        key = f"{cell['filesystem']}: {cell_label(cell)}" if by_fs else cell_label(cell)
+        key = case_key(side, cell)
         for name in metrics or [cell["primary_metric"]]:
             m = run["metrics"].get(name)
             if m is None or m["value"] is None:
@@ -201,13 +295,39 @@ def _test(x: list[float], y: list[float], test: str) -> tuple[float | None, str]
     return result.p_value, ""
 
 
-def compare(a: Side, b: Side, metrics: list[str] | None = None, test: str = "welch") -> Comparison:
+def _without_numbers(paired: list[str], va: dict[tuple[str, str], Any],
+                     vb: dict[tuple[str, str], Any]) -> list[NotCompared]:
+    """Paired cases with no metric that both sides have a number of."""
+    out = []
+    for key in paired:
+        in_a, in_b = {m for k, m in va if k == key}, {m for k, m in vb if k == key}
+        if not in_a & in_b:
+            where = "A and B" if not in_a and not in_b else "A" if not in_a else "B" if not in_b else ""
+            reason = (f"no ok run with a number in {where}" if where else
+                      "no metric with a number on both sides (name one with --metric)")
+            out.append(NotCompared(key, reason))
+    return out
+
+
+def compare(a: Side, b: Side, metrics: list[str] | None = None, test: str = "welch",
+            variables: list[str] | None = None) -> Comparison:
+    """B against A, case by case; cases defined otherwise than besides the variable under
+    test (``variables``: defining fields the user names, with the mode's own) are left out
+    and listed (``Comparison.not_compared``). Raises FslabError for an unknown test or
+    variable, and when there is nothing at all to compare."""
     if test not in TESTS:
         raise FslabError(f"--test {test}: use one of {', '.join(TESTS)}")
-    mode = "hosts" if a.host else "file systems" if a.filesystem else "studies"
-    out = Comparison(a.name, b.name, mode, test)
+    variables = list(dict.fromkeys(variables or []))
+    out = Comparison(a.name, b.name, a.mode, test, variables=variables)
+    paired, out.not_compared, named = pair_cases(a, b, variables)
     va, vb = _values(a, metrics), _values(b, metrics)
-    keys = sorted((k for k in va if k in vb), key=list(va).index)
+    out.not_compared += _without_numbers(paired, va, vb)
+    counted = {k for k in paired if k not in {n.case for n in out.not_compared}}
+    out.cases_compared = len(counted)
+    keys = sorted((k for k in va if k in vb and k[0] in counted), key=list(va).index)
+    if not keys and out.not_compared:
+        out.differences = named
+        return out
     if not keys:
         raise FslabError(f"compare {a.name} {b.name}: no workload case and metric with ok runs on both sides "
                          f"(A has {len(va)}, B has {len(vb)}); compare studies of the same study file's "
@@ -240,14 +360,16 @@ def compare(a: Side, b: Side, metrics: list[str] | None = None, test: str = "wel
         else:
             up = (row.relative or 0) > 0
             row.verdict = "B better" if up == row.higher_is_better else "B worse"
-    out.differences = differences(a, b)
+    out.differences = named + differences(a, b, counted, variables)
     return out
 
 
-def _side_facts(side: Side, filesystem: str | None = None) -> dict[str, str]:
+def _side_facts(side: Side, filesystem: str | None = None, cases: set[str] | None = None) -> dict[str, str]:
     seen: dict[str, list[str]] = {}
     for run in side.runs:
         if filesystem is not None and run["cell"]["filesystem"] != filesystem:
+            continue
+        if cases is not None and case_key(side, run["cell"]) not in cases:
             continue
         for fact, value in run_facts(run, side.quick).items():
             values = seen.setdefault(fact, [])
@@ -256,9 +378,19 @@ def _side_facts(side: Side, filesystem: str | None = None) -> dict[str, str]:
     return {fact: " | ".join(sorted(v)) for fact, v in seen.items()}
 
 
-def differences(a: Side, b: Side) -> list[Difference]:
-    """Every provenance fact whose values differ between the sides; comparing studies, per
-    file system both have (a fact of ext4 is compared with ext4's)."""
+def _under_test(fact: str, mode: str, variables: list[str]) -> bool:
+    """Whether a provenance fact that differs is the variable under test."""
+    if mode == "file systems" and fact in FS_FACTS:
+        return True
+    name = fact_variable(fact)
+    return name is not None and any(covers(v, name) for v in [*MODE_VARIABLES[mode], *variables])
+
+
+def differences(a: Side, b: Side, cases: set[str] | None = None, variables: list[str] | None = None,
+                ) -> list[Difference]:
+    """Every provenance fact whose values differ between the runs of the sides' compared
+    ``cases`` (None: all), and the places their devices' files went; comparing studies,
+    per file system both have (a fact of ext4 is compared with ext4's)."""
     if a.filesystem is not None:
         groups: list[tuple[str, str | None]] = [("", None)]
     else:
@@ -266,18 +398,26 @@ def differences(a: Side, b: Side) -> list[Difference]:
         groups = [(f"{fs}: ", fs) for fs in dict.fromkeys(c["filesystem"] for c in a.cells) if fs in names_b]
     out = []
     for prefix, fs in groups:
-        fa, fb = _side_facts(a, fs), _side_facts(b, fs)
+        fa, fb = _side_facts(a, fs, cases), _side_facts(b, fs, cases)
+        fa.update(_device_places(a, fs or a.filesystem))
+        fb.update(_device_places(b, fs or b.filesystem))
         for fact in dict.fromkeys([*fa, *fb]):
             x, y = fa.get(fact, "—"), fb.get(fact, "—")
             if x != y:
-                under_test = (a.filesystem is not None and fact in FS_FACTS) or (a.host is not None and fact == "host")
-                out.append(Difference(prefix + fact, x, y, under_test))
+                out.append(Difference(prefix + fact, x, y, _under_test(fact, a.mode, variables or [])))
     if a.filesystem is None and a.host is None:
         fs_a = sorted({c["filesystem"] for c in a.cells})
         fs_b = sorted({c["filesystem"] for c in b.cells})
         if fs_a != fs_b:
             out.append(Difference("file systems in the study", ", ".join(fs_a), ", ".join(fs_b), False))
     return out
+
+
+def _device_places(side: Side, filesystem: str | None) -> dict[str, str]:
+    """Where the device's files went (``image_dir``, ``directory``) as facts: a place can
+    matter (the file system under an image) but never leaves a case out."""
+    section = side.devices.get(filesystem or "", {})
+    return {f"device section {k}": section[k] for k in sorted(DEVICE_PLACES) if k in section}
 
 
 def _rel_text(row: MetricComparison) -> str:
@@ -339,6 +479,38 @@ def summary_lines(c: Comparison) -> list[str]:
 
 def warning_lines(c: Comparison) -> list[str]:
     return [f"{d.fact} differs: A {d.a} / B {d.b}" for d in c.warnings]
+
+
+def variable_text(c: Comparison) -> str:
+    """What the comparison takes as the variable under test, in words."""
+    own = {"file systems": "the file system and its options (fs_type, mkfs, mount)", "hosts": "the host",
+           "studies": ""}[c.mode]
+    named = f"{', '.join(c.variables)} (named with --variable)" if c.variables else ""
+    if own or named:
+        return "variable under test: " + "; ".join(t for t in (own, named) if t)
+    return ("variable under test: none named: only cases defined alike are paired "
+            "(name the difference under test with --variable FIELD)")
+
+
+def not_compared_lines(c: Comparison) -> list[str]:
+    """'not compared: <case>: <field> differs (A: x, B: y); …', one per case left out."""
+    return [n.text() for n in c.not_compared]
+
+
+def left_out_line(c: Comparison) -> str | None:
+    """The summary's sentence on cases left out, with the flags that would pair those
+    whose definitions differ; None when every case was compared."""
+    if not c.not_compared:
+        return None
+    total = c.cases_compared + len(c.not_compared)
+    text = (f"{len(c.not_compared)} of {total} cases not compared (listed under 'not compared'); "
+            f"{c.cases_compared} compared.")
+    fields = list(dict.fromkeys(d.field for n in c.not_compared for d in n.differences))
+    if fields:
+        flags = " ".join(f"--variable {f}" for f in fields)
+        text += (f" Their definitions differ in {', '.join(fields)}; if that is what is under test, "
+                 f"pair them with {flags}.")
+    return text
 
 
 def method_note(c: Comparison) -> str:

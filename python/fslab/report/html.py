@@ -7,7 +7,16 @@ from __future__ import annotations
 
 from html import escape
 
-from .compare import Comparison, method_note, summary_lines, table_rows, warning_lines
+from .compare import (
+    Comparison,
+    left_out_line,
+    method_note,
+    not_compared_lines,
+    summary_lines,
+    table_rows,
+    variable_text,
+    warning_lines,
+)
 from .data import ModelSection, Report, TableSection, TracePlot
 from .labels import interval_note
 from .summary import summary_table
@@ -194,8 +203,10 @@ def render_compare_html(c: Comparison) -> str:
     title = "fslab compare"
     parts = [f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>{escape(title)}</title>"
              f"<style>{CSS}</style></head><body><h1>{escape(title)}</h1>",
-             f'<p class="meta">comparing two {escape(c.mode)}: A = {escape(c.a)}, B = {escape(c.b)}</p>',
+             f'<p class="meta">comparing two {escape(c.mode)}: A = {escape(c.a)}, B = {escape(c.b)}; '
+             f"{escape(variable_text(c))}</p>",
              '<section id="summary"><h2>Summary</h2><ul>'
+             + "".join(f'<li class="warn">{escape(line)}</li>' for line in [left_out_line(c)] if line)
              + "".join(f"<li>{escape(line)}</li>" for line in summary_lines(c)) + "</ul></section>",
              '<section id="warnings"><h2>Other differences between A and B</h2>']
     warnings = warning_lines(c)
@@ -203,12 +214,23 @@ def render_compare_html(c: Comparison) -> str:
         parts.append('<p class="warn">Besides the variable under test, these facts differ; any of them may '
                      "explain a difference as well:</p><ul>"
                      + "".join(f"<li>{escape(w)}</li>" for w in warnings) + "</ul>")
+    elif c.not_compared:  # their definitions may differ: never say the two sides agree
+        parts.append(f"<p>None among the {c.cases_compared} compared cases; {len(c.not_compared)} other cases "
+                     "were left out (below).</p>")
     else:
-        parts.append("<p>None: the provenance of both sides agrees except for the variable under test.</p>")
+        under_test = " except for the variable under test" if any(d.under_test for d in c.differences) else ""
+        parts.append(f"<p>None: the provenance of both sides agrees{under_test}.</p>")
     under = [d for d in c.differences if d.under_test]
     if under:
         parts.append("<p>Under test: " + escape("; ".join(f"{d.fact}: A {d.a} / B {d.b}" for d in under)) + "</p>")
+    left_out = not_compared_lines(c)
+    parts.append('</section><section id="not-compared"><h2>Not compared</h2>'
+                 + ('<p class="warn">Defined otherwise than by the variable under test, or on one side only; '
+                    "their numbers are not set against each other:</p><ul>"
+                    + "".join(f"<li>{escape(line)}</li>" for line in left_out) + "</ul>" if left_out
+                    else "<p>None: every case of A and B was compared.</p>"))
     columns, rows = table_rows(c)
-    parts.append('</section><section id="comparisons"><h2>Comparisons</h2>' + _table(columns, rows, 2, numeric_to=7)
+    parts.append('</section><section id="comparisons"><h2>Comparisons</h2>'
+                 + (_table(columns, rows, 2, numeric_to=7) if rows else "<p>No case was compared.</p>")
                  + f'<p class="note">{escape(method_note(c))}</p></section></body></html>')
     return "\n".join(parts)

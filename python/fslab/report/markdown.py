@@ -3,7 +3,16 @@ sections as the HTML report, without charts (their numbers are in the results ta
 
 from __future__ import annotations
 
-from .compare import Comparison, method_note, summary_lines, table_rows, warning_lines
+from .compare import (
+    Comparison,
+    left_out_line,
+    method_note,
+    not_compared_lines,
+    summary_lines,
+    table_rows,
+    variable_text,
+    warning_lines,
+)
 from .data import ChartData, ModelSection, Report, TableSection
 from .labels import interval_note
 from .summary import summary_table
@@ -105,11 +114,18 @@ def render_markdown(report: Report, figures: dict[str, str] | None = None) -> st
 
 def render_compare_markdown(c: Comparison) -> str:
     """A compare (`fslab compare`) as Markdown."""
-    out = [f"# fslab compare: A = {c.a}, B = {c.b}", "", f"Comparing two {c.mode}.", "", "## Summary", ""]
+    out = [f"# fslab compare: A = {c.a}, B = {c.b}", "", f"Comparing two {c.mode}; {variable_text(c)}.", "",
+           "## Summary", ""]
+    out += [f"- ⚠ {line}" for line in [left_out_line(c)] if line]
     out += [f"- {line}" for line in summary_lines(c)] + ["", "## Other differences between A and B", ""]
     warnings = warning_lines(c)
-    out += [f"- ⚠ {w}" for w in warnings] if warnings else ["None besides the variable under test."]
+    out += [f"- ⚠ {w}" for w in warnings] if warnings else [
+        f"None among the {c.cases_compared} compared cases." if c.not_compared else
+        "None besides the variable under test."]
     out += [f"- under test: {d.fact}: A {d.a} / B {d.b}" for d in c.differences if d.under_test]
+    out += ["", "## Not compared", ""]
+    out += [f"- ⚠ {line}" for line in not_compared_lines(c)] or ["None: every case of A and B was compared."]
     columns, rows = table_rows(c)
-    out += ["", "## Comparisons", "", md_table(columns, rows), "", method_note(c), ""]
+    out += ["", "## Comparisons", "", md_table(columns, rows) if rows else "No case was compared.", "",
+            method_note(c), ""]
     return "\n".join(out)
