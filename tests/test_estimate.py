@@ -157,7 +157,7 @@ def test_run_prints_time_left_in_plain_lines_and_plan_estimates_from_the_results
     assert "estimated time: at least about 1 s" in done.stderr  # the stated 0.3 s sleep of 4 runs
     after = fslab("plan", str(study), "-r", "results", "--json", cwd=tmp_path)
     forecast = json.loads(after.stdout)["forecast"]
-    assert forecast["history"].startswith("4 runs of 1 studies in results")
+    assert forecast["history"].startswith("4 runs of 1 study in results")
     assert forecast["time_max"]["from_history"] == 4 and forecast["time_max"]["setups_unknown"] == 0
     [noise] = forecast["noise"]
     assert noise["workload_kind"] == "null" and noise["cells"] == 1 and 0 < noise["cv"] < 0.2

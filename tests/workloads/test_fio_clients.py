@@ -118,7 +118,8 @@ def test_two_servers_one_job_per_host_figures(network: Network, tmp_path: Path) 
         assert rate == pytest.approx(own / (metrics[f"client{index}_write_runtime_ms"] / 1000))
     assert metrics["write_io_bytes"] == 32 << 20
     # Both servers' direct writes reached the one device under test (its own counters).
-    assert metrics["device_write_sectors_count"] * 512 == 32 << 20
+    # (plus at most a journal commit of ext4's that fell in the window on a busy machine)
+    assert 32 << 20 <= metrics["device_write_sectors_count"] * 512 <= (32 << 20) + (256 << 10)
     longest = max(metrics["client0_write_runtime_ms"], metrics["client1_write_runtime_ms"]) / 1000
     assert metrics["bw_bytes_per_s"] == pytest.approx((32 << 20) / longest)
     print({k: round(v) for k, v in metrics.items() if "write" in k})
