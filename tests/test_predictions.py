@@ -169,3 +169,23 @@ def test_a_fio_jobs_predicted_iops_is_the_synthetic_stream_of_its_pattern(device
     assert predicted == pytest.approx(synthetic["iops"], rel=0.05), (predicted, synthetic["iops"])
     # The device's figure is the model's requests: as many as the workload's I/Os here.
     assert m["pred_sata-mlc-ssd_device_requests_count"]["value"] == pytest.approx(2048, rel=0.02)
+
+
+def test_each_entry_may_name_the_models_of_its_own_device() -> None:
+    """seed-004: each device on the model of the paper's device, one SSD, RAID0, RAID5."""
+    from fslab.backends import choose_backend
+    from fslab.plan import make_plan
+    from fslab.study import load_spec
+
+    spec, source, _ = load_spec("seed-004")
+    plan = make_plan(spec, backends=choose_backend, quick=True, source=source)
+    models = {job.cell.filesystem: job.settings.simulate for job in plan.jobs}
+    assert models == {"ext4": ("sata-mlc-ssd",), "f2fs": ("sata-mlc-ssd",),
+                      "ext4-raid0": ("raid0-8x-sata-mlc-ssd",), "f2fs-raid0": ("raid0-8x-sata-mlc-ssd",),
+                      "ext4-raid5": ("raid5-8x-sata-mlc-ssd",), "f2fs-raid5": ("raid5-8x-sata-mlc-ssd",)}
+    bad = {**_spec(True, ["hdd-7200"]), "filesystems": {"ext4": {"simulate": ["ssd-9000"]}}}
+    with pytest.raises(SpecError, match=r"filesystems\.ext4\.simulate\[0\]: unknown device model 'ssd-9000'"):
+        parse_spec(bad, "t.toml")
+    untraced = {**_spec(False, []), "filesystems": {"ext4": {"simulate": ["hdd-7200"]}}}
+    with pytest.raises(SpecError, match=r"filesystems\.ext4\.simulate: needs trace = true"):
+        parse_spec(untraced, "t.toml")

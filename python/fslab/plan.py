@@ -290,10 +290,13 @@ def make_plan(spec: StudySpec, *, backends: BackendChooser, quick: bool = False,
             runs.append(Run(cell, repetition, sequence))
             sequence += 1
         job_settings = _job_settings(settings, [cell for cell, _ in group])
-        own = spec.filesystems[group[0][0].filesystem].device
+        entry = spec.filesystems[group[0][0].filesystem]
+        own = entry.device
         if own is not None:  # an entry's own device, and the workers that have it
             job_settings = replace(job_settings, device=own_devices[group[0][0].filesystem],
                                    machine_class=own.machine_class or spec.study.machine_class)
+        if entry.simulate is not None:  # the models of this entry's device
+            job_settings = replace(job_settings, simulate=tuple(entry.simulate))
         jobs.append(Job(f"job{index:05d}", group[0][0].backend, tuple(runs), job_settings))
     return Plan(tuple(cells), tuple(jobs), tuple(skipped), repetitions, spec.study.order, seed,
                 spec.study.fresh, quick, tuple(dict.fromkeys(problems)), auto)

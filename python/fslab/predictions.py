@@ -94,25 +94,26 @@ declare_metrics("device-model predictions", {
 
 
 def validate_simulate(spec: Any, source: str) -> None:
-    """``study.simulate`` names known models and comes with ``trace = true``.
-    Raises SpecError naming ``study.simulate[i]`` and listing the models."""
-    names = list(spec.study.simulate)
-    if not names:
-        return
-    if not spec.study.trace:
-        raise SpecError("needs trace = true: the models replay each run's block trace "
-                        f"(simulate = {names}, trace = false)", source=source, field="study.simulate")
+    """``study.simulate`` and each entry's ``simulate`` name known models, once each, and
+    come with ``trace = true``. Raises SpecError naming the field and listing the models."""
+    lists = [("study.simulate", list(spec.study.simulate))]
+    lists += [(f"filesystems.{name}.simulate", list(fs.simulate)) for name, fs in spec.filesystems.items()
+              if fs.simulate is not None]
     from .simulate import model_names, model_params
 
-    for i, name in enumerate(names):
-        try:
-            model_params(name)
-        except SpecError:
-            raise SpecError(f"unknown device model {name!r}; known: {', '.join(model_names())} "
-                            "(or raid0-Nx-MODEL / raid5-Nx-MODEL)", source=source,
-                            field=f"study.simulate[{i}]") from None
-        if names.index(name) != i:
-            raise SpecError(f"{name!r} is named twice", source=source, field=f"study.simulate[{i}]")
+    for field, names in lists:
+        if names and not spec.study.trace:
+            raise SpecError(f"needs trace = true: the models replay each run's block trace "
+                            f"(simulate = {names}, trace = false)", source=source, field=field)
+        for i, name in enumerate(names):
+            try:
+                model_params(name)
+            except SpecError:
+                raise SpecError(f"unknown device model {name!r}; known: {', '.join(model_names())} "
+                                "(or raid0-Nx-MODEL / raid5-Nx-MODEL)", source=source,
+                                field=f"{field}[{i}]") from None
+            if names.index(name) != i:
+                raise SpecError(f"{name!r} is named twice", source=source, field=f"{field}[{i}]")
 
 
 def replay_queue_depth(params: Mapping[str, Any]) -> int:

@@ -167,6 +167,9 @@ class FilesystemSection(_Strict):
     kernel: str | None = Field(default=None, description="this entry's guest kernel (6.1, 6.12 or a "
                                "path), overriding study.guest_kernel; implies the guest backend, so "
                                "one study can compare kernels on the same file system")
+    simulate: list[str] | None = Field(default=None, description="the device models this entry's "
+                                       "traced runs are replayed on, instead of study.simulate: each "
+                                       "device of a study on its own model (one SSD, RAID0, RAID5)")
 
     @field_validator("kernel")
     @classmethod
