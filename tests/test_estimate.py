@@ -161,3 +161,15 @@ def test_run_prints_time_left_in_plain_lines_and_plan_estimates_from_the_results
     assert forecast["time_max"]["from_history"] == 4 and forecast["time_max"]["setups_unknown"] == 0
     [noise] = forecast["noise"]
     assert noise["workload_kind"] == "null" and noise["cells"] == 1 and 0 < noise["cv"] < 0.2
+
+
+def test_the_range_always_holds_the_estimate() -> None:
+    """One slow run among quick ones pulls the mean above the upper quartile: the range is
+    widened to hold it ('about 80 s (71–76 s)' read as nonsense)."""
+    from fslab.estimate import _Seen
+
+    times = _Seen()
+    for seconds in (10.0, 10.0, 10.0, 10.0, 10.0, 100.0):
+        times.add(seconds, own=True)
+    mean, low, high = times.stats()
+    assert mean == 25.0 and low <= mean <= high and high == 25.0 and low == 10.0

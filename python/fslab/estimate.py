@@ -56,10 +56,13 @@ class _Seen:
         return self.study + self.history
 
     def stats(self) -> tuple[float, float, float]:
-        """(mean, lower quartile, upper quartile), seconds; kept until a value comes."""
+        """(mean, low, high), seconds; kept until a value comes. The range is the lower and
+        upper quartile, widened to hold the mean: one slow run among quick ones pulls the
+        mean above the upper quartile, and a range that leaves out the estimate misleads."""
         if self._stats is None:
             data = np.asarray(self.values, float)
-            self._stats = (float(data.mean()), float(np.percentile(data, 25)), float(np.percentile(data, 75)))
+            mean = float(data.mean())
+            self._stats = (mean, min(mean, float(np.percentile(data, 25))), max(mean, float(np.percentile(data, 75))))
         return self._stats
 
 
