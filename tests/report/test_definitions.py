@@ -22,3 +22,13 @@ def test_a_workload_lists_its_parameters_axes_memory_and_job_file_text() -> None
                     "memory limit": "256 MiB (268,435,456 B)", "timeout": "the workload's default"}
     assert job_file.title == "workload jf: job.fio as run"
     assert job_file.rows == [["1", "[global]"], ["2", "bs=4k"], ["3", "[writer]"], ["4", "rw=randwrite"]]
+
+
+def test_an_entry_with_its_own_device_shows_it() -> None:
+    from fslab.report.sections.definitions import filesystem_table
+
+    spec = ('[filesystems.ext4]\n[filesystems.ext4-raid5]\ntype = "ext4"\n'
+            'device = { kind = "raid", level = 5, disks = 8, chunk = "512KiB" }\n')
+    plain, raid = cell(0, None), {**cell(1, None), "filesystem": "ext4-raid5"}
+    table = filesystem_table([plain, raid], spec)  # type: ignore[list-item]
+    assert [row[-1] for row in table.rows] == ["the study's [device]", "kind=raid, level=5, disks=8, chunk=512KiB"]

@@ -60,15 +60,20 @@ def _device_text(device: dict[str, Any]) -> str:
                      for k, v in device.items() if v is not None)
 
 
-def filesystem_table(cells: Sequence[StoredCell]) -> TableSection:
-    """Each file-system entry once: its type, mkfs and mount options, backend and device."""
+def filesystem_table(cells: Sequence[StoredCell], spec_text: str = "") -> TableSection:
+    """Each file-system entry once: its type, mkfs and mount options, backend and device
+    (the entry's own [filesystems.NAME.device], from the cell or the stored study file)."""
+    try:
+        entries = tomllib.loads(spec_text).get("filesystems", {}) if spec_text else {}
+    except tomllib.TOMLDecodeError:
+        entries = {}
     rows: list[list[str]] = []
     seen: set[str] = set()
     for c in cells:
         if c["filesystem"] in seen:
             continue
         seen.add(c["filesystem"])
-        device = c.get("device") or {}
+        device = c.get("device") or (entries.get(c["filesystem"]) or {}).get("device") or {}
         # .get: cells stored by older versions (and some test fixtures) lack fields.
         backend = c.get("backend", "host") + (f" {c.get('kernel')}" if c.get("kernel") else "")
         rows.append([c["filesystem"], c.get("fs_type", c["filesystem"]), " ".join(c.get("mkfs", [])) or "(defaults)",
@@ -118,7 +123,8 @@ def build(study: StudyData) -> list[ModelSection]:
     return [ModelSection("definitions", "What was run",
                          "Everything that defines this study's numbers, as stored with it.",
                          study_statements(study.study, study.runs),
-                         tables=[filesystem_table(study.cells), *workload_tables(study.cells)])]
+                         tables=[filesystem_table(study.cells, study.study.spec_text),
+                                 *workload_tables(study.cells)])]
 
 
 SECTIONS.register("definitions", Section(build))
