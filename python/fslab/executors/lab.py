@@ -24,6 +24,7 @@ import os
 import socket
 import ssl
 import stat
+import time
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -36,6 +37,7 @@ CA_FILE = "ca.pem"
 CA_KEY_FILE = "ca-key.pem"
 DEFAULT_DAYS = 825  # certificates' life; `fslab lab init --days` changes it
 PROBE_TIMEOUT_S = 5.0
+REACH_S = 30.0  # a scheduler still starting (Dask's own connect timeout)
 INIT_COMMAND = "fslab lab init DIR"
 
 
@@ -162,19 +164,26 @@ def scheduler_access(flag: str, url: str, role: Role, tls: Path | None, insecure
     return Access(f"tls://{where}", LabFiles(tls.resolve(), role).check())
 
 
-def probe(access: Access, timeout_s: float = PROBE_TIMEOUT_S) -> None:
+def probe(access: Access, timeout_s: float = PROBE_TIMEOUT_S, reach_s: float = REACH_S) -> None:
     """Before Dask connects (and retries until its timeout with a vague message): one TLS
     handshake with the scheduler, raising FslabError that says which side refused whom.
+    A scheduler not listening yet is tried again for ``reach_s`` seconds (as Dask would).
     Plaintext access is not probed."""
     if access.lab is None:
         return
     parts = urlsplit(access.address)
     host, port = parts.hostname or "", parts.port or 0
     context = access.lab.ssl_context()
-    try:
-        raw = socket.create_connection((host, port), timeout=timeout_s)
-    except OSError as exc:
-        raise FslabError(f"cannot reach the Dask scheduler at {access.address}: {exc}") from None
+    give_up = time.monotonic() + reach_s
+    while True:
+        try:
+            raw = socket.create_connection((host, port), timeout=timeout_s)
+            break
+        except OSError as exc:
+            if time.monotonic() > give_up:
+                raise FslabError(f"cannot reach the Dask scheduler at {access.address} "
+                                 f"(tried for {reach_s:.0f} s): {exc}") from None
+            time.sleep(0.5)
     with raw:
         try:
             with context.wrap_socket(raw) as tls:
