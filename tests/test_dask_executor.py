@@ -134,6 +134,8 @@ def test_machine_class_pins_jobs(cluster: Cluster, tmp_path: Path) -> None:
                         study_extra='machine_class = "hdd"')
     done = cluster.fslab_run(study, tmp_path / "results")
     assert done.returncode == 0, done.stderr[-3000:]
+    # Plaintext (--insecure) says what it allows.
+    assert "can run code as root on every worker" in " ".join(done.stderr.split()), done.stderr[-3000:]
     runs = stored_runs(tmp_path / "results")
     assert len(runs) == 3
     assert {r["provenance"]["worker"]["name"] for r in runs} == {"w2"}  # the hdd machine only

@@ -246,6 +246,13 @@ def test_a_worker_with_a_certificate_from_another_ca_is_refused(tls_cluster: Clu
                   timeout=120, env=tls_cluster.env)
     assert raw.returncode == 3 and "refused" in raw.stdout, raw.stdout + raw.stderr[-2000:]
     assert tls_cluster.worker_names() == ["w1", "w2"]
+    # A driver of another lab is told so before anything is planned or stored.
+    study = tmp_path / "study.toml"
+    study.write_text(STUDY.format(images=tmp_path / "images"))
+    done = net.run("drv", [sys.executable, "-m", "fslab", "run", str(study), "-r", str(tmp_path / "r"),
+                           "--executor", f"tls://{tls_cluster.scheduler}", "--tls", str(other)],
+                   timeout=60, env=tls_cluster.env)
+    assert done.returncode == 2 and "is not of this lab" in " ".join(done.stderr.split()), done.stderr[-2000:]
 
 
 def test_plaintext_is_refused_without_insecure_with_the_fix(tmp_path: Path) -> None:
