@@ -200,7 +200,7 @@ def provision(
     section: BlockSection, workdir: Path, tag: str, grant: Grant = NO_GRANT
 ) -> Iterator[DeviceHandle]:
     handle = checked(section.path, section.force, grant)
-    facts = {"kind": "block", "path": section.path, **disk_facts(handle.path)}
+    facts = {**disk_facts(handle.path), "kind": "block", "path": section.path}
     yield DeviceHandle(handle.path, handle.sysfs_name, handle.major, handle.minor, facts)
 
 
@@ -228,6 +228,8 @@ def disk_facts(path: str) -> dict[str, Any]:
             with contextlib.suppress(OSError):
                 facts[name] = (base / rel).read_text().strip()
     facts.update(queue_facts(whole))
+    with contextlib.suppress(OSError):  # a partition's own size, not its disk's
+        facts["size_bytes"] = int(Path(f"/sys/class/block/{handle.sysfs_name}/size").read_text()) * 512
     return facts
 
 
@@ -235,4 +237,5 @@ register_device_kind(DeviceKind(
     "block", BlockSection, provision, preflight,
     tools={"blkid": "util-linux", "wipefs": "util-linux"}, description=__doc__ or "",
     guest_passthrough=passthrough, guest_section=lambda section: {"kind": "vdisk", "index": 0},
+    user_disks=lambda section: [section.path],
 ))

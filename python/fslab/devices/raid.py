@@ -200,4 +200,5 @@ register_device_kind(DeviceKind(
     "raid", RaidSection, provision, preflight, tools=TOOLS, needs_guest=True, description=__doc__ or "",
     guest_disks=lambda section: [] if section.members else [section.member_size] * section.disks,
     guest_section=guest_section, guest_passthrough=lambda section, grant: passthrough(section, grant),
+    user_disks=lambda section: list(section.members),
 ))
