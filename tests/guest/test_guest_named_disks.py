@@ -66,6 +66,11 @@ def _no_qemu_left(tmp: Path) -> None:
     assert found.split() == []
 
 
+def _loops_under(tmp: Path) -> list[str]:
+    out = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if str(tmp) in line]
+
+
 def test_f2fs_on_raid5_over_four_named_disks(guest_build: GuestBuild, loop_device, tmp_path: Path) -> None:
     with contextlib.ExitStack() as stack:
         paths = [stack.enter_context(loop_device("160MiB")).path for _ in range(4)]
@@ -84,6 +89,7 @@ def test_f2fs_on_raid5_over_four_named_disks(guest_build: GuestBuild, loop_devic
             examine = subprocess.run(["mdadm", "--examine", path], capture_output=True, text=True)
             assert examine.returncode != 0 and "No md superblock" in examine.stderr, examine.stdout
         _no_qemu_left(tmp_path)
+    assert _loops_under(tmp_path) == []  # the stand-in disks are detached
 
 
 def test_jfs_on_one_named_disk(guest_build: GuestBuild, loop_device, tmp_path: Path) -> None:
@@ -97,3 +103,4 @@ def test_jfs_on_one_named_disk(guest_build: GuestBuild, loop_device, tmp_path: P
         blkid = subprocess.run(["blkid", "-p", "-o", "value", "-s", "TYPE", disk.path], capture_output=True, text=True)
         assert blkid.stdout.strip() == "jfs"  # made on the named disk itself
         _no_qemu_left(tmp_path)
+    assert _loops_under(tmp_path) == []
