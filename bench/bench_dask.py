@@ -86,7 +86,9 @@ def main() -> None:
         net.start("sched", [str(Path(py).parent / "dask"), "scheduler", "--host", net.addresses["sched"],
                             "--port", str(PORT), "--no-dashboard"], root / "sched.log", env=env)
         for role, cls in (("w1", "one"), ("w2", "other")):
-            net.start(role, [py, "-m", "fslab", "worker", scheduler, "--class", cls, "--name", role,
+            # Plaintext on the bench's private namespaces (--insecure): the overhead measured is
+            # Dask's own, without TLS.
+            net.start(role, [py, "-m", "fslab", "worker", scheduler, "--insecure", "--class", cls, "--name", role,
                              "--host", net.addresses[role], "--scratch", str(root / f"scratch-{role}"),
                              "--lock", str(root / f"{role}.lock")], root / f"{role}.log", env=env)
         probe = (f"from distributed import Client; import time; c = Client('tcp://{scheduler}', timeout='30s'); "
@@ -106,7 +108,7 @@ def main() -> None:
 
         def run(path: Path, results: Path, executor: str | None, extra_env: dict[str, str] | None = None) -> float:
             argv = [py, "-m", "fslab", "run", str(path), "-r", str(results), "-q"]
-            argv += ["--executor", executor] if executor else []
+            argv += ["--executor", executor, "--insecure"] if executor else []
             return _timed(net.argv("drv", argv), {**env, **(extra_env or {})})
 
         dask = f"dask://{scheduler}"

@@ -1,6 +1,7 @@
 """The Dask executor on a private network on this machine: a scheduler, two fslab workers
 (each in its own network namespace with its own host name) and the driver (`fslab run
---executor dask://...`) in a fourth. Real loop-image ext4 file systems, real Dask, real
+--executor dask://... --insecure`) in a fourth (tests/dask_cluster.py; over TLS:
+test_dask_tls). Real loop-image ext4 file systems, real Dask, real
 SQLite; the null workload keeps the jobs short."""
 
 from __future__ import annotations
@@ -13,18 +14,17 @@ import sys
 import time
 from collections import defaultdict
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from dask_cluster import Cluster, running_cluster
 from fslab.executors.dask import check_placement, job_deadline_s
 from fslab.store import Store
-from netns import Network, netns_missing, private_network, stop, wait_for
+from netns import netns_missing, stop, wait_for
 
 pytest.importorskip("distributed", reason="the Dask executor needs `pip install -e '.[dask]'`")
 
-PORT = 8786
 STUDY = """
 [study]
 name = "dask {name}"
@@ -47,55 +47,13 @@ value = [1.0, 2.0, 3.0]
 """
 
 
-@dataclass
-class Cluster:
-    net: Network
-    root: Path
-    env: dict[str, str]
-    workers: dict[str, subprocess.Popen[bytes]]
-
-    @property
-    def scheduler(self) -> str:
-        return f"{self.net.addresses['sched']}:{PORT}"
-
-    def start_worker(self, role: str, machine_class: str) -> None:
-        scratch = self.root / f"scratch-{role}"
-        self.workers[role] = self.net.start(role, [
-            sys.executable, "-m", "fslab", "worker", self.scheduler, "--class", machine_class,
-            "--name", role, "--host", self.net.addresses[role], "--scratch", str(scratch),
-            "--lock", str(self.root / f"{role}.lock")], self.root / f"{role}.log",
-            hostname=f"fslab-{role}", env=self.env)
-
-    def wait_workers(self, count: int) -> None:
-        probe = (f"from distributed import Client; c = Client('tcp://{self.scheduler}', timeout='20s'); "
-                 f"c.wait_for_workers({count}, timeout=60); c.close()")
-        done = self.net.run("drv", [sys.executable, "-c", probe], timeout=90, env=self.env)
-        assert done.returncode == 0, done.stderr[-2000:]
-
-    def fslab_run(self, study: Path, results: Path, *extra: str, timeout: float = 300
-                  ) -> subprocess.CompletedProcess[str]:
-        return self.net.run("drv", [sys.executable, "-m", "fslab", "run", str(study), "-r", str(results),
-                                    "--executor", f"dask://{self.scheduler}", *extra],
-                            timeout=timeout, env=self.env)
-
-
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """Plaintext (`dask://` with --insecure): the TLS cluster is test_dask_tls's."""
     missing = netns_missing()
     if missing:
         pytest.skip(missing)
-    root = tmp_path_factory.mktemp("dask")
-    # State files apart from every other fslab on this machine: the workers' cleanup of
-    # dead jobs' leftovers sees only this test's.
-    env = {"FSLAB_STATE_DIR": str(root / "state")}
-    with private_network(["sched", "w1", "w2", "drv"]) as net:
-        net.start("sched", [str(Path(sys.executable).parent / "dask"), "scheduler", "--host",
-                            net.addresses["sched"], "--port", str(PORT), "--no-dashboard"],
-                  root / "sched.log", env=env)
-        cluster = Cluster(net, root, env, {})
-        cluster.start_worker("w1", "nvme")
-        cluster.start_worker("w2", "hdd")
-        cluster.wait_workers(2)
+    with running_cluster(tmp_path_factory.mktemp("dask"), lab=None) as cluster:
         yield cluster
 
 
@@ -176,6 +134,8 @@ def test_machine_class_pins_jobs(cluster: Cluster, tmp_path: Path) -> None:
                         study_extra='machine_class = "hdd"')
     done = cluster.fslab_run(study, tmp_path / "results")
     assert done.returncode == 0, done.stderr[-3000:]
+    # Plaintext (--insecure) says what it allows.
+    assert "can run code as root on every worker" in " ".join(done.stderr.split()), done.stderr[-3000:]
     runs = stored_runs(tmp_path / "results")
     assert len(runs) == 3
     assert {r["provenance"]["worker"]["name"] for r in runs} == {"w2"}  # the hdd machine only
@@ -210,8 +170,7 @@ def test_killed_worker_fails_its_job_and_the_study_resumes(cluster: Cluster, tmp
     study = write_study(tmp_path / "s" / "study.toml", "killed", repetitions=2, sleep=8.0)
     results = tmp_path / "results"
     driver = subprocess.Popen(
-        cluster.net.argv("drv", [sys.executable, "-m", "fslab", "run", str(study), "-r", str(results),
-                                 "--executor", f"dask://{cluster.scheduler}"]),
+        cluster.fslab_run_argv(study, results),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, **cluster.env})
     try:
         jobs = cluster.root / "scratch-w2" / "jobs"
@@ -251,8 +210,7 @@ def test_a_worker_cut_off_the_network_is_reported_lost_within_a_minute(cluster: 
     study.write_text(study.read_text().replace("value = [1.0, 2.0, 3.0]", "value = [1.0]"))
     results = tmp_path / "results"
     driver = subprocess.Popen(
-        cluster.net.argv("drv", [sys.executable, "-m", "fslab", "run", str(study), "-r", str(results),
-                                 "--executor", f"dask://{cluster.scheduler}"]),
+        cluster.fslab_run_argv(study, results),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, **cluster.env})
     w1 = cluster.net.members["w1"]
     try:

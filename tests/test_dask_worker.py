@@ -95,15 +95,22 @@ def test_machine_class_is_placement_not_part_of_the_cell(tmp_path: Path) -> None
         plan('machine_class = "a b"')
 
 
-def test_executor_urls_are_checked_before_anything_runs() -> None:
+def test_executor_urls_are_checked_before_anything_runs(tmp_path: Path) -> None:
     from fslab.errors import SpecError
     from fslab.executors import LocalExecutor, open_executor
     from fslab.executors.dask import DaskExecutor
+    from fslab.executors.lab import init_lab
 
     assert isinstance(open_executor(None), LocalExecutor) and isinstance(open_executor("local"), LocalExecutor)
-    dask = open_executor("dask://10.0.0.1:8786?deadline=90")
+    dask = open_executor("dask://10.0.0.1:8786?deadline=90", insecure=True)
     assert isinstance(dask, DaskExecutor) and (dask.address, dask.deadline_s) == ("tcp://10.0.0.1:8786", 90.0)
-    for url, words in (("dask://nohost", "dask://HOST:PORT"), ("ray://x:1", "not an executor"),
-                       ("dask://h:1?deadline=abc", "deadline must be seconds")):
+    assert dask.access.insecure
+    init_lab(tmp_path / "lab")
+    tls = open_executor("tls://10.0.0.1:8786", tls=tmp_path / "lab")
+    assert isinstance(tls, DaskExecutor) and tls.address == "tls://10.0.0.1:8786"
+    assert tls.access.lab is not None and tls.access.lab.cert == tmp_path / "lab" / "driver.pem"
+    for url, words in (("dask://nohost", "tls://HOST:PORT"), ("ray://x:1", "not an executor"),
+                       ("dask://h:1?deadline=abc", "deadline must be seconds"),
+                       ("tls://h:1", "needs the lab's certificates: --tls DIR")):
         with pytest.raises(SpecError, match=words):
-            open_executor(url)
+            open_executor(url, insecure=url.startswith("dask://nohost"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
@@ -165,7 +165,11 @@ def run(
         "--allow-exec", help="allow workload options that run programs as root (fio exec_prerun, "
         "exec_postrun, ioengine=exec), inline or in a job file")] = False,
     executor: Annotated[Optional[str], typer.Option(
-        help="local (default) or dask://HOST:PORT: each job runs on an `fslab worker` of that Dask scheduler")] = None,
+        help="local (default) or tls://HOST:PORT: each job runs on an `fslab worker` of that Dask scheduler")] = None,
+    tls: Annotated[Optional[Path], typer.Option(
+        "--tls", help="the lab's certificates (`fslab lab init DIR`) for a tls:// executor")] = None,
+    insecure: Annotated[bool, typer.Option(
+        "--insecure", help="allow a plaintext tcp:// (dask://) scheduler: anyone who reaches it runs code as root on its workers")] = False,
 ) -> None:
     """Run a study: make, mount and measure every cell, store every run."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
@@ -222,13 +226,22 @@ def run(
             err_console.print(f"run {label}: {status} ({record.wall_s:.1f} s); {eta}",
                               highlight=False, markup=False)
 
-    continue_with = resume_command(study, results, quick, destroy_data_on or [], allow_exec, executor)
+    from .executors import open_executor
+
+    jobs_executor = open_executor(executor, tls, insecure)  # refused before anything is made
+    if insecure:
+        from .executors.dask import DaskExecutor
+
+        if isinstance(jobs_executor, DaskExecutor) and jobs_executor.access.warning():
+            err_console.print(f"[yellow]{escape(jobs_executor.access.warning() or '')}[/yellow]", highlight=False)
+    access = [*(["--tls", str(tls)] if tls else []), *(["--insecure"] if insecure else [])]
+    continue_with = resume_command(study, results, quick, destroy_data_on or [], allow_exec, executor, access)
     try:
         with progress:
             outcome = run_study(
                 study, results_dir=results, quick=quick, resume=resume, retry_failed=retry_failed,
                 allowed_devices=frozenset(destroy_data_on or []), allow_exec=allow_exec,
-                on_start=on_start, executor=executor,
+                on_start=on_start, executor=jobs_executor,
                 on_record=on_record, on_notice=on_notice, on_pass=on_pass,
             )
     except ResultsUnwritable as exc:  # a full results disk: what is stored stays, devices are released
@@ -281,12 +294,14 @@ def pass_text(outcome: PassOutcome) -> str:
 
 
 def resume_command(study: str, results: Path, quick: bool, devices: list[str],
-                   allow_exec: bool = False, executor: str | None = None) -> str:
-    """The exact command that continues a study (same file, results, quick mode, devices)."""
+                   allow_exec: bool = False, executor: str | None = None,
+                   executor_flags: Sequence[str] = ()) -> str:
+    """The exact command that continues a study (same file, results, quick mode, devices,
+    executor with its --tls or --insecure)."""
     parts = ["fslab", "run", study.removeprefix("preset "), "-r", str(results)]
     parts += ["--quick"] if quick else []
     parts += ["--allow-exec"] if allow_exec else []
-    parts += ["--executor", executor] if executor else []
+    parts += ["--executor", executor, *executor_flags] if executor else []
     for device in devices:
         parts += ["--destroy-data-on", device]
     return " ".join(parts + ["--resume"])
@@ -326,7 +341,7 @@ def report(
     run_id: Annotated[Optional[str], typer.Option(
         "--run", help="show one run whole: parameters, metrics, provenance, artifacts, raw output "
         "(a run id from `fslab export`, or its artifact folder name)")] = None,
-    by_host: Annotated[bool, typer.Option("--by-host", help="one table per host that ran runs (a study run with --executor dask://)")] = False,
+    by_host: Annotated[bool, typer.Option("--by-host", help="one table per host that ran runs (a study run with --executor tls://)")] = False,
 ) -> None:
     """Comparison table of a stored study: workloads x file systems, mean ± 95% CI, n."""
     if run_id is not None:
@@ -596,7 +611,7 @@ def _register_optional_commands() -> None:
     import importlib
 
     for module in ("fslab.cli_simulate", "fslab.cli_trace", "fslab.cli_guest", "fslab.cli_compare",
-                   "fslab.cli_worker"):
+                   "fslab.cli_worker", "fslab.cli_lab"):
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError as exc:

@@ -188,6 +188,8 @@ def device_identity(plan: Plan, grant: Grant, resuming: bool) -> dict[str, str] 
     when the study uses no such device."""
     for device, _ in devices_in_use(plan):
         kind = DEVICES.get(device["kind"])
-        if kind.preflight is not None:
-            return kind.preflight(kind.parse(device), grant, resuming)
+        if kind.preflight is not None:  # None: this section names no disk of the user's (an image array)
+            identity = kind.preflight(kind.parse(device), grant, resuming)
+            if identity is not None:
+                return identity
     return None

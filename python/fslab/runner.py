@@ -17,7 +17,7 @@ from .backends import choose_backend
 from .cleanup import release_before_start
 from .errors import STUDY_LEVEL_ERRNOS, FslabError, ResultsUnwritable
 from .estimate import Countdown, TimeEstimate, TimeModel
-from .executors import open_executor
+from .executors import Executor, open_executor
 from .identity import input_digests, retry_plan, study_digest, what_changed
 from .job.folder import JobFolder
 from .job.model import Grant, Job
@@ -98,7 +98,7 @@ def run_study(
     allow_exec: bool = False,
     on_start: Callable[[Plan, int, int, TimeEstimate], None] | None = None,
     on_record: Callable[[RunRecord, str, StudyProgress], None] | None = None,
-    executor: str | None = None,
+    executor: str | Executor | None = None,
     on_notice: Callable[[str], None] | None = None,
     on_pass: Callable[[PassOutcome], None] | None = None,
 ) -> StudyOutcome:
@@ -109,9 +109,11 @@ def run_study(
     the CLI draw progress with an estimate of the time left (fslab.estimate);
     ``on_notice(text)`` says what was done besides runs (leftovers of a dead earlier run
     released); the runner prints nothing. ``executor``: ``local``
-    (default) or ``dask://HOST:PORT`` (fslab.executors)."""
+    (default), a Dask scheduler's URL (fslab.executors.open_executor), or an executor
+    already opened (the CLI's, with its TLS files)."""
     started = time.monotonic()
-    jobs_executor = open_executor(executor)  # a malformed URL is refused before anything is made
+    # A malformed or plaintext URL is refused before anything is made.
+    jobs_executor = open_executor(executor) if executor is None or isinstance(executor, str) else executor
     install_handlers()  # before preflight too: its scratch images are released on SIGTERM
     spec, source, text = load_spec(study, allow_exec=allow_exec)  # a refused study leaves nothing
     study_dir = (Path(source).parent if Path(source).is_file() else Path.cwd()).resolve()

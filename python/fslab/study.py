@@ -63,13 +63,14 @@ def _validate_device(spec: StudySpec, source: str) -> None:
             raise SpecError(f"unknown device kind {device.kind!r}; known: {', '.join(DEVICES.names())}",
                             source=source, field=f"{where}.kind")
         kind = DEVICES.get(device.kind)
-        if where != "device" and kind.preflight is not None:  # a handed-over disk is checked once, as [device]
-            raise SpecError(f"a file system's own device cannot be kind {device.kind!r}; give it as "
-                            "[device] (the study's one device)", source=source, field=f"{where}.kind")
         try:
-            kind.parse(device)
+            parsed = kind.parse(device)
         except ValidationError as exc:
             raise _invalid(validation_lines(exc, where), source) from None
+        if where != "device" and kind.user_disks is not None and kind.user_disks(parsed):
+            # A handed-over disk is checked once per study, as [device].
+            raise SpecError(f"a file system's own device cannot be a {device.kind!r} device on your own disks; "
+                            "give it as [device] (the study's one device)", source=source, field=f"{where}.kind")
 
 
 def parse_spec(data: dict[str, Any], source: str, *, allow_exec: bool = False) -> StudySpec:

@@ -119,6 +119,13 @@ class DeviceKind:
     # cannot run in a guest (a host's own block device).
     guest_disks: Callable[[Any], list[int]] | None = None
     guest_section: Callable[[Any], dict[str, Any]] | None = None
+    # Under the guest backend: the host's block devices handed to the guest as raw virtio
+    # disks (before any image of guest_disks), checked again right before the guest
+    # starts (the same checks as on the host); raises DeviceRefused. None: none.
+    guest_passthrough: Callable[[Any, Grant], list[str]] | None = None
+    # The user's own disks a section names (checked once per study by ``preflight``, so
+    # only the study's [device] may name them). None: none.
+    user_disks: Callable[[Any], list[str]] | None = None
 
     def parse(self, section: DeviceSection | dict[str, Any]) -> Any:
         """The typed section of this kind (raises pydantic's ValidationError)."""

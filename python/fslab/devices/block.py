@@ -1,6 +1,8 @@
 """A block device the user names. fslab refuses, unless told explicitly, any device that
 is mounted, holds the root file system, is in use (held open exclusively, or has holders
-such as md or dm) or carries a file-system or partition-table signature."""
+such as md or dm) or carries a file-system or partition-table signature. A file system
+only a guest has gets the disk whole, as a raw virtio disk (checked the same way on the
+host right before the guest starts; the guest is given no other host disk)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import os
 import stat
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from pydantic import Field
 
@@ -177,23 +180,62 @@ def _same_disk(section: BlockSection, handle: DeviceHandle, expected: dict[str, 
         )
 
 
+def checked(path: str, force: bool, grant: Grant) -> DeviceHandle:
+    """The checks before each use of a handed-over disk: not missing, the root disk,
+    mounted or in use; confirmed with --destroy-data-on; the disk preflight recorded
+    (``grant.identity``, keyed by the path for an array's members)."""
+    # The signature was checked in preflight; later runs find the file system fslab made,
+    # so each run checks instead that the disk at the path is still the one recorded.
+    check_device(os.path.realpath(path), allow_signature=True)
+    handle = check_device(_confirmed(BlockSection(path=path, force=force), grant.allowed), allow_signature=True)
+    if grant.identity is None:
+        raise DeviceRefused(f"{path} was not checked before this job (the job carries no "
+                            "identity of the disk): run the study through `fslab run`")
+    _same_disk(BlockSection(path=path, force=force), handle, grant.identity)
+    return handle
+
+
 @contextlib.contextmanager
 def provision(
     section: BlockSection, workdir: Path, tag: str, grant: Grant = NO_GRANT
 ) -> Iterator[DeviceHandle]:
-    # The signature was checked in preflight; later runs find the file system fslab made,
-    # so each run checks instead that the disk at the path is still the one recorded.
-    check_device(os.path.realpath(section.path), allow_signature=True)
-    handle = check_device(_confirmed(section, grant.allowed), allow_signature=True)
-    if grant.identity is None:
-        raise DeviceRefused(f"{section.path} was not checked before this job (the job carries no "
-                            "identity of the disk): run the study through `fslab run`")
-    _same_disk(section, handle, grant.identity)
-    facts = {"kind": "block", "path": section.path, **queue_facts(handle.sysfs_name)}
+    handle = checked(section.path, section.force, grant)
+    facts = {**disk_facts(handle.path), "kind": "block", "path": section.path}
     yield DeviceHandle(handle.path, handle.sysfs_name, handle.major, handle.minor, facts)
+
+
+def passthrough(section: BlockSection, grant: Grant) -> list[str]:
+    """For a file system only a guest has: the disk, checked as for the host, handed to
+    the guest whole (its one virtio disk, fslab.devices.vdisk inside)."""
+    return [checked(section.path, section.force, grant).path]
+
+
+DISK_FACTS = (("model", "device/model"), ("serial", "device/serial"), ("wwid", "device/wwid"),
+              ("firmware", "device/firmware_rev"), ("firmware", "device/rev"),
+              ("backing_file", "loop/backing_file"))
+
+
+def disk_facts(path: str) -> dict[str, Any]:
+    """What provenance says of a handed-over disk: model, serial, firmware, rotational,
+    write cache and I/O scheduler (of the whole disk for a partition), size; a fact the
+    kernel does not know is left out (a loop device has no model)."""
+    handle = handle_for(os.path.realpath(path))
+    whole = _parents(handle.sysfs_name)[-1]
+    base = Path(f"/sys/class/block/{whole}")
+    facts: dict[str, Any] = {"path": path, "disk": whole}
+    for name, rel in DISK_FACTS:
+        if name not in facts:
+            with contextlib.suppress(OSError):
+                facts[name] = (base / rel).read_text().strip()
+    facts.update(queue_facts(whole))
+    with contextlib.suppress(OSError):  # a partition's own size, not its disk's
+        facts["size_bytes"] = int(Path(f"/sys/class/block/{handle.sysfs_name}/size").read_text()) * 512
+    return facts
 
 
 register_device_kind(DeviceKind(
     "block", BlockSection, provision, preflight,
     tools={"blkid": "util-linux", "wipefs": "util-linux"}, description=__doc__ or "",
+    guest_passthrough=passthrough, guest_section=lambda section: {"kind": "vdisk", "index": 0},
+    user_disks=lambda section: [section.path],
 ))

@@ -8,12 +8,20 @@ all-zero sparse images, whose parity (XOR of zeros) is already correct, so the i
 resync would only rewrite zeros and compete with the workload. ``resync = "wait"`` runs
 the resync instead and waits for it (its duration is recorded). Either way the device is
 stopped and the members' superblocks erased on release, also on errors and Ctrl-C.
+
+Named members (``members = ["/dev/sdb", ...]``): the user's disks, each checked and
+confirmed exactly as ``kind = "block"`` (fslab.devices.block) before the study and again
+before each job, handed whole to the guest (this host kernel has no md), where the array
+is built on them as on images and stopped and wiped the same way. ``assume-clean`` there
+means parity is not valid for stripes not yet written: the numbers are a RAID5's, its
+redundancy is not until a resync (``resync = "wait"``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import re
 import time
 from collections.abc import Iterator
@@ -43,19 +51,35 @@ class RaidSection(StrictSection):
     resync: Literal["assume-clean", "wait"] = Field(
         default="assume-clean", description="RAID5: skip the initial resync (fresh zeroed "
         "members) or run it and wait")
+    members: list[str] = Field(default_factory=list, description="the user's disks to build the array "
+                               "on (each checked and confirmed as kind = \"block\"); empty: images")
+    force: bool = Field(default=False, description="allow members that carry a signature")
 
     @field_validator("chunk", "member_size", mode="before")
     @classmethod
     def _size(cls, value: Any) -> int:
         return parse_size(value)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _disks_from_members(cls, data: Any) -> Any:
+        """Named members say how many disks there are."""
+        if isinstance(data, dict) and data.get("members") and "disks" not in data:
+            return {**data, "disks": len(data["members"])}
+        return data
+
     @model_validator(mode="after")
     def _check(self) -> RaidSection:
+        if self.members:
+            if len(set(self.members)) != len(self.members):
+                raise ValueError("members: a disk is named twice")
+            if self.disks != len(self.members):
+                raise ValueError(f"disks = {self.disks} but {len(self.members)} members are named: drop disks")
         if self.chunk < 4096 or self.chunk & (self.chunk - 1):
             raise ValueError("chunk must be a power of two of at least 4KiB (md's rule)")
         if self.level == 5 and self.disks < 3:
             raise ValueError("RAID5 needs at least 3 disks")
-        if self.member_size < 16 * self.chunk:
+        if not self.members and self.member_size < 16 * self.chunk:
             raise ValueError("member_size must hold at least 16 chunks")
         return self
 
@@ -133,8 +157,48 @@ def _field(detail: str, name: str) -> str | None:
     return match.group(1).strip() if match else None
 
 
+def preflight(section: RaidSection, grant: Grant, resuming: bool = False) -> dict[str, str] | None:
+    """Named members: each checked and confirmed exactly as a ``kind = "block"`` disk
+    (``--destroy-data-on`` naming each); their identities, by path, for the jobs."""
+    from .block import BlockSection
+    from .block import preflight as block_preflight
+
+    if not section.members:
+        return None
+    found: dict[str, str] = {}
+    for member in section.members:
+        member_grant = Grant(grant.allowed, _member_identity(grant, member))
+        found[member] = json.dumps(block_preflight(BlockSection(path=member, force=section.force),
+                                                   member_grant, resuming), sort_keys=True)
+    return found
+
+
+def _member_identity(grant: Grant, member: str) -> dict[str, str] | None:
+    if grant.identity is None or member not in grant.identity:
+        return None
+    return dict(json.loads(grant.identity[member]))
+
+
+def passthrough(section: RaidSection, grant: Grant) -> list[str]:
+    """Named members, checked again (as kind = "block" before each use) and handed to the
+    guest whole; the array is built on them there."""
+    from .block import checked
+
+    return [checked(m, section.force, Grant(grant.allowed, _member_identity(grant, m))).path
+            for m in section.members]
+
+
+def guest_section(section: RaidSection) -> dict[str, Any]:
+    """In the guest: an array over its first ``disks`` virtio disks (the members)."""
+    inner = section.model_dump(exclude={"members", "force"})
+    if section.members:
+        inner["member_size"] = 16 * section.chunk  # unused: the members are given
+    return {"kind": "raid", **inner}
+
+
 register_device_kind(DeviceKind(
-    "raid", RaidSection, provision, tools=TOOLS, needs_guest=True, description=__doc__ or "",
-    guest_disks=lambda section: [section.member_size] * section.disks,
-    guest_section=lambda section: {"kind": "raid", **section.model_dump()},
+    "raid", RaidSection, provision, preflight, tools=TOOLS, needs_guest=True, description=__doc__ or "",
+    guest_disks=lambda section: [] if section.members else [section.member_size] * section.disks,
+    guest_section=guest_section, guest_passthrough=lambda section, grant: passthrough(section, grant),
+    user_disks=lambda section: list(section.members),
 ))

@@ -1,6 +1,7 @@
 """Executors: how a study's jobs are dispatched. ``local`` (the default) runs them one
-after another on this machine through each job's backend; ``dask://HOST:PORT`` sends
-each job to a Dask distributed cluster of fslab workers (``fslab worker``). An executor
+after another on this machine through each job's backend; ``tls://HOST:PORT`` (with the
+lab's certificates, fslab.executors.lab) sends each job to a Dask distributed cluster of
+fslab workers (``fslab worker``); plaintext ``tcp://``/``dask://`` only with ``--insecure``. An executor
 only hands records back: the runner alone writes the store.
 
 Contract of an executor: ``run(jobs, jobs_dir, work_dir, on_record)`` executes every job,
@@ -48,14 +49,21 @@ def _with_folder(on_record: Callable[[RunRecord, JobFolder], None], folder: JobF
     on_record(record, folder)
 
 
-def open_executor(url: str | None) -> Executor:
-    """``None``/``local`` or ``dask://HOST:PORT``; anything else is a SpecError saying
-    what is accepted."""
+def open_executor(url: str | None, tls: Path | None = None, insecure: bool = False) -> Executor:
+    """``None``/``local``, or a Dask scheduler: ``tls://HOST:PORT`` with ``tls`` (the lab
+    directory of ``fslab lab init``), or plaintext ``tcp://``/``dask://HOST:PORT`` only with
+    ``insecure``; anything else is a SpecError saying what is accepted."""
     if url in (None, "", "local"):
+        if tls is not None or insecure:
+            raise SpecError("--tls and --insecure are for a Dask scheduler: add --executor tls://HOST:PORT")
         return LocalExecutor()
-    if url.startswith("dask://"):
+    if url.startswith(DASK_SCHEMES):
         from .dask import DaskExecutor
 
-        return DaskExecutor.from_url(url)
+        return DaskExecutor.from_url(url, tls, insecure)
     raise SpecError(f"--executor {url!r}: not an executor; use `local` (the default) or "
-                    "`dask://HOST:PORT` (a Dask scheduler with fslab workers)")
+                    "`tls://HOST:PORT --tls DIR` (a Dask scheduler with fslab workers; "
+                    "plaintext tcp://HOST:PORT only with --insecure)")
+
+
+DASK_SCHEMES = ("tls://", "tcp://", "dask://")

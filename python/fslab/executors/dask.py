@@ -1,4 +1,6 @@
-"""The Dask executor (driver side): ``fslab run STUDY --executor dask://HOST:PORT``.
+"""The Dask executor (driver side): ``fslab run STUDY --executor tls://HOST:PORT --tls DIR``
+(mutual TLS with the lab's certificates, fslab.executors.lab), or a plaintext
+``tcp://``/``dask://HOST:PORT`` scheduler with ``--insecure``.
 
 Each job becomes one task needing the resources ``bench=1`` (one job per worker machine at
 a time) and, when the study names a machine class, ``class_<name>=1``. The task
@@ -24,12 +26,13 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs
 
 from ..errors import FslabError, MissingCapability, SpecError
 from ..job.folder import JobFolder, fail_unfinished
 from ..job.record import RunRecord
 from .dask_worker import ALIVE_SUFFIX, EVENT_TOPIC_PREFIX
+from .lab import Access, probe, scheduler_access
 
 if TYPE_CHECKING:
     from ..job.model import Job
@@ -59,7 +62,8 @@ def required_resources(job: Job) -> dict[str, float]:
     return resources
 
 
-def check_placement(workers: dict[str, dict[str, Any]], jobs: list[Job], address: str) -> None:
+def check_placement(workers: dict[str, dict[str, Any]], jobs: list[Job], address: str,
+                    access_flags: str = "--tls DIR") -> None:
     """Every job can be placed on some worker, or an error naming the class and the
     classes the workers offer (asked before anything is submitted)."""
     offered: dict[str, int] = {}
@@ -75,7 +79,7 @@ def check_placement(workers: dict[str, dict[str, Any]], jobs: list[Job], address
     if benches == 0:
         raise FslabError(f"the Dask scheduler at {address} has no fslab worker (none offers the "
                          f"resource bench=1; {len(workers)} worker(s) without it): start one with "
-                         f"`fslab worker {address}`")
+                         f"`fslab worker {address} {access_flags}`")
     for job in jobs:
         wanted = job.settings.machine_class
         if wanted and wanted not in offered:
@@ -83,7 +87,7 @@ def check_placement(workers: dict[str, dict[str, Any]], jobs: list[Job], address
             raise FslabError(
                 f"machine_class {wanted!r}: no worker of the scheduler at {address} offers it "
                 f"(classes offered: {classes or 'none'}); start one with "
-                f"`fslab worker {address} --class {wanted}` or change the study's machine_class")
+                f"`fslab worker {address} {access_flags} --class {wanted}` or change the study's machine_class")
 
 
 @dataclasses.dataclass
@@ -99,31 +103,32 @@ class _Pending:
 
 
 class DaskExecutor:
-    def __init__(self, address: str, deadline_s: float | None = None):
-        self.address = address
+    def __init__(self, access: Access, deadline_s: float | None = None):
+        self.access = access
+        self.address = access.address
         self.deadline_s = deadline_s
 
     @staticmethod
-    def from_url(url: str) -> DaskExecutor:
-        """``dask://HOST:PORT[?deadline=SECONDS]``."""
-        parts = urlsplit(url)
-        if not parts.hostname or parts.port is None:
-            raise SpecError(f"--executor {url!r}: give the scheduler as dask://HOST:PORT "
-                            "(e.g. dask://10.0.0.5:8786)")
-        query = parse_qs(parts.query)
+    def from_url(url: str, tls: Path | None = None, insecure: bool = False) -> DaskExecutor:
+        """``tls://HOST:PORT[?deadline=SECONDS]`` with ``tls`` (the lab directory of
+        ``fslab lab init``), or a plaintext ``tcp://`` / ``dask://HOST:PORT[?...]`` with
+        ``insecure`` (fslab.executors.lab.scheduler_access)."""
+        base, _, query_text = url.partition("?")
+        query = parse_qs(query_text)
         deadline = None
         if "deadline" in query:
             try:
                 deadline = float(query["deadline"][0])
             except ValueError:
                 raise SpecError(f"--executor {url!r}: deadline must be seconds (a number)") from None
+        if "://" not in base:
+            raise SpecError(f"--executor {url!r}: give the scheduler as tls://HOST:PORT (with --tls DIR)")
         try:  # before the study is planned or stored
             import distributed  # noqa: F401
         except ImportError:
             raise MissingCapability("the Dask executor needs the `distributed` package",
                                     fix="pip install 'fslab[dask]'") from None
-        host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
-        return DaskExecutor(f"tcp://{host}:{parts.port}", deadline)
+        return DaskExecutor(scheduler_access("--executor", base, "driver", tls, insecure), deadline)
 
     def run(self, jobs: list[Job], jobs_dir: Path, work_dir: Path,
             on_record: Callable[[RunRecord, JobFolder], None]) -> None:
@@ -133,14 +138,16 @@ class DaskExecutor:
 
         from .dask_worker import run_job_task
 
+        probe(self.access)  # a refused certificate said plainly, not as a connect timeout
         try:
-            client = Client(self.address, timeout=f"{CONNECT_TIMEOUT_S:.0f}s", set_as_default=False)
+            client = Client(self.address, timeout=f"{CONNECT_TIMEOUT_S:.0f}s", set_as_default=False,
+                            security=self.access.security())
         except (OSError, TimeoutError) as exc:
             raise FslabError(f"cannot reach the Dask scheduler at {self.address}: {exc}") from None
         topic = EVENT_TOPIC_PREFIX + uuid.uuid4().hex[:12]
         pending: dict[str, _Pending] = {}
         try:
-            check_placement(_workers(client), jobs, self.address)
+            check_placement(_workers(client), jobs, self.address, " ".join(self.access.flags()))
             for job in jobs:
                 deadline = job_deadline_s(job, self.deadline_s)
                 future = client.submit(run_job_task, job.to_json(), deadline, topic,

@@ -34,11 +34,14 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import FslabError
 from ..job.folder import JobFolder
 from ..signals import stop_job_process
+
+if TYPE_CHECKING:
+    from .lab import Access
 
 SCRATCH_ENV = "FSLAB_WORKER_SCRATCH"  # where jobs run (images, mounts, out dirs)
 LOCK_ENV = "FSLAB_WORKER_LOCK"  # the per-machine lock file
@@ -204,13 +207,20 @@ def worker_resources(machine_class: str | None) -> dict[str, float]:
     return resources
 
 
-def serve(scheduler: str, machine_class: str | None, *, name: str | None, host: str | None,
+def serve(access: Access, machine_class: str | None, *, name: str | None, host: str | None,
           scratch: Path, lock: Path) -> None:
     """Run a Dask worker until it is stopped: one thread, resources ``bench=1`` (plus
-    ``class_<name>=1``), jobs in ``scratch``, one job at a time on this machine (``lock``)."""
+    ``class_<name>=1``), jobs in ``scratch``, one job at a time on this machine (``lock``).
+    Over TLS (``access.lab``) it listens and connects with the lab's worker certificate
+    only, after one handshake that says plainly when the scheduler or this worker is not
+    of the lab (Dask itself would retry without end)."""
     import asyncio
 
     from distributed import Worker
+
+    from .lab import probe
+
+    probe(access)
 
     os.environ[SCRATCH_ENV] = str(scratch)
     os.environ[LOCK_ENV] = str(lock)
@@ -218,8 +228,9 @@ def serve(scheduler: str, machine_class: str | None, *, name: str | None, host: 
     clear_leftovers(scratch)
 
     async def main() -> None:
-        async with Worker(scheduler, nthreads=1, resources=worker_resources(machine_class),
-                          name=name, host=host, local_directory=str(scratch / "dask")) as worker:
+        async with Worker(access.address, nthreads=1, resources=worker_resources(machine_class),
+                          name=name, host=host, local_directory=str(scratch / "dask"),
+                          security=access.security()) as worker:
             await worker.finished()
 
     asyncio.run(main())

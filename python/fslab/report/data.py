@@ -176,6 +176,8 @@ class Report:
     sections: list[ModelSection]  # the section plug-ins' own sections
     # Runs from several machines: which, and the facts they differ in (report.hosts).
     host_warnings: list[str]
+    # The disks under the device differ (report.members): first line, then one per fact.
+    device_warnings: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)

@@ -133,10 +133,11 @@ def render_html(report: Report) -> str:
     rest = [f for f in report.findings if not f.significant and f.decided]
     undecided = [f for f in report.findings if not f.decided]
     parts.append('<section id="summary"><h2>Summary</h2>')
-    if report.host_warnings:
-        head, *facts = report.host_warnings
-        parts.append(f'<p class="warn">{escape(head)}</p>' + ('<ul class="hosts">' + "".join(
-            f"<li>{escape(f)}</li>" for f in facts) + "</ul>" if facts else ""))
+    for warnings in (report.host_warnings, report.device_warnings):
+        if warnings:
+            head, *facts = warnings
+            parts.append(f'<p class="warn">{escape(head)}</p>' + ('<ul class="hosts">' + "".join(
+                f"<li>{escape(f)}</li>" for f in facts) + "</ul>" if facts else ""))
     parts.append(f"<p>{len(sig)} significant difference(s), {len(rest)} comparison(s) without one, "
                  f"{len(undecided)} without a verdict (each file system against the best in its row).</p>")
     if sig:

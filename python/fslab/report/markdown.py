@@ -78,9 +78,10 @@ def render_markdown(report: Report, figures: dict[str, str] | None = None) -> st
     rest = [f for f in report.findings if not f.significant and f.decided]
     undecided = [f for f in report.findings if not f.decided]
     out += ["## Summary", ""]
-    if report.host_warnings:
-        head, *facts = report.host_warnings
-        out += [f"> **{head}**", *[f"> - {f}" for f in facts], ""]
+    for warnings in (report.host_warnings, report.device_warnings):
+        if warnings:
+            head, *facts = warnings
+            out += [f"> **{head}**", *[f"> - {f}" for f in facts], ""]
     out += ["**Significant differences**", ""] + [f"- {f.text}" for f in sig] + [""] if sig else \
         ["No significant difference was found.", ""]
     if rest:

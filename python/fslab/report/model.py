@@ -12,6 +12,7 @@ from ..stored import STATUS_OK, AutoFacts, StoredCell, StoredRun, StudyRow
 from .data import SCHEMA, Bar, ChartData, Estimate, FailedRun, Finding, Report, SummaryRow, Versus
 from .hosts import warning_lines as host_warning_lines
 from .labels import cell_label, fs_column, mean_pm, n_text, p_text
+from .members import warning_lines as member_warning_lines
 from .provenance_facts import facts_by_group
 from .sections import StudyData, build_sections
 from .stopping import legend as auto_legend
@@ -186,4 +187,5 @@ def build_report(study: StudyRow, runs: list[StoredRun], cells: list[StoredCell]
         runs_planned=len(runs) if auto and study.status == "complete" else study.planned_runs,
         legend=LEGEND + (auto_legend(auto) if auto else ""), trace_plots=[], trace_missing=[], sections=sections,
         host_warnings=[line.strip() for line in host_warning_lines(runs, study.quick)],
+        device_warnings=[line.strip() for line in member_warning_lines(runs)],
     )

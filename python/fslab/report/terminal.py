@@ -122,4 +122,7 @@ def host_renderables(report: Report, per_host: Sequence[tuple[str, Report]] = ()
     if report.host_warnings:  # the first line names the hosts, the others the facts they differ in
         head, *facts = report.host_warnings
         out += [Text(line, style="yellow") for line in [head, *[f"  {fact}" for fact in facts]]]
+    if report.device_warnings:  # likewise: the disks under the device
+        head, *facts = report.device_warnings
+        out += [Text(line, style="yellow") for line in [head, *[f"  {fact}" for fact in facts]]]
     return out

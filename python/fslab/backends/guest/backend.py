@@ -52,13 +52,14 @@ class GuestBackend:
         return None
 
     def supports(self, fs: FilesystemType, device: DeviceKind) -> str | None:
-        if device.guest_disks is None:
+        if device.guest_disks is None and device.guest_passthrough is None:
             return f"a guest cannot use a {device.name} device (it belongs to the host)"
         return None
 
     def execute(self, job: Job, folder: JobFolder, work_dir: Path,
                 on_record: Callable[[RunRecord], None]) -> None:
         from ...devices import DEVICES
+        from ...devices.block import disk_facts
         from ...job.entry import write_job
         from .launcher import GuestConfig, GuestFailed, run_in_guest
 
@@ -67,7 +68,10 @@ class GuestBackend:
         settings = job.settings
         kind = DEVICES.get(settings.device["kind"])
         section = kind.parse(settings.device)
-        assert kind.guest_disks is not None and kind.guest_section is not None
+        assert kind.guest_section is not None
+        # The user's own disks (checked again now, as on the host), then images made here.
+        handed = [Path(p) for p in kind.guest_passthrough(section, job.grant)] if kind.guest_passthrough else []
+        image_sizes = kind.guest_disks(section) if kind.guest_disks else []
         inner = dataclasses.replace(job, settings=dataclasses.replace(
             settings, device=kind.guest_section(section)))
         job_file = folder.job_file
@@ -79,11 +83,12 @@ class GuestBackend:
         delivered: list[RunRecord] = []
         guests = work_dir / "guests"
         # Written down first: if this process dies, `fslab cleanup` kills the guest's QEMU.
-        with _disks(kind.guest_disks(section), work_dir) as disks, tracked("guests", str(guests), work_dir):
+        with _disks(image_sizes, work_dir) as images, tracked("guests", str(guests), work_dir):
+            disks = [*handed, *images]
             if job.cell.aging is not None and kind.image_file:
                 # Aged once per key in a guest of its own, copied onto this job's disk.
                 try:
-                    copy = _aged_copy(inner, section.size, disks[0], folder, work_dir, guests)
+                    copy = _aged_copy(inner, section.size, images[0], folder, work_dir, guests)
                 except FslabError as exc:
                     if exc.scope == "study":
                         raise
@@ -119,9 +124,13 @@ class GuestBackend:
         error = folder.error()
         if error is not None and error.scope == "study":
             raise FslabError(f"in the guest: {error.message}")
+        host_disks = [disk_facts(str(p)) for p in handed]
         for record in folder.records():
             _keep_console(console, out_dir, record.artifact_dir)
-            record = dataclasses.replace(record, provenance={**record.provenance, "guest": facts})
+            provenance = {**record.provenance, "guest": facts}
+            if host_disks:  # what the guest's virtio disks really were
+                provenance["device"] = {**provenance.get("device", {}), "host_disks": host_disks}
+            record = dataclasses.replace(record, provenance=provenance)
             delivered.append(record)
             on_record(record)
         reason = failure or "the guest ended without a record of this run"

@@ -59,8 +59,8 @@ class GuestConfig:
     """What to boot. Sizes in bytes, times in seconds.
 
     ``shares`` maps a 9p tag to a host folder; the guest mounts it read-write at the same
-    path, so paths in a job file mean the same inside and out. ``disks`` become
-    /dev/vda, /dev/vdb, ... in order."""
+    path, so paths in a job file mean the same inside and out. ``disks`` (image files or
+    host block devices handed over) become /dev/vda, /dev/vdb, ... in order."""
 
     kernel: str = "6.1"
     memory_bytes: int = 1 * GiB
@@ -81,8 +81,8 @@ class GuestConfig:
             raise SpecError("at least 256MiB: the guest kernel and Python need it",
                             field="guest_memory")
         for disk in self.disks:
-            if not disk.is_file():
-                raise SpecError(f"disk image {disk} does not exist", field="disks")
+            if not disk.is_file() and not disk.is_block_device():
+                raise SpecError(f"disk {disk} is neither an image file nor a block device", field="disks")
             if self.disk_cache == "none" and not _supports_direct_io(disk):
                 raise SpecError(f"{disk} cannot be opened with O_DIRECT (tmpfs?); put images on "
                                 "a disk file system or use disk_cache = \"writeback\"",
@@ -206,7 +206,10 @@ class Guest:
             argv += ["-virtfs", f"local,path={_q(host)},mount_tag={tag},security_model=none,"
                                 "multidevs=remap"]
         for i, disk in enumerate(c.disks):
-            argv += ["-drive", f"if=none,id=disk{i},file={_q(disk)},format=raw,cache={c.disk_cache}",
+            # A host block device handed over (a user's disk): native AIO, as a raw disk
+            # would be used, where cache=none allows it (O_DIRECT).
+            aio = ",aio=native" if c.disk_cache == "none" and disk.is_block_device() else ""
+            argv += ["-drive", f"if=none,id=disk{i},file={_q(disk)},format=raw,cache={c.disk_cache}{aio}",
                      "-device", f"virtio-blk-pci,drive=disk{i},serial=fslab-disk{i}"]
         return argv
 

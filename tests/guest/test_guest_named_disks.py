@@ -1,0 +1,106 @@
+"""The user's own disks under file systems only a guest has (this host kernel has no md,
+f2fs or jfs): f2fs on md RAID5 over four named disks, jfs on one named disk. Loop devices
+made here stand in for the disks (the same code path as real ones, checks included):
+each is checked and confirmed on the host, handed whole to QEMU as a raw virtio disk,
+and left with no md superblock; nothing else of the host is given to the guest."""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from fslab.backends.guest.build import GuestBuild
+from fslab.runner import run_study
+from fslab.store import Store
+
+pytestmark = pytest.mark.guest
+
+STUDY = """
+[study]
+name = "named disks"
+repetitions = 1
+order = "in-order"
+guest_memory = "768MiB"
+
+[device]
+{device}
+
+[filesystems.{fs}]
+
+[[workloads]]
+kind = "fio"
+name = "rand-write-4k"
+rw = "randwrite"
+bs = "4k"
+size = "16M"
+direct = 1
+runtime = 1
+time_based = 1
+"""
+
+
+def _one_run(study: Path, results: Path, devices: list[str]) -> dict:
+    outcome = run_study(str(study), results_dir=results, allowed_devices=frozenset(devices))
+    with Store(results) as store:
+        runs = store.runs(store.study().id)
+    assert outcome.runs_failed == 0, [r["error"] for r in runs]
+    (run,) = runs
+    assert run["cell"]["backend"] == "guest" and run["metrics"]["write_iops"]["value"] > 0
+    return run
+
+
+def _handed(run: dict, paths: list[str]) -> None:
+    """Provenance names each disk the guest was given: the loop devices, and only them."""
+    disks = run["provenance"]["device"]["host_disks"]
+    assert [d["path"] for d in disks] == paths
+    for disk in disks:
+        assert disk["backing_file"].endswith(".img")  # a loop device: no model or serial
+        assert {"rotational", "scheduler", "write_cache"} <= set(disk)
+
+
+def _no_qemu_left(tmp: Path) -> None:
+    found = subprocess.run(["pgrep", "-f", f"qemu-system.*{tmp}"], capture_output=True, text=True).stdout
+    assert found.split() == []
+
+
+def _loops_under(tmp: Path) -> list[str]:
+    out = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if str(tmp) in line]
+
+
+def test_f2fs_on_raid5_over_four_named_disks(guest_build: GuestBuild, loop_device, tmp_path: Path) -> None:
+    with contextlib.ExitStack() as stack:
+        paths = [stack.enter_context(loop_device("160MiB")).path for _ in range(4)]
+        study = tmp_path / "raid.toml"
+        members = ", ".join(f'"{p}"' for p in paths)
+        study.write_text(STUDY.format(fs="f2fs", device=f'kind = "raid"\nlevel = 5\nchunk = "512KiB"\n'
+                                                        f"members = [{members}]"))
+        run = _one_run(study, tmp_path / "results", paths)
+        device = run["provenance"]["device"]
+        assert device["kind"] == "raid" and device["level"] == 5 and device["data_disks"] == 3
+        assert [m["serial"] for m in device["members"]] == [f"fslab-disk{i}" for i in range(4)]
+        assert run["provenance"]["filesystem"]["mounted_as"] == "f2fs"
+        _handed(run, paths)
+        # The array was stopped in the guest and every member's superblock wiped.
+        for path in paths:
+            examine = subprocess.run(["mdadm", "--examine", path], capture_output=True, text=True)
+            assert examine.returncode != 0 and "No md superblock" in examine.stderr, examine.stdout
+        _no_qemu_left(tmp_path)
+    assert _loops_under(tmp_path) == []  # the stand-in disks are detached
+
+
+def test_jfs_on_one_named_disk(guest_build: GuestBuild, loop_device, tmp_path: Path) -> None:
+    with loop_device("256MiB") as disk:
+        study = tmp_path / "jfs.toml"
+        study.write_text(STUDY.format(fs="jfs", device=f'kind = "block"\npath = "{disk.path}"'))
+        run = _one_run(study, tmp_path / "results", [disk.path])
+        assert run["provenance"]["device"]["kind"] == "vdisk"  # the disk itself, whole, in the guest
+        assert run["provenance"]["filesystem"]["mounted_as"] == "jfs"
+        _handed(run, [disk.path])
+        blkid = subprocess.run(["blkid", "-p", "-o", "value", "-s", "TYPE", disk.path], capture_output=True, text=True)
+        assert blkid.stdout.strip() == "jfs"  # made on the named disk itself
+        _no_qemu_left(tmp_path)
+    assert _loops_under(tmp_path) == []
