@@ -87,3 +87,27 @@ def test_direct_io_under_data_journal_is_a_caveat_of_the_run(device_support, tmp
         "direct=1 ran buffered: ext4 mounted with data=journal serves O_DIRECT through the page cache "
         "(every data block is journalled)"]
     assert "caveats" not in runs["ordered"]["provenance"]
+
+
+def test_a_file_system_runs_on_the_host_where_this_kernel_has_it() -> None:
+    """needs_guest says a stock kernel here lacks it; the host backend still takes it when
+    this host's kernel has it (distribution kernels ship f2fs, jfs and nilfs2 as modules)."""
+    import dataclasses
+
+    from fslab.backends import choose_backend
+    from fslab.devices import DEVICES
+    from fslab.filesystems import FILESYSTEMS, host_kernel_has
+
+    listed = {line.split()[-1] for line in Path("/proc/filesystems").read_text().splitlines()}
+    assert host_kernel_has("ext4") == ("ext4" in listed)
+    image = DEVICES.get("image")
+    f2fs = FILESYSTEMS.get("f2fs")
+    assert f2fs.needs_guest
+    assert f2fs.on_host == host_kernel_has("f2fs")
+    backend, _ = choose_backend(f2fs, image, "auto")
+    assert backend == ("host" if f2fs.on_host else "guest")
+    # A guest-marked type that this kernel has (ext4 stands in for it) runs on the host.
+    like_f2fs_here = dataclasses.replace(FILESYSTEMS.get("ext4"), name="ext4-as-module", needs_guest=True,
+                                          kernel_type="ext4")
+    assert like_f2fs_here.on_host == ("ext4" in listed)
+    assert choose_backend(like_f2fs_here, image, "auto")[0] == ("host" if "ext4" in listed else "guest")

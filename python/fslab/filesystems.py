@@ -5,6 +5,7 @@ an entry here and its test."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 import time
 from collections.abc import Callable, Iterator
@@ -71,7 +72,8 @@ class FilesystemType:
     """How to make, mount and describe one file system.
 
     ``default_mkfs`` comes before the user's arguments (so theirs win where the tool
-    takes the last value); ``needs_guest`` means this host kernel cannot mount it.
+    takes the last value); ``needs_guest``: a stock host kernel here cannot mount it, so it
+    runs in the guest unless this host's kernel turns out to have it (``on_host``).
     ``tools``: executables it runs (name -> Debian package), besides mount(8).
     """
 
@@ -89,6 +91,9 @@ class FilesystemType:
     # Guest kernel series that have its driver (empty: every one); a kernel given as a
     # path is the user's to vouch for.
     guest_kernels: tuple[str, ...] = ()
+    # The kernel's own file-system type, where mount -t names something else (ntfs-3g
+    # mounts through FUSE: the kernel needs fuseblk).
+    kernel_type: str | None = None
 
     def make(self, device: DeviceHandle, user_args: list[str]) -> str:
         """Make the file system; returns mkfs's output (kept as an artifact)."""
@@ -113,6 +118,30 @@ class FilesystemType:
     @property
     def kernel_name(self) -> str:
         return self.mount_type or self.name
+
+    @property
+    def on_host(self) -> bool:
+        """Whether this host's kernel can mount it: every file system not marked
+        ``needs_guest``, and those that are when this kernel has them (a distribution
+        kernel usually has f2fs, jfs and nilfs2 as modules: no guest needed there)."""
+        return not self.needs_guest or host_kernel_has(self.kernel_type or self.kernel_name)
+
+
+@functools.cache
+def host_kernel_has(kernel_name: str) -> bool:
+    """Whether this kernel mounts file systems of type ``kernel_name``: listed in
+    /proc/filesystems, or its module is there to load (``modprobe --dry-run``; mount(2)
+    loads ``fs-NAME`` itself)."""
+    try:
+        if kernel_name in {line.split()[-1] for line in Path("/proc/filesystems").read_text().splitlines()}:
+            return True
+    except OSError:
+        return False
+    try:
+        done = run_command(["modprobe", "--dry-run", "--quiet", f"fs-{kernel_name}"], timeout=10, check=False)
+    except (FslabError, OSError):  # no modprobe: nothing to load
+        return False
+    return done.returncode == 0
 
 
 FILESYSTEMS: Registry[FilesystemType] = Registry("file system")
@@ -180,7 +209,7 @@ for _name, _tool, _package, _args in (
 # so it runs on the host too (mounted as fuseblk, in provenance); seed-003 puts it in the
 # guest beside vfat. Quick mkntfs (-Q) skips zeroing the device.
 register_filesystem(FilesystemType("ntfs", "mkfs.ntfs", ("-F", "-Q"), mount_type="ntfs-3g",
-                                   tools={"mkfs.ntfs": "ntfs-3g", "ntfs-3g": "ntfs-3g"}))
+                                   tools={"mkfs.ntfs": "ntfs-3g", "ntfs-3g": "ntfs-3g"}, kernel_type="fuseblk"))
 # NTFS through the in-kernel ntfs3 driver (5.15+): Debian 12's 6.1 builds it not, 6.12 does.
 register_filesystem(FilesystemType("ntfs3", "mkfs.ntfs", ("-F", "-Q"), mount_type="ntfs3", needs_guest=True,
                                    tools={"mkfs.ntfs": "ntfs-3g"}, guest_kernels=("6.12",)))
@@ -245,7 +274,7 @@ def validate_filesystems(spec: StudySpec, source: str) -> None:
                 f"the guest kernel here is {kernel}: set kernel = '{fstype.guest_kernels[0]}' on this entry",
                 source=source, field=where,
             )
-        if fstype.needs_guest and spec.study.backend == "host":
+        if not fstype.on_host and spec.study.backend == "host":
             raise SpecError(
                 f"{key} cannot run on this host kernel; set study.backend = 'auto' or 'guest'",
                 source=source, field="study.backend",

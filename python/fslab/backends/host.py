@@ -47,7 +47,7 @@ class HostBackend:
         return None
 
     def supports(self, fs: FilesystemType, device: DeviceKind) -> str | None:
-        if fs.needs_guest:
+        if not fs.on_host:
             return f"this host kernel cannot mount {fs.name}"
         if device.needs_guest:
             return f"{device.name} devices are made inside a guest (this host kernel lacks them)"
