@@ -56,7 +56,7 @@ def test_rows_columns_and_too_fast_cells() -> None:
     assert [r[0] for r in rows] == [r[0] for r in TABLE_IV_ROWS]
     assert rows[0][1] == "per-char write (putc)" and rows[3][1] == "per-char read (getc)"
     block_write = rows[1][2]
-    assert block_write.best == "xfs" and block_write.summaries["ext4"].n == 5
+    assert block_write.bests == {"host": "xfs"} and block_write.summaries["ext4"].n == 5
     assert block_write.failed == {"ext4": 1}
     block_read = rows[4][2]
     assert "btrfs" not in block_read.summaries  # +++++ is never averaged (as zero or at all)

@@ -10,7 +10,7 @@ from html import escape
 from .compare import Comparison, method_note, summary_lines, table_rows, warning_lines
 from .data import ModelSection, Report, TableSection, TracePlot
 from .labels import interval_note
-from .summary import summary_table
+from .summary import caveat_lines, summary_table
 from .svg import chart_svg, legend_html
 
 CSS = """
@@ -129,7 +129,8 @@ def render_html(report: Report) -> str:
         parts.append(f'<p class="warn">{escape(head)}</p>' + ('<ul class="hosts">' + "".join(
             f"<li>{escape(f)}</li>" for f in facts) + "</ul>" if facts else ""))
     parts.append(f"<p>{len(sig)} significant difference(s), {len(rest)} comparison(s) without one, "
-                 f"{len(undecided)} without a verdict (each file system against the best in its row).</p>")
+                 f"{len(undecided)} without a verdict (each file system against the best of its backend in its "
+                 "row; guest and host columns are never compared).</p>")
     if sig:
         parts.append('<h3>Significant differences</h3><ul class="findings sig">'
                      + "".join(f"<li>{escape(f.text)}</li>" for f in sig) + "</ul>")
@@ -142,8 +143,11 @@ def render_html(report: Report) -> str:
     parts.append(f'<p class="note">{escape(interval_note())}</p></section>')
 
     columns, rows = summary_table(report)
+    caveats = "".join(f"<li>{escape(line)}</li>" for line in caveat_lines(report))
     parts.append('<section id="results"><h2>Results</h2>' + _table(columns, rows, 2)
-                 + f'<p class="note">{escape(report.legend)}</p></section>')
+                 + (f'<ul class="caveats warn">{caveats}</ul>' if caveats else "")
+                 + "".join(f'<p class="note">{escape(line)}</p>' for line in report.legend.split("\n"))
+                 + "</section>")
 
     parts.append('<section id="charts"><h2>Charts</h2>'
                  f'<p>{legend_html(report.filesystems)}</p><p class="note">Bars: mean; whiskers: 95% '

@@ -18,7 +18,7 @@ from rich.text import Text
 from ..stored import StoredCell
 from .data import FailedRun, ModelSection, Report, SummaryRow, TableSection
 from .model import rows_from_table
-from .summary import metric_text, row_cells
+from .summary import caveat_lines, metric_text, row_cells
 from .tables import TableData
 
 # A cell that is a number, an estimate or no value: such columns are right-aligned.
@@ -101,8 +101,9 @@ def render_terminal(report: Report) -> list[RenderableType]:
     title = f"study {report.study_id}: {report.name} — {report.status}"
     if report.quick:
         title += " — QUICK run (scaled down: a smoke test, not for conclusions)"
-    out: list[RenderableType] = [summary_renderable(report.filesystems, report.rows, escape(title)),
-                                 Text(report.legend, style="dim")]
+    out: list[RenderableType] = [summary_renderable(report.filesystems, report.rows, escape(title))]
+    out += [Text(line, style="yellow") for line in caveat_lines(report)]  # under the table, before the legend
+    out.append(Text(report.legend, style="dim"))
     out += [section_renderable(t) for t in report.tables]  # each workload's predictions after its trace
     out += [model_section_renderable(m) for m in report.sections]
     out += [Text(f"{s['filesystem']}: {s['reason']}", style="yellow") for s in report.skipped]
