@@ -143,9 +143,8 @@ def render_html(report: Report) -> str:
     parts.append(f'<p class="note">{escape(interval_note())}</p></section>')
 
     columns, rows = summary_table(report)
-    caveats = "".join(f"<li>{escape(line)}</li>" for line in caveat_lines(report))
-    parts.append('<section id="results"><h2>Results</h2>' + _table(columns, rows, 2)
-                 + (f'<ul class="caveats warn">{caveats}</ul>' if caveats else "")
+    caveats = "".join(f'<p class="warn caveat">{escape(line)}</p>' for line in caveat_lines(report))
+    parts.append('<section id="results"><h2>Results</h2>' + _table(columns, rows, 2) + caveats
                  + "".join(f'<p class="note">{escape(line)}</p>' for line in report.legend.split("\n"))
                  + "</section>")
 
@@ -153,7 +152,10 @@ def render_html(report: Report) -> str:
                  f'<p>{legend_html(report.filesystems)}</p><p class="note">Bars: mean; whiskers: 95% '
                  "Student-t interval; dots: each run. A hollow red circle marks an interval that reaches "
                  "below zero (possible with few runs and much spread): it is drawn to the axis only, and "
-                 "its lower end is in the bar's tooltip.</p><div class=charts>")
+                 "its lower end is in the bar's tooltip."
+                 + (f" Bars of different backends ({escape(', '.join(report.rank_groups))}) stand side by side "
+                    "to save space, not to be compared." if len(report.rank_groups) > 1 else "")
+                 + "</p><div class=charts>")
     parts += [chart_svg(c, report.filesystems) for c in report.charts]
     parts.append("</div></section>")
 

@@ -47,9 +47,11 @@ def p_text(p: float) -> str:
 
 def interval_note() -> str:
     return (f"Intervals: {CONFIDENCE:.0%} Student-t interval of the mean over n runs; relative "
-            "differences: delta method on the log ratio of means; p: Welch's t-test, Holm-corrected "
-            "within each row (α = 0.05); effect size: Hedges' g. The interval (log scale) and the test (raw "
-            "values) can disagree when the spread is wide; the verdict is the test's.")
+            "differences: (mean − best) / best, the best of the column's own backend (and guest kernel) in the "
+            "row, its interval by the delta method on the log ratio of means; p: Welch's t-test, Holm-corrected "
+            "within each row's backend (α = 0.05); effect size: Hedges' g. The interval is not corrected for "
+            "multiple comparisons and is on the log scale while the test is on the raw values, so the two can "
+            "disagree; the verdict is the test's, and says so where they do.")
 
 
 # --- Ranking groups: only columns of one backend (and guest kernel) are compared ---------

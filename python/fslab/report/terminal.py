@@ -117,9 +117,10 @@ def host_renderables(report: Report, per_host: Sequence[tuple[str, Report]] = ()
     """Runs from several machines: the comparison table once per host (``per_host``, from
     report.outputs.reports_by_host), then the warning about pooling them (nothing for a
     one-host study)."""
-    out: list[RenderableType] = [summary_renderable(mine.filesystems, mine.rows,
-                                                    escape(f"study {report.study_id}: host {host}"))
-                                 for host, mine in per_host]
+    out: list[RenderableType] = []
+    for host, mine in per_host:  # each with its own caveat notes: its marks are numbered in its table
+        out.append(summary_renderable(mine.filesystems, mine.rows, escape(f"study {report.study_id}: host {host}")))
+        out += [Text(line, style="yellow") for line in caveat_lines(mine)]
     if report.host_warnings:  # the first line names the hosts, the others the facts they differ in
         head, *facts = report.host_warnings
         out += [Text(line, style="yellow") for line in [head, *[f"  {fact}" for fact in facts]]]
