@@ -269,3 +269,19 @@ def test_an_auto_study_pairs_the_columns_the_table_ranks(tmp_path: Path) -> None
     assert all(v.method.startswith("welch-t, group-sequential") and v.significant for v in versus)
     assert {(e.filesystem, e.versus_best.reference) for e in row.estimates if e.versus_best} == {
         ("xfs", "ext4"), (JFS, F2FS)}
+
+
+def test_a_verdict_never_contradicts_its_interval() -> None:
+    """Each way a verdict and its (uncorrected, log-scale) interval can meet: the plain words
+    where they agree, and why where they seem not to."""
+    from fslab.report.labels import NOT_SIGNIFICANT, SIGNIFICANT, verdict_text
+
+    assert verdict_text(True, -0.4, -0.3, 2) == SIGNIFICANT
+    assert verdict_text(False, -0.1, 0.05, 2) == NOT_SIGNIFICANT
+    assert verdict_text(False, None, None, 2) == NOT_SIGNIFICANT  # no interval to contradict
+    assert verdict_text(False, -0.1, -0.01, 3).endswith("after Holm correction across 3 comparisons")
+    assert "the interval, on the log ratio of means, excludes 0" in verdict_text(False, 0.01, 0.1, 1)
+    assert "Mann–Whitney U" in verdict_text(False, 0.01, 0.1, 1, test="Mann–Whitney U")
+    assert verdict_text(False, -0.1, -0.01, 3, sequential=True).endswith("group-sequential test's α spending")
+    assert verdict_text(True, -0.1, 0.02, 1).startswith(f"{SIGNIFICANT} (") and "reaches 0" in \
+        verdict_text(True, -0.1, 0.02, 1)
