@@ -74,6 +74,7 @@ VALUES = {
 }
 JOURNAL = ("direct=1 ran buffered: ext4 mounted with data=journal serves O_DIRECT through the page cache "
            "(every data block is journalled)")
+OTHER = "a caveat of the guest's own"
 
 
 def _chooser(fs: object, device: object, requested: str) -> tuple[str, None]:
@@ -112,9 +113,9 @@ def store_study(tmp: Path, filesystems: str, values: dict[str, list[float]],
 
 @pytest.fixture(scope="module")
 def mixed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    # ext4's data=journal caveat on 3 of its 5 runs: the note says how many.
+    # ext4's data=journal caveat on 3 of its 5 runs (the note says how many), another on jfs's.
     return store_study(tmp_path_factory.mktemp("mixed"), HOST_AND_GUEST, VALUES,
-                       caveats={"ext4": {k: [JOURNAL] for k in (0, 2, 4)}})
+                       caveats={"ext4": {k: [JOURNAL] for k in (0, 2, 4)}, "jfs": {k: [OTHER] for k in range(5)}})
 
 
 F2FS, JFS = "f2fs (guest 6.1)", "jfs (guest 6.1)"
@@ -237,24 +238,26 @@ def test_an_interval_excluding_zero_without_significance_says_holm(tmp_path: Pat
 
 def test_caveats_are_marked_beside_their_cell_and_said_under_the_table(mixed: Path, tmp_path: Path) -> None:
     report = load_report(mixed, None)
-    mark = caveat_mark(1)
-    [caveat] = report.caveats
+    mark, second = caveat_mark(1), caveat_mark(2)  # numbered as the table is read: ext4's column first
+    [caveat, other] = report.caveats
     assert caveat.mark == mark and caveat.text == JOURNAL and caveat.cells == ["ext4 on rand4k (3 of 5 runs)"]
+    assert other.mark == second and other.text == OTHER and other.cells == [f"{JFS} on rand4k (5 of 5 runs)"]
     [row] = report.rows
-    assert row.caveats == {"ext4": [mark]}
+    assert row.caveats == {"ext4": [mark], JFS: [second]}
     note = f"{mark} {JOURNAL} — ext4 on rand4k (3 of 5 runs)"
     done = CliRunner().invoke(app, ["report", "-r", str(mixed), "--json", str(tmp_path / "r.json")],
                               terminal_width=400)
     cells = _terminal_cells(done.output, "rand4k")
     assert cells[2].endswith(f"best  {mark}") and all(mark not in c for c in cells[3:])
+    assert cells[5].endswith(f"*  {second}")
     assert note in " ".join(done.output.split())
     html, md = render_html(report), render_markdown(report)
     assert html.count(mark) == 2 and md.count(mark) == 2  # the cell and its note
     assert f"best  {mark}</td>" in html and f'<p class="warn caveat">{note}</p>' in html
     assert f"best  {mark} |" in md and f"- {note}" in md
     data = json.loads((tmp_path / "r.json").read_text())
-    assert data["caveats"] == [{"mark": mark, "text": JOURNAL, "cells": caveat.cells}]
-    assert data["rows"][0]["caveats"] == {"ext4": [mark]}
+    assert data["caveats"][0] == {"mark": mark, "text": JOURNAL, "cells": caveat.cells}
+    assert data["rows"][0]["caveats"] == {"ext4": [mark], JFS: [second]}
 
 
 def test_an_auto_study_pairs_the_columns_the_table_ranks(tmp_path: Path) -> None:

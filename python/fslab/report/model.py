@@ -109,9 +109,10 @@ def _findings(rows: list[SummaryRow]) -> list[Finding]:
     return out
 
 
-def caveats(runs: list[StoredRun], rows: list[SummaryRow]) -> list[Caveat]:
+def caveats(runs: list[StoredRun], rows: list[SummaryRow], columns: list[str]) -> list[Caveat]:
     """The caveats the runs' provenance holds (fslab.job.execute), one Caveat per distinct
-    text, numbered in table order; each row's cells get the marks of theirs."""
+    text, numbered in the order a reader meets their first cell in the table (row by row,
+    left to right); each row's cells get the marks of theirs."""
     counts: dict[tuple[str, str], int] = {}  # (row label, column) -> ok runs
     found: dict[str, dict[tuple[str, str], int]] = {}  # text -> (row label, column) -> runs with it
     for run in runs:
@@ -122,15 +123,23 @@ def caveats(runs: list[StoredRun], rows: list[SummaryRow]) -> list[Caveat]:
         for text in run["provenance"].get("caveats") or []:
             places = found.setdefault(str(text), {})
             places[where] = places.get(where, 0) + 1
+    position = {row.label: k for k, row in enumerate(rows)}
+    by_label = {row.label: row for row in rows}
+
+    def in_table(where: tuple[str, str]) -> tuple[int, int]:
+        label, column = where
+        return position.get(label, len(rows)), columns.index(column) if column in columns else len(columns)
+
     out: list[Caveat] = []
-    for number, (text, places) in enumerate(found.items(), 1):
+    ordered = sorted(found.items(), key=lambda item: min(map(in_table, item[1])))
+    for number, (text, places) in enumerate(ordered, 1):
         mark = caveat_mark(number)
-        out.append(Caveat(mark, text, [f"{column} on {label} ({k} of {counts[(label, column)]} runs)"
-                                       for (label, column), k in places.items()]))
-        for row in rows:
-            for label, column in places:
-                if label == row.label:
-                    row.caveats.setdefault(column, []).append(mark)
+        out.append(Caveat(mark, text, [f"{column} on {label} ({places[(label, column)]} of "
+                                       f"{counts[(label, column)]} runs)"
+                                       for label, column in sorted(places, key=in_table)]))
+        for label, column in places:
+            if label in by_label:
+                by_label[label].caveats.setdefault(column, []).append(mark)
     return out
 
 
@@ -201,5 +210,5 @@ def build_report(study: StudyRow, runs: list[StoredRun], cells: list[StoredCell]
         legend=(f"{groups_note}\n" if groups_note else "") + LEGEND + (auto_legend(auto) if auto else ""),
         trace_plots=[], trace_missing=[], sections=sections,
         host_warnings=[line.strip() for line in host_warning_lines(runs, study.quick)],
-        rank_groups=table.groups, caveats=caveats(runs, rows),
+        rank_groups=table.groups, caveats=caveats(runs, rows, filesystems),
     )
