@@ -56,10 +56,14 @@ def build_table(runs: Sequence[StoredRun], metric: str | None = None,
     groups: dict[str, list[str]] = {}
     rows: dict[tuple[str, str], RowData] = {}
     ordered = cells if cells is not None else [r["cell"] for r in runs]
-    for cell in ordered:
+
+    def add_column(cell: StoredCell) -> None:
         if column(cell) not in filesystems:
             filesystems.append(column(cell))
             groups.setdefault(rank_group(cell), []).append(column(cell))
+
+    for cell in ordered:
+        add_column(cell)
         key = (cell["workload"], cell_label(cell))
         if key not in rows:
             name = _row_metric(cell, metric)
@@ -68,6 +72,7 @@ def build_table(runs: Sequence[StoredRun], metric: str | None = None,
     for run in runs:
         cell = run["cell"]
         row = rows[(cell["workload"], cell_label(cell))]
+        add_column(cell)  # a run of a cell the list left out still has its column
         fs = column(cell)
         if run["status"] != "ok":
             row.failed[fs] = row.failed.get(fs, 0) + 1
@@ -81,7 +86,9 @@ def build_table(runs: Sequence[StoredRun], metric: str | None = None,
             row.values.setdefault(fs, []).append(float(m["value"]))
     group_of = {fs: name for name, columns in groups.items() for fs in columns}
     for row in rows.values():
-        row.summaries = {fs: summarize(v) for fs, v in row.values.items() if v}
+        # In column order (not the runs' shuffled order): each group's best, the estimates and
+        # the findings then read in the table's order.
+        row.summaries = {fs: summarize(row.values[fs]) for fs in filesystems if row.values.get(fs)}
         row.group_of = {fs: group_of[fs] for fs in row.summaries}
         rank_within_groups(row)
     return TableData(filesystems, list(rows.values()), groups)
