@@ -56,7 +56,7 @@ def test_rows_columns_and_too_fast_cells() -> None:
     assert [r[0] for r in rows] == [r[0] for r in TABLE_IV_ROWS]
     assert rows[0][1] == "per-char write (putc)" and rows[3][1] == "per-char read (getc)"
     block_write = rows[1][2]
-    assert block_write.best == "xfs" and block_write.summaries["ext4"].n == 5
+    assert block_write.bests == {"host": "xfs"} and block_write.summaries["ext4"].n == 5
     assert block_write.failed == {"ext4": 1}
     block_read = rows[4][2]
     assert "btrfs" not in block_read.summaries  # +++++ is never averaged (as zero or at all)
@@ -110,3 +110,23 @@ def test_paper_labels_only_for_a_study_of_seed_000() -> None:
     assert "seed 000" not in own.title and "paper's row" not in own.columns
     assert own.columns[0] == "Bonnie++ test" and "paper" not in own.note
     assert [r[0] for r in own.rows] == [r[1] for r in paper.rows]
+
+
+def test_a_guest_column_is_neither_ranked_nor_paired_with_host_ones() -> None:
+    """jfs in the guest writes fastest of all; it is its own group's only column: no 'best',
+    no difference, no pair with a host file system; the host columns keep their ranking."""
+    runs, cells = study()
+    guest = {**cell("jfs"), "backend": "guest", "kernel": "6.1"}
+    runs += [{**run("jfs", {"block_write_bytes_per_s": (900 + i) * MIB}), "cell": guest} for i in range(5)]
+    cells.insert(3, guest)
+    [(_, filesystems, rows)] = build_table_iv(runs, cells)
+    assert filesystems == ["ext4", "xfs", "btrfs", "jfs (guest 6.1)"]
+    block_write = rows[1][2]
+    assert block_write.bests == {"host": "xfs"} and block_write.best_for("jfs (guest 6.1)") is None
+    pairs = {(v.a, v.b) for v in pairwise(block_write)}
+    assert pairs == {("ext4", "xfs"), ("ext4", "btrfs"), ("xfs", "btrfs")}
+    [table] = table_iv(runs, cells)
+    row = next(r for r in table.rows if r[1] == "block write")
+    jfs = row[table.columns.index("jfs (guest 6.1) (MiB/s)")]
+    assert "%" not in jfs and "best" not in jfs
+    assert "best" in row[table.columns.index("xfs (MiB/s)")] and "jfs" not in row[-1]

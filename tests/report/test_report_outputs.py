@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from fslab.report.compare import compare, resolve_sides
+from fslab.report.labels import percent
 from fslab.report.model import build_report
 from fslab.runner import run_study
 from fslab.store import Store
@@ -122,9 +123,12 @@ def test_html_report_has_every_section_chart_and_provenance_row(two_studies: Pat
     assert "sync" in facts["mount options in effect"][0] and "sync" not in facts["mount options requested"][1]
     assert facts["quick mode"] == ["no", "no"]
     assert facts["device image_size_bytes"][0].startswith("512 MiB")
-    # the plain-words summary names the comparison with its statistics
-    assert "xfs had" in html and "n = 5 each" in html and "iops [IOPS]" in html
+    # the plain-words summary names the comparison with its statistics, in the table's terms
     data = json.loads((tmp_path / "r.json").read_text())
+    [other] = [e for e in data["rows"][0]["estimates"] if e["versus_best"]]
+    v = other["versus_best"]
+    assert f"iops [IOPS], {other['filesystem']} vs {v['reference']}: {percent(v['relative'])} (95% CI" in html
+    assert "n = 5 each" in html
     assert [r["metric"] for r in data["rows"]] == ["iops"]
     assert {e["filesystem"]: e["n"] for e in data["rows"][0]["estimates"]} == {"ext4": 5, "xfs": 5}
     md = (tmp_path / "r.md").read_text()

@@ -48,7 +48,16 @@ from .case_definitions import (
     valid_variables,
 )
 from .hosts import host_of, hosts
-from .labels import cell_label, mean_pm, n_text, p_text
+from .labels import (
+    NOT_SIGNIFICANT,
+    cell_label,
+    difference_text,
+    mean_pm,
+    n_text,
+    p_text,
+    verdict_text,
+    versus_sentence,
+)
 from .provenance_facts import run_facts
 from .units import display_scale, fmt
 
@@ -95,7 +104,9 @@ class MetricComparison:
     p_value: float | None
     p_adjusted: float | None
     effect_size: float | None  # Hedges' g of B - A
-    verdict: str  # "B better", "B worse", "no significant difference", "no verdict: …"
+    # "B better", "B worse", "no significant difference" (with why, when the interval
+    # excludes 0: labels.verdict_text), "no verdict: …"
+    verdict: str
     significant: bool = False
 
 
@@ -352,11 +363,12 @@ def compare(a: Side, b: Side, metrics: list[str] | None = None, test: str = "wel
         out.rows.append(row)
         if p is not None:
             pending.append((row, p))
+    test_name = "Welch's t" if test == "welch" else "Mann–Whitney U"
     for (row, _), adjusted in zip(pending, holm([p for _, p in pending])):
         row.p_adjusted = adjusted
         row.significant = adjusted < ALPHA
         if not row.significant:
-            row.verdict = "no significant difference"
+            row.verdict = verdict_text(False, row.low, row.high, len(pending), test=test_name)
         else:
             up = (row.relative or 0) > 0
             row.verdict = "B better" if up == row.higher_is_better else "B worse"
@@ -421,16 +433,11 @@ def _device_places(side: Side, filesystem: str | None) -> dict[str, str]:
 
 
 def _rel_text(row: MetricComparison) -> str:
-    if row.relative is None:
-        return "—"
-    text = f"{row.relative * 100:+.1f}%"
-    if row.low is not None and row.high is not None:
-        text += f" [{row.low * 100:+.1f}%, {row.high * 100:+.1f}%]"
-    return text
+    return "—" if row.relative is None else difference_text(row.relative, row.low, row.high)
 
 
 def table_rows(c: Comparison) -> tuple[list[str], list[list[str]]]:
-    columns = ["case", "metric [unit]", "A", "B", "B vs A [95% CI]",
+    columns = ["case", "metric [unit]", "A", "B", "B vs A (95% CI)",
                f"p ({c.test}, Holm)", "Hedges' g", "verdict"]
     rows = []
     for r in c.rows:
@@ -441,36 +448,28 @@ def table_rows(c: Comparison) -> tuple[list[str], list[list[str]]]:
     return columns, rows
 
 
-def _how_much(r: MetricComparison) -> tuple[str, str]:
-    """('58% higher' or, beyond 2x either way, '254× lower', its interval in the same terms)."""
-    ratio = 1 + (r.relative or 0)
-    bounds = None if r.low is None or r.high is None else (1 + r.low, 1 + r.high)
-    if ratio >= 2 or ratio <= 0.5:
-        up = ratio > 1
-        how = f"{fmt(ratio if up else 1 / ratio)}× {'higher' if up else 'lower'}"
-        if bounds is None or min(bounds) <= 0:
-            return how, ""
-        lo, hi = sorted(b if up else 1 / b for b in bounds)
-        return how, f"95% CI {fmt(lo)}–{fmt(hi)}×, "
-    how = f"{abs(ratio - 1) * 100:.0f}% {'higher' if ratio > 1 else 'lower'}"
-    if bounds is None:
-        return how, ""
-    return how, f"95% CI {(bounds[0] - 1) * 100:+.0f}% to {(bounds[1] - 1) * 100:+.0f}%, "
+def _sentence(r: MetricComparison, verdict: str) -> str:
+    """The report's sentence for one difference (labels.versus_sentence), B against A."""
+    assert r.relative is not None
+    p = "" if r.p_adjusted is None else f"{p_text(r.p_adjusted)}, "
+    return versus_sentence(r.key, f"{display_name(r.metric)} [{r.display_unit}]", "B", "A", r.relative,
+                           r.low, r.high, p + n_text(r.n_b, r.n_a), verdict)
 
 
 def summary_lines(c: Comparison) -> list[str]:
-    """Plain sentences: the significant differences, then how many showed none."""
+    """Plain sentences: the significant differences, then those without one (each with its
+    difference and interval, so a reader sees how large a difference the data allow), then
+    how many had no verdict."""
     out = []
     for r in c.rows:
         if r.significant and r.relative is not None:
-            how, ci = _how_much(r)
-            out.append(f"{r.key}: {display_name(r.metric)} {how} in B than in A — {r.verdict} "
-                       f"({ci}{p_text(r.p_adjusted or 0)}, {n_text(r.n_a, r.n_b)}).")
-    same = [r for r in c.rows if r.verdict == "no significant difference"]
+            out.append(_sentence(r, f"significant: {r.verdict}"))
+    same = [r for r in c.rows if r.verdict.startswith(NOT_SIGNIFICANT)]
     untested = [r for r in c.rows if r.p_adjusted is None]
     if same:
-        out.append(f"No significant difference in {len(same)} of {len(c.rows)} comparisons: "
-                   + "; ".join(f"{r.key} {display_name(r.metric)}" for r in same) + ".")
+        out.append(f"No significant difference in {len(same)} of {len(c.rows)} comparisons:")
+        out += [_sentence(r, r.verdict) if r.relative is not None else f"{r.key}: {display_name(r.metric)}."
+                for r in same]
     if untested:
         out.append(f"{len(untested)} comparison(s) without a verdict: " + "; ".join(
             f"{r.key} {display_name(r.metric)} ({r.verdict.removeprefix('no verdict: ')})" for r in untested) + ".")
@@ -515,7 +514,8 @@ def left_out_line(c: Comparison) -> str | None:
 
 def method_note(c: Comparison) -> str:
     test = "Welch's t-test" if c.test == "welch" else "Mann–Whitney U (two-sided)"
-    return (f"B vs A: ratio of means − 1 with its {CONFIDENCE:.0%} interval (delta method on the log ratio). "
+    return (f"B vs A: (mean B − mean A) / mean A in %, with the {CONFIDENCE:.0%} interval of that same "
+            "difference (delta method on the log ratio of means). "
             f"p: {test}, Holm-corrected over all {sum(r.p_value is not None for r in c.rows)} tested "
             f"comparisons (α = {ALPHA:.2f}). Hedges' g: standardised difference B − A. Values: mean ± "
             "half-width of the 95% Student-t interval (n runs).")

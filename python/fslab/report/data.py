@@ -14,21 +14,27 @@ from typing import Any, Literal
 
 from ..stored import SkippedFilesystem
 
-SCHEMA = "fslab-report/1"
+# 2: columns ranked within their backend and guest kernel (SummaryRow.bests, Report.rank_groups),
+#    each difference with its text and verdict (Versus), run caveats beside their cells.
+SCHEMA = "fslab-report/2"
 
 
 @dataclass
 class Versus:
-    """One file system against the row's best: relative difference of means with its 95%
-    interval (delta method on the log ratio), Holm-adjusted p and Hedges' g."""
+    """One file system against the best of its rank group in the row (one backend and guest
+    kernel): relative difference of means with its 95% interval (delta method on the log
+    ratio), Holm-adjusted p and Hedges' g."""
     reference: str
     relative: float  # mean / reference mean - 1
-    low: float | None
+    low: float | None  # the interval of ``relative``, same direction and scale
     high: float | None
     p_adjusted: float | None  # None: not tested (too few runs)
     significant: bool
     effect_size: float | None
     method: str
+    family: int  # comparisons in the Holm family (the row's group); 0 when not tested
+    text: str  # labels.difference_text: '-40.3% (95% CI -45.1% to -35.2%)'
+    verdict: str  # labels.verdict_text, or 'no verdict: why'
 
 
 @dataclass
@@ -39,7 +45,8 @@ class Estimate:
     half_width: float | None
     values: list[float]
     text: str  # mean ± half-width (n=k), display unit
-    versus_best: Versus | None = None
+    versus_best: Versus | None = None  # against the best of its own rank group
+    group: str = "host"  # its rank group (labels.rank_group): "host", "guest 6.1"
 
 
 @dataclass
@@ -52,10 +59,21 @@ class SummaryRow:
     display_unit: str
     divisor: float
     higher_is_better: bool
-    best: str | None
+    bests: dict[str, str]  # rank group -> its best column (groups of 2+ columns with a number)
     estimates: list[Estimate]
     notes: list[str] = field(default_factory=list)  # failed runs, runs without a number
     fs_notes: dict[str, list[str]] = field(default_factory=dict)  # the same, short, per column
+    caveats: dict[str, list[str]] = field(default_factory=dict)  # column -> marks of its Caveats
+
+
+@dataclass
+class Caveat:
+    """What made runs of a cell measure something else than their parameters say (the
+    job's provenance ``caveats``, e.g. direct=1 served buffered under data=journal): a mark
+    beside each such cell, the text once in a note under the table."""
+    mark: str  # '‡1'
+    text: str
+    cells: list[str]  # 'ext4 on rand4k (3 of 3 runs)'
 
 
 @dataclass
@@ -178,6 +196,8 @@ class Report:
     host_warnings: list[str]
     # The disks under the device differ (report.members): first line, then one per fact.
     device_warnings: list[str] = field(default_factory=list)
+    rank_groups: dict[str, list[str]] = field(default_factory=dict)  # rank group -> its columns
+    caveats: list[Caveat] = field(default_factory=list)  # their marks are in the table's cells
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)

@@ -19,7 +19,7 @@ from .compare import (
 )
 from .data import ModelSection, Report, TableSection, TracePlot
 from .labels import interval_note
-from .summary import summary_table
+from .summary import caveat_lines, summary_table
 from .svg import chart_svg, legend_html
 
 CSS = """
@@ -139,7 +139,8 @@ def render_html(report: Report) -> str:
             parts.append(f'<p class="warn">{escape(head)}</p>' + ('<ul class="hosts">' + "".join(
                 f"<li>{escape(f)}</li>" for f in facts) + "</ul>" if facts else ""))
     parts.append(f"<p>{len(sig)} significant difference(s), {len(rest)} comparison(s) without one, "
-                 f"{len(undecided)} without a verdict (each file system against the best in its row).</p>")
+                 f"{len(undecided)} without a verdict (each file system against the best of its backend in its "
+                 "row; guest and host columns are never compared).</p>")
     if sig:
         parts.append('<h3>Significant differences</h3><ul class="findings sig">'
                      + "".join(f"<li>{escape(f.text)}</li>" for f in sig) + "</ul>")
@@ -152,14 +153,19 @@ def render_html(report: Report) -> str:
     parts.append(f'<p class="note">{escape(interval_note())}</p></section>')
 
     columns, rows = summary_table(report)
-    parts.append('<section id="results"><h2>Results</h2>' + _table(columns, rows, 2)
-                 + f'<p class="note">{escape(report.legend)}</p></section>')
+    caveats = "".join(f'<p class="warn caveat">{escape(line)}</p>' for line in caveat_lines(report))
+    parts.append('<section id="results"><h2>Results</h2>' + _table(columns, rows, 2) + caveats
+                 + "".join(f'<p class="note">{escape(line)}</p>' for line in report.legend.split("\n"))
+                 + "</section>")
 
     parts.append('<section id="charts"><h2>Charts</h2>'
                  f'<p>{legend_html(report.filesystems)}</p><p class="note">Bars: mean; whiskers: 95% '
                  "Student-t interval; dots: each run. A hollow red circle marks an interval that reaches "
                  "below zero (possible with few runs and much spread): it is drawn to the axis only, and "
-                 "its lower end is in the bar's tooltip.</p><div class=charts>")
+                 "its lower end is in the bar's tooltip."
+                 + (f" Bars of different backends ({escape(', '.join(report.rank_groups))}) stand side by side "
+                    "to save space, not to be compared." if len(report.rank_groups) > 1 else "")
+                 + "</p><div class=charts>")
     parts += [chart_svg(c, report.filesystems) for c in report.charts]
     parts.append("</div></section>")
 

@@ -15,7 +15,7 @@ from .compare import (
 )
 from .data import ChartData, ModelSection, Report, TableSection
 from .labels import interval_note
-from .summary import summary_table
+from .summary import caveat_lines, summary_table
 from .units import fmt
 
 
@@ -90,7 +90,9 @@ def render_markdown(report: Report, figures: dict[str, str] | None = None) -> st
         out += ["**No verdict**", ""] + [f"- {f.text}" for f in undecided] + [""]
     out += [interval_note(), "", "## Results", ""]
     columns, rows = summary_table(report)
-    out += [md_table(columns, rows), "", report.legend, ""]
+    out += [md_table(columns, rows), ""]
+    out += [f"- {line}" for line in caveat_lines(report)] + ([""] if report.caveats else [])
+    out += [report.legend.replace("\n", "\n\n"), ""]
     out += [_model_section(m) for m in report.sections]
     measured = [t for t in report.tables if t.kind != "prediction"]
     predicted = [t for t in report.tables if t.kind == "prediction"]

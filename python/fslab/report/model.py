@@ -9,83 +9,71 @@ from __future__ import annotations
 from ..analysis.contrasts import ratio_ci
 from ..metrics import display_name
 from ..stored import STATUS_OK, AutoFacts, StoredCell, StoredRun, StudyRow
-from .data import SCHEMA, Bar, ChartData, Estimate, FailedRun, Finding, Report, SummaryRow, Versus
+from .data import SCHEMA, Bar, Caveat, ChartData, Estimate, FailedRun, Finding, Report, SummaryRow, Versus
 from .hosts import warning_lines as host_warning_lines
-from .labels import cell_label, fs_column, mean_pm, n_text, p_text
+from .labels import (
+    caveat_mark,
+    cell_label,
+    difference_text,
+    fs_column,
+    mean_pm,
+    n_text,
+    p_text,
+    rank_groups_note,
+    verdict_text,
+    versus_sentence,
+)
 from .members import warning_lines as member_warning_lines
 from .provenance_facts import facts_by_group
 from .sections import StudyData, build_sections
 from .stopping import legend as auto_legend
 from .stopping import sequential_verdicts
 from .tables import LEGEND, RowData, TableData, build_table
-from .units import display_scale, fmt
+from .units import display_scale
 
 
 def _versus(row: RowData, fs: str) -> Versus | None:
-    best = row.best
-    if best is None or fs == best:
-        return None
-    mine, theirs = row.values.get(fs, []), row.values.get(best, [])
+    """``fs`` against the best of its own rank group (None: it is that best, alone in its
+    group, or the best's mean is zero)."""
+    best = row.best_for(fs)
     comparison = row.comparisons.get(fs)
+    if best is None or fs == best or comparison is None:
+        return None
     try:
-        r = ratio_ci(mine, theirs)
+        r = ratio_ci(row.values[fs], row.values[best])
     except ValueError:  # the best mean is zero: no relative difference
         return None
+    relative = r.ratio - 1
     low = None if r.low is None else r.low - 1
     high = None if r.high is None else r.high - 1
-    if comparison is None or comparison.untested or comparison.p_adjusted is None:
-        why = comparison.untested if comparison is not None and comparison.untested else "too few runs"
-        return Versus(best, r.ratio - 1, low, high, None, False, None, f"no verdict: {why}")
-    return Versus(best, r.ratio - 1, low, high, comparison.p_adjusted, comparison.significant,
-                  comparison.effect_size, comparison.method)
-
-
-def _ratio_words(r: float, low: float | None, high: float | None) -> tuple[str, str]:
-    """(how much, interval) for best / other = r: '58% higher' or, from 2x on, '3.1×'."""
-    def pct(x: float) -> str:
-        return f"{abs(x - 1) * 100:.0f}%" if abs(x - 1) >= 0.095 else f"{abs(x - 1) * 100:.1f}%"
-
-    if r >= 2 or r <= 0.5:
-        interval = f"95% CI {fmt(low)}–{fmt(high)}×, " if low is not None and high is not None else ""
-        return f"{fmt(r)}×", interval
-    word = "higher" if r >= 1 else "lower"
-    interval = ""
-    if low is not None and high is not None:
-        a, b = sorted(((low - 1) * 100, (high - 1) * 100))
-        interval = f"95% CI {a:+.0f}% to {b:+.0f}%, " if a < 0 < b else \
-            f"95% CI {min(abs(a), abs(b)):.0f}–{max(abs(a), abs(b)):.0f}%, "
-    return f"{pct(r)} {word}", interval
+    text = difference_text(relative, low, high)
+    if comparison.untested or comparison.p_adjusted is None:
+        why = f"no verdict: {comparison.untested or 'too few runs'}"
+        return Versus(best, relative, low, high, None, False, None, why, 0, text, why)
+    family = row.families.get(row.group_of[fs], 1)
+    verdict = verdict_text(comparison.significant, low, high, family,
+                           sequential="group-sequential" in comparison.method)
+    return Versus(best, relative, low, high, comparison.p_adjusted, comparison.significant,
+                  comparison.effect_size, comparison.method, family, text, verdict)
 
 
 def finding_text(row: SummaryRow, est: Estimate) -> str:
-    """One plain sentence: how the row's best compares with this file system."""
+    """One plain sentence: this file system against the best of its group, in the table's
+    terms (its difference in %, the interval of that difference, the verdict)."""
     v = est.versus_best
-    assert v is not None and row.best is not None
-    best = next(e for e in row.estimates if e.filesystem == row.best)
-    # Said from the best's side: best / other, its interval the inverse of other / best's.
-    r = 1 / (1 + v.relative)
-    low = None if v.high is None or v.high <= -1 else 1 / (1 + v.high)
-    high = None if v.low is None or v.low <= -1 else 1 / (1 + v.low)
-    how, interval = _ratio_words(r, low, high)
-    what = f"{display_name(row.metric)} [{row.display_unit}]"
-    p = "no verdict" if v.p_adjusted is None else p_text(v.p_adjusted)
-    stats = f"{interval}{p}, {n_text(best.n, est.n)}"
-    if v.significant:
-        amount = f"{how} the {what} of" if how.endswith("×") else f"{how} {what} than"
-        return f"On {row.label}, {row.best} had {amount} {est.filesystem} ({stats})."
-    if v.p_adjusted is None:
-        return (f"On {row.label}, {row.best} vs {est.filesystem} in {what}: {v.method} "
-                f"(observed: {row.best} {how}; {stats}).")
-    return (f"On {row.label}, {row.best} and {est.filesystem} showed no significant difference in {what} "
-            f"(observed: {row.best} {how}; {stats}).")
+    assert v is not None
+    best = next(e for e in row.estimates if e.filesystem == v.reference)
+    p = "" if v.p_adjusted is None else f"{p_text(v.p_adjusted)}, "
+    return versus_sentence(row.label, f"{display_name(row.metric)} [{row.display_unit}]", est.filesystem,
+                           v.reference, v.relative, v.low, v.high, p + n_text(est.n, best.n), v.verdict)
 
 
-def _summary_rows(runs: list[StoredRun], cells: list[StoredCell], metric: str | None,
-                  auto: AutoFacts | None = None) -> tuple[list[str], list[SummaryRow]]:
+def _summary_table(runs: list[StoredRun], cells: list[StoredCell], metric: str | None,
+                   auto: AutoFacts | None = None) -> tuple[TableData, list[SummaryRow]]:
     table = build_table(runs, metric, cells)
     if auto is not None:  # an auto study: the verdicts of the test that decided its stops
         sequential_verdicts(table, cells, auto)
-    return table.filesystems, rows_from_table(table, cells)
+    return table, rows_from_table(table, cells)
 
 
 def rows_from_table(table: TableData, cells: list[StoredCell] | None = None) -> list[SummaryRow]:
@@ -98,7 +86,7 @@ def rows_from_table(table: TableData, cells: list[StoredCell] | None = None) -> 
         magnitude = max((s.mean for s in row.summaries.values()), default=0.0)
         divisor, unit = display_scale(row.unit, magnitude)
         estimates = [Estimate(fs, s.n, s.mean, s.ci_half_width, row.values[fs], mean_pm(s, divisor),
-                              _versus(row, fs)) for fs, s in row.summaries.items()]
+                              _versus(row, fs), row.group_of[fs]) for fs, s in row.summaries.items()]
         notes = [f"{fs}: {len(v)} run(s) without a number ({v[0]})" for fs, v in row.no_number.items()]
         notes += [f"{fs}: {k} run(s) failed" for fs, k in row.failed.items()]
         fs_notes: dict[str, list[str]] = {}
@@ -108,8 +96,7 @@ def rows_from_table(table: TableData, cells: list[StoredCell] | None = None) -> 
             fs_notes.setdefault(fs, []).append(f"{k} failed")
         workload, case = where.get(row.label, (row.label, "all"))
         out.append(SummaryRow(row.label, workload, case, row.metric, row.unit, unit, divisor,
-                              row.higher_is_better, row.best if len(row.summaries) > 1 else None,
-                              estimates, notes, fs_notes))
+                              row.higher_is_better, dict(row.bests), estimates, notes, fs_notes))
     return out
 
 
@@ -120,6 +107,40 @@ def _findings(rows: list[SummaryRow]) -> list[Finding]:
             if est.versus_best is not None:
                 out.append(Finding(finding_text(row, est), est.versus_best.significant, row.label, row.metric,
                                    decided=est.versus_best.p_adjusted is not None))
+    return out
+
+
+def caveats(runs: list[StoredRun], rows: list[SummaryRow], columns: list[str]) -> list[Caveat]:
+    """The caveats the runs' provenance holds (fslab.job.execute), one Caveat per distinct
+    text, numbered in the order a reader meets their first cell in the table (row by row,
+    left to right); each row's cells get the marks of theirs."""
+    counts: dict[tuple[str, str], int] = {}  # (row label, column) -> ok runs
+    found: dict[str, dict[tuple[str, str], int]] = {}  # text -> (row label, column) -> runs with it
+    for run in runs:
+        if run["status"] != STATUS_OK:
+            continue
+        where = (cell_label(run["cell"]), fs_column(run["cell"]))
+        counts[where] = counts.get(where, 0) + 1
+        for text in run["provenance"].get("caveats") or []:
+            places = found.setdefault(str(text), {})
+            places[where] = places.get(where, 0) + 1
+    position = {row.label: k for k, row in enumerate(rows)}
+    by_label = {row.label: row for row in rows}
+
+    def in_table(where: tuple[str, str]) -> tuple[int, int]:
+        label, column = where
+        return position.get(label, len(rows)), columns.index(column) if column in columns else len(columns)
+
+    out: list[Caveat] = []
+    ordered = sorted(found.items(), key=lambda item: min(map(in_table, item[1])))
+    for number, (text, places) in enumerate(ordered, 1):
+        mark = caveat_mark(number)
+        out.append(Caveat(mark, text, [f"{column} on {label} ({places[(label, column)]} of "
+                                       f"{counts[(label, column)]} runs)"
+                                       for label, column in sorted(places, key=in_table)]))
+        for label, column in places:
+            if label in by_label:
+                by_label[label].caveats.setdefault(column, []).append(mark)
     return out
 
 
@@ -175,8 +196,10 @@ def build_report(study: StudyRow, runs: list[StoredRun], cells: list[StoredCell]
     """The whole report of one stored study, from the store's records only. The trace
     plots are left empty: reading trace files is not free (report.outputs adds them)."""
     auto = study.facts.get("auto")
-    filesystems, rows = _summary_rows(runs, cells, metric, auto)
+    table, rows = _summary_table(runs, cells, metric, auto)
+    filesystems = table.filesystems
     tables, sections = build_sections(StudyData(runs, cells, study.paper, auto, study))
+    groups_note = rank_groups_note(table.groups)
     return Report(
         schema=SCHEMA, study_id=study.id, name=study.name, source=study.source, status=study.status,
         quick=study.quick, filesystems=filesystems, rows=rows, findings=_findings(rows),
@@ -185,7 +208,9 @@ def build_report(study: StudyRow, runs: list[StoredRun], cells: list[StoredCell]
         skipped=list(study.skipped), tables=tables, runs_stored=len(runs),
         # An auto study plans its maximum; once complete, the runs it decided to make are its plan.
         runs_planned=len(runs) if auto and study.status == "complete" else study.planned_runs,
-        legend=LEGEND + (auto_legend(auto) if auto else ""), trace_plots=[], trace_missing=[], sections=sections,
+        legend=(f"{groups_note}\n" if groups_note else "") + LEGEND + (auto_legend(auto) if auto else ""),
+        trace_plots=[], trace_missing=[], sections=sections,
         host_warnings=[line.strip() for line in host_warning_lines(runs, study.quick)],
         device_warnings=[line.strip() for line in member_warning_lines(runs)],
+        rank_groups=table.groups, caveats=caveats(runs, rows, filesystems),
     )

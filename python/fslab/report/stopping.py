@@ -32,25 +32,26 @@ def sequential_verdicts(table: TableData, cells: Sequence[StoredCell], auto: Aut
     """Replace each comparison of a row in its primary metric by the verdict of the pair
     the stopping rule tested: significant or not as decided at its last look, with that
     look's p rescaled to the family α (fslab.stopping.scaled_p: 'p < α' exactly when the
-    test rejected). A pair the rule never compared (another backend or kernel) has no
-    verdict. Rows of other metrics keep the table's fixed-sample test."""
+    test rejected). The table and the rule pair the same columns: each with the best of its
+    backend and kernel (a pair the rule did not compare would get no verdict). Rows of
+    other metrics keep the table's fixed-sample test."""
     rule = StoppingRule.from_json(auto["rule"])
     ids = _cell_ids(cells)
     primary = {c["id"]: c["primary_metric"] for c in cells}
     pairs = {frozenset((p["a"], p["b"])): p for p in auto["pairs"] if p["kind"] == "filesystems"}
     for row in table.rows:
-        if row.best is None:
-            continue
-        best = ids.get((row.label, row.best))
-        if best is None or primary.get(best) != row.metric:
-            continue
         for fs, comparison in list(row.comparisons.items()):
+            # The table compares each column with its own group's best (one backend and kernel),
+            # the pairs the stopping rule tested.
+            best = ids.get((row.label, row.best_for(fs) or ""))
+            if best is None or primary.get(best) != row.metric:
+                continue
             mine = ids.get((row.label, fs))
             pair = pairs.get(frozenset((mine or "", best)))
             if pair is None:
                 row.comparisons[fs] = dataclasses.replace(
                     comparison, p_value=None, p_adjusted=None, significant=False, effect_size=None,
-                    method="group-sequential", untested="not compared by the stopping rule (another backend or kernel)")
+                    method="group-sequential", untested="not compared by the stopping rule")
                 continue
             looks = pair["looks"]
             last_p = looks[-1]["p_value"] if looks else None

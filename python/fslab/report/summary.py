@@ -1,13 +1,14 @@
 """The comparison table as text, the one every renderer shows (terminal, HTML, Markdown):
 a row per workload case and metric, a column per file system, each cell the estimate's
-"mean ± half-width (n)", then 'best' or its difference to the best (* significant,
-† no verdict), then what kept runs from giving a number (failed, no number)."""
+"mean ± half-width (n)", then 'best' or its difference to the best of its backend (* significant,
+† no verdict), then what kept runs from giving a number (failed, no number), then the marks of
+its caveats (‡1: the note under the table says what the runs measured instead)."""
 
 from __future__ import annotations
 
 from ..metrics import display_name
 from .data import Report, SummaryRow
-from .tables import NO_VERDICT
+from .labels import caveat_line, difference_mark
 
 
 def row_cells(row: SummaryRow, filesystems: list[str]) -> list[str]:
@@ -19,15 +20,20 @@ def row_cells(row: SummaryRow, filesystems: list[str]) -> list[str]:
         e = by_fs.get(fs)
         if e is not None:
             parts.append(e.text)
-            if fs == row.best:
+            if row.bests.get(e.group) == fs:
                 parts.append("best")
             elif e.versus_best is not None:
                 v = e.versus_best
-                parts.append(f"{v.relative * 100:+.1f}%" + ("*" if v.significant else
-                                                             NO_VERDICT if v.p_adjusted is None else ""))
+                parts.append(difference_mark(v.relative, v.significant, v.p_adjusted is not None))
         parts += row.fs_notes.get(fs, [])
+        parts += row.caveats.get(fs, [])
         cells.append("  ".join(parts) or "—")
     return cells
+
+
+def caveat_lines(report: Report) -> list[str]:
+    """The notes under the comparison table that say what each caveat mark means."""
+    return [caveat_line(c.mark, c.text, c.cells) for c in report.caveats]
 
 
 def metric_text(row: SummaryRow) -> str:

@@ -1,6 +1,9 @@
 """The comparison table: one row per workload cell, one column per file system, each
-value a mean ± 95% interval over n runs, the best per row marked and every other value
-given as a difference to it, with its significance (Welch's t, Holm-corrected per row)."""
+value a mean ± 95% interval over n runs. Columns are ranked only against columns of their
+own group — one backend and guest kernel (labels.rank_group): each group of a row has its
+own best, every other value of the group is given as a difference to it, with its
+significance (Welch's t, Holm-corrected within the row's group). A guest column is never
+compared with a host column."""
 
 from __future__ import annotations
 
@@ -10,7 +13,8 @@ from dataclasses import dataclass, field
 from ..analysis.stats import MIN_N_FOR_VERDICT, Comparison, Summary, compare_groups, summarize
 from ..store import stored_metric_kind
 from ..stored import StoredCell, StoredRun
-from .labels import cell_label, mean_pm
+from .labels import NO_VERDICT as NO_VERDICT  # re-exported: the table's mark, named where tables are
+from .labels import cell_label, difference_mark, mean_pm, rank_group
 from .labels import fs_column as column
 
 
@@ -24,14 +28,21 @@ class RowData:
     failed: dict[str, int] = field(default_factory=dict)
     no_number: dict[str, list[str]] = field(default_factory=dict)  # filesystem -> notes
     summaries: dict[str, Summary] = field(default_factory=dict)
-    best: str | None = None
-    comparisons: dict[str, Comparison] = field(default_factory=dict)
+    group_of: dict[str, str] = field(default_factory=dict)  # column -> its rank group
+    bests: dict[str, str] = field(default_factory=dict)  # rank group -> its best column (2+ columns)
+    comparisons: dict[str, Comparison] = field(default_factory=dict)  # column -> against its group's best
+    families: dict[str, int] = field(default_factory=dict)  # rank group -> comparisons in its Holm family
+
+    def best_for(self, fs: str) -> str | None:
+        """The best column of ``fs``'s group, which ``fs`` is compared with (None: alone in it)."""
+        return self.bests.get(self.group_of.get(fs, ""))
 
 
 @dataclass
 class TableData:
     filesystems: list[str]
     rows: list[RowData]
+    groups: dict[str, list[str]] = field(default_factory=dict)  # rank group -> its columns, table order
 
 
 def _row_metric(cell: StoredCell, requested: str | None) -> str:
@@ -42,11 +53,17 @@ def build_table(runs: Sequence[StoredRun], metric: str | None = None,
                 cells: Sequence[StoredCell] | None = None) -> TableData:
     """Group stored runs into rows (cells without the file system) and columns."""
     filesystems: list[str] = []
+    groups: dict[str, list[str]] = {}
     rows: dict[tuple[str, str], RowData] = {}
     ordered = cells if cells is not None else [r["cell"] for r in runs]
-    for cell in ordered:
+
+    def add_column(cell: StoredCell) -> None:
         if column(cell) not in filesystems:
             filesystems.append(column(cell))
+            groups.setdefault(rank_group(cell), []).append(column(cell))
+
+    for cell in ordered:
+        add_column(cell)
         key = (cell["workload"], cell_label(cell))
         if key not in rows:
             name = _row_metric(cell, metric)
@@ -55,6 +72,7 @@ def build_table(runs: Sequence[StoredRun], metric: str | None = None,
     for run in runs:
         cell = run["cell"]
         row = rows[(cell["workload"], cell_label(cell))]
+        add_column(cell)  # a run of a cell the list left out still has its column
         fs = column(cell)
         if run["status"] != "ok":
             row.failed[fs] = row.failed.get(fs, 0) + 1
@@ -66,30 +84,47 @@ def build_table(runs: Sequence[StoredRun], metric: str | None = None,
             row.no_number.setdefault(fs, []).append(m["note"] or "no number")
         else:
             row.values.setdefault(fs, []).append(float(m["value"]))
+    group_of = {fs: name for name, columns in groups.items() for fs in columns}
     for row in rows.values():
-        row.summaries = {fs: summarize(v) for fs, v in row.values.items() if v}
-        if row.summaries:
-            pick = max if row.higher_is_better else min
-            row.best = pick(row.summaries, key=lambda fs: row.summaries[fs].mean)
-            row.comparisons = {c.a: c for c in compare_groups(row.values, row.best)}
-    return TableData(filesystems, list(rows.values()))
+        # In column order (not the runs' shuffled order): each group's best, the estimates and
+        # the findings then read in the table's order.
+        row.summaries = {fs: summarize(row.values[fs]) for fs in filesystems if row.values.get(fs)}
+        row.group_of = {fs: group_of[fs] for fs in row.summaries}
+        rank_within_groups(row)
+    return TableData(filesystems, list(rows.values()), groups)
+
+
+def rank_within_groups(row: RowData) -> None:
+    """Each rank group's best column of the row and the comparisons with it (Welch's t,
+    Holm within the group): a group is a family of its own, as it is a question of its own."""
+    pick = max if row.higher_is_better else min
+    members: dict[str, list[str]] = {}
+    for fs in row.summaries:
+        members.setdefault(row.group_of[fs], []).append(fs)
+    row.bests, row.comparisons, row.families = {}, {}, {}
+    for name, columns in members.items():
+        if len(columns) < 2:  # alone in its group: nothing to rank it against
+            continue
+        best = pick(columns, key=lambda fs: row.summaries[fs].mean)
+        row.bests[name] = best
+        found = compare_groups({fs: row.values[fs] for fs in columns}, best)
+        row.comparisons.update({c.a: c for c in found})
+        row.families[name] = sum(c.p_adjusted is not None for c in found)
 
 
 def cell_text(row: RowData, fs: str, divisor: float) -> str:
     parts: list[str] = []
     summary = row.summaries.get(fs)
+    best = row.best_for(fs)
     if summary is not None:
         parts.append(mean_pm(summary, divisor))
-        if fs != row.best and row.best is not None:
-            best = row.summaries[row.best].mean
-            if best:
-                diff = (summary.mean - best) / best * 100
-                comparison = row.comparisons.get(fs)
-                mark = "*" if comparison and comparison.significant else ""
-                if comparison is None or comparison.untested:
-                    mark = NO_VERDICT
-                parts.append(f"{diff:+.1f}%{mark}")
-        elif fs == row.best and len(row.summaries) > 1:
+        if best is not None and fs != best:
+            reference = row.summaries[best].mean
+            comparison = row.comparisons.get(fs)
+            if reference and comparison is not None:
+                parts.append(difference_mark(summary.mean / reference - 1, comparison.significant,
+                                             not comparison.untested))
+        elif best is not None:
             parts.append("best")
     if fs in row.no_number:
         parts.append(f"{len(row.no_number[fs])}x {row.no_number[fs][0]}")
@@ -98,13 +133,13 @@ def cell_text(row: RowData, fs: str, divisor: float) -> str:
     return "  ".join(parts) if parts else "—"
 
 
-NO_VERDICT = "†"
 LEGEND = (
     "Metrics are named without their unit suffix (write_clat_p99 is write_clat_p99_ns), in the unit "
     "shown in brackets. ↑/↓: higher/lower is better. "
     "Values: mean ± half-width of the 95% confidence interval (Student t) over n runs. "
-    "'best' marks the best mean in the row; other columns give their difference to it, "
-    "* where it is significant (Welch's t-test, Holm-corrected within the row, α = 0.05).\n"
+    "'best' marks the best mean of the row among the columns of one backend (and guest kernel); the "
+    "other columns of that backend give their difference to it, (mean − best) / best in %, "
+    "* where it is significant (Welch's t-test, Holm-corrected within the row's backend, α = 0.05).\n"
     f"{NO_VERDICT} no significance verdict: fewer than {MIN_N_FOR_VERDICT} runs in a group, or no spread "
     "in either group (zero variance), where a t-test cannot answer honestly."
 )

@@ -18,7 +18,7 @@ from rich.text import Text
 from ..stored import StoredCell
 from .data import FailedRun, ModelSection, Report, SummaryRow, TableSection
 from .model import rows_from_table
-from .summary import metric_text, row_cells
+from .summary import caveat_lines, metric_text, row_cells
 from .tables import TableData
 
 # A cell that is a number, an estimate or no value: such columns are right-aligned.
@@ -101,8 +101,9 @@ def render_terminal(report: Report) -> list[RenderableType]:
     title = f"study {report.study_id}: {report.name} — {report.status}"
     if report.quick:
         title += " — QUICK run (scaled down: a smoke test, not for conclusions)"
-    out: list[RenderableType] = [summary_renderable(report.filesystems, report.rows, escape(title)),
-                                 Text(report.legend, style="dim")]
+    out: list[RenderableType] = [summary_renderable(report.filesystems, report.rows, escape(title))]
+    out += [Text(line, style="yellow") for line in caveat_lines(report)]  # under the table, before the legend
+    out.append(Text(report.legend, style="dim"))
     out += [section_renderable(t) for t in report.tables]  # each workload's predictions after its trace
     out += [model_section_renderable(m) for m in report.sections]
     out += [Text(f"{s['filesystem']}: {s['reason']}", style="yellow") for s in report.skipped]
@@ -116,9 +117,10 @@ def host_renderables(report: Report, per_host: Sequence[tuple[str, Report]] = ()
     """Runs from several machines: the comparison table once per host (``per_host``, from
     report.outputs.reports_by_host), then the warning about pooling them (nothing for a
     one-host study)."""
-    out: list[RenderableType] = [summary_renderable(mine.filesystems, mine.rows,
-                                                    escape(f"study {report.study_id}: host {host}"))
-                                 for host, mine in per_host]
+    out: list[RenderableType] = []
+    for host, mine in per_host:  # each with its own caveat notes: its marks are numbered in its table
+        out.append(summary_renderable(mine.filesystems, mine.rows, escape(f"study {report.study_id}: host {host}")))
+        out += [Text(line, style="yellow") for line in caveat_lines(mine)]
     if report.host_warnings:  # the first line names the hosts, the others the facts they differ in
         head, *facts = report.host_warnings
         out += [Text(line, style="yellow") for line in [head, *[f"  {fact}" for fact in facts]]]

@@ -34,8 +34,9 @@ ALPHA = 1 - CONFIDENCE
 
 LEGEND = (
     "Values: mean ± half-width of the 95% confidence interval (Student t) over n runs, in MiB/s "
-    "(Bonnie++ counts K = 1024 bytes). 'best' marks the best mean in the row, other columns give "
-    "their difference to it. Last column: pairs of file systems whose means differ significantly "
+    "(Bonnie++ counts K = 1024 bytes). 'best' marks the best mean in the row among the columns of one "
+    "backend (and guest kernel), the other columns of that backend give their difference to it; guest "
+    "and host columns are never compared. Last column: pairs of file systems whose means differ significantly "
     "(Welch's t-test, Holm-corrected over the row's pairs, α = 0.05); '≈' lists pairs that do not; "
     f"'? {NO_VERDICT}' pairs with no verdict (fewer than {MIN_N_FOR_VERDICT} runs each, or no spread in either). "
     "The paper's 'Random' rows are Bonnie++'s per-character tests: sequential, one byte at a time. "
@@ -54,10 +55,11 @@ class PairVerdict:
 
 
 def pairwise(row: RowData) -> list[PairVerdict]:
-    """Welch's t for every pair of file systems with >= MIN_N_FOR_VERDICT values and some
-    spread, Holm over the tested pairs; the others get no verdict (p_adjusted None)."""
+    """Welch's t for every pair of file systems of one rank group (backend and guest kernel:
+    a guest column is never tested against a host one) with >= MIN_N_FOR_VERDICT values and
+    some spread, Holm over the tested pairs; the others get no verdict (p_adjusted None)."""
     names = [fs for fs, values in row.values.items() if values]
-    pairs = list(combinations(names, 2))
+    pairs = [(a, b) for a, b in combinations(names, 2) if row.group_of.get(a) == row.group_of.get(b)]
     tests: dict[tuple[str, str], float] = {}
     for a, b in pairs:
         if min(len(row.values[a]), len(row.values[b])) < MIN_N_FOR_VERDICT:
@@ -78,7 +80,7 @@ def pairwise(row: RowData) -> list[PairVerdict]:
 def verdict_text(row: RowData) -> str:
     verdicts = pairwise(row)
     if not verdicts:
-        return "— (one file system: nothing to compare)"
+        return "— (no two file systems of one backend: nothing to compare)"
     parts = []
     for v in verdicts:
         lower = v.b if v.higher == v.a else v.a
