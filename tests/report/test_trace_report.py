@@ -45,7 +45,10 @@ def test_device_counters_equal_trace_counts(study) -> None:
             assert m[f"trace_{op}_requests_count"]["value"] == m[f"device_{op}_requests_count"]["value"], op
         for op in ("read", "write"):
             assert m[f"trace_{op}_sectors_count"]["value"] == m[f"device_{op}_sectors_count"]["value"], op
-        assert m["trace_write_requests_count"]["value"] > 500  # 1024 4 KiB writes, merged at most 8:1
+        # fio's 4 KiB writes (1024, fewer if its 1 s runtime ends first on a busy machine)
+        # reach the device merged at most 8:1 (an fsync every 8 writes).
+        writes = m["write_io_bytes"]["value"] / 4096
+        assert writes >= 64 and m["trace_write_requests_count"]["value"] >= writes / 8
 
 
 def test_trace_table_from_store(study) -> None:
