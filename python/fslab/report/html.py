@@ -63,8 +63,9 @@ def trace_plots_html(report: Report) -> str:
     if not report.trace_plots and not report.trace_missing:
         return ""
     parts = ['<section id="trace-plots"><h2>Block-trace plots</h2><p class="note">Measured on the device '
-             "under test (block layer, tracefs). Size CDFs pool the requests of every run of a file system; "
-             "LBA plots show one run each.</p>"]
+             "under test (block layer, tracefs), the requests its trace tables count: on an md array the bios "
+             "the file system issued to the md device, not its member disks' requests; each caption names "
+             "which. Size CDFs pool the requests of every run of a file system; LBA plots show one run each.</p>"]
     if report.trace_missing:
         parts.append('<p class="warn">Trace files missing, their runs left out: '
                      + escape(", ".join(report.trace_missing)) + "</p>")

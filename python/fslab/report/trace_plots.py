@@ -4,13 +4,14 @@ histogram drawn as one image, so they stay fast and legible at any trace size.""
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 from types import ModuleType
 from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from ..analysis.traces import data_requests
+from ..analysis.traces import DEVICE, Stream, data_requests
 from ..trace.formats import EV_COMPLETE, OP_READ, OP_WRITE, SECTOR_BYTES, Trace
 
 if TYPE_CHECKING:
@@ -60,13 +61,15 @@ def size_cdf(traces: dict[str, Trace], out: Out, op: int = OP_WRITE, title: str 
     ax.set_ylim(0, 1.02)
     ax.grid(alpha=0.3)
     ax.legend()
-    ax.set_title(title + _incomplete_note(traces), fontsize=10)
+    ax.set_title(textwrap.fill(title + _incomplete_note(traces), 90), fontsize=10)
     return _save(fig, out)
 
 
-def lba_over_time(trace: Trace, out: Out, label: str = "", bins: tuple[int, int] = (800, 500)) -> Out:
+def lba_over_time(trace: Trace, out: Out, label: str = "", bins: tuple[int, int] = (800, 500),
+                  stream: Stream = DEVICE) -> Out:
     """Where on the device requests went over time: reads blue, writes red; a dot per
-    request, or (beyond SCATTER_MAX requests) a 2D histogram shaded by count."""
+    request, or (beyond SCATTER_MAX requests) a 2D histogram shaded by count. ``trace`` is
+    the view of ``stream`` (analysis.traces.stream_view), named on the axis and in the title."""
     plt = _plt()
     c = trace.columns
     m = data_requests(trace)
@@ -93,8 +96,9 @@ def lba_over_time(trace: Trace, out: Out, label: str = "", bins: tuple[int, int]
             ax.plot([], [], "s", color=colour, label="write" if op == OP_WRITE else "read")
         ax.legend(loc="upper right")
     ax.set_xlabel("time (s)")
-    ax.set_ylabel("device offset (GiB)")
-    ax.set_title(f"LBA over time {label}" + ("" if trace.complete else "  [INCOMPLETE trace]"), fontsize=10)
+    ax.set_ylabel(f"offset on the {stream.short} (GiB)")
+    title = f"LBA over time on {stream.text}: {label}" + ("" if trace.complete else "  [INCOMPLETE trace]")
+    ax.set_title(textwrap.fill(title, 90), fontsize=10)
     return _save(fig, out)
 
 
@@ -119,11 +123,13 @@ def iops_over_time(traces: dict[str, Trace], out: Path, bin_s: float = 0.1) -> P
     return _save(fig, out)
 
 
-def io_counts(results: dict[str, dict[str, Any]], out: Path) -> Path:
-    """Bar chart of completed requests by op per trace (from ``analyze`` results)."""
+def io_counts(results: dict[str, dict[str, Any]], out: Path, on: str = "on the device") -> Path:
+    """Bar chart of completed requests by op per trace (from ``analyze`` results); ``on``
+    names the stream they count ("on " + analysis.traces.Stream.text, or report.traced_runs.
+    on_streams naming each file system's)."""
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(6.4, 4))
     labels = list(results)
+    fig, ax = plt.subplots(figsize=(6.4, 4))
     ops = ("read", "write", "flush")
     width = 0.8 / len(ops)
     for i, op in enumerate(ops):
@@ -131,7 +137,7 @@ def io_counts(results: dict[str, dict[str, Any]], out: Path) -> Path:
     ax.set_xticks(np.arange(len(labels)) + width, labels)
     ax.set_ylabel("requests")
     ax.legend()
-    ax.set_title("I/O count", fontsize=10)
+    ax.set_title(textwrap.fill(f"I/O count: requests {on}", 100), fontsize=10)
     return _save(fig, out)
 
 
