@@ -13,6 +13,7 @@ import numpy as np
 
 from ..analysis.traces import DEVICE, Stream, data_requests
 from ..trace.formats import EV_COMPLETE, OP_READ, OP_WRITE, SECTOR_BYTES, Trace
+from .ticks import category_ticks
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -129,15 +130,15 @@ def io_counts(results: dict[str, dict[str, Any]], out: Path, on: str = "on the d
     on_streams naming each file system's)."""
     plt = _plt()
     labels = list(results)
-    fig, ax = plt.subplots(figsize=(6.4, 4))
+    fig, ax = plt.subplots(figsize=(max(6.4, 1.1 * len(labels) + 2), 4.8))
     ops = ("read", "write", "flush")
     width = 0.8 / len(ops)
     for i, op in enumerate(ops):
         ax.bar(np.arange(len(labels)) + i * width, [results[k]["requests"][op] for k in labels], width, label=op)
-    ax.set_xticks(np.arange(len(labels)) + width, labels)
     ax.set_ylabel("requests")
     ax.legend()
     ax.set_title(textwrap.fill(f"I/O count: requests {on}", 100), fontsize=10)
+    category_ticks(ax, list(np.arange(len(labels)) + width), labels)  # last: it lays out the figure
     return _save(fig, out)
 
 
