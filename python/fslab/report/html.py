@@ -19,8 +19,9 @@ body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:24px au
 h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;border-bottom:1px solid #ddd;padding-bottom:3px;
  margin-top:28px}
 .meta{color:#555}.warn{background:#fff4d6;border-left:4px solid #e0a800;padding:6px 10px}
-table{border-collapse:collapse;margin:8px 0;font-size:13px}
-th,td{border:1px solid #ddd;padding:3px 8px;vertical-align:top;overflow-wrap:anywhere}
+table{border-collapse:collapse;margin:8px 0;font-size:13px;display:block;max-width:100%;overflow-x:auto}
+th,td{border:1px solid #ddd;padding:3px 8px;vertical-align:top;overflow-wrap:break-word}
+th:first-child,td:first-child{min-width:11em}
 th{background:#f4f4f4;text-align:left}
 td.num{text-align:right;white-space:nowrap}
 .sig{font-weight:600}.nosig{color:#555}
