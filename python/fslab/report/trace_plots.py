@@ -47,6 +47,12 @@ def _save(fig: Figure, out: Out) -> Out:
     return out
 
 
+def _title(ax: Any, text: str) -> None:
+    """A title wrapped to the figure's width (about 11 characters of 10-point type an inch):
+    one that names the stream of each file system is longer than a line."""
+    ax.set_title(textwrap.fill(text, int(ax.figure.get_figwidth() * 11)), fontsize=10)
+
+
 def size_cdf(traces: dict[str, Trace], out: Out, op: int = OP_WRITE, title: str = "I/O size CDF") -> Out:
     """CDF of data-request sizes (KiB, log scale) of each trace, overlaid."""
     plt = _plt()
@@ -62,7 +68,7 @@ def size_cdf(traces: dict[str, Trace], out: Out, op: int = OP_WRITE, title: str 
     ax.set_ylim(0, 1.02)
     ax.grid(alpha=0.3)
     ax.legend()
-    ax.set_title(textwrap.fill(title + _incomplete_note(traces), 90), fontsize=10)
+    _title(ax, title + _incomplete_note(traces))
     return _save(fig, out)
 
 
@@ -99,7 +105,7 @@ def lba_over_time(trace: Trace, out: Out, label: str = "", bins: tuple[int, int]
     ax.set_xlabel("time (s)")
     ax.set_ylabel(f"offset on the {stream.short} (GiB)")
     title = f"LBA over time on {stream.text}: {label}" + ("" if trace.complete else "  [INCOMPLETE trace]")
-    ax.set_title(textwrap.fill(title, 90), fontsize=10)
+    _title(ax, title)
     return _save(fig, out)
 
 
@@ -137,7 +143,7 @@ def io_counts(results: dict[str, dict[str, Any]], out: Path, on: str = "on the d
         ax.bar(np.arange(len(labels)) + i * width, [results[k]["requests"][op] for k in labels], width, label=op)
     ax.set_ylabel("requests")
     ax.legend()
-    ax.set_title(textwrap.fill(f"I/O count: requests {on}", 100), fontsize=10)
+    _title(ax, f"I/O count: requests {on}")
     category_ticks(ax, list(np.arange(len(labels)) + width), labels)  # last: it lays out the figure
     return _save(fig, out)
 
