@@ -162,3 +162,28 @@ def test_table1_and_figures_count_one_stream(study, tmp_path: Path, monkeypatch:
     assert drawn["lba repetition 2 of 2 of ext4-raid5 w"] == (ARRAY_BIOS, MD_DEVICE)
     assert f"Table 1 — I/O size on {DEVICE.text} (ext4); on {MD_DEVICE.text} (ext4-raid5), w" \
         in out.tables[0].title
+
+
+def test_fslab_trace_plot_shows_the_md_device(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`fslab trace plot` of an array's trace draws every plot from the md device's bios
+    (the I/O count already came from them) and names them."""
+    from fslab.report import trace_plots
+
+    drawn: dict[str, Any] = {}
+
+    def count(name: str, key: str) -> Any:
+        def draw(traces: Any, out: Path, *args: Any, **kwargs: Any) -> Path:
+            many = traces if isinstance(traces, dict) else {"one": traces}
+            drawn[name] = ({k: (int(np.count_nonzero(t.columns["nr_sector"])) if isinstance(t, Trace)
+                                else t["requests"]["write"]) for k, t in many.items()}, kwargs.get(key))
+            return out
+        return draw
+
+    for name, key in (("size_cdf", "title"), ("iops_over_time", "on"), ("io_counts", "on"),
+                      ("lba_over_time", "stream")):
+        monkeypatch.setattr(trace_plots, name, count(name, key))
+    trace_plots.plot_all({"raid5": array_trace()}, tmp_path)
+    for name in ("size_cdf", "iops_over_time", "io_counts", "lba_over_time"):
+        counts, named = drawn[name]
+        assert list(counts.values()) == [ARRAY_BIOS], name
+        assert named == MD_DEVICE or MD_DEVICE.text in named, name

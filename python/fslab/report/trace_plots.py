@@ -109,8 +109,9 @@ def lba_over_time(trace: Trace, out: Out, label: str = "", bins: tuple[int, int]
     return _save(fig, out)
 
 
-def iops_over_time(traces: dict[str, Trace], out: Path, bin_s: float = 0.1) -> Path:
-    """Completed data requests per second over time, in bins of ``bin_s`` seconds."""
+def iops_over_time(traces: dict[str, Trace], out: Path, bin_s: float = 0.1, on: str = "on the device") -> Path:
+    """Completed data requests per second over time, in bins of ``bin_s`` seconds; ``on``
+    names the stream (as ``io_counts``)."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(8, 3.6))
     for label, t in traces.items():
@@ -126,7 +127,7 @@ def iops_over_time(traces: dict[str, Trace], out: Path, bin_s: float = 0.1) -> P
     ax.set_ylabel("IOPS (requests/s)")
     ax.grid(alpha=0.3)
     ax.legend()
-    ax.set_title("IOPS over time" + _incomplete_note(traces), fontsize=10)
+    _title(ax, f"IOPS over time {on}" + _incomplete_note(traces))
     return _save(fig, out)
 
 
@@ -149,14 +150,19 @@ def io_counts(results: dict[str, dict[str, Any]], out: Path, on: str = "on the d
 
 
 def plot_all(traces: dict[str, Trace], out_dir: Path) -> list[Path]:
-    """Every trace plot for these traces; returns the files written."""
-    from ..analysis.traces import analyze
+    """Every trace plot for these traces; returns the files written. Each plot shows the
+    stream the report shows (an md array's md-device bios), and names it."""
+    from ..analysis.traces import analyze, shown
+    from .traced_runs import on_streams
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    paths = [size_cdf(traces, out_dir / "size_cdf_write.png"),
-             iops_over_time(traces, out_dir / "iops_over_time.png"),
-             io_counts({k: analyze(t) for k, t in traces.items()}, out_dir / "io_counts.png")]
-    for label, t in traces.items():
+    seen = {label: shown(t) for label, t in traces.items()}
+    views = {label: view for label, (_, view) in seen.items()}
+    on = on_streams({label: stream for label, (stream, _) in seen.items()})
+    paths = [size_cdf(views, out_dir / "size_cdf_write.png", title=f"write request sizes {on}"),
+             iops_over_time(views, out_dir / "iops_over_time.png", on=on),
+             io_counts({k: analyze(t) for k, t in views.items()}, out_dir / "io_counts.png", on=on)]
+    for label, (stream, view) in seen.items():
         safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in label)
-        paths.append(lba_over_time(t, out_dir / f"lba_{safe}.png", label))
+        paths.append(lba_over_time(view, out_dir / f"lba_{safe}.png", label, stream=stream))
     return paths
