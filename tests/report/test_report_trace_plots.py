@@ -92,7 +92,9 @@ def test_html_json_markdown_carry_the_trace_plots(study, tmp_path: Path) -> None
     # Each plot names the runs it comes from: the LBA plot the first repetition of its file system.
     for fs in ("ext4", "xfs"):
         first = min((r for r in runs if r["cell"]["filesystem"] == fs), key=lambda r: r["repetition"])
-        assert f"repetition 1 of 2 (run id {first['run_id']})" in page.figures[f"plot-lba_randwrite_{fs}"]["caption"]
+        assert f"repetition 1 of 2 of {fs} randwrite (run id {first['run_id']})" in \
+            page.figures[f"plot-lba_randwrite_{fs}"]["caption"]
+        assert page.figures[f"plot-lba_randwrite_{fs}"]["caption"].startswith("Where on the device the data")
         for r in runs:
             if r["cell"]["filesystem"] == fs:
                 assert f"#{r['repetition'] + 1} (run id {r['run_id']})" in \

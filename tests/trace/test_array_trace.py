@@ -137,3 +137,28 @@ def test_bio_queue_text_lines_are_decoded() -> None:
     assert t.columns["dev"].tolist() == [9 << 20, (8 << 20) | 16]
     assert t.columns["sector"].tolist() == [2048, 2048] and t.columns["nr_sector"].tolist() == [128, 128]
     assert t.comm_names[t.columns["comm"][0]] == "dd"
+
+
+def test_streams_of_an_array_trace_and_their_views() -> None:
+    """An array's trace holds two streams, the md device's bios first; the view of it is
+    what analyze counts (so a figure drawn from the view and a table from analyze agree),
+    and taking a view of a view leaves it as it is."""
+    from fslab.analysis.traces import DEVICE, MD_DEVICE, MEMBERS, data_requests, stream_view, streams
+
+    md, m1, m2 = 9 << 20, (8 << 20) | 1, (8 << 20) | 2
+    t = _trace([(1, EV_QUEUE, md, 0, 64), (2, EV_QUEUE, md, 64, 64), (3, EV_QUEUE, md, 128, 0),
+                (4, EV_ISSUE, m1, 0, 32), (5, EV_ISSUE, m2, 0, 32), (6, EV_ISSUE, m1, 32, 32),
+                (7, EV_COMPLETE, m1, 0, 32), (8, EV_COMPLETE, m2, 0, 32), (9, EV_COMPLETE, m1, 32, 32)],
+               {ARRAY_DEV: md, MEMBER_DEVS: [m1, m2]})
+    assert streams(t) == (MD_DEVICE, MEMBERS)
+    bios = stream_view(t, MD_DEVICE)
+    assert int(data_requests(bios).sum()) == analyze(t)["requests"]["write"] == 2  # the empty bio is a flush
+    assert analyze(bios)["requests"] == analyze(t)["requests"]
+    assert array_view(bios, EV_COMPLETE).columns["time_ns"].tolist() == [1, 2, 3]  # not filtered to nothing
+    members = stream_view(t, MEMBERS)
+    assert int(data_requests(members).sum()) == analyze(members)["requests"]["write"] == 3
+    assert "md device" in MD_DEVICE.text and "member disks" in MEMBERS.text
+    plain = _trace([(1, EV_ISSUE, m1, 0, 8), (2, EV_COMPLETE, m1, 0, 8)], {})
+    assert streams(plain) == (DEVICE,) and stream_view(plain, DEVICE) is plain
+    with pytest.raises(ValueError, match="no stream 'md'"):
+        stream_view(plain, MD_DEVICE)

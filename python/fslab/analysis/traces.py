@@ -7,18 +7,23 @@ per direction. Latency is issue to complete of the same request (same device, se
 and op, first in first out). Percentiles are on the 0-100 scale, numpy's linear method.
 An md array's trace is taken as its md device: each bio queued to it is one request
 (counts, sizes, sequentiality; no latency); ``members_view`` gives the members' requests.
+Which of these a table or figure shows is its *stream* (``Stream``), always named: one
+trace can hold two, and a table of one beside a figure of the other would disagree.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import numpy as np
 
 from ..trace.formats import (
+    ARRAY_DEV,
     EV_COMPLETE,
     EV_ISSUE,
     FLAG_BITS,
+    MEMBER_DEVS,
     NO_COMM,
     OP_DISCARD,
     OP_FLUSH,
@@ -28,9 +33,54 @@ from ..trace.formats import (
     SECTOR_BYTES,
     Trace,
     array_view,
+    members_view,
 )
 
 DIRECTIONS = {"read": OP_READ, "write": OP_WRITE}
+
+
+@dataclass(frozen=True)
+class Stream:
+    """Which requests of a trace a table or figure counts: ``text`` names it for a reader
+    (after "on"), ``short`` where room is scarce (a bar's label). A plain device's trace has
+    one stream; an md array's two, its md device's bios first: what the file system issued,
+    and so what every table and figure of an array shows unless it says otherwise."""
+
+    key: Literal["device", "md", "members"]
+    text: str
+    short: str
+
+
+DEVICE = Stream("device", "the device", "device")
+MD_DEVICE = Stream("md", "the md device (the bios the file system issued)", "md device")
+MEMBERS = Stream("members", "its member disks (the requests the array issued)", "member disks")
+
+
+def streams(trace: Trace) -> tuple[Stream, ...]:
+    """The streams a trace holds, the one shown by default first."""
+    if trace.meta.get(ARRAY_DEV) is None:
+        return (DEVICE,)
+    return (MD_DEVICE, MEMBERS) if trace.meta.get(MEMBER_DEVS) else (MD_DEVICE,)
+
+
+def stream_view(trace: Trace, stream: Stream) -> Trace:
+    """The requests of one stream as a plain trace: ``analyze`` of the md device's view
+    equals ``analyze`` of the whole array trace, and ``data_requests`` of it picks the
+    same bios that ``analyze`` counts. Raises ValueError for a stream the trace lacks."""
+    if stream not in streams(trace):
+        raise ValueError(f"this trace has no stream '{stream.key}' (it has "
+                         f"{', '.join(s.key for s in streams(trace))})")
+    if stream == MD_DEVICE:
+        return array_view(trace, EV_COMPLETE)  # completes: what analyze counts
+    if stream == MEMBERS:
+        return members_view(trace)
+    return trace
+
+
+def shown(trace: Trace) -> tuple[Stream, Trace]:
+    """The default stream of a trace and its view: what tables and figures show."""
+    stream = streams(trace)[0]
+    return stream, stream_view(trace, stream)
 
 
 def match_requests(trace: Trace) -> tuple[np.ndarray, np.ndarray]:

@@ -19,6 +19,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from ..analysis.stats import summarize  # noqa: E402
 from ..store import stored_metric_kind  # noqa: E402
 from ..stored import STATUS_OK, Params, StoredCell, StoredRun  # noqa: E402
+from .ticks import category_ticks  # noqa: E402
 from .units import display_scale, fmt  # noqa: E402
 
 
@@ -99,14 +100,14 @@ def draw(chart: Chart, path_stem: Path) -> list[Path]:
                 marker = ax.plot([x], [0], "o", mfc="white", mec="#c00", mew=1.5, ms=6, clip_on=False)[0]
                 marker.set_gid(f"crosses|{fs}|{case}")
                 crossing.append(f"{fs}{', ' + case if case else ''}: {fmt(height - err)}")
-    ax.set_xticks(range(len(chart.cases)))
-    ax.set_xticklabels([c.replace(", ", "\n") for c in chart.cases], fontsize=7)
     n_text = "n=" + "/".join(str(n) for n in sorted(ns)) if ns else "no data"
     ax.set_ylabel(f"{chart.metric} [{unit_label}]")
     ax.set_title(f"{chart.title}\nmean ± 95% CI over repetitions ({n_text})", fontsize=9)
     ax.legend(fontsize=8)
     ax.grid(axis="y", alpha=0.3)
     ax.set_ylim(bottom=0)
+    category_ticks(ax, range(len(chart.cases)), [c.replace(", ", "\n") for c in chart.cases], width=24,
+                   fontsize=7)
     if crossing:
         more = f" (+{len(crossing) - 3} more)" if len(crossing) > 3 else ""
         fig.text(0.01, 0.01, "○ 95% interval reaches below zero, drawn to 0; lower ends: "

@@ -163,6 +163,8 @@ class TracePlot:
     lost_events: int | None  # summed over the plotted runs; None when unknown
     data: dict[str, Any]  # the plotted numbers, summarised (JSON; its keys depend on ``kind``)
     image_png: bytes = field(default=b"", repr=False)  # empty unless images were asked for
+    # file system -> the stream plotted (analysis.traces.Stream.key: device, md, members)
+    streams: dict[str, str] = field(default_factory=dict)
 
     def data_uri(self) -> str:
         return "data:image/png;base64," + base64.b64encode(self.image_png).decode()

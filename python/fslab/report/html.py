@@ -28,8 +28,9 @@ body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:24px au
 h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;border-bottom:1px solid #ddd;padding-bottom:3px;
  margin-top:28px}
 .meta{color:#555}.warn{background:#fff4d6;border-left:4px solid #e0a800;padding:6px 10px}
-table{border-collapse:collapse;margin:8px 0;font-size:13px}
-th,td{border:1px solid #ddd;padding:3px 8px;vertical-align:top;overflow-wrap:anywhere}
+table{border-collapse:collapse;margin:8px 0;font-size:13px;display:block;max-width:100%;overflow-x:auto}
+th,td{border:1px solid #ddd;padding:3px 8px;vertical-align:top;overflow-wrap:break-word}
+th:first-child,td:first-child{min-width:11em}
 th{background:#f4f4f4;text-align:left}
 td.num{text-align:right;white-space:nowrap}
 .sig{font-weight:600}.nosig{color:#555}
@@ -72,8 +73,9 @@ def trace_plots_html(report: Report) -> str:
     if not report.trace_plots and not report.trace_missing:
         return ""
     parts = ['<section id="trace-plots"><h2>Block-trace plots</h2><p class="note">Measured on the device '
-             "under test (block layer, tracefs). Size CDFs pool the requests of every run of a file system; "
-             "LBA plots show one run each.</p>"]
+             "under test (block layer, tracefs), the requests its trace tables count: on an md array the bios "
+             "the file system issued to the md device, not its member disks' requests; each caption names "
+             "which. Size CDFs pool the requests of every run of a file system; LBA plots show one run each.</p>"]
     if report.trace_missing:
         parts.append('<p class="warn">Trace files missing, their runs left out: '
                      + escape(", ".join(report.trace_missing)) + "</p>")

@@ -10,6 +10,9 @@ runs' ``trace.parquet`` artifacts — the store says which runs and where, nothi
   overlaid; the requests of all its runs pooled into one distribution.
 - LBA over time (``lba_<workload>_<fs>.png``): one run per file system (the first stored).
 Lossy traces are marked in the table (``incomplete_runs``, ``lost_events``) and the plots.
+Table and figures count one stream (analysis.traces.Stream), named in each title and in the
+CSV's ``stream`` column: a plain device's requests, an md array's md-device bios (what the
+file system issued); so Figure 3's bars are Table 1's request counts.
 """
 
 from __future__ import annotations
@@ -23,19 +26,19 @@ from typing import Any
 import numpy as np
 
 from ..analysis.stats import summarize
-from ..analysis.traces import analyze
+from ..analysis.traces import Stream, analyze, shown
 from ..stored import STATUS_OK, StoredCell, StoredRun
 from ..trace.formats import NO_COMM, OP_READ, OP_WRITE, Trace, load_trace
 from . import trace_plots
 from .data import TableSection
-from .traced_runs import group_traced_runs
+from .traced_runs import group_traced_runs, on_streams, repetition_text, stored_runs_per_cell
 from .units import fmt
 
 CSV_NAME = "table1_io_size.csv"
 OPS = ("read", "write", "flush", "discard")
 DATA_OPS = {"read": OP_READ, "write": OP_WRITE}
 SIZE_STATS = ("min", "median", "mean", "max")
-CSV_COLUMNS = (["workload", "filesystem", "op", "n_runs", "requests", "requests_ci95"]
+CSV_COLUMNS = (["workload", "filesystem", "stream", "op", "n_runs", "requests", "requests_ci95"]
                + [f"size_{k}_kib{ci}" for k in SIZE_STATS for ci in ("", "_ci95")]
                + ["incomplete_runs", "lost_events"])
 
@@ -80,13 +83,13 @@ def _stat(values: list[float]) -> tuple[float | None, float | None]:
     return s.mean, s.ci_half_width
 
 
-def _rows(label: str, fs: str, results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _rows(label: str, fs: str, stream: Stream, results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     n = len(results)
     incomplete = [r for r in results if not r["complete"]]
     lost = sum(r["lost_events"] or 0 for r in incomplete)
     rows = []
     for op in OPS:
-        row: dict[str, Any] = {"workload": label, "filesystem": fs, "op": op, "n_runs": n,
+        row: dict[str, Any] = {"workload": label, "filesystem": fs, "stream": stream.key, "op": op, "n_runs": n,
                                "incomplete_runs": len(incomplete), "lost_events": lost}
         row["requests"], row["requests_ci95"] = _stat([r["requests"][op] for r in results])
         for k in SIZE_STATS:
@@ -97,7 +100,8 @@ def _rows(label: str, fs: str, results: list[dict[str, Any]]) -> list[dict[str, 
     return rows
 
 
-def _table(label: str, rows: list[dict[str, Any]]) -> TableSection:
+def _table(label: str, rows: list[dict[str, Any]], on: str) -> TableSection:
+    """Table 1 of one workload; ``on`` names the stream(s) its rows count."""
     def cell(row: dict[str, Any], key: str) -> str:
         if row[key] is None:
             return "—"
@@ -106,7 +110,7 @@ def _table(label: str, rows: list[dict[str, Any]]) -> TableSection:
 
     columns = ["file system", "op", "n runs", "requests", "mean [KiB]", "min [KiB]", "median [KiB]", "max [KiB]",
                "trace"]
-    table = TableSection("trace", f"Table 1 — I/O size on the device, {label}: per-run statistic, "
+    table = TableSection("trace", f"Table 1 — I/O size {on}, {label}: per-run statistic, "
                          "mean ± 95% CI (Student t) over n runs", columns, [])
     for row in rows:
         if row["op"] not in DATA_OPS or not row["requests"]:
@@ -139,6 +143,7 @@ def write_trace_figures(results_dir: Path, runs: list[StoredRun], cells: list[St
         return True
 
     groups = group_traced_runs(runs, cells, keep=captured)
+    stored = stored_runs_per_cell(runs)
     total = sum(len(rs) for by_fs in groups.values() for rs in by_fs.values())
     done = 0
 
@@ -152,28 +157,35 @@ def write_trace_figures(results_dir: Path, runs: list[StoredRun], cells: list[St
 
     for label, by_fs in groups.items():
         name = slug(label)
-        traces = {fs: [read(r, f"{label} {fs}") for r in rs] for fs, rs in by_fs.items()}
+        # Each run's trace as the stream shown (its file system's runs share a device kind).
+        views = {fs: [shown(read(r, f"{label} {fs}")) for r in rs] for fs, rs in by_fs.items()}
+        shows = {fs: vs[0][0] for fs, vs in views.items()}
+        traces = {fs: [view for _, view in vs] for fs, vs in views.items()}
+        on = on_streams(shows)
         results = {fs: [analyze(t) for t in ts] for fs, ts in traces.items()}
-        rows = [row for fs, rs in results.items() for row in _rows(label, fs, rs)]
+        rows = [row for fs, rs in results.items() for row in _rows(label, fs, shows[fs], rs)]
         out.rows += rows
-        out.tables.append(_table(label, rows))
-        # Figure 3: the bars are means over runs; the label carries n.
-        means = {f"{fs} (mean, n={len(rs)})":
+        out.tables.append(_table(label, rows, on))
+        # Figure 3: the bars are means over runs; the label carries n (and the stream when
+        # the file systems' differ: a plain device beside an array).
+        mixed = len(set(shows.values())) > 1
+        means = {f"{fs} (mean, n={len(rs)})" + (f" on {shows[fs].short}" if mixed else ""):
                  {"requests": {op: float(np.mean([r["requests"][op] for r in rs])) for op in OPS}}
                  for fs, rs in results.items()}
-        out.paths.append(trace_plots.io_counts(means, out_dir / f"fig3_io_counts_{name}.png"))
+        out.paths.append(trace_plots.io_counts(means, out_dir / f"fig3_io_counts_{name}.png", on=on))
         # Figure 4: one line per file system, every run's requests pooled.
         for op, code in DATA_OPS.items():
             if not any(r["requests"][op] for rs in results.values() for r in rs):
                 continue
             merged = {f"{fs} (n={len(ts)})": pooled(ts) for fs, ts in traces.items()}
             cdf_path = out_dir / f"fig4_size_cdf_{op}_{name}.png"
-            out.paths.append(trace_plots.size_cdf(merged, cdf_path, op=code))
+            out.paths.append(trace_plots.size_cdf(merged, cdf_path, op=code,
+                                                  title=f"{label}: {op} request sizes {on}"))
         for fs, rs in by_fs.items():
             first = min(range(len(rs)), key=lambda i: rs[i]["repetition"])
-            what = f"{fs}, {label}, repetition {rs[first]['repetition'] + 1} of {len(rs)}"
-            out.paths.append(trace_plots.lba_over_time(traces[fs][first],
-                                                       out_dir / f"lba_{name}_{slug(fs)}.png", what))
+            what = repetition_text(rs[first], stored[(label, fs)], fs, label)
+            out.paths.append(trace_plots.lba_over_time(traces[fs][first], out_dir / f"lba_{name}_{slug(fs)}.png",
+                                                       what, stream=shows[fs]))
     csv_path = out_dir / CSV_NAME
     with open(csv_path, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=CSV_COLUMNS)

@@ -4,14 +4,16 @@ histogram drawn as one image, so they stay fast and legible at any trace size.""
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 from types import ModuleType
 from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from ..analysis.traces import data_requests
+from ..analysis.traces import DEVICE, Stream, data_requests
 from ..trace.formats import EV_COMPLETE, OP_READ, OP_WRITE, SECTOR_BYTES, Trace
+from .ticks import category_ticks
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -45,6 +47,12 @@ def _save(fig: Figure, out: Out) -> Out:
     return out
 
 
+def _title(ax: Any, text: str) -> None:
+    """A title wrapped to the figure's width (about 11 characters of 10-point type an inch):
+    one that names the stream of each file system is longer than a line."""
+    ax.set_title(textwrap.fill(text, int(ax.figure.get_figwidth() * 11)), fontsize=10)
+
+
 def size_cdf(traces: dict[str, Trace], out: Out, op: int = OP_WRITE, title: str = "I/O size CDF") -> Out:
     """CDF of data-request sizes (KiB, log scale) of each trace, overlaid."""
     plt = _plt()
@@ -60,13 +68,15 @@ def size_cdf(traces: dict[str, Trace], out: Out, op: int = OP_WRITE, title: str 
     ax.set_ylim(0, 1.02)
     ax.grid(alpha=0.3)
     ax.legend()
-    ax.set_title(title + _incomplete_note(traces), fontsize=10)
+    _title(ax, title + _incomplete_note(traces))
     return _save(fig, out)
 
 
-def lba_over_time(trace: Trace, out: Out, label: str = "", bins: tuple[int, int] = (800, 500)) -> Out:
+def lba_over_time(trace: Trace, out: Out, label: str = "", bins: tuple[int, int] = (800, 500),
+                  stream: Stream = DEVICE) -> Out:
     """Where on the device requests went over time: reads blue, writes red; a dot per
-    request, or (beyond SCATTER_MAX requests) a 2D histogram shaded by count."""
+    request, or (beyond SCATTER_MAX requests) a 2D histogram shaded by count. ``trace`` is
+    the view of ``stream`` (analysis.traces.stream_view), named on the axis and in the title."""
     plt = _plt()
     c = trace.columns
     m = data_requests(trace)
@@ -93,13 +103,15 @@ def lba_over_time(trace: Trace, out: Out, label: str = "", bins: tuple[int, int]
             ax.plot([], [], "s", color=colour, label="write" if op == OP_WRITE else "read")
         ax.legend(loc="upper right")
     ax.set_xlabel("time (s)")
-    ax.set_ylabel("device offset (GiB)")
-    ax.set_title(f"LBA over time {label}" + ("" if trace.complete else "  [INCOMPLETE trace]"), fontsize=10)
+    ax.set_ylabel(f"offset on the {stream.short} (GiB)")
+    title = f"LBA over time on {stream.text}: {label}" + ("" if trace.complete else "  [INCOMPLETE trace]")
+    _title(ax, title)
     return _save(fig, out)
 
 
-def iops_over_time(traces: dict[str, Trace], out: Path, bin_s: float = 0.1) -> Path:
-    """Completed data requests per second over time, in bins of ``bin_s`` seconds."""
+def iops_over_time(traces: dict[str, Trace], out: Path, bin_s: float = 0.1, on: str = "on the device") -> Path:
+    """Completed data requests per second over time, in bins of ``bin_s`` seconds; ``on``
+    names the stream (as ``io_counts``)."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(8, 3.6))
     for label, t in traces.items():
@@ -115,35 +127,42 @@ def iops_over_time(traces: dict[str, Trace], out: Path, bin_s: float = 0.1) -> P
     ax.set_ylabel("IOPS (requests/s)")
     ax.grid(alpha=0.3)
     ax.legend()
-    ax.set_title("IOPS over time" + _incomplete_note(traces), fontsize=10)
+    _title(ax, f"IOPS over time {on}" + _incomplete_note(traces))
     return _save(fig, out)
 
 
-def io_counts(results: dict[str, dict[str, Any]], out: Path) -> Path:
-    """Bar chart of completed requests by op per trace (from ``analyze`` results)."""
+def io_counts(results: dict[str, dict[str, Any]], out: Path, on: str = "on the device") -> Path:
+    """Bar chart of completed requests by op per trace (from ``analyze`` results); ``on``
+    names the stream they count ("on " + analysis.traces.Stream.text, or report.traced_runs.
+    on_streams naming each file system's)."""
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(6.4, 4))
     labels = list(results)
+    fig, ax = plt.subplots(figsize=(max(6.4, 1.1 * len(labels) + 2), 4.8))
     ops = ("read", "write", "flush")
     width = 0.8 / len(ops)
     for i, op in enumerate(ops):
         ax.bar(np.arange(len(labels)) + i * width, [results[k]["requests"][op] for k in labels], width, label=op)
-    ax.set_xticks(np.arange(len(labels)) + width, labels)
     ax.set_ylabel("requests")
     ax.legend()
-    ax.set_title("I/O count", fontsize=10)
+    _title(ax, f"I/O count: requests {on}")
+    category_ticks(ax, list(np.arange(len(labels)) + width), labels)  # last: it lays out the figure
     return _save(fig, out)
 
 
 def plot_all(traces: dict[str, Trace], out_dir: Path) -> list[Path]:
-    """Every trace plot for these traces; returns the files written."""
-    from ..analysis.traces import analyze
+    """Every trace plot for these traces; returns the files written. Each plot shows the
+    stream the report shows (an md array's md-device bios), and names it."""
+    from ..analysis.traces import analyze, shown
+    from .traced_runs import on_streams
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    paths = [size_cdf(traces, out_dir / "size_cdf_write.png"),
-             iops_over_time(traces, out_dir / "iops_over_time.png"),
-             io_counts({k: analyze(t) for k, t in traces.items()}, out_dir / "io_counts.png")]
-    for label, t in traces.items():
+    seen = {label: shown(t) for label, t in traces.items()}
+    views = {label: view for label, (_, view) in seen.items()}
+    on = on_streams({label: stream for label, (stream, _) in seen.items()})
+    paths = [size_cdf(views, out_dir / "size_cdf_write.png", title=f"write request sizes {on}"),
+             iops_over_time(views, out_dir / "iops_over_time.png", on=on),
+             io_counts({k: analyze(t) for k, t in views.items()}, out_dir / "io_counts.png", on=on)]
+    for label, (stream, view) in seen.items():
         safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in label)
-        paths.append(lba_over_time(t, out_dir / f"lba_{safe}.png", label))
+        paths.append(lba_over_time(view, out_dir / f"lba_{safe}.png", label, stream=stream))
     return paths

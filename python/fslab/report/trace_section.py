@@ -7,6 +7,9 @@ stored runs' ``trace.parquet`` artifacts — the store says which runs and where
   kept is its time span, offset range and requests per op and per tenth of the time.
 Both count data requests as issued (analysis.traces: sizes are taken in issue order), which
 may differ by the few still in flight from the completed requests the trace tables count.
+Both show the stream the trace tables show (analysis.traces.Stream): a plain device's
+requests, an md array's md-device bios (what the file system issued, not what its member
+disks were asked), named in every caption and in the data (``streams``).
 
 Each plot names the runs it comes from; a lossy trace is marked INCOMPLETE with its lost
 events. Images are PNG (matplotlib, as ``fslab report --traces`` draws them), made only
@@ -21,13 +24,13 @@ from typing import Any
 
 import numpy as np
 
-from ..analysis.traces import data_requests
+from ..analysis.traces import Stream, data_requests, shown
 from ..stored import STATUS_OK, StoredCell, StoredRun
 from ..trace.formats import OP_READ, OP_WRITE, SECTOR_BYTES, Trace, load_trace
 from . import trace_plots
 from .data import TracePlot
 from .trace_figures import pooled, slug, trace_path
-from .traced_runs import group_traced_runs
+from .traced_runs import group_traced_runs, on_streams, repetition_text, stored_runs_per_cell
 
 PERCENTILES = (0, 10, 25, 50, 75, 90, 99, 100)
 TIME_BINS = 10
@@ -67,7 +70,9 @@ def _png(draw: Callable[[io.BytesIO], Any]) -> bytes:
 
 
 def _size_cdf(label: str, op: str, traces: dict[str, list[Trace]], runs: dict[str, list[StoredRun]],
-              images: bool) -> TracePlot | None:
+              shows: dict[str, Stream], images: bool) -> TracePlot | None:
+    """One op's size CDF of a workload; ``traces`` are the views of the streams ``shows``
+    names per file system."""
     lines: dict[str, Any] = {}
     for fs, ts in traces.items():
         sizes = np.concatenate([_sizes_kib(t, DATA_OPS[op]) for t in ts])
@@ -81,20 +86,24 @@ def _size_cdf(label: str, op: str, traces: dict[str, list[Trace]], runs: dict[st
     everything = [t for ts in traces.values() for t in ts]
     complete, lost = _loss(everything)
     used = {fs: rs for fs, rs in runs.items() if fs in lines}
-    caption = (f"{op.capitalize()} request sizes on the device, every run's requests pooled per file system: "
+    on = on_streams({fs: shows[fs] for fs in used})
+    caption = (f"{op.capitalize()} request sizes {on}, every run's requests pooled per file system: "
                + "; ".join(f"{fs} runs {', '.join(_run_label(r) for r in rs)}" for fs, rs in used.items())
                + f". {_loss_text(complete, lost)}.")
     plot = TracePlot(f"size_cdf_{op}_{slug(label)}", "size_cdf", label, f"{label}: {op} request-size CDF",
                      caption, list(lines), [r["run_id"] for rs in used.values() for r in rs], complete, lost,
-                     {"op": op, "unit": "KiB", "lines": lines})
+                     {"op": op, "unit": "KiB", "lines": lines}, streams={fs: shows[fs].key for fs in used})
     if images:
         merged = {f"{fs} ({len(traces[fs])} runs)": pooled(traces[fs]) for fs in lines}
         plot.image_png = _png(lambda buf: trace_plots.size_cdf(merged, buf, op=DATA_OPS[op],
-                                                               title=f"{label}: {op} request sizes"))
+                                                               title=f"{label}: {op} request sizes {on}"))
     return plot
 
 
-def _lba(label: str, fs: str, trace: Trace, run: StoredRun, n_runs: int, images: bool) -> TracePlot:
+def _lba(label: str, fs: str, trace: Trace, stream: Stream, run: StoredRun, stored: int,
+         images: bool) -> TracePlot:
+    """One run's LBA-over-time plot; ``trace`` is the view of ``stream``, ``stored`` how
+    many runs its cell has in the store."""
     c = trace.columns
     m = data_requests(trace)
     t0 = int(c["time_ns"][0]) if len(trace) else 0
@@ -112,13 +121,14 @@ def _lba(label: str, fs: str, trace: Trace, run: StoredRun, n_runs: int, images:
         data[f"{op}_data_requests_issued"] = int(sel.sum())
         data[f"{op}_requests_per_bin"] = [int(x) for x in np.histogram(seconds[sel], bins=edges)[0]]
     complete, lost = _loss([trace])
-    what = f"{fs}, {label}, repetition {run['repetition'] + 1} of {n_runs} (run id {run['run_id']})"
-    caption = (f"Where on the device the data requests of {what} went over time (reads blue, writes red; "
+    what = f"{repetition_text(run, stored, fs, label)} (run id {run['run_id']})"
+    caption = (f"Where on {stream.text} the data requests of {what} went over time (reads blue, writes red; "
                f"beyond {trace_plots.SCATTER_MAX:,} requests binned, darker: more). {_loss_text(complete, lost)}.")
     plot = TracePlot(f"lba_{slug(label)}_{slug(fs)}", "lba", label, f"{label}: LBA over time, {fs}", caption,
-                     [fs], [run["run_id"]], complete, lost, data)
+                     [fs], [run["run_id"]], complete, lost, data, streams={fs: stream.key})
     if images:
-        plot.image_png = _png(lambda buf: trace_plots.lba_over_time(trace, buf, what, bins=(400, 250)))
+        plot.image_png = _png(lambda buf: trace_plots.lba_over_time(trace, buf, what, bins=(400, 250),
+                                                                    stream=stream))
     return plot
 
 
@@ -138,23 +148,27 @@ def trace_plots_section(results_dir: Path, runs: list[StoredRun], cells: list[St
         return True
 
     groups = group_traced_runs(runs, cells, keep=captured)
+    stored = stored_runs_per_cell(runs)
     total = sum(len(rs) for by_fs in groups.values() for rs in by_fs.values())
     done = 0
     plots: list[TracePlot] = []
     for label, by_fs in groups.items():
         traces: dict[str, list[Trace]] = {}
+        shows: dict[str, Stream] = {}
         for fs, rs in by_fs.items():
             traces[fs] = []
             for r in rs:
-                traces[fs].append(load_trace(trace_path(results_dir, r)))  # type: ignore[arg-type]
+                # A file system's runs share a device kind, hence a stream.
+                shows[fs], view = shown(load_trace(trace_path(results_dir, r)))  # type: ignore[arg-type]
+                traces[fs].append(view)
                 done += 1
                 if progress is not None:
                     progress(done, total, f"{label} {fs}")
         for op in DATA_OPS:
-            cdf = _size_cdf(label, op, traces, by_fs, images)
+            cdf = _size_cdf(label, op, traces, by_fs, shows, images)
             if cdf is not None:
                 plots.append(cdf)
         for fs, rs in by_fs.items():
             first = min(range(len(rs)), key=lambda i: rs[i]["repetition"])
-            plots.append(_lba(label, fs, traces[fs][first], rs[first], len(rs), images))
+            plots.append(_lba(label, fs, traces[fs][first], shows[fs], rs[first], stored[(label, fs)], images))
     return plots, missing

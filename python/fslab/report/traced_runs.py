@@ -1,6 +1,7 @@
 """Stored runs of traced studies, as the trace tables, the trace plots and `fslab report
 --traces` read them: grouped by workload and file system, one metric's numbers over
-runs, and which runs lost trace events. From the store only (``Store.runs``/``cells``)."""
+runs, which runs lost trace events, and the words that name the stream (analysis.traces.
+Stream) each table and figure counts. From the store only (``Store.runs``/``cells``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from ..analysis.stats import summarize
+from ..analysis.traces import DEVICE, MD_DEVICE, Stream
 from ..stored import STATUS_OK, StoredCell, StoredRun
 from .labels import cell_label, fs_column, mean_pm
 
@@ -32,6 +34,42 @@ def group_traced_runs(runs: Iterable[StoredRun], cells: Sequence[StoredCell],
             out[cell_label(run["cell"])][fs_column(run["cell"])].append(run)
     return {w: {fs: rs for fs, rs in by_fs.items() if rs} for w, by_fs in out.items()
             if any(by_fs.values())}
+
+
+def stored_runs_per_cell(runs: Iterable[StoredRun]) -> dict[tuple[str, str], int]:
+    """(workload label, file system) -> how many runs of that cell the store holds, whatever
+    their status or trace: the "of N" of "repetition k of N"."""
+    out: dict[tuple[str, str], int] = {}
+    for run in runs:
+        key = (cell_label(run["cell"]), fs_column(run["cell"]))
+        out[key] = out.get(key, 0) + 1
+    return out
+
+
+def repetition_text(run: StoredRun, stored: int, fs: str, label: str) -> str:
+    """'repetition 2 of 5 of ext4 rand4k': the run's place among its cell's ``stored`` runs.
+    A run is one of them, so the count is never below its repetition number (a store that
+    holds only some repetitions still reads 'k of k', never 'k of fewer')."""
+    k = run["repetition"] + 1
+    return f"repetition {k} of {max(stored, k)} of {fs} {label}"
+
+
+def stored_stream(runs: Sequence[StoredRun]) -> Stream:
+    """The stream a file system's ``trace_*`` metrics count: an md array's (it stored its
+    members' as ``trace_members_*`` beside them) is its md device's bios."""
+    return MD_DEVICE if values(runs, "trace_members_write_requests_count") else DEVICE
+
+
+def on_streams(by_fs: dict[str, Stream]) -> str:
+    """'on the device' when every file system's numbers come from one stream, else each
+    stream with its file systems: 'on the device (ext4, f2fs); on the md device (…)
+    (ext4-raid0)'."""
+    groups: dict[Stream, list[str]] = {}
+    for fs, stream in by_fs.items():
+        groups.setdefault(stream, []).append(fs)
+    if len(groups) == 1:
+        return f"on {next(iter(groups)).text}"
+    return "; ".join(f"on {stream.text} ({', '.join(names)})" for stream, names in groups.items())
 
 
 def values(runs: Iterable[StoredRun], name: str, scale: float = 1.0) -> list[float]:

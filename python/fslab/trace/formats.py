@@ -97,7 +97,10 @@ def array_view(trace: Trace, as_event: int) -> Trace:
     # below the array: a cache flush, not a write of zero bytes.
     cols["op"] = np.where((cols["nr_sector"] == 0) & (cols["op"] == OP_WRITE), OP_FLUSH, cols["op"]).astype(
         COLUMNS["op"])
-    return Trace(cols, trace.comm_names, {**trace.meta, "view": "array (md bios)"})
+    # The view is a plain trace of one device: taking the view of it again (analyze does,
+    # and a report hands it views) must leave it as it is, not filter it to nothing.
+    meta = {k: v for k, v in trace.meta.items() if k not in (ARRAY_DEV, MEMBER_DEVS)}
+    return Trace(cols, trace.comm_names, {**meta, "view": "array (md bios)"})
 
 
 def members_view(trace: Trace) -> Trace:

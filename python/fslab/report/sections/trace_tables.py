@@ -3,17 +3,20 @@
 - a block-trace table per workload: for each file system and op, requests completed by
   the device, request sizes (min/median/mean/max, KiB) and the sequential share, each a
   mean ± 95% interval (Student t) over the runs, with n; lossy traces marked INCOMPLETE
-  (an alert cell);
+  (an alert cell). The title names the stream counted (analysis.traces.Stream): an md
+  array's rows are its md device's bios, as in the trace plots, and its members' requests
+  follow as rows marked '(members)';
 - a "predicted on device models (not measured)" table per workload for studies with
   ``simulate = [...]`` (``pred_<model>_*`` metrics, see fslab.predictions).
 """
 
 from __future__ import annotations
 
+from ...analysis.traces import MD_DEVICE, MEMBERS
 from ...predictions import LEGACY_SUFFIXES, cache_warning, split_name, workload_predicted
 from ...stored import StoredCell, StoredRun
 from ..data import TableSection
-from ..traced_runs import group_traced_runs, mean_ci, trace_loss, values
+from ..traced_runs import group_traced_runs, mean_ci, on_streams, stored_stream, trace_loss, values
 from .base import SECTIONS, Section, StudyData
 
 OPS = ("read", "write", "flush", "discard")
@@ -25,8 +28,9 @@ def trace_table(label: str, by_fs: dict[str, list[StoredRun]]) -> TableSection:
     """One workload's block-trace table."""
     columns = ["file system", "op", "n runs", "requests", "size min [KiB]", "size median [KiB]",
                "size mean [KiB]", "size max [KiB]", "sequential [%]", "trace"]
-    table = TableSection("trace", f"block trace — {label}: per run, mean ± 95% CI (Student t) over n runs",
-                         columns, [])
+    on = on_streams({fs: stored_stream(runs) for fs, runs in by_fs.items()})
+    table = TableSection("trace", f"block trace — {label}, requests {on}: per run, mean ± 95% CI (Student t) "
+                         "over n runs", columns, [])
     arrays = []
     for fs, runs in by_fs.items():
         n = len(runs)
@@ -52,9 +56,9 @@ def trace_table(label: str, by_fs: dict[str, list[StoredRun]]) -> TableSection:
                     table.alerts.append((len(table.rows), len(columns) - 1))
             table.rows.append([fs if i == 0 else "", op + suffix, str(n), *cells, status])
     if arrays:
-        table.note = (f"md arrays ({', '.join(arrays)}): read/write/... rows are the bios queued to the md "
-                      "device (block_bio_queue); '(members)' rows are the requests its member devices "
-                      "completed (block_rq_*)")
+        table.note = (f"md arrays ({', '.join(arrays)}): read/write/... rows are {MD_DEVICE.text}, queued "
+                      f"to it (block_bio_queue); '(members)' rows are {MEMBERS.text}, completed by them "
+                      "(block_rq_*)")
     return table
 
 
