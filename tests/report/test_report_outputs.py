@@ -110,7 +110,7 @@ def test_html_report_has_every_section_chart_and_provenance_row(two_studies: Pat
     html = out.read_text()
     page = Parsed()
     page.feed(html)
-    assert page.sections == ["summary", "results", "charts", "definitions", "failures", "provenance"]
+    assert page.sections == ["summary", "results", "charts", "definitions", "explanations", "failures", "provenance"]
     assert page.external == []  # self-contained: nothing fetched
     assert len(page.svgs) == 1 and page.svgs[0]["data-metric"] == "iops"
     assert sorted(page.bars) == ["bar|ext4|all", "bar|xfs|all"]
@@ -150,6 +150,13 @@ def test_html_report_has_every_section_chart_and_provenance_row(two_studies: Pat
                                                        ["xfs", "xfs", "(defaults)", "(defaults)"]]
     for text in (html, md):
         assert f"seed {seed}:" in text and "randwrite" in text and "time_based" in text
+    # ext4 mounted sync against xfs: the significant difference and the I/O behind it (an
+    # untraced study: the device's own counters), in every output.
+    [why] = [s for s in data["sections"] if s["id"] == "explanations"]
+    [line] = why["statements"]
+    assert line.startswith("rand4k — iops of ext4 ") and "against xfs: ext4: " in line
+    assert "flushes " in line and "(from the device counters, mean over runs)" in line
+    assert line in html.replace("&#x27;", "'") and "## Why: the I/O behind each significant difference" in md
 
 
 @pytest.mark.skipif(shutil.which("chromium") is None, reason="needs Debian's chromium")

@@ -1,0 +1,186 @@
+"""Why one file system beats another: for every significant difference of the comparison
+table, the facts of the I/O each side sent to its device that differ most between them —
+request counts, request sizes, sequential share, flushes, bytes written per byte of
+workload (from the block trace, or the device's own counters when a run was not
+traced) — and, for traced runs replayed on device models, the workload's predicted
+figure on each model. Computed from the stored runs of any study; when no fact differs
+enough to carry the difference, it says that instead (the cause is then on the host:
+CPU, page cache, locking — nothing a trace shows)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from statistics import fmean
+
+from ...predictions import split_name, workload_predicted
+from ...stored import StoredCell, StoredRun
+from ..data import ModelSection
+from ..labels import cell_label, fs_column, percent
+from ..tables import build_table
+from ..units import fmt
+from .base import SECTIONS, Section, StudyData
+
+# A count or size ratio at least this far from 1, or a share this many points apart,
+# is a fact worth naming; below it two sides are "alike".
+RATIO_ALIKE = 1.25
+POINTS_ALIKE = 0.15
+
+
+@dataclass(frozen=True)
+class Fact:
+    metric: str
+    what: str  # 'write requests'
+    kind: str  # count | size | fraction | ratio
+
+
+TRACE_FACTS = (
+    Fact("trace_write_requests_count", "write requests", "count"),
+    Fact("trace_read_requests_count", "read requests", "count"),
+    Fact("trace_flush_requests_count", "flushes", "count"),
+    Fact("trace_write_size_median_bytes", "median write size", "size"),
+    Fact("trace_read_size_median_bytes", "median read size", "size"),
+    Fact("trace_write_sequential_fraction", "sequential writes", "fraction"),
+    Fact("trace_read_sequential_fraction", "sequential reads", "fraction"),
+    Fact("trace_write_amplification_ratio", "device bytes written per workload byte", "ratio"),
+)
+# Untraced runs: the device's own counters (/sys/block stat) over the workload.
+COUNTER_FACTS = (
+    Fact("device_write_requests_count", "write requests", "count"),
+    Fact("device_read_requests_count", "read requests", "count"),
+    Fact("device_flush_requests_count", "flushes", "count"),
+    Fact("device_write_sectors_count", "sectors written", "count"),
+    Fact("device_read_sectors_count", "sectors read", "count"),
+)
+
+
+def _mean(runs: Sequence[StoredRun], metric: str) -> float | None:
+    """The mean over runs; a size or sequential share of an op only over runs that issued
+    requests of that op (a run without reads has no read size to average in)."""
+    op = _op_of(metric)
+    vals = [float(m["value"]) for r in runs if r["status"] == "ok"
+            if (m := r["metrics"].get(metric)) is not None and m["value"] is not None
+            and (op is None or ((c := r["metrics"].get(op)) is not None and (c["value"] or 0) > 0))]
+    return fmean(vals) if vals else None
+
+
+def _op_of(metric: str) -> str | None:
+    """The request count a per-op size or share depends on: trace_write_size_median_bytes ->
+    trace_write_requests_count; None for counts and whole-run ratios."""
+    for op in ("write", "read"):
+        prefix = f"trace_{op}_"
+        if metric.startswith(prefix) and not metric.endswith("_requests_count"):
+            return f"{prefix}requests_count"
+    return None
+
+
+def _size(value: float) -> str:
+    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if value >= scale:
+            return f"{fmt(value / scale)} {unit}"
+    return f"{fmt(value)} B"
+
+
+def _text(kind: str, value: float) -> str:
+    if kind == "size":
+        return _size(value)
+    return f"{value:.0%}" if kind == "fraction" else fmt(value)
+
+
+def _distance(kind: str, a: float, b: float) -> float:
+    """How different two values are, on one scale for every kind: |ln ratio| for counts,
+    sizes and ratios, share points scaled so that POINTS_ALIKE reads as RATIO_ALIKE."""
+    if kind == "fraction":
+        return abs(a - b) * math.log(RATIO_ALIKE) / POINTS_ALIKE
+    if a <= 0 or b <= 0:
+        return 0.0 if a == b else math.inf
+    return abs(math.log(a / b))
+
+
+def differing_facts(a: Sequence[StoredRun], b: Sequence[StoredRun]) -> list[tuple[float, str]]:
+    """(distance, words) of each fact in which side a differs from side b enough to name,
+    most different first: 'a issues 216x fewer write requests (1,024 vs 221,184)'."""
+    traced = any("trace_write_requests_count" in r["metrics"] or "trace_read_requests_count" in r["metrics"]
+                 for r in (*a, *b))
+    out: list[tuple[float, str]] = []
+    for fact in TRACE_FACTS if traced else COUNTER_FACTS:
+        va, vb = _mean(a, fact.metric), _mean(b, fact.metric)
+        if va is None or vb is None:
+            continue
+        distance = _distance(fact.kind, va, vb)
+        if distance < math.log(RATIO_ALIKE):
+            continue
+        values = f"{_text(fact.kind, va)} vs {_text(fact.kind, vb)}"
+        if fact.kind == "count" and va > 0 and vb > 0:
+            times = max(va, vb) / min(va, vb)
+            words = f"{fmt(times)}x {'fewer' if va < vb else 'more'} {fact.what} ({values})"
+        else:
+            words = f"{fact.what} {values}"
+        out.append((distance, words))
+    return sorted(out, key=lambda dw: -dw[0])
+
+
+def predicted_lines(a: Sequence[StoredRun], b: Sequence[StoredRun], metric: str) -> list[str]:
+    """The workload's predicted figure of each side on each model both were replayed on."""
+    models = {parsed[0] for r in (*a, *b) for name in r["metrics"] if (parsed := split_name(name))}
+    out = []
+    for model in sorted(models):
+        sides = [[r for r in side if workload_predicted(r["metrics"], model)] for side in (a, b)]
+        va, vb = (_mean(side, f"pred_{model}_{metric}") for side in sides)
+        if va is None or vb is None or vb == 0:
+            continue
+        out.append(f"predicted on {model}: {fmt(va)} vs {fmt(vb)} {metric} ({fmt(va / vb)}x)")
+    return out
+
+
+def explain(a_name: str, b_name: str, a: Sequence[StoredRun], b: Sequence[StoredRun], metric: str) -> str:
+    """What a sends to its device that b does not ('a: 213x more write requests (...); ...'),
+    or that nothing does; then the predicted figures."""
+    facts = differing_facts(a, b)
+    predicted = predicted_lines(a, b, metric)
+    source = ("block traces" if any(k.startswith("trace_") for r in a for k in r["metrics"])
+              else "device counters")
+    if not facts:
+        text = (f"the {source} do not explain it — requests, sizes, sequential share "
+                f"and flushes are within {RATIO_ALIKE:g}x (or {POINTS_ALIKE:.0%} points) of each other, so the "
+                "difference is in host-side time (CPU, page cache, locking), which they do not show")
+    else:
+        text = f"{a_name}: " + "; ".join(words for _, words in facts)
+        text += f" (from the {source}, mean over runs)"
+    if predicted:
+        text += "; " + "; ".join(predicted)
+    return text
+
+
+def explanations(runs: Sequence[StoredRun], cells: Sequence[StoredCell]) -> list[str]:
+    """A sentence per significant difference of the comparison table (each column against
+    its group's best), in the table's order."""
+    table = build_table(runs, None, cells)
+    by_case: dict[tuple[str, str], list[StoredRun]] = {}
+    for run in runs:
+        by_case.setdefault((cell_label(run["cell"]), fs_column(run["cell"])), []).append(run)
+    out = []
+    for row in table.rows:
+        for fs, comparison in row.comparisons.items():
+            best = row.best_for(fs)
+            if not comparison.significant or best is None or best == fs:
+                continue
+            mean_fs, mean_best = row.summaries[fs].mean, row.summaries[best].mean
+            how = percent((mean_fs - mean_best) / abs(mean_best))  # the table's own phrasing
+            out.append(f"{row.label} — {row.metric} of {fs} {how} against {best}: " + explain(
+                fs, best, by_case.get((row.label, fs), []), by_case.get((row.label, best), []), row.metric))
+    return out
+
+
+def build(study: StudyData) -> list[ModelSection]:
+    lines = explanations(study.runs, study.cells)
+    if not lines:
+        return []
+    return [ModelSection("explanations", "Why: the I/O behind each significant difference",
+                         "For each significant difference of the results table, the facts of the I/O the two "
+                         "sides sent to their devices that differ most, and the workload's predicted figure on "
+                         "each device model the runs were replayed on.", lines)]
+
+
+SECTIONS.register("explanations", Section(build))
