@@ -48,6 +48,7 @@ OPTIONS = {
 }
 DEFAULTS: dict[str, Any] = {"file_size": 4096, "files": 10000, "threads": 1, "files_per_dir": 0,
                             "dirs": 16, "sync": "fsync", "loops": 1, "write_size": 16384}
+DIR = "fsmark"  # under the run's work directory
 QUICK_DIVISOR = 8
 QUICK_MIN_FILES = 500
 _ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+(\d+)\s+([0-9.]+)\s+(\d+)\s*$")
@@ -161,7 +162,9 @@ class FsMarkWorkload(Workload):
         return params["files"] * params["threads"] * params["loops"] / 50 + 3600
 
     def argv(self, params: dict[str, Any], ctx: RunContext) -> list[str]:
-        argv = ["fs_mark", "-d", str(ctx.workdir / "fsmark"), "-s", str(params["file_size"]),
+        # fs_mark refuses a -d path of 40 bytes or more: it runs in the work directory and
+        # is given a relative one; its log (-l) goes to the artifacts, off the device.
+        argv = ["fs_mark", "-d", DIR, "-l", str(ctx.artifact_dir / "fs_log.txt"), "-s", str(params["file_size"]),
                 "-n", str(params["files"]), "-t", str(params["threads"]), "-S", str(params["sync"]),
                 "-L", str(params["loops"]), "-w", str(params["write_size"]), "-k"]
         if params["files_per_dir"]:
@@ -170,7 +173,7 @@ class FsMarkWorkload(Workload):
 
     def run(self, params: dict[str, Any], ctx: RunContext) -> WorkloadResult:
         argv = self.argv(params, ctx)
-        done = run_tool(argv, ctx, "fsmark", ctx.timeout_s or self.default_timeout_s(params))
+        done = run_tool(argv, ctx, "fsmark", ctx.timeout_s or self.default_timeout_s(params), cwd=ctx.workdir)
         rows = parse_output(done.stdout)
         expected = params["files"] * params["threads"] * params["loops"]
         if rows[-1].count != expected:

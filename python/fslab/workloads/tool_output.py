@@ -57,8 +57,11 @@ def _keep(ctx: RunContext, name: str, stdout: str, stderr: str) -> None:
 
 
 def _last_lines(stdout: str, stderr: str) -> str:
-    parts = [text for text in (tail(stdout), tail(stderr)) if text]
-    return "\n".join(parts)
+    """stderr's first lines (tools put the reason before a usage text) and last ones, then
+    stdout's last lines: CommandFailed shows the head and tail of this."""
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    kept = lines if len(lines) <= 2 * TAIL_LINES else [*lines[:3], "...", *lines[-TAIL_LINES:]]
+    return "\n".join(part for part in ("\n".join(kept), tail(stdout)) if part)
 
 
 def measured(tool: str, name: str, value: float, output: str) -> float:
