@@ -45,7 +45,7 @@ OPTIONS = {
     "file_total_size": "bytes over all files (--file-total-size), default 1 GiB",
     "files": "number of files (--file-num), default 128",
     "block_size": "bytes per request (--file-block-size), default 16 KiB",
-    "fsync_freq": "fsync after this many requests, 0 for none (--file-fsync-freq), default 100",
+    "fsync_freq": "fsync every file after this many requests, 0 for none (--file-fsync-freq), default 100",
     "fsync_end": "fsync at the end of the test (--file-fsync-end), default 1",
     "fsync_mode": "fsync or fdatasync (--file-fsync-mode), default fsync",
     "rw_ratio": "reads per write in rndrw (--file-rw-ratio), default 1.5",
