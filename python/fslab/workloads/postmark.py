@@ -64,7 +64,8 @@ def parse_output(text: str, transactions: int) -> tuple[dict[str, float], dict[s
     PostMark's whole seconds: of transactions for the transaction rate, of the whole run
     for files and data (as PostMark computes them). Raises WorkloadFailed on ``Error:``
     lines, a missing section, or a transaction count other than asked."""
-    errors = [line for line in text.splitlines() if line.startswith("Error:")]
+    # "Error:" may follow a "pm>" prompt on the same line (commands read from stdin)
+    errors = [line for line in text.splitlines() if "Error:" in line]
     if errors:
         raise WorkloadFailed(f"postmark reported {len(errors)} errors (it exits 0 regardless); its last lines:\n  "
                              + tail(text))
@@ -172,11 +173,15 @@ class PostmarkWorkload(Workload):
         return params["transactions"] / 100 + params["files"] / 100 + 600
 
     def run(self, params: dict[str, Any], ctx: RunContext) -> WorkloadResult:
-        config = ctx.artifact_dir / "postmark.cfg"
-        config.write_text(config_text(params, str(ctx.workdir)))
-        argv = ["postmark", str(config)]
-        done = run_tool(argv, ctx, "postmark", ctx.timeout_s or self.default_timeout_s(params))
-        metrics, notes, counts = parse_output(done.stdout + done.stderr, params["transactions"])
+        # PostMark keeps paths in fixed buffers and dies (SIGSEGV) on a long location or
+        # command-file path: it runs in the work directory with location "." and reads
+        # its commands from stdin; the same text is kept as postmark.cfg.
+        commands = config_text(params, ".")
+        (ctx.artifact_dir / "postmark.cfg").write_text(commands)
+        argv = ["postmark"]
+        done = run_tool(argv, ctx, "postmark", ctx.timeout_s or self.default_timeout_s(params),
+                        cwd=ctx.workdir, input_text=commands)
+        metrics, notes, counts = parse_output(done.stdout + "\n" + done.stderr, params["transactions"])
         info = {"argv": argv, "postmark_version": _version(), "counts": counts, "time_resolution_s": 1,
                 "units": {"kilobyte": "1024 B", "megabyte": "1048576 B"}}
         return WorkloadResult(metrics, float(counts["total_s"]), info=info, notes=notes)

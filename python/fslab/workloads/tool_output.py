@@ -32,7 +32,7 @@ def unreadable(tool: str, what: str, output: str) -> WorkloadFailed:
 
 
 def run_tool(argv: list[str], ctx: RunContext, name: str, timeout_s: float, *,
-             cwd: Path | None = None, limited: bool = True) -> Completed:
+             cwd: Path | None = None, limited: bool = True, input_text: str | None = None) -> Completed:
     """Run a tool, in ``ctx.memory``'s cgroup when ``limited``; its stdout and stderr are
     kept as ``NAME.out`` / ``NAME.err`` in the artifact directory, also when it fails.
     A failure keeps the last lines of both streams (dbench and postmark print their
@@ -40,7 +40,7 @@ def run_tool(argv: list[str], ctx: RunContext, name: str, timeout_s: float, *,
     preexec = ctx.memory.enter if (limited and ctx.memory) else None
     try:
         done = run_command(argv, timeout=timeout_s, preexec=preexec,
-                           cwd=str(cwd or ctx.artifact_dir))
+                           cwd=str(cwd or ctx.artifact_dir), input_text=input_text)
     except CommandFailed as exc:
         _keep(ctx, name, exc.stdout, exc.stderr)
         raise CommandFailed(exc.argv, exc.returncode, _last_lines(exc.stdout, exc.stderr),
