@@ -15,7 +15,8 @@ import pytest
 from fslab.store import Store
 from fslab.workloads import WORKLOADS
 from fslab.workloads.dbench import parse_output as parse_dbench
-from fslab.workloads.fsmark import metrics_from, parse_output as parse_fsmark
+from fslab.workloads.fsmark import metrics_from
+from fslab.workloads.fsmark import parse_output as parse_fsmark
 from fslab.workloads.postmark import parse_output as parse_postmark
 from fslab.workloads.sysbench import parse_run as parse_sysbench
 
