@@ -5,6 +5,7 @@ are there as for fio; the hung run failed with dbench's own lines and stored no 
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -128,3 +129,12 @@ def test_study_of_the_four_through_fslab_run(device_support, tmp_path: Path) -> 
     assert "dbench version 4.00" in hung["error"]  # the tool's own lines
     assert not [k for k, v in hung["metrics"].items() if v["value"] is not None
                 and not k.endswith(("wall_s", "overhead_s"))]
+
+
+def test_doctor_lists_the_four_tools_and_their_packages() -> None:
+    done = subprocess.run([sys.executable, "-m", "fslab.cli", "doctor"], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "COLUMNS": "250"})
+    rows = {line.split("│")[1].strip(): line for line in done.stdout.splitlines() if line.count("│") > 3}
+    for tool, kind in (("fs_mark", "fsmark"), ("dbench", "dbench"), ("sysbench", "sysbench"),
+                       ("postmark", "postmark")):
+        assert tool in rows and f"{kind} workloads" in rows[tool], tool
