@@ -12,7 +12,8 @@ import pytest
 from fslab.backends.guest.build import GuestBuild
 from fslab.runner import run_study
 from fslab.store import Store
-from fslab.workloads.fsmark import metrics_from, parse_output as parse_fsmark
+from fslab.workloads.fsmark import metrics_from
+from fslab.workloads.fsmark import parse_output as parse_fsmark
 from fslab.workloads.postmark import parse_output as parse_postmark
 
 pytestmark = [pytest.mark.guest,
