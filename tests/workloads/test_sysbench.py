@@ -42,15 +42,20 @@ def test_random_read_write_with_fsync_every_10() -> None:
 def test_a_mode_reports_only_what_it_does() -> None:
     seqrd = parse_run((DATA / "seqrd.txt").read_text(), "seqrd", True)
     assert "reads_per_s" in seqrd and not {"writes_per_s", "fsyncs_per_s", "write_bytes_per_s"} & set(seqrd)
-    seqwr = parse_run((DATA / "seqwr.txt").read_text(), "seqwr", True)
+    seqwr = parse_run((DATA / "seqwr.txt").read_text(), "seqwr", False)  # fsync_freq = 0
     assert "writes_per_s" in seqwr and "reads_per_s" not in seqwr
     assert seqwr["fsyncs_per_s"] == printed((DATA / "seqwr.txt").read_text(), "fsyncs/s")  # the end-of-test fsyncs
 
 
 def test_a_rate_the_mode_should_have_at_zero_fails_never_stores_zero() -> None:
-    # seqrd's output says writes/s 0.00: read as a write mode, nothing was written
+    # seqrd's output says writes/s and fsyncs/s 0.00: read as a write mode, nothing was written
     with pytest.raises(FslabError, match="writes/s = 0"):
         parse_run((DATA / "seqrd.txt").read_text(), "rndwr", False)
+    text = (DATA / "seqwr.txt").read_text()
+    no_fsync = re.sub(r"fsyncs/s:\s+[0-9.]+", "fsyncs/s:                     0.00", text)
+    assert "fsyncs_per_s" not in parse_run(no_fsync, "seqwr", False)  # only end fsyncs: none, no zero
+    with pytest.raises(FslabError, match="fsyncs/s = 0"):
+        parse_run(no_fsync, "seqwr", True)  # a periodic fsync that never happened
 
 
 def test_histogram_percentiles() -> None:
