@@ -9,11 +9,12 @@ the biases and block sizes. Quick runs make fewer transactions only.
 
 Two PostMark facts shape this module:
 
-- It times with ``time()``: whole seconds. Its rates are counts over those seconds, so a
-  run of a few seconds has rates a second's worth coarse; fslab stores the exact counts
-  (in the run's info) and the rates over PostMark's own seconds, and a run PostMark
-  timed at 0 s has no rate (a note), never an infinite or zero one. Give runs enough
-  transactions to last tens of seconds when the rates matter.
+- It times in whole seconds. Its rates are counts over those seconds, so a run of a few
+  seconds has rates a second's worth coarse; fslab stores the exact counts (in the run's
+  info) and the rates over PostMark's own seconds. A run shorter than a second is
+  reported as 1 s (seen here): when PostMark claims more seconds than its process lived,
+  or 0 s, the rates are notes, never understated, infinite or zero numbers. Give runs
+  enough transactions to last tens of seconds when the rates matter.
 - It prints ``Error: ...`` lines (a file it could not open, write or delete) and still
   exits 0: any such line fails the run, with PostMark's last lines.
 
@@ -59,11 +60,14 @@ _FILES = re.compile(r"^\s*(\d+) (created|read|appended|deleted) \((\d+) per seco
 _DATA = re.compile(r"^\s*([0-9.]+) (bytes|kilobytes|megabytes|gigabytes) (read|written) \(", re.M)
 
 
-def parse_output(text: str, transactions: int) -> tuple[dict[str, float], dict[str, str], dict[str, Any]]:
+def parse_output(text: str, transactions: int, wall_s: float | None = None,
+                 ) -> tuple[dict[str, float], dict[str, str], dict[str, Any]]:
     """(metrics, notes, counts) from PostMark's verbose report. Rates are counts over
     PostMark's whole seconds: of transactions for the transaction rate, of the whole run
-    for files and data (as PostMark computes them). Raises WorkloadFailed on ``Error:``
-    lines, a missing section, or a transaction count other than asked."""
+    for files and data (as PostMark computes them). ``wall_s``, the process's own wall
+    time: PostMark reports a sub-second run as 1 s, so when it claims more seconds than
+    the process lived its rates are understated, and they become notes. Raises
+    WorkloadFailed on ``Error:`` lines or a missing section."""
     # "Error:" may follow a "pm>" prompt on the same line (commands read from stdin)
     errors = [line for line in text.splitlines() if "Error:" in line]
     if errors:
@@ -84,8 +88,12 @@ def parse_output(text: str, transactions: int) -> tuple[dict[str, float], dict[s
     rates: list[tuple[str, float, int]] = [("transactions_per_s", transactions, tx_s)]
     rates += [(f"{names[kind]}_files_per_s", count, total_s) for kind, count in files.items()]
     rates += [(f"{way.replace('written', 'write')}_bytes_per_s", value, total_s) for way, value in data.items()]
+    clamped = wall_s is not None and wall_s < total_s
     for name, count, seconds in rates:
-        if seconds <= 0:
+        if clamped:
+            notes[name] = (f"too short to time: PostMark says {total_s} s, the process ran {wall_s:.2f} s "
+                           "(it counts whole seconds); give it more transactions")
+        elif seconds <= 0:
             notes[name] = why
         elif count > 0:
             metrics[name] = count / seconds
@@ -181,10 +189,12 @@ class PostmarkWorkload(Workload):
         argv = ["postmark"]
         done = run_tool(argv, ctx, "postmark", ctx.timeout_s or self.default_timeout_s(params),
                         cwd=ctx.workdir, input_text=commands)
-        metrics, notes, counts = parse_output(done.stdout + "\n" + done.stderr, params["transactions"])
+        metrics, notes, counts = parse_output(done.stdout + "\n" + done.stderr, params["transactions"], done.wall_s)
         info = {"argv": argv, "postmark_version": _version(), "counts": counts, "time_resolution_s": 1,
+                "wall_s": done.wall_s,
                 "units": {"kilobyte": "1024 B", "megabyte": "1048576 B"}}
-        return WorkloadResult(metrics, float(counts["total_s"]), info=info, notes=notes)
+        # the process's wall time: PostMark's own whole seconds can exceed it (a sub-second run is "1 s")
+        return WorkloadResult(metrics, done.wall_s, info=info, notes=notes)
 
 
 @cache
