@@ -76,9 +76,7 @@ def test_params_config_and_quick() -> None:
     cfg = config_text(p, "/mnt/x")
     assert "set size 4096 65536\n" in cfg and "set subdirectories 10\n" in cfg and cfg.endswith("run\nquit\n")
     assert "subdirectories" not in config_text(W.validate({}), "/mnt/x")  # PostMark refuses 0
-    q = W.quick(p)
-    assert q["transactions"] == 6250 and {k: q[k] for k in ("files", "size_min", "size_max")} == \
-        {"files": 2000, "size_min": 4096, "size_max": 65536}
+    assert W.quick(p) == p  # a shorter PostMark run is one its whole-second timer cannot time
     assert W.data_bytes(p) == 2000 * (4096 + 65536) // 2
     for bad, key in (({"size_min": "20k", "size_max": "10k"}, "size_min"), ({"read_bias": 11}, "read_bias"),
                      ({"transactions": 0}, "transactions"), ({"buffering": "yes"}, "buffering")):

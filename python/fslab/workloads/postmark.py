@@ -5,7 +5,8 @@ the Phoronix ``postmark`` test run it.
 
 What decides the result, and so what ``--quick`` keeps: the file-size range, the pool
 size relative to memory (fslab keeps the data-to-memory ratio through ``data_bytes``),
-the biases and block sizes. Quick runs make fewer transactions only.
+the biases and block sizes — and the transaction count, since PostMark's timer counts
+whole seconds (below): ``--quick`` leaves a PostMark run as it is.
 
 Two PostMark facts shape this module:
 
@@ -50,8 +51,6 @@ OPTIONS = {
 DEFAULTS: dict[str, Any] = {"files": 1000, "transactions": 50000, "size_min": 500, "size_max": 10000,
                             "subdirs": 0, "read_block": 512, "write_block": 512, "read_bias": 5,
                             "create_bias": 5, "buffering": 1, "seed": 42}
-QUICK_DIVISOR = 8
-QUICK_MIN_TRANSACTIONS = 2000
 KIB = 1024
 _UNITS = {"bytes": 1, "kilobytes": KIB, "megabytes": KIB ** 2, "gigabytes": KIB ** 3}
 _TIME = re.compile(r"^\s*(\d+) seconds of transactions \((\d+) per second\)", re.M)
@@ -160,11 +159,11 @@ class PostmarkWorkload(Workload):
         return out
 
     def quick(self, params: dict[str, Any]) -> dict[str, Any]:
-        """Fewer transactions; the pool, its file sizes and the biases stay."""
-        out = dict(params)
-        out["transactions"] = min(out["transactions"],
-                                  max(out["transactions"] // QUICK_DIVISOR, QUICK_MIN_TRANSACTIONS))
-        return out
+        """Unchanged. The pool and its file sizes decide the data-to-memory ratio, and the
+        run's length decides what PostMark's whole-second timer can tell: a quick preset
+        run with 1/8 of the transactions gave ext4 "25000 per second" from a 1-second run
+        here, a number good to a factor of two. Each PostMark run stays as long as asked."""
+        return dict(params)
 
     def primary_metrics(self, params: dict[str, Any]) -> list[str]:
         return ["transactions_per_s", "create_files_per_s", "read_files_per_s", "append_files_per_s",
