@@ -41,8 +41,8 @@ sync = "fsync"
 [[workloads]]
 kind = "postmark"
 name = "postmark"
-files = 100
-transactions = 500
+files = 200
+transactions = 2000
 """
 
 
@@ -62,5 +62,6 @@ def test_fsmark_and_postmark_on_f2fs_in_the_guest(guest_build: GuestBuild, tmp_p
     assert fsmark["create_files_per_s"] == pytest.approx(
         metrics_from(parse_fsmark(fsmark_text), fsmark_text)["create_files_per_s"])
     postmark = {k: v["value"] for k, v in runs["postmark"]["metrics"].items()}
-    expected, _, _ = parse_postmark((art["postmark"] / "postmark.out").read_text(), 500)
+    expected, notes, _ = parse_postmark((art["postmark"] / "postmark.out").read_text(), 2000)
     assert {k: postmark[k] for k in expected} == pytest.approx(expected)
+    assert all(postmark[k] is None for k in notes)  # too short to time: notes, never numbers
