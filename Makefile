@@ -4,7 +4,7 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-APT_PACKAGES := fio bonnie++ e2fsprogs xfsprogs btrfs-progs ntfs-3g fusefat dosfstools \
+APT_PACKAGES := fio bonnie++ fsmark dbench sysbench postmark e2fsprogs xfsprogs btrfs-progs ntfs-3g fusefat dosfstools \
 	f2fs-tools jfsutils nilfs-tools util-linux fdisk \
 	qemu-system-x86 busybox-static kmod mdadm dmsetup chromium
 # Only real sources: generated .rs files under target/ must not trigger a reinstall.

@@ -128,8 +128,9 @@ def test_presets_name_the_paper_they_reproduce():
     """Report sections that belong to a paper key on ``[study] paper``, never on the
     preset's name: seed-003-usb carries seed 003's labels and claims."""
     papers = {name: load_spec(name)[0].study.paper for name in preset_names()}
-    assert papers == {"quickstart": None, "seed-000": "seed-000", "seed-001": "seed-001", "seed-002": "seed-002",
-                      "seed-003": "seed-003", "seed-003-usb": "seed-003", "seed-004": "seed-004"}
+    assert papers == {"quickstart": None, "metadata": None, "seed-000": "seed-000", "seed-001": "seed-001",
+                      "seed-002": "seed-002", "seed-003": "seed-003", "seed-003-usb": "seed-003",
+                      "seed-004": "seed-004"}
     assert parse_spec(tomllib.loads(BASE), "study.toml").study.paper is None
     mine = parse_spec(tomllib.loads(BASE.replace("[study]", '[study]\npaper = "seed-003"')), "study.toml")
     assert mine.study.paper == "seed-003"  # a study file of one's own may reproduce a paper too

@@ -92,7 +92,8 @@ def run_command(
     except subprocess.TimeoutExpired:
         _kill_group(proc)
         stdout, stderr = proc.communicate()
-        raise CommandFailed(argv, None, stderr or "", timed_out=True, timeout_s=timeout) from None
+        raise CommandFailed(argv, None, stderr or "", timed_out=True, timeout_s=timeout,
+                            stdout=stdout or "") from None
     except BaseException:
         # KeyboardInterrupt / SystemExit: never leave the child running behind us.
         _kill_group(proc)
@@ -100,7 +101,7 @@ def run_command(
         raise
     wall = time.monotonic() - started
     if check and proc.returncode != 0:
-        raise CommandFailed(argv, proc.returncode, stderr or stdout or "")
+        raise CommandFailed(argv, proc.returncode, stderr or stdout or "", stdout=stdout or "")
     return Completed(list(argv), proc.returncode, stdout or "", stderr or "", wall)
 
 

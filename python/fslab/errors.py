@@ -67,10 +67,12 @@ class CommandFailed(FslabError):
         *,
         timed_out: bool = False,
         timeout_s: float | None = None,
+        stdout: str = "",
     ):
         self.argv = list(argv)
         self.returncode = returncode
         self.stderr = stderr
+        self.stdout = stdout  # kept apart: tools that report errors on stdout (dbench, postmark)
         self.timed_out = timed_out
         self.timeout_s = timeout_s
         if timed_out:

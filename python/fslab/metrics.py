@@ -74,7 +74,7 @@ declare_metrics("run", {
 
 # Unit suffixes a metric name may end with; tables show the name without one and the unit
 # the shown numbers are in, in brackets ("write_clat_p99 [ms]", never "write_clat_p99_ns [ms]").
-_UNIT_SUFFIXES = ("_bytes_per_s", "_bytes", "_ns", "_us", "_ms", "_s", "_pct")
+_UNIT_SUFFIXES = ("_bytes_per_s", "_per_s", "_bytes", "_ns", "_us", "_ms", "_s", "_pct")
 
 
 def display_name(name: str) -> str:
