@@ -14,7 +14,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from .errors import FslabError, ResultsUnwritable
+from .errors import ExecutorLost, FslabError, ResultsUnwritable
 
 if TYPE_CHECKING:
     from .estimate import TimeEstimate
@@ -249,6 +249,11 @@ def run(
             f"[red]error:[/red] {escape(str(exc))}\nEvery run stored so far is kept and every mount and device "
             f"was released. Free space in {results} (or make it writable), then continue with "
             f"`{escape(continue_with)}`", highlight=False)
+        raise typer.Exit(2) from None
+    except ExecutorLost as exc:  # the scheduler died: the workers' jobs are stopped, what is stored stays
+        err_console.print(
+            f"[red]error:[/red] {escape(str(exc))}\nEvery run stored so far is kept. Start the scheduler and its "
+            f"workers again, then continue with `{escape(continue_with)}`", highlight=False)
         raise typer.Exit(2) from None
     except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM or SIGHUP: all released by now
         err_console.print(

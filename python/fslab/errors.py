@@ -94,6 +94,11 @@ def _stderr_excerpt(stderr: str, head: int = 3, tail: int = 5) -> str:
     return ("\n  " + "\n  ".join(lines)) if lines else ""
 
 
+class ExecutorLost(FslabError):
+    """The executor lost what dispatches the study's jobs (a Dask scheduler that died):
+    the study stops; what is stored stays and --resume continues it."""
+
+
 class ResultsUnwritable(FslabError):
     """The results directory cannot take more (its disk is full, or it became read-only):
     every run stored so far is kept, every device released; the study can be resumed."""

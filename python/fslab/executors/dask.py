@@ -18,17 +18,20 @@ Failure is visible, never a hang and never a silent retry:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import io
+import logging
 import tarfile
 import time
 import uuid
 from collections.abc import Callable
+from concurrent.futures import CancelledError
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
-from ..errors import FslabError, MissingCapability, SpecError
+from ..errors import STUDY_LEVEL_ERRNOS, ExecutorLost, FslabError, MissingCapability, SpecError
 from ..job.folder import JobFolder, fail_unfinished
 from ..job.record import RunRecord
 from .dask_worker import ALIVE_SUFFIX, EVENT_TOPIC_PREFIX
@@ -136,8 +139,6 @@ class DaskExecutor:
             return
         from distributed import Client
 
-        from .dask_worker import run_job_task
-
         probe(self.access)  # a refused certificate said plainly, not as a connect timeout
         try:
             client = Client(self.address, timeout=f"{CONNECT_TIMEOUT_S:.0f}s", set_as_default=False,
@@ -146,30 +147,58 @@ class DaskExecutor:
             raise FslabError(f"cannot reach the Dask scheduler at {self.address}: {exc}") from None
         topic = EVENT_TOPIC_PREFIX + uuid.uuid4().hex[:12]
         pending: dict[str, _Pending] = {}
+        # A lost scheduler is said once, as fslab's error: not as the client's own
+        # tracebacks of each reconnect attempt.
+        quiet = logging.getLogger("distributed.client")
+        level = quiet.level
+        quiet.setLevel(logging.CRITICAL)
         try:
-            check_placement(_workers(client), jobs, self.address, " ".join(self.access.flags()))
-            for job in jobs:
-                deadline = job_deadline_s(job, self.deadline_s)
-                future = client.submit(run_job_task, job.to_json(), deadline, topic,
-                                       key=f"{topic}-{job.id}", resources=required_resources(job),
-                                       retries=0, pure=False)
-                pending[job.id] = _Pending(job, future, time.time(), deadline)
-            while pending:
-                self._wait(client, pending)
-                self._note_starts(client, topic, pending)
-                workers = _workers(client) if any(p.started for p in pending.values()) else {}
-                for job_id, item in list(pending.items()):
-                    outcome = self._settle(client, item, workers)
-                    if outcome is None:
-                        continue
-                    del pending[job_id]
-                    folder = JobFolder(jobs_dir / job_id)
-                    for record in outcome(folder):
-                        on_record(record, folder)
+            self._dispatch(client, jobs, jobs_dir, topic, pending, on_record)
+        except (OSError, TimeoutError, CancelledError) as exc:  # CommClosedError is an OSError
+            if isinstance(exc, OSError) and exc.errno in STUDY_LEVEL_ERRNOS:
+                raise  # storing a record: the results disk is full, not the scheduler gone
+            if isinstance(exc, CancelledError) and client.status == "running":
+                raise  # cancelled by us (Ctrl-C), not by a lost connection
+            raise self._scheduler_lost(exc, pending) from None
         finally:
             if pending:  # Ctrl-C or a study-level error: stop what still runs
-                client.cancel([p.future for p in pending.values()], force=True)
-            client.close()
+                with contextlib.suppress(Exception):  # the scheduler may be gone
+                    client.cancel([p.future for p in pending.values()], force=True)
+            with contextlib.suppress(Exception):
+                client.close(timeout=5)
+            quiet.setLevel(level)
+
+    def _scheduler_lost(self, exc: BaseException, pending: dict[str, _Pending]) -> ExecutorLost:
+        """The study cannot go on without its scheduler: a study-level error (what is stored
+        stays; the runner marks the study interrupted) saying how to continue."""
+        return ExecutorLost(
+            f"lost the Dask scheduler at {self.address} mid-study ({_first_line(exc)}); "
+            f"{len(pending)} job(s) were still out (their finished runs are run again)")
+
+    def _dispatch(self, client: Any, jobs: list[Job], jobs_dir: Path, topic: str, pending: dict[str, _Pending],
+                  on_record: Callable[[RunRecord, JobFolder], None]) -> None:
+        """Submit every job, then store each one's records as it ends."""
+        from .dask_worker import run_job_task
+
+        check_placement(_workers(client), jobs, self.address, " ".join(self.access.flags()))
+        for job in jobs:
+            deadline = job_deadline_s(job, self.deadline_s)
+            future = client.submit(run_job_task, job.to_json(), deadline, topic,
+                                   key=f"{topic}-{job.id}", resources=required_resources(job),
+                                   retries=0, pure=False)
+            pending[job.id] = _Pending(job, future, time.time(), deadline)
+        while pending:
+            self._wait(client, pending)
+            self._note_starts(client, topic, pending)
+            workers = _workers(client) if any(p.started for p in pending.values()) else {}
+            for job_id, item in list(pending.items()):
+                outcome = self._settle(client, item, workers)
+                if outcome is None:
+                    continue
+                del pending[job_id]
+                folder = JobFolder(jobs_dir / job_id)
+                for record in outcome(folder):
+                    on_record(record, folder)
 
     @staticmethod
     def _wait(client: Any, pending: dict[str, _Pending]) -> None:
@@ -206,6 +235,8 @@ class DaskExecutor:
         if future.status == "finished":
             result = future.result()
             return lambda folder: _unpack(item.job, result, folder)
+        if future.status == "cancelled" and client.status != "running":
+            raise OSError(f"the client's connection is {client.status}")  # the scheduler went, not the job
         if future.status in ("error", "cancelled"):
             try:
                 reason = f"the task failed: {future.exception()}"
@@ -231,6 +262,14 @@ class DaskExecutor:
                           f"{DRIVER_GRACE_S:.0f} s past the job's deadline of {item.deadline_s:.0f} s")
                 return lambda folder: _failed(item.job, item.started, reason, folder)
         return None
+
+
+def _first_line(exc: BaseException) -> str:
+    """What went wrong in a few words (Dask's messages run to many lines)."""
+    if "scheduler-connection-lost" in str(exc):
+        return "the connection to it was lost and could not be made again"
+    text = str(exc).strip().splitlines()
+    return type(exc).__name__ + (f": {text[0]}" if text else "")
 
 
 def _workers(client: Any) -> dict[str, dict[str, Any]]:
