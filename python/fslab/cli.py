@@ -312,7 +312,7 @@ def resume_command(study: str, results: Path, quick: bool, devices: list[str],
     return " ".join(parts + ["--resume"])
 
 
-def _print_report(results: Path, study_id: int | None, metric: str | None, by_host: bool = False) -> None:
+def _print_report(results: Path, study_id: int | None, metric: list[str] | None, by_host: bool = False) -> None:
     """The report in the terminal, from the same model as --html/--markdown/--json."""
     from .report.outputs import load_report, reports_by_host
     from .report.terminal import host_renderables, render_terminal
@@ -331,7 +331,8 @@ def _print_report(results: Path, study_id: int | None, metric: str | None, by_ho
 def report(
     results: ResultsOpt = DEFAULT_RESULTS,
     study: StudyOpt = None,
-    metric: Annotated[Optional[str], typer.Option(help="metric to tabulate, e.g. read_clat_p99_ns")] = None,
+    metric: Annotated[Optional[list[str]], typer.Option(
+        help="metric to tabulate, e.g. read_clat_p99_ns; repeat it for several (a row per case and metric)")] = None,
     charts: Annotated[Optional[Path], typer.Option(help="write grouped bar charts (PNG, SVG) here")] = None,
     by: Annotated[Optional[str], typer.Option(help="one chart per value of this axis (default: rw)")] = None,
     contrast: Annotated[Optional[list[str]], typer.Option(
@@ -369,13 +370,15 @@ def report(
     from .report.outputs import load_study
 
     _, runs, cells = load_study(results, study)
+    each: list[str | None] = list(metric) if metric else [None]  # None: each cell's primary metric
     for text in contrast or []:
-        _print_contrast(runs, cells, text, metric)
+        for name in each:
+            _print_contrast(runs, cells, text, name)
     if charts is not None:
         from .report.charts import write_charts
 
         axis = by or ("rw" if any("rw" in c["axes"] for c in cells) else None)
-        written = write_charts(runs, cells, charts, by=axis, metric=metric)
+        written = [path for name in each for path in write_charts(runs, cells, charts, by=axis, metric=name)]
         console.print(f"wrote {len(written) // 2} charts (PNG and SVG) to {charts}")
     if traces is not None:
         _write_trace_figures(results, runs, cells, traces)

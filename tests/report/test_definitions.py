@@ -32,3 +32,30 @@ def test_an_entry_with_its_own_device_shows_it() -> None:
     plain, raid = cell(0, None), {**cell(1, None), "filesystem": "ext4-raid5"}
     table = filesystem_table([plain, raid], spec)  # type: ignore[list-item]
     assert [row[-1] for row in table.rows] == ["the study's [device]", "kind=raid, level=5, disks=8, chunk=512KiB"]
+
+
+def test_metric_given_twice_tabulates_both_in_the_order_given(tmp_path) -> None:
+    """`--metric A --metric B`: a row per case and metric, in every output (it kept only
+    the last one before); a name no run has is refused naming it."""
+    import json
+    import subprocess
+    import sys
+
+    from fslab.runner import run_study
+
+    (tmp_path / "fake").mkdir()
+    study = tmp_path / "s.toml"
+    study.write_text(f'[study]\nname = "two metrics"\nrepetitions = 2\n[device]\nkind = "fake"\n'
+                     f'directory = "{tmp_path / "fake"}"\n[filesystems.null]\n[[workloads]]\nkind = "null"\n'
+                     'name = "w"\nops = 3\nvalue = 7.0\n')
+    results = tmp_path / "results"
+    run_study(str(study), results_dir=results)
+    fslab = [sys.executable, "-m", "fslab", "report", "-r", str(results)]
+    done = subprocess.run([*fslab, "--metric", "null_value", "--metric", "ops_count", "--json", "-"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout)["rows"]
+    assert [(r["metric"], r["estimates"][0]["mean"]) for r in rows] == [("null_value", 7.0), ("ops_count", 3.0)]
+    bad = subprocess.run([*fslab, "--metric", "ops_count", "--metric", "nope"], capture_output=True, text=True,
+                         timeout=60)
+    assert bad.returncode == 2 and "--metric nope: no stored run of study 1 has it" in bad.stderr

@@ -28,7 +28,7 @@ from .provenance_facts import facts_by_group
 from .sections import StudyData, build_sections
 from .stopping import legend as auto_legend
 from .stopping import sequential_verdicts
-from .tables import LEGEND, RowData, TableData, build_table
+from .tables import LEGEND, MetricChoice, RowData, TableData, build_table
 from .units import display_scale
 
 
@@ -68,7 +68,7 @@ def finding_text(row: SummaryRow, est: Estimate) -> str:
                            v.reference, v.relative, v.low, v.high, p + n_text(est.n, best.n), v.verdict)
 
 
-def _summary_table(runs: list[StoredRun], cells: list[StoredCell], metric: str | None,
+def _summary_table(runs: list[StoredRun], cells: list[StoredCell], metric: MetricChoice,
                    auto: AutoFacts | None = None) -> tuple[TableData, list[SummaryRow]]:
     table = build_table(runs, metric, cells)
     if auto is not None:  # an auto study: the verdicts of the test that decided its stops
@@ -192,7 +192,7 @@ def provenance_rows(runs: list[StoredRun], quick: bool,
 
 
 def build_report(study: StudyRow, runs: list[StoredRun], cells: list[StoredCell],
-                 metric: str | None = None, results_dir: str = "") -> Report:
+                 metric: MetricChoice = None, results_dir: str = "") -> Report:
     """The whole report of one stored study, from the store's records only. The trace
     plots are left empty: reading trace files is not free (report.outputs adds them)."""
     auto = study.facts.get("auto")

@@ -14,6 +14,7 @@ from ..study_lock import shown_status
 from .data import Report
 from .hosts import host_of, hosts
 from .model import build_report
+from .tables import MetricChoice, metric_names
 from .trace_section import Progress, trace_plots_section
 
 
@@ -24,16 +25,17 @@ def load_study(results: Path, study_id: int | None) -> tuple[StudyRow, list[Stor
         return row, store.runs(row.id), store.cells(row.id)
 
 
-def load_report(results: Path, study_id: int | None, metric: str | None = None, *,
+def load_report(results: Path, study_id: int | None, metric: MetricChoice = None, *,
                 trace_plots: bool = False, images: bool = False,
                 progress: Progress | None = None) -> Report:
     """The report of a stored study; with ``trace_plots`` also its traced runs' plots (as
     data, and as PNG when ``images``), reading every trace file of the study."""
     row, runs, cells = load_study(results, study_id)
-    if metric is not None and not any(metric in r["metrics"] for r in runs):
-        stored = sorted({name for r in runs for name in r["metrics"]})
-        raise FslabError(f"--metric {metric}: no stored run of study {row.id} has it; "
-                         f"stored metrics: {', '.join(stored)}")
+    for name in metric_names(metric):
+        if name is not None and not any(name in r["metrics"] for r in runs):
+            stored = sorted({m for r in runs for m in r["metrics"]})
+            raise FslabError(f"--metric {name}: no stored run of study {row.id} has it; "
+                             f"stored metrics: {', '.join(stored)}")
     report = build_report(row, runs, cells, metric, str(results))
     # "running" only while a process holds the lock; failed runs said beside "complete"
     report.status = shown_status(report.status, results, len(runs), sum(r["status"] != "ok" for r in runs))
@@ -43,7 +45,7 @@ def load_report(results: Path, study_id: int | None, metric: str | None = None, 
     return report
 
 
-def reports_by_host(results: Path, study_id: int | None, metric: str | None = None) -> list[tuple[str, Report]]:
+def reports_by_host(results: Path, study_id: int | None, metric: MetricChoice = None) -> list[tuple[str, Report]]:
     """(host, the report of the runs it ran) for each machine that ran successful runs of
     the study; empty when one machine ran them all."""
     row, runs, cells = load_study(results, study_id)
@@ -68,7 +70,7 @@ def write_figures(report: Report, markdown: Path) -> dict[str, str]:
     return out
 
 
-def write_outputs(results: Path, study_id: int | None, metric: str | None, *, html: Path | None = None,
+def write_outputs(results: Path, study_id: int | None, metric: MetricChoice, *, html: Path | None = None,
                   markdown: Path | None = None, as_json: Path | None = None,
                   progress: Progress | None = None) -> list[str]:
     """Write each requested file; returns one line per file written."""

@@ -45,16 +45,31 @@ class TableData:
     groups: dict[str, list[str]] = field(default_factory=dict)  # rank group -> its columns, table order
 
 
+# The metric(s) a table shows: one name, several (`--metric A --metric B`: a row per case
+# and metric, in the order given), or None for each cell's primary metric.
+MetricChoice = str | Sequence[str] | None
+
+
+def metric_names(metric: MetricChoice) -> tuple[str | None, ...]:
+    """The names asked for, in order; (None,) for each cell's primary metric."""
+    if metric is None:
+        return (None,)
+    names = (metric,) if isinstance(metric, str) else tuple(dict.fromkeys(metric))
+    return names or (None,)
+
+
 def _row_metric(cell: StoredCell, requested: str | None) -> str:
     return requested or cell["primary_metric"]
 
 
-def build_table(runs: Sequence[StoredRun], metric: str | None = None,
+def build_table(runs: Sequence[StoredRun], metric: MetricChoice = None,
                 cells: Sequence[StoredCell] | None = None) -> TableData:
-    """Group stored runs into rows (cells without the file system) and columns."""
+    """Group stored runs into rows (cells without the file system, one per metric asked
+    for) and columns."""
     filesystems: list[str] = []
     groups: dict[str, list[str]] = {}
-    rows: dict[tuple[str, str], RowData] = {}
+    rows: dict[tuple[str, str, str | None], RowData] = {}
+    names = metric_names(metric)
     ordered = cells if cells is not None else [r["cell"] for r in runs]
 
     def add_column(cell: StoredCell) -> None:
@@ -64,26 +79,28 @@ def build_table(runs: Sequence[StoredRun], metric: str | None = None,
 
     for cell in ordered:
         add_column(cell)
-        key = (cell["workload"], cell_label(cell))
-        if key not in rows:
-            name = _row_metric(cell, metric)
-            kind = stored_metric_kind(runs, name)
-            rows[key] = RowData(cell_label(cell), name, kind.unit, kind.higher_is_better)
+        for requested in names:
+            key = (cell["workload"], cell_label(cell), requested)
+            if key not in rows:
+                name = _row_metric(cell, requested)
+                kind = stored_metric_kind(runs, name)
+                rows[key] = RowData(cell_label(cell), name, kind.unit, kind.higher_is_better)
     for run in runs:
         cell = run["cell"]
-        row = rows[(cell["workload"], cell_label(cell))]
         add_column(cell)  # a run of a cell the list left out still has its column
         fs = column(cell)
-        if run["status"] != "ok":
-            row.failed[fs] = row.failed.get(fs, 0) + 1
-            continue
-        m = run["metrics"].get(row.metric)
-        if m is None:
-            continue
-        if m["value"] is None:
-            row.no_number.setdefault(fs, []).append(m["note"] or "no number")
-        else:
-            row.values.setdefault(fs, []).append(float(m["value"]))
+        for requested in names:
+            row = rows[(cell["workload"], cell_label(cell), requested)]
+            if run["status"] != "ok":
+                row.failed[fs] = row.failed.get(fs, 0) + 1
+                continue
+            m = run["metrics"].get(row.metric)
+            if m is None:
+                continue
+            if m["value"] is None:
+                row.no_number.setdefault(fs, []).append(m["note"] or "no number")
+            else:
+                row.values.setdefault(fs, []).append(float(m["value"]))
     group_of = {fs: name for name, columns in groups.items() for fs in columns}
     for row in rows.values():
         # In column order (not the runs' shuffled order): each group's best, the estimates and
