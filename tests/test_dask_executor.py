@@ -129,6 +129,24 @@ def test_an_auto_study_runs_pass_by_pass_on_the_workers(cluster: Cluster, tmp_pa
     assert {(c["reason"], c["n"]) for c in cells.values()} == {("precision", 3)}
 
 
+def test_a_metadata_workload_runs_on_a_worker_through_the_job_entry(cluster: Cluster, tmp_path: Path) -> None:
+    """fs_mark (as dbench, sysbench and PostMark, through the same job entry) runs on a
+    worker: its number comes back with the worker's provenance and its own output."""
+    study = write_study(tmp_path / "s" / "study.toml", "fsmark", repetitions=1, sleep=0.0)
+    text = study.read_text()
+    workload = text[text.index("[[workloads]]"):]
+    study.write_text(text.replace(workload, '[[workloads]]\nkind = "fsmark"\nname = "create"\nfiles = 200\n'
+                                  'file_size = "4k"\nsync = "fsync"\n'))
+    results = tmp_path / "results"
+    done = cluster.fslab_run(study, results)
+    assert done.returncode == 0, done.stderr[-3000:]
+    [run] = stored_runs(results)
+    assert run["status"] == "ok" and run["metrics"]["create_files_per_s"]["value"] > 0
+    worker = run["provenance"]["worker"]["hostname"]
+    assert run["provenance"]["host"]["hostname"] == worker and worker.startswith("fslab-w")
+    assert (results / run["artifact_dir"] / "fsmark.out").is_file()
+
+
 def test_machine_class_pins_jobs(cluster: Cluster, tmp_path: Path) -> None:
     study = write_study(tmp_path / "s" / "study.toml", "pinned", repetitions=1, sleep=0.0,
                         study_extra='machine_class = "hdd"')
