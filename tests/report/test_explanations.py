@@ -53,3 +53,15 @@ def test_a_difference_the_io_does_not_carry_is_said_so() -> None:
 def test_no_significant_difference_no_explanation() -> None:
     runs = [run("ext4", v) for v in (1000.0, 1200.0, 800.0)] + [run("xfs", v) for v in (1050.0, 900.0, 1150.0)]
     assert explanations(runs, [cell("ext4"), cell("xfs")]) == []
+
+
+def test_a_figure_of_one_phase_is_not_explained_by_the_whole_runs_io() -> None:
+    """Bonnie++'s block-write figure is one of its tests: the run's I/O facts hold them all."""
+    runs = [run("ext4", v, trace_write_requests_count=100.0) for v in (1000.0, 1010.0, 990.0)]
+    runs += [run("xfs", v, trace_write_requests_count=900.0) for v in (1500.0, 1490.0, 1510.0)]
+    for r in runs:
+        r["provenance"] = {"workload_phases": True}
+        r["cell"] = {**r["cell"], "workload_kind": "bonnie"}  # type: ignore[typeddict-item]
+    [line] = explanations(runs, [cell("ext4"), cell("xfs")])
+    assert "not attributed: a bonnie run's block trace and device counters hold all its phases" in line
+    assert "write requests" not in line

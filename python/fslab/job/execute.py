@@ -215,6 +215,8 @@ def _execute_run(
     if caveats:  # shown beside the cell: the run measured something other than asked
         provenance["caveats"] = caveats
     provenance["caches_dropped"] = settings.drop_caches
+    if workload.capabilities.phases:  # its trace and counters hold every phase: no one figure's
+        provenance["workload_phases"] = True
     workdir = mountpoint / f"fslab-{run.key}"
     workdir.mkdir()
     run_ctx = RunContext(workdir=workdir, device=dev, artifact_dir=path, timeout_s=cell.timeout_s,

@@ -66,6 +66,9 @@ class WorkloadCapabilities:
     memory_limited: bool = False  # always runs in a memory cgroup (needs the controller)
     needs_block_device: bool = True  # reads the device's counters; False: runs anywhere
     free_space_facts: bool = False  # free-space fragmentation is recorded before and after
+    # Its figures come from phases run one after another in one run (Bonnie++'s tests, the
+    # allocation micro-operations): the run's trace and device counters are no one figure's.
+    phases: bool = False
 
 
 class Workload:

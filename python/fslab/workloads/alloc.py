@@ -61,7 +61,7 @@ METRICS: dict[str, MetricKind] = {
 class AllocWorkload(Workload):
     name = "alloc"
     # The executor records free-space fragmentation before and after each run.
-    capabilities = WorkloadCapabilities(traceable=True, free_space_facts=True)
+    capabilities = WorkloadCapabilities(traceable=True, free_space_facts=True, phases=True)
     tools: dict[str, str] = {}  # no external tool: the loop is fslab's own
     metrics = METRICS
     example: dict[str, Any] = {"count": 10}

@@ -242,7 +242,7 @@ OPTIONS_HELP = {
 
 class BonnieWorkload(Workload):
     name = "bonnie"
-    capabilities = WorkloadCapabilities(traceable=True, memory_limited=True)
+    capabilities = WorkloadCapabilities(traceable=True, memory_limited=True, phases=True)
     tools = {"bonnie++": "bonnie++"}
     metrics = {
         "bytes_per_s": MetricKind("B/s", True, "throughput"),

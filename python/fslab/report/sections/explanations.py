@@ -137,6 +137,10 @@ def predicted_lines(a: Sequence[StoredRun], b: Sequence[StoredRun], metric: str)
 def explain(a_name: str, b_name: str, a: Sequence[StoredRun], b: Sequence[StoredRun], metric: str) -> str:
     """What a sends to its device that b does not ('a: 213x more write requests (...); ...'),
     or that nothing does; then the predicted figures."""
+    if any(r["provenance"].get("workload_phases") for r in (*a, *b)):
+        return (f"not attributed: a {a[0]['cell']['workload_kind'] if a else 'its'} run's block trace and device "
+                "counters hold all its phases one after another (its tests or operations), so they are no one "
+                "figure's")
     facts = differing_facts(a, b)
     predicted = predicted_lines(a, b, metric)
     source = ("block traces" if any(k.startswith("trace_") for r in a for k in r["metrics"])
