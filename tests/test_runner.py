@@ -476,3 +476,24 @@ def test_a_run_refuses_to_measure_beside_a_live_fslab_process_holding_resources_
         assert not held.exists()
     finally:
         holder.kill()
+
+
+def test_a_study_refused_by_the_host_checks_leaves_no_results_directory(device_support, tmp_path):
+    """Data larger than the device is refused before the first mkfs, exit 2; a results
+    directory that run made is removed again (no empty store, lock file or work folder),
+    one that was there keeps what it had."""
+    study = tmp_path / "big.toml"
+    study.write_text('[study]\nname = "too big"\nrepetitions = 1\n[device]\nsize = "64MiB"\n'
+                     f'image_dir = "{tmp_path / "images"}"\n[filesystems.ext4]\n[[workloads]]\nkind = "fio"\n'
+                     'name = "w"\nrw = "write"\nbs = "1M"\nsize = "256M"\n')
+    results = tmp_path / "new-results"
+    done = subprocess.run([sys.executable, "-m", "fslab.cli", "run", str(study), "-r", str(results)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "256" in done.stderr, done.stderr
+    assert not results.exists()
+    kept = tmp_path / "old-results"
+    kept.mkdir()
+    (kept / "notes.txt").write_text("mine")
+    done = subprocess.run([sys.executable, "-m", "fslab.cli", "run", str(study), "-r", str(kept)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and (kept / "notes.txt").read_text() == "mine"

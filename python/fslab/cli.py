@@ -208,7 +208,7 @@ def run(
         if outcome.next_pass >= counted["passes"]:
             progress.update(task["id"], total=(progress.tasks[0].total or 0) + outcome.runs)
         later["text"] = ("" if outcome.runs == 0 or outcome.next_pass + 1 >= outcome.passes_max
-                         else f"; later passes at most {outcome.at_most_later.short()}")
+                         else f"; later passes at most {outcome.at_most_later.short().removeprefix('at least ')}")
         if not quiet and outcome.next_pass >= outcome.decisions.rule.min_n:
             err_console.print(escape(pass_text(outcome)), highlight=False)
 

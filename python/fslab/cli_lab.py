@@ -35,8 +35,11 @@ def register(app: typer.Typer) -> None:
 def scheduler_commands(lab: Path, host: str = "SCHEDULER_IP", port: int = 8786) -> str:
     """The three commands of a TLS lab, with this lab's files."""
     return (
-        f"\nCopy {lab} to every machine of the lab, as root, without ca-key.pem (keep that where "
-        "no test runs), then:\n"
+        f"\nGive each machine only its role's files (a directory like {lab}, root only, mode 0700): "
+        "the scheduler's machine ca.pem, scheduler.pem and scheduler-key.pem; each test machine ca.pem, "
+        "worker.pem and worker-key.pem; the machine you run studies from ca.pem, driver.pem and "
+        "driver-key.pem. Keep ca-key.pem where no test runs. Dask does not tell roles apart: any "
+        "certificate of this lab can submit jobs, so a machine holding a key holds that power.\nThen:\n"
         f"  dask scheduler --protocol tls --host {host} --port {port} --tls-ca-file {lab}/ca.pem "
         f"--tls-cert {lab}/scheduler.pem --tls-key {lab}/scheduler-key.pem\n"
         f"  fslab worker tls://{host}:{port} --tls {lab}          # on each test machine\n"

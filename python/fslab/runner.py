@@ -12,10 +12,11 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .backends import choose_backend
 from .cleanup import release_before_start
-from .errors import STUDY_LEVEL_ERRNOS, FslabError, ResultsUnwritable
+from .errors import STUDY_LEVEL_ERRNOS, ExecutorLost, FslabError, ResultsUnwritable
 from .estimate import Countdown, TimeEstimate, TimeModel
 from .executors import Executor, open_executor
 from .identity import input_digests, retry_plan, study_digest, what_changed
@@ -27,7 +28,7 @@ from .preflight import check_plan, device_identity
 from .provenance import host_facts
 from .signals import install_handlers
 from .stopping import Decisions, StoppingRule, cell_infos, decide
-from .store import Store, ensure_results_dir
+from .store import DB_NAME, Store, ensure_results_dir
 from .stored import StudyFacts, StudyRevision, StudyRow
 from .study import load_spec
 from .study_lock import study_lock
@@ -87,7 +88,33 @@ def _adopt_revision(store: Store, stored: StudyRow, plan: Plan, text: str, input
     return store.study(stored.id)
 
 
-def run_study(
+def run_study(study: str, *, results_dir: Path, **options: Any) -> StudyOutcome:
+    """Run (or resume) a study into ``results_dir`` (``_run_study`` says how). A results
+    directory this call made is removed again when the study is refused before anything
+    was stored (a check on this host, an executor out of reach): a refusal leaves nothing."""
+    made = not Path(results_dir).exists()
+    try:
+        return _run_study(study, results_dir=results_dir, **options)
+    except FslabError:
+        if made:
+            _remove_if_empty(Path(results_dir))
+        raise
+
+
+def _remove_if_empty(results_dir: Path) -> None:
+    """Remove a results directory that holds no stored study (only what a refused run made:
+    an empty store, the lock file, the work directory)."""
+    try:
+        if (results_dir / DB_NAME).exists():
+            with Store(results_dir, read_only=True) as store:
+                if store.studies():
+                    return
+    except FslabError:  # no store or an unreadable one: leave it to the user
+        return
+    shutil.rmtree(results_dir, ignore_errors=True)
+
+
+def _run_study(
     study: str,
     *,
     results_dir: Path,
@@ -217,9 +244,15 @@ def run_study(
                     first = _jobs_to_do(plan.jobs, stored, grant, passes=range(plan.auto.min_n))
                     on_start(plan, study_id, sum(len(j.runs) for j in first), countdown.model.estimate(first))
                 _run_passes(store, study_id, plan, plan.auto, grant, execute, countdown, on_pass)
-        except BaseException:
+        except BaseException as exc:
             with contextlib.suppress(FslabError):  # a full disk may refuse this too; resume still works
-                store.set_status(study_id, "interrupted")
+                refused = isinstance(exc, FslabError) and not isinstance(exc, (ExecutorLost, ResultsUnwritable))
+                if previous is None and refused and not store.stored_runs(study_id):
+                    # Refused before its first run (the executor's scheduler out of reach, a
+                    # machine class no worker offers): a new study that measured nothing.
+                    store.forget_study(study_id)
+                else:
+                    store.set_status(study_id, "interrupted")
             raise
         store.set_status(study_id, "complete")
         shutil.rmtree(jobs_dir, ignore_errors=True)

@@ -432,6 +432,20 @@ class Store:
         ).fetchone()
         return self._study(row) if row else None
 
+    def forget_study(self, study_id: int) -> None:
+        """Remove a study that never stored a run (it was refused before its first run:
+        a scheduler out of reach, a class no worker offers): no phantom "interrupted" row.
+        Raises FslabError if it has runs."""
+        if self.db.execute("SELECT 1 FROM runs WHERE study_id = ? UNION SELECT 1 FROM retired_runs "
+                           "WHERE study_id = ?", (study_id, study_id)).fetchone():
+            raise FslabError(f"study {study_id} has stored runs: it is kept")
+        try:
+            with self.db:
+                self.db.execute("DELETE FROM cells WHERE study_id = ?", (study_id,))
+                self.db.execute("DELETE FROM studies WHERE id = ?", (study_id,))
+        except sqlite3.Error as exc:
+            raise _database_error(self.path, exc, writing=True) from None
+
     def run_counts(self, study_id: int) -> tuple[int, int]:
         """(runs stored, of which failed): what `fslab list` shows of a study."""
         row = self.db.execute("SELECT COUNT(*) AS n, COALESCE(SUM(status != 'ok'), 0) AS failed FROM runs "

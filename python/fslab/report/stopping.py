@@ -90,7 +90,7 @@ def stopping_table(cells: Sequence[StoredCell], auto: AutoFacts) -> TableSection
     note = (f"Rule: {rule.describe()}; {auto['passes_done']} passes made. A cell stops on "
             "precision when its own interval is that narrow and every comparison it is in is answered (a "
             "verdict, or both sides that precise with a difference below it); on verdict when every comparison "
-            f"it is in is significant. {len(undecided)} comparison(s) ended without a verdict.")
+            f"it is in is significant. {len(undecided)} comparison(s) ended without a significant difference.")
     return TableSection("workload", "why each cell stopped repeating", ["workload", *columns],
                         [[label, *[by_column.get(c, "—") for c in columns]] for label, by_column in rows.items()],
                         note=note)

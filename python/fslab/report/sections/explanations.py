@@ -26,6 +26,9 @@ from .base import SECTIONS, Section, StudyData
 # is a fact worth naming; below it two sides are "alike".
 RATIO_ALIKE = 1.25
 POINTS_ALIKE = 0.15
+# Requests (or sectors) a side must issue for its count, sizes or share to be a fact: a
+# couple of metadata reads differ by 2x without carrying anything.
+MIN_COUNT = 16
 
 
 @dataclass(frozen=True)
@@ -108,6 +111,11 @@ def differing_facts(a: Sequence[StoredRun], b: Sequence[StoredRun]) -> list[tupl
         va, vb = _mean(a, fact.metric), _mean(b, fact.metric)
         if va is None or vb is None:
             continue
+        if fact.kind == "count" and max(va, vb) < MIN_COUNT:  # 1 read vs 2: no mechanism
+            continue
+        op = _op_of(fact.metric)
+        if op is not None and min(_mean(a, op) or 0, _mean(b, op) or 0) < MIN_COUNT:
+            continue  # the size or share of a handful of requests says nothing
         distance = _distance(fact.kind, va, vb)
         if distance < math.log(RATIO_ALIKE):
             continue
