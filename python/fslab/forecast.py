@@ -118,7 +118,7 @@ def history_of(results: Path) -> tuple[list[HistoryRun], str]:
 
     if not (results / DB_NAME).is_file():
         return [], (f"no results in {results} yet: times are the workloads' stated runtimes only "
-                    "(give the results directory with -r)")
+                    "(earlier studies in another results directory are read with -r DIR)")
     with Store(results, read_only=True) as store:
         rows = store.history()
         studies = len({r["study_id"] for r in rows})
