@@ -29,6 +29,7 @@ POINTS_ALIKE = 0.15
 # Requests (or sectors) a side must issue for its count, sizes or share to be a fact: a
 # couple of metadata reads differ by 2x without carrying anything.
 MIN_COUNT = 16
+MIN_SECTORS = 2048  # 1 MiB
 
 
 @dataclass(frozen=True)
@@ -101,30 +102,63 @@ def _distance(kind: str, a: float, b: float) -> float:
     return abs(math.log(a / b))
 
 
+def _work_mib(runs: Sequence[StoredRun]) -> list[float] | None:
+    """The MiB each run's workload moved (its own read and write bytes), or None when a
+    run does not say: counts are then totals over the run."""
+    out = []
+    for r in runs:
+        m = r["metrics"]
+        moved = sum(float(m[k]["value"] or 0) for k in ("read_io_bytes", "write_io_bytes") if k in m)
+        if moved <= 0:
+            return None
+        out.append(moved / (1 << 20))
+    return out or None
+
+
+def _count_mean(runs: Sequence[StoredRun], metric: str, work: list[float] | None) -> float | None:
+    """A count per MiB of the workload's own I/O (mean over runs), or its total when the
+    work is not known. Per MiB, because a time-based run of a faster file system does more
+    work and so issues more of everything: the totals would name the effect, not the cause."""
+    if work is None:
+        return _mean(runs, metric)
+    vals = [float(m["value"]) / mib for r, mib in zip(runs, work)
+            if r["status"] == "ok" and (m := r["metrics"].get(metric)) is not None and m["value"] is not None]
+    return fmean(vals) if vals else None
+
+
 def differing_facts(a: Sequence[StoredRun], b: Sequence[StoredRun]) -> list[tuple[float, str]]:
     """(distance, words) of each fact in which side a differs from side b enough to name,
-    most different first: 'a issues 216x fewer write requests (1,024 vs 221,184)'."""
+    most different first: '216x fewer write requests per MiB of workload I/O (4.0 vs 864)'."""
     traced = any("trace_write_requests_count" in r["metrics"] or "trace_read_requests_count" in r["metrics"]
                  for r in (*a, *b))
+    work_a, work_b = _work_mib(a), _work_mib(b)
+    per_work = work_a is not None and work_b is not None
     out: list[tuple[float, str]] = []
     for fact in TRACE_FACTS if traced else COUNTER_FACTS:
-        va, vb = _mean(a, fact.metric), _mean(b, fact.metric)
-        if va is None or vb is None:
+        total_a, total_b = _mean(a, fact.metric), _mean(b, fact.metric)
+        if total_a is None or total_b is None:
             continue
-        if fact.kind == "count" and max(va, vb) < MIN_COUNT:  # 1 read vs 2: no mechanism
+        floor = MIN_SECTORS if fact.metric.endswith("_sectors_count") else MIN_COUNT
+        if fact.kind == "count" and max(total_a, total_b) < floor:  # 1 read vs 2: no mechanism
             continue
         op = _op_of(fact.metric)
         if op is not None and min(_mean(a, op) or 0, _mean(b, op) or 0) < MIN_COUNT:
             continue  # the size or share of a handful of requests says nothing
+        va, vb, what = total_a, total_b, fact.what
+        if fact.kind == "count" and per_work:
+            pa, pb = _count_mean(a, fact.metric, work_a), _count_mean(b, fact.metric, work_b)
+            if pa is None or pb is None:
+                continue
+            va, vb, what = pa, pb, what + " per MiB of workload I/O"
         distance = _distance(fact.kind, va, vb)
         if distance < math.log(RATIO_ALIKE):
             continue
         values = f"{_text(fact.kind, va)} vs {_text(fact.kind, vb)}"
         if fact.kind == "count" and va > 0 and vb > 0:
             times = max(va, vb) / min(va, vb)
-            words = f"{fmt(times)}x {'fewer' if va < vb else 'more'} {fact.what} ({values})"
+            words = f"{fmt(times)}x {'fewer' if va < vb else 'more'} {what} ({values})"
         else:
-            words = f"{fact.what} {values}"
+            words = f"{what} {values}"
         out.append((distance, words))
     return sorted(out, key=lambda dw: -dw[0])
 
