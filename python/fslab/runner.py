@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import shutil
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import ParamSpec
 
 from .backends import choose_backend
 from .cleanup import release_before_start
@@ -88,17 +89,26 @@ def _adopt_revision(store: Store, stored: StudyRow, plan: Plan, text: str, input
     return store.study(stored.id)
 
 
-def run_study(study: str, *, results_dir: Path, **options: Any) -> StudyOutcome:
-    """Run (or resume) a study into ``results_dir`` (``_run_study`` says how). A results
-    directory this call made is removed again when the study is refused before anything
-    was stored (a check on this host, an executor out of reach): a refusal leaves nothing."""
-    made = not Path(results_dir).exists()
-    try:
-        return _run_study(study, results_dir=results_dir, **options)
-    except FslabError:
-        if made:
-            _remove_if_empty(Path(results_dir))
-        raise
+P = ParamSpec("P")
+
+
+def _leaves_nothing_when_refused(run: Callable[P, StudyOutcome]) -> Callable[P, StudyOutcome]:
+    """A results directory the run made is removed again when the study is refused before
+    anything was stored (a check on this host, an executor out of reach): a refusal
+    leaves nothing. Keeps the run's own signature, so its callers stay type-checked."""
+
+    @functools.wraps(run)
+    def guarded(*args: P.args, **kwargs: P.kwargs) -> StudyOutcome:
+        results_dir = Path(kwargs["results_dir"])  # type: ignore[arg-type]  # keyword-only
+        made = not results_dir.exists()
+        try:
+            return run(*args, **kwargs)
+        except FslabError:
+            if made:
+                _remove_if_empty(results_dir)
+            raise
+
+    return guarded
 
 
 def _remove_if_empty(results_dir: Path) -> None:
@@ -114,7 +124,8 @@ def _remove_if_empty(results_dir: Path) -> None:
     shutil.rmtree(results_dir, ignore_errors=True)
 
 
-def _run_study(
+@_leaves_nothing_when_refused
+def run_study(
     study: str,
     *,
     results_dir: Path,
