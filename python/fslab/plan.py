@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .devices import DEVICES, DeviceKind
+from .devices import DEVICES, DeviceKind, capacity_of
 from .errors import SpecError
 from .filesystems import FILESYSTEMS, FilesystemType
 from .job.model import Cell, Job, JobSettings, Run
@@ -117,6 +117,7 @@ def build_cells(spec: StudySpec, *, quick: bool, backends: BackendChooser, sourc
     given, else raised likewise."""
     cells: list[Cell] = []
     skipped: list[Skip] = []
+    smallest = _smallest_device(spec)
     for fs_name, fs_section in spec.filesystems.items():
         fs_type = fs_section.type or fs_name
         device = spec.device_of(fs_name)
@@ -130,9 +131,10 @@ def build_cells(spec: StudySpec, *, quick: bool, backends: BackendChooser, sourc
             for axes in expand_axes(workload):
                 try:
                     params = plugin.validate({**workload.params, **axes})
+                    params = plugin.fixed_for_study(params, device_bytes=smallest, memory=workload.memory)
                 except ParamError as exc:
                     combo = ", ".join(f"{k} = {v!r}" for k, v in axes.items())
-                    raise SpecError(f"{exc} (in the combination {combo})", source=source,
+                    raise SpecError(f"{exc} (in the combination {combo})" if combo else str(exc), source=source,
                                     field=f"workloads[{index}].{exc.key}") from None
                 try:
                     inputs = plugin.inputs(params, study_dir, allow_exec)
@@ -179,6 +181,13 @@ def build_cells(spec: StudySpec, *, quick: bool, backends: BackendChooser, sourc
                     guest_memory=guest_memory, inputs=inputs,
                 ))
     return cells, skipped
+
+
+def _smallest_device(spec: StudySpec) -> int | None:
+    """Bytes of the study's smallest device; None when any device's size is unknown."""
+    sizes = [capacity_of(device) for device in spec.devices_in_use()]
+    known = [size for size in sizes if size is not None]
+    return min(known) if known and len(known) == len(sizes) else None
 
 
 QUICK_REPETITIONS = 2

@@ -126,6 +126,9 @@ class DeviceKind:
     # The user's own disks a section names (checked once per study by ``preflight``, so
     # only the study's [device] may name them). None: none.
     user_disks: Callable[[Any], list[str]] | None = None
+    # Bytes a file system on it can use at most, known before anything is made (a
+    # section's size, an array's data disks, a handed-over disk's size). None: unknown.
+    capacity: Callable[[Any], int | None] | None = None
 
     def parse(self, section: DeviceSection | dict[str, Any]) -> Any:
         """The typed section of this kind (raises pydantic's ValidationError)."""
@@ -135,6 +138,21 @@ class DeviceKind:
 
 
 DEVICES: Registry[DeviceKind] = Registry("device kind")
+
+
+def capacity_of(section: DeviceSection) -> int | None:
+    """The bytes a device of this section offers, as far as planning can tell."""
+    kind = DEVICES.get(section.kind)
+    return kind.capacity(kind.parse(section)) if kind.capacity is not None else None
+
+
+def disk_bytes(path: str) -> int | None:
+    """A block device's size from sysfs (readable without root); None when not there."""
+    try:
+        name = Path(os.path.realpath(path)).name
+        return int(Path(f"/sys/class/block/{name}/size").read_text()) * 512
+    except (OSError, ValueError):
+        return None
 
 
 def register_device_kind(kind: DeviceKind) -> DeviceKind:

@@ -21,7 +21,7 @@ from ..commands import run_command
 from ..errors import DeviceRefused
 from ..mounts import mount_table
 from ..spec import StrictSection
-from . import NO_GRANT, DeviceHandle, DeviceKind, Grant, handle_for, queue_facts, register_device_kind
+from . import NO_GRANT, DeviceHandle, DeviceKind, Grant, disk_bytes, handle_for, queue_facts, register_device_kind
 
 
 class BlockSection(StrictSection):
@@ -237,5 +237,5 @@ register_device_kind(DeviceKind(
     "block", BlockSection, provision, preflight,
     tools={"blkid": "util-linux", "wipefs": "util-linux"}, description=__doc__ or "",
     guest_passthrough=passthrough, guest_section=lambda section: {"kind": "vdisk", "index": 0},
-    user_disks=lambda section: [section.path],
+    user_disks=lambda section: [section.path], capacity=lambda section: disk_bytes(section.path),
 ))

@@ -194,6 +194,7 @@ def provision(section: EmulatedSection, workdir: Path, tag: str, grant: Grant = 
 
 register_device_kind(DeviceKind(
     "emulated", EmulatedSection, provision, tools=TOOLS, needs_guest=True, description=__doc__ or "",
+    capacity=lambda section: section.size,
     # dm-delay sits on a virtio disk; scsi_debug and null_blk are made by the guest kernel
     guest_disks=lambda section: [section.size] if section.model == "dm-delay" else [],
     guest_section=lambda section: {"kind": "emulated", **section.model_dump()},

@@ -162,6 +162,7 @@ def fslab_loop_devices() -> list[tuple[str, str]]:
 
 register_device_kind(DeviceKind(
     "image", ImageSection, provision, image_file=True, tools={"losetup": "mount"}, description=__doc__ or "",
+    capacity=lambda section: section.size,
     # In a guest the image is the guest's first virtio disk (no loop device in between).
     guest_disks=lambda section: [section.size],
     guest_section=lambda section: {"kind": "vdisk", "index": 0},

@@ -35,7 +35,7 @@ from ..errors import CommandFailed
 from ..signals import shielded
 from ..spec import StrictSection
 from ..units import parse_size
-from . import NO_GRANT, DeviceHandle, DeviceKind, Grant, handle_for, queue_facts, register_device_kind
+from . import NO_GRANT, DeviceHandle, DeviceKind, Grant, disk_bytes, handle_for, queue_facts, register_device_kind
 from .guest_disks import take
 
 TOOLS = {"mdadm": "mdadm"}
@@ -188,6 +188,13 @@ def passthrough(section: RaidSection, grant: Grant) -> list[str]:
             for m in section.members]
 
 
+def capacity(section: RaidSection) -> int | None:
+    """Data bytes of the array: its data disks times the smallest member."""
+    sizes = [disk_bytes(m) for m in section.members] if section.members else [section.member_size]
+    known = [s for s in sizes if s is not None]
+    return section.data_disks * min(known) if known and len(known) == len(sizes) else None
+
+
 def guest_section(section: RaidSection) -> dict[str, Any]:
     """In the guest: an array over its first ``disks`` virtio disks (the members)."""
     inner = section.model_dump(exclude={"members", "force"})
@@ -200,5 +207,5 @@ register_device_kind(DeviceKind(
     "raid", RaidSection, provision, preflight, tools=TOOLS, needs_guest=True, description=__doc__ or "",
     guest_disks=lambda section: [] if section.members else [section.member_size] * section.disks,
     guest_section=guest_section, guest_passthrough=lambda section, grant: passthrough(section, grant),
-    user_disks=lambda section: list(section.members),
+    user_disks=lambda section: list(section.members), capacity=capacity,
 ))

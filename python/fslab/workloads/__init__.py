@@ -119,6 +119,15 @@ class Workload:
         """Problems found before the first mkfs (e.g. a job file fio rejects)."""
         return []
 
+    def fixed_for_study(self, params: dict[str, Any], *, device_bytes: int | None,
+                        memory: int | None) -> dict[str, Any]:
+        """The parameters with what a run would otherwise choose for itself fixed once for
+        the whole study, so every file system is measured at the same settings (Bonnie++'s
+        ``size = "auto"``). ``device_bytes``: the smallest device of the study (None:
+        unknown); ``memory``: the workload's memory limit. Raises ParamError naming the
+        parameter when no setting fits."""
+        return params
+
     def data_bytes(self, params: dict[str, Any], inputs: dict[str, str] | None = None) -> int | None:
         """Bytes of files it lays out (checked against the device's size), None when it
         cannot say (e.g. sizes chosen at run time)."""

@@ -9,8 +9,10 @@ Two Bonnie++ facts shape this module:
 - Bonnie++ wants its file to be twice RAM so reads cannot come from the page cache. fslab
   keeps that ratio in a small cgroup instead of using a huge file: the run's memory limit
   is passed as ``-r`` and the file is at least twice that. On a device as fast as this
-  machine's, a small file is all ``+++++``; ``size = "auto"`` probes the device for a few
-  seconds first and picks the smallest sizes that make every phase measurable.
+  machine's, a small file is all ``+++++``. ``size = "auto"`` is fixed once per study
+  (``fixed_for_study``: twice the memory limit, else half the smallest device), so the
+  file systems compared meet one size; the per-char, seek and create counts set to
+  "auto" are chosen per run by a probe of a few seconds, to time each phase.
 
 Bonnie++ 2.00a's per-character tests do one read(2)/write(2) system call per byte (seen
 with strace), so they measure system-call cost, not the device. Bonnie++ 1.0x used stdio
@@ -224,8 +226,8 @@ def _file_spec(value: Any) -> str:
 
 
 OPTIONS_HELP = {
-    "size": ("'auto' (probe the device, pick the smallest size that times every phase) or a size in MiB; "
-             "0 skips the IO tests"),
+    "size": ("'auto' (fixed once for the study: twice the memory limit, else half the smallest device) "
+             "or a size in MiB; 0 skips the IO tests"),
     "ram": "'auto' (half of size, as Bonnie++ asks) or a size: the memory cgroup limit, passed as -r",
     "chunk_size": "IO chunk, a power of two from 256 B to 1 MiB (Bonnie++ default 8 KiB)",
     "seeks": "'auto' (at least Bonnie++'s 8192, more where the probe says they would take under phase_s) or a number",
@@ -298,6 +300,42 @@ class BonnieWorkload(Workload):
         if phase_s < 1:
             raise ParamError("phase_s", "below 1 s Bonnie++ may still show +++++; give at least 1")
         out["phase_s"] = phase_s
+        return out
+
+    def fixed_for_study(self, params: dict[str, Any], *, device_bytes: int | None,
+                        memory: int | None) -> dict[str, Any]:
+        """``size = "auto"`` becomes one size for every file system of the study: twice the
+        memory limit (Bonnie++'s file-to-RAM rule, the limit being the run's RAM), else half
+        the smallest device with the limit (-r) half of that. A probe per run would size
+        each file system by its own speed and compare them at different sizes. The rule
+        is kept in ``size_rule``; the per-char, seek and create counts stay probed per run
+        (they aim at phase_s seconds each; each run records them)."""
+        if params.get("size") != "auto":
+            return params
+        out = dict(params)
+        limit = params["ram"] if isinstance(params.get("ram"), int) else memory
+        if device_bytes is None:
+            out["size_rule"] = "probed per run: the device's size is not known before it is made"
+            return out
+        room = device_bytes * 2 // 3 // (64 * MIB) * 64 * MIB  # the create tests share the device
+        if limit is not None:
+            size = _round_up(2 * limit, 64 * MIB)
+            if size > room:
+                raise ParamError("size", f"'auto' is twice the memory limit ({format_bytes(size)}), more than "
+                                 f"two thirds of the smallest device ({format_bytes(device_bytes)}): raise the "
+                                 "device's size or lower the memory limit")
+            out["size"] = size
+            out["size_rule"] = f"twice the memory limit ({format_bytes(limit)}), fixed for the study"
+            return out
+        size = device_bytes // 2 // (64 * MIB) * 64 * MIB
+        if size < 128 * MIB:
+            raise ParamError("size", f"'auto' is half the smallest device, {format_bytes(size)}: too little for "
+                             "Bonnie++ (at least 128 MiB); raise the device's size or give a size")
+        out["size"] = size
+        if out.get("ram") == "auto":
+            out["ram"] = size // 2
+        out["size_rule"] = (f"half the smallest device ({format_bytes(device_bytes)}), fixed for the study; "
+                            "-r and the memory limit half of it")
         return out
 
     def quick(self, params: dict[str, Any]) -> dict[str, Any]:
