@@ -270,6 +270,7 @@ def make_plan(spec: StudySpec, *, backends: BackendChooser, quick: bool = False,
         device=device, drop_caches=spec.study.drop_caches,
         fresh=spec.study.fresh, order_seed=seed, trace=spec.study.trace,
         simulate=tuple(spec.study.simulate), allow_exec=allow_exec,
+        models={name: {"base": m.base, **m.overrides} for name, m in spec.models.items()},
         guest_kernel=spec.study.guest_kernel, guest_memory=spec.study.guest_memory,
         machine_class=spec.device.machine_class or spec.study.machine_class,
     )

@@ -35,7 +35,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .errors import FslabError, SpecError
+from .errors import FslabError, SimulationError, SpecError
 from .job.record import Metric
 from .metrics import MetricKind, declare_metrics
 
@@ -55,9 +55,29 @@ OPTIONAL_SUFFIXES = ("write_amplification_steady_ratio", "write_cache_absorbed_f
 CACHE_WARNING_FRACTION = 0.9
 
 
+def resolve_model(name: str, definitions: Mapping[str, Mapping[str, Any]] | None) -> tuple[str, dict[str, Any]]:
+    """(shipped model, parameter overrides) for a model name: a study's own model is its
+    base with its overrides; a shipped one is itself."""
+    definition = (definitions or {}).get(name)
+    if definition is None:
+        return name, {}
+    return str(definition["base"]), {k: v for k, v in definition.items() if k not in ("base", "description")}
+
+
+def controller_facts(params: Mapping[str, Any]) -> dict[str, float]:
+    """A RAID model's controller cache, as a fact its predictions must state."""
+    if params.get("kind") != "raid":
+        return {}
+    return {"controller_cache_bytes": float(params.get("cache_bytes", 0))}
+
+
 def assumptions(facts: Mapping[str, float]) -> str:
     """The settings a prediction rests on, in words (from the core's ``model_facts``)."""
     parts = []
+    if "controller_cache_bytes" in facts:
+        cache = int(facts["controller_cache_bytes"])
+        parts.append(f"a RAID controller write-back cache of {cache >> 20} MiB" if cache
+                     else "no RAID controller cache (every write goes to the members, as md does)")
     if "write_cache" in facts:
         size = int(facts.get("cache_bytes", 0)) >> 20
         parts.append(f"write cache {'on' if facts['write_cache'] else 'off'}, {size} MiB")
@@ -94,24 +114,41 @@ declare_metrics("device-model predictions", {
 
 
 def validate_simulate(spec: Any, source: str) -> None:
-    """``study.simulate`` and each entry's ``simulate`` name known models, once each, and
-    come with ``trace = true``. Raises SpecError naming the field and listing the models."""
+    """``study.simulate`` and each entry's ``simulate`` name known models (shipped or the
+    study's ``[models.NAME]``), once each, and come with ``trace = true``; each study model
+    makes a model. Raises SpecError naming the field and listing the models."""
     lists = [("study.simulate", list(spec.study.simulate))]
     lists += [(f"filesystems.{name}.simulate", list(fs.simulate)) for name, fs in spec.filesystems.items()
               if fs.simulate is not None]
-    from .simulate import model_names, model_params
+    from .simulate import model_capacity, model_names, model_params
 
+    for name, definition in spec.models.items():
+        field = f"models.{name}"
+        if name in model_names():
+            raise SpecError(f"{name!r} is a shipped model's name: give the study's own model another",
+                            source=source, field=field)
+        try:
+            model_capacity(model_params(definition.base, definition.overrides))
+        except SpecError as exc:
+            known = ", ".join(model_names())
+            why = (f"unknown base model {definition.base!r}; known: {known} (or raid0-Nx-MODEL / "
+                   "raid5-Nx-MODEL)") if exc.field == "--model" else str(exc)
+            raise SpecError(why, source=source, field=field) from None
+        except SimulationError as exc:
+            raise SpecError(f"{exc} (base {definition.base!r})", source=source, field=field) from None
     for field, names in lists:
         if names and not spec.study.trace:
             raise SpecError(f"needs trace = true: the models replay each run's block trace "
                             f"(simulate = {names}, trace = false)", source=source, field=field)
         for i, name in enumerate(names):
+            if name in spec.models:
+                continue
             try:
                 model_params(name)
             except SpecError:
                 raise SpecError(f"unknown device model {name!r}; known: {', '.join(model_names())} "
-                                "(or raid0-Nx-MODEL / raid5-Nx-MODEL)", source=source,
-                                field=f"{field}[{i}]") from None
+                                "(or raid0-Nx-MODEL / raid5-Nx-MODEL), or one of the study's "
+                                "[models.NAME]", source=source, field=f"{field}[{i}]") from None
             if names.index(name) != i:
                 raise SpecError(f"{name!r} is named twice", source=source, field=f"{field}[{i}]")
 
@@ -207,7 +244,8 @@ def replay_depth(params: Mapping[str, Any], concurrency: float | None) -> int:
 
 def predict_run(trace_path: Path, models: Sequence[str], params: Mapping[str, Any],
                 trace_result: Mapping[str, Any] | None = None, work_rates: Mapping[str, float] | None = None,
-                work_s: float | None = None) -> tuple[list[Metric], dict[str, Any]]:
+                work_s: float | None = None,
+                definitions: Mapping[str, Mapping[str, Any]] | None = None) -> tuple[list[Metric], dict[str, Any]]:
     """Replay one run's trace on each model. Returns (metrics, provenance): the device's
     figures (``pred_<model>_device_*``) and, for each of ``work_rates`` (the workload's
     metrics that are the rate of its work over ``work_s`` seconds, its own runtime), the
@@ -215,7 +253,8 @@ def predict_run(trace_path: Path, models: Sequence[str], params: Mapping[str, An
     is a prediction and what it assumes (and repeats the trace's INCOMPLETE mark when
     events were lost, from ``trace_result`` = ``analysis.traces.analyze``'s dict). A
     model that rejects the trace (e.g. it addresses more than the model's capacity) gives
-    metrics without a number whose note says why: predictions never cost the measured run."""
+    metrics without a number whose note says why: predictions never cost the measured run.
+    ``definitions``: the study's own models (name -> {"base": shipped model, overrides})."""
     from .simulate import read_requests, simulate_requests
 
     concurrency = trace_concurrency(trace_path)
@@ -239,13 +278,17 @@ def predict_run(trace_path: Path, models: Sequence[str], params: Mapping[str, An
         try:
             if requests is None:
                 raise FslabError(prov["error"])
-            result = simulate_requests(requests, model, qd=qd, open_loop=False)
+            base, overrides = resolve_model(model, definitions)
+            result = simulate_requests(requests, base, overrides, qd=qd, open_loop=False)
         except FslabError as exc:
             for name in [*(metric_name(model, s) for s in SUFFIXES), *(metric_name(model, r) for r in rates)]:
                 metrics.append(Metric.of(name, None, f"{label}: failed: {exc}"))
             prov["models"][model] = {"error": str(exc)}
             continue
-        facts = result.get("model_facts", {})
+        facts = {**result.get("model_facts", {}), **controller_facts(result.get("params", {}))}
+        defined = "" if model == base else (
+            f" ({model} = {base}" + "".join(f", {k} = {v}" for k, v in overrides.items()) + ")")
+        label += defined
         noted = label + (f"; assumes {assumptions(facts)}" if assumptions(facts) else "")
         warning = cache_warning(model, facts.get("write_cache_absorbed_fraction"), facts)
         if warning:
@@ -257,10 +300,10 @@ def predict_run(trace_path: Path, models: Sequence[str], params: Mapping[str, An
             metrics.append(Metric.of(name, value, noted))
         model_s = float(result["elapsed_ns"]) / 1e9
         if rates and work_s:
-            work_note = (f"the workload's work ({work_s:.3g} s of it here) at the time model {model} needs for "
-                         f"the {result['requests']} requests the file system issued for it ({model_s:.3g} s, closed "
-                         f"loop at queue depth {qd}); assumes the run is device-bound (no CPU, page-cache or "
-                         "host time) and the request stream as this machine's kernel produced it"
+            work_note = (f"the workload's work ({work_s:.3g} s of it here) at the time model {model}{defined} "
+                         f"needs for the {result['requests']} requests the file system issued for it "
+                         f"({model_s:.3g} s, closed loop at queue depth {qd}); assumes the run is device-bound "
+                         "(no CPU, page-cache or host time) and the request stream as this machine's kernel produced it"
                          + (f"; {assumptions(facts)}" if assumptions(facts) else "")
                          + (f"; {warning}" if warning else "") + (f"; {trace_note}" if trace_note else ""))
             for name, value in rates.items():

@@ -247,11 +247,29 @@ class WorkloadSection(BaseModel):
         return self.aging if isinstance(self.aging, AgingOption) else study
 
 
+class ModelDefinition(BaseModel):
+    """``[models.NAME]``: a device model of the study's own, a shipped one (``base``) with
+    some parameters changed (a RAID controller's write-back cache, an HDD's write cache
+    off), named in ``simulate`` like a shipped model. Its other keys are the model's
+    parameters (as `fslab simulate --set` takes them)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    base: str = Field(description="the shipped model it starts from (`fslab simulate --list`)")
+    description: str | None = Field(default=None, description="what it stands for, in words")
+
+    @property
+    def overrides(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
 class StudySpec(_Strict):
     study: StudySection
     device: DeviceSection = Field(default_factory=DeviceSection)
     filesystems: dict[str, FilesystemSection] = Field(min_length=1)
     workloads: list[WorkloadSection] = Field(min_length=1)
+    models: dict[str, ModelDefinition] = Field(default_factory=dict, description="device models of the "
+                                               "study's own, named in simulate")
 
     def device_of(self, filesystem: str) -> DeviceSection:
         """The device a file-system entry runs on: its own, else the study's."""

@@ -330,7 +330,8 @@ def _collect_metrics(result: WorkloadResult, before: dict[str, int], dev: Device
 
             rates = {name: result.metrics[name] for name in workload.work_rates(params, result.metrics)}
             predicted, provenance["predictions"] = predict_run(
-                run_trace.path, ctx.job.settings.simulate, params, run_trace.result, rates, result.tool_runtime_s)
+                run_trace.path, ctx.job.settings.simulate, params, run_trace.result, rates, result.tool_runtime_s,
+                ctx.job.settings.models)
             metrics += predicted
     return metrics
 

@@ -109,6 +109,8 @@ class JobSettings:
     order_seed: int = 0
     trace: bool = False  # block-layer trace of every run
     simulate: tuple[str, ...] = ()  # device models each traced run is replayed on
+    # The study's own models among them: name -> {"base": shipped model, parameter: value}.
+    models: dict[str, dict[str, Any]] = field(default_factory=dict)
     guest_kernel: str = "6.1"  # the guest backend's kernel: "6.1", "6.12" or a path
     guest_memory: int = 1 << 30  # the guest's memory: its page-cache knob
     guest_memory_full: int | None = None  # the study's guest_memory when --quick scaled it down

@@ -1,0 +1,103 @@
+"""A study's own device models (``[models.NAME]``: a shipped model with some parameters
+changed, e.g. the RAID controller's write-back cache seed 004's array had, or an HDD with
+its write cache off), checked when the study loads and used like a shipped model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fslab.errors import SpecError
+from fslab.study import parse_spec
+
+
+def _spec(models: dict[str, Any], simulate: list[str]) -> dict[str, Any]:
+    return {"study": {"name": "s", "trace": True, "simulate": simulate}, "models": models,
+            "filesystems": {"ext4": {}},
+            "workloads": [{"kind": "fio", "name": "w", "rw": "randwrite", "bs": "4k", "size": "16M"}]}
+
+
+@pytest.mark.parametrize(("models", "simulate", "message"), [
+    ({"m": {"base": "ssd-9000"}}, ["m"], r"models\.m: unknown base model 'ssd-9000'; known: .*hdd-7200"),
+    ({"m": {"base": "hdd-7200", "spin_rpm": 9}}, ["m"], r"models\.m: .*unknown model parameter `spin_rpm`"),
+    ({"m": {"base": "raid5-8x-sata-mlc-ssd", "cache_bytes": "lots"}}, ["m"], r"models\.m: .*cache_bytes"),
+    ({"hdd-7200": {"base": "sata-mlc-ssd"}}, [], r"models\.hdd-7200: .*shipped model's name"),
+    ({}, ["mine"], r"study\.simulate\[0\]: unknown device model 'mine'.*\[models\.NAME\]"),
+    ({"m": {}}, ["m"], r"base"),
+])
+def test_bad_study_models_name_the_field(models: dict[str, Any], simulate: list[str], message: str) -> None:
+    with pytest.raises(SpecError, match=message):
+        parse_spec(_spec(models, simulate), "t.toml")
+
+
+def test_a_study_model_reaches_every_job() -> None:
+    from fslab.backends import choose_backend
+    from fslab.plan import make_plan
+
+    spec = parse_spec(_spec({"raid5-wb": {"base": "raid5-8x-sata-mlc-ssd", "cache_bytes": "1GiB"}},
+                            ["raid5-wb"]), "t.toml")
+    plan = make_plan(spec, backends=choose_backend)
+    assert {job.settings.simulate for job in plan.jobs} == {("raid5-wb",)}
+    assert [job.settings.models for job in plan.jobs][0] == {
+        "raid5-wb": {"base": "raid5-8x-sata-mlc-ssd", "cache_bytes": "1GiB"}}
+
+
+STUDY = """
+[study]
+name = "own models"
+repetitions = 1
+trace = true
+simulate = ["raid5-4x-sata-mlc-ssd", "raid5-wb", "hdd-7200", "hdd-nocache"]
+
+[models.raid5-wb]
+base = "raid5-4x-sata-mlc-ssd"
+description = "the same array behind a controller with a write-back cache"
+cache_bytes = "64MiB"
+
+[models.hdd-nocache]
+base = "hdd-7200"
+write_cache = 0
+
+[device]
+size = "512MiB"
+image_dir = "{images}"
+
+[filesystems.ext4]
+
+[[workloads]]
+kind = "fio"
+name = "randwrite-direct"
+rw = "randwrite"
+bs = "4k"
+size = "32M"
+io_size = "4M"
+direct = 1
+ioengine = "psync"
+"""
+
+
+@pytest.mark.device
+def test_study_models_predict_what_their_settings_mean(device_support, tmp_path: Path) -> None:
+    """4 KiB random direct writes: RAID5 read-modify-write costs less behind a write-back
+    cache; an HDD whose write cache is off pays a seek and a rotation per write. Every
+    prediction says which cache it assumed."""
+    from fslab.runner import run_study
+    from fslab.store import Store
+
+    study = tmp_path / "s.toml"
+    study.write_text(STUDY.format(images=tmp_path / "images"))
+    outcome = run_study(str(study), results_dir=tmp_path / "results")
+    assert outcome.runs_failed == 0
+    with Store(tmp_path / "results") as store:
+        [run] = store.runs(outcome.study_id)
+    m = run["metrics"]
+    plain, cached = m["pred_raid5-4x-sata-mlc-ssd_write_iops"], m["pred_raid5-wb_write_iops"]
+    assert cached["value"] > 1.5 * plain["value"], (cached["value"], plain["value"])
+    assert "no RAID controller cache" in plain["note"]
+    assert "a RAID controller write-back cache of 64 MiB" in cached["note"]
+    assert "(raid5-wb = raid5-4x-sata-mlc-ssd, cache_bytes = 64MiB)" in cached["note"]
+    hdd, nocache = m["pred_hdd-7200_write_iops"], m["pred_hdd-nocache_write_iops"]
+    assert nocache["value"] < 0.5 * hdd["value"], (nocache["value"], hdd["value"])
+    assert "write cache off" in nocache["note"] and "write cache on" in hdd["note"]
