@@ -367,10 +367,11 @@ def report(
         if str(as_json) == "-":
             return
     _print_report(results, study, metric, by_host)
-    from .report.outputs import load_study
+    from .report.outputs import full_metric_names, load_study
 
-    _, runs, cells = load_study(results, study)
-    each: list[str | None] = list(metric) if metric else [None]  # None: each cell's primary metric
+    row, runs, cells = load_study(results, study)
+    full = full_metric_names(metric, runs, row.id)
+    each: list[str | None] = list(full) if full else [None]  # None: each cell's primary metric
     for text in contrast or []:
         for name in each:
             _print_contrast(runs, cells, text, name)

@@ -59,3 +59,7 @@ def test_metric_given_twice_tabulates_both_in_the_order_given(tmp_path) -> None:
     bad = subprocess.run([*fslab, "--metric", "ops_count", "--metric", "nope"], capture_output=True, text=True,
                          timeout=60)
     assert bad.returncode == 2 and "--metric nope: no stored run of study 1 has it" in bad.stderr
+    # The name the table shows (no unit suffix) is taken too.
+    short = subprocess.run([*fslab, "--metric", "wall", "--json", "-"], capture_output=True, text=True, timeout=60)
+    assert short.returncode == 0, short.stderr
+    assert [r["metric"] for r in json.loads(short.stdout)["rows"]] == ["wall_s"]

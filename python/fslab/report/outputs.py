@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from ..errors import FslabError
+from ..metrics import display_name
 from ..store import Store
 from ..stored import StoredCell, StoredRun, StudyRow
 from ..study_lock import shown_status
@@ -31,11 +32,7 @@ def load_report(results: Path, study_id: int | None, metric: MetricChoice = None
     """The report of a stored study; with ``trace_plots`` also its traced runs' plots (as
     data, and as PNG when ``images``), reading every trace file of the study."""
     row, runs, cells = load_study(results, study_id)
-    for name in metric_names(metric):
-        if name is not None and not any(name in r["metrics"] for r in runs):
-            stored = sorted({m for r in runs for m in r["metrics"]})
-            raise FslabError(f"--metric {name}: no stored run of study {row.id} has it; "
-                             f"stored metrics: {', '.join(stored)}")
+    metric = full_metric_names(metric, runs, row.id)
     report = build_report(row, runs, cells, metric, str(results))
     # "running" only while a process holds the lock; failed runs said beside "complete"
     report.status = shown_status(report.status, results, len(runs), sum(r["status"] != "ok" for r in runs))
@@ -45,10 +42,33 @@ def load_report(results: Path, study_id: int | None, metric: MetricChoice = None
     return report
 
 
+def full_metric_names(metric: MetricChoice, runs: list[StoredRun], study_id: int) -> MetricChoice:
+    """The stored names of the metrics asked for: a name as the tables show it, without its
+    unit suffix (``block_write`` for ``block_write_bytes_per_s``), is taken when it names
+    exactly one stored metric. Raises FslabError listing the stored metrics otherwise."""
+    if metric is None:
+        return None
+    stored = sorted({m for r in runs for m in r["metrics"]})
+    full: list[str] = []
+    for name in metric_names(metric):
+        assert name is not None
+        if name in stored:
+            full.append(name)
+            continue
+        matches = [m for m in stored if display_name(m) == name]
+        if len(matches) != 1:
+            why = (f"names {' and '.join(matches)}: give the full name" if matches
+                   else f"no stored run of study {study_id} has it")
+            raise FslabError(f"--metric {name}: {why}; stored metrics: {', '.join(stored)}")
+        full.append(matches[0])
+    return full
+
+
 def reports_by_host(results: Path, study_id: int | None, metric: MetricChoice = None) -> list[tuple[str, Report]]:
     """(host, the report of the runs it ran) for each machine that ran successful runs of
     the study; empty when one machine ran them all."""
     row, runs, cells = load_study(results, study_id)
+    metric = full_metric_names(metric, runs, row.id)
     names = hosts(runs)
     if len(names) < 2:
         return []
