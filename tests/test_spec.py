@@ -178,3 +178,22 @@ def test_reports_need_no_workload_plug_in():
             "print(sorted(m for m in sys.modules if m.startswith('fslab')))")
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "fslab.workloads" not in loaded, loaded
+
+
+def test_an_invalid_field_says_what_the_field_means() -> None:
+    """pydantic's rule alone ("Input should be less than 1") does not say that precision
+    is a fraction: the field's own description follows it, also inside tables."""
+    import tomllib
+
+    from fslab.errors import SpecError
+    from fslab.study import parse_spec
+
+    text = ('[study]\nname = "x"\nrepetitions = "auto"\nprecision = 5\n[filesystems.ext4]\nmkfs = "-F"\n'
+            '[[workloads]]\nkind = "fio"\nname = "w"\nrw = "read"\nsize = "16M"\n')
+    with pytest.raises(SpecError) as err:
+        parse_spec(tomllib.loads(text), "t.toml")
+    lines = str(err.value).splitlines()
+    assert any(line.strip().startswith("study.precision: Input should be less than 1 (given: 5)")
+               and "as a fraction of its mean (0.05: ±5%)" in line for line in lines), lines
+    assert any(line.strip().startswith("filesystems.ext4.mkfs:") and "[the field: extra mkfs arguments]" in line
+               for line in lines), lines

@@ -61,8 +61,8 @@ class StudySection(_Strict):
     max_repetitions: int | None = Field(default=None, ge=2, le=1000, description="with repetitions = "
                                         f"\"auto\": runs a cell gets at most (default {AUTO_MAX})")
     precision: float | None = Field(default=None, gt=0, lt=1, description="with repetitions = \"auto\": the "
-                                    "half-width of a cell's 95% interval, as a fraction of its mean, that is "
-                                    f"enough (default {AUTO_PRECISION})")
+                                    "half-width of a cell's 95% interval, as a fraction of its mean (0.05: ±5%), "
+                                    f"that is enough (default {AUTO_PRECISION})")
     contrast: list[str] = Field(default_factory=list, description="with repetitions = \"auto\": axis contrasts "
                                 "that are questions too (\"direct=0/1\"): each pair of cells differing only "
                                 "in that axis is tested like the file systems of a case")

@@ -7,9 +7,9 @@ from __future__ import annotations
 import tomllib
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args, get_origin
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from .errors import SpecError
@@ -40,12 +40,40 @@ def _describe(error: ErrorDetails) -> str:
     return message
 
 
-def validation_lines(exc: ValidationError, prefix: str = "") -> list[str]:
-    """One line per invalid field, each with its path in the study file."""
+def field_description(model: type[BaseModel], loc: tuple[int | str, ...]) -> str | None:
+    """The description of the field at ``loc`` (through sections, tables of sections and
+    lists of them), so an error says what the field means, not only pydantic's rule."""
+    description = None
+    current: Any = model
+    table_key = False
+    for part in loc:
+        if isinstance(part, int) or table_key or not (isinstance(current, type) and issubclass(current, BaseModel)):
+            table_key = False
+            continue
+        info = current.model_fields.get(str(part))
+        if info is None:
+            return None  # an extra field
+        description = info.description
+        table_key = get_origin(info.annotation) is dict  # the next part is a name (a file system's)
+        current = next((a for a in (info.annotation, *get_args(info.annotation))
+                        if isinstance(a, type) and issubclass(a, BaseModel)), None)
+        if current is None:  # dict[str, Section] / list[Section]: the section is an argument
+            nested = [a for arg in get_args(info.annotation) for a in (arg, *get_args(arg))]
+            current = next((a for a in nested if isinstance(a, type) and issubclass(a, BaseModel)), None)
+    return description
+
+
+def validation_lines(exc: ValidationError, prefix: str = "", model: type[BaseModel] | None = None) -> list[str]:
+    """One line per invalid field, each with its path in the study file (and, given the
+    model validated, what the field means)."""
     lines = []
     for e in exc.errors():
         path = ".".join(p for p in (prefix, _loc_to_path(e["loc"])) if p)
-        lines.append(f"{path or '(top level)'}: {_describe(e)}")
+        line = f"{path or '(top level)'}: {_describe(e)}"
+        meaning = field_description(model, tuple(e["loc"])) if model is not None else None
+        if meaning and e["type"] != "extra_forbidden":
+            line += f" [the field: {meaning}]"
+        lines.append(line)
     return lines
 
 
@@ -66,7 +94,7 @@ def _validate_device(spec: StudySpec, source: str) -> None:
         try:
             parsed = kind.parse(device)
         except ValidationError as exc:
-            raise _invalid(validation_lines(exc, where), source) from None
+            raise _invalid(validation_lines(exc, where, kind.section), source) from None
         if where != "device" and kind.user_disks is not None and kind.user_disks(parsed):
             # A handed-over disk is checked once per study, as [device].
             raise SpecError(f"a file system's own device cannot be a {device.kind!r} device on your own disks; "
@@ -79,7 +107,7 @@ def parse_spec(data: dict[str, Any], source: str, *, allow_exec: bool = False) -
     try:
         spec = StudySpec.model_validate(data)
     except ValidationError as exc:
-        raise _invalid(validation_lines(exc), source) from None
+        raise _invalid(validation_lines(exc, model=StudySpec), source) from None
     _validate_device(spec, source)
     from .workloads import validate_workload
 
