@@ -103,7 +103,9 @@ def prediction_table(label: str, by_fs: dict[str, list[StoredRun]]) -> TableSect
     for fs, runs in by_fs.items():
         n = len(runs)
         loss = trace_loss(runs)
-        for i, model in enumerate(models):
+        # Only the models this entry was replayed on (each device of a study may have its own).
+        own = [m for m in models if any(name.startswith(f"pred_{m}_") for r in runs for name in r["metrics"])]
+        for i, model in enumerate(own):
             predicted = values([r for r in runs if workload_predicted(r["metrics"], model)],
                                f"pred_{model}_{primary}")
             unpredicted |= not predicted
