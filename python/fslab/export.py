@@ -27,6 +27,7 @@ PROVENANCE_COLUMNS = {
     "kernel": "kernel", "host": "host", "backend": "backend", "mkfs_command": "mkfs command",
     "mkfs_version": "mkfs version", "mount_options_requested": "mount options requested",
     "mount_options_in_effect": "mount options in effect", "device_kind": "device kind",
+    "worker": "worker",
 }
 
 

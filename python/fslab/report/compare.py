@@ -65,6 +65,9 @@ ALPHA = 1 - CONFIDENCE
 TESTS = ("welch", "mann-whitney")
 # Facts that make up a file-system entry: the variable under test when two file systems
 # of one study are compared (not a confounder then).
+# Where a run was placed, not what it was measured on (a Dask worker's address changes on
+# every start; the machine is the host fact): never a difference between two sides.
+PLACEMENT_FACTS = frozenset({"worker"})
 FS_FACTS = frozenset({"file system type", "mkfs command", "mkfs version", "mount options requested",
                       "mount options in effect"})
 
@@ -384,6 +387,8 @@ def _side_facts(side: Side, filesystem: str | None = None, cases: set[str] | Non
         if cases is not None and case_key(side, run["cell"]) not in cases:
             continue
         for fact, value in run_facts(run, side.quick).items():
+            if fact in PLACEMENT_FACTS:
+                continue
             values = seen.setdefault(fact, [])
             if value not in values:
                 values.append(value)

@@ -11,7 +11,7 @@ from .provenance_facts import run_facts
 
 # Facts that name the run's place or setup rather than the machine.
 _NOT_MACHINE = frozenset({"host", "quick mode", "backend", "mount options requested", "fresh file system per",
-                          "caches dropped", "file system type", "mkfs command"})
+                          "caches dropped", "file system type", "mkfs command", "worker"})
 
 
 def host_of(run: StoredRun) -> str:

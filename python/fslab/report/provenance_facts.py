@@ -33,6 +33,14 @@ def _text(value: Any) -> str:
     return str(value)
 
 
+def _worker_text(worker: Any) -> str:
+    """The Dask worker that ran the run ('name (address)'); '—' for a run on this machine."""
+    if not isinstance(worker, dict) or not worker.get("address"):
+        return "—"
+    name = worker.get("name")
+    return f"{name} ({worker['address']})" if name and name != worker["address"] else str(worker["address"])
+
+
 def run_facts(run: StoredRun, quick: bool) -> dict[str, str]:
     """Field -> value of one run, in a fixed order (missing facts read '—')."""
     prov = run.get("provenance") or {}
@@ -46,6 +54,7 @@ def run_facts(run: StoredRun, quick: bool) -> dict[str, str]:
         "CPU": f"{_text(host.get('cpu_model'))} ({_text(host.get('cpu_count'))} cores)",
         "fslab": _text(host.get("fslab")),
         "backend": _text(prov.get("backend") or run["cell"].get("backend")),
+        "worker": _worker_text(prov.get("worker")),
         "quick mode": "yes (scaled down)" if quick else "no",
         "file system type": _text(fs.get("mounted_as") if fs.get("mounted_as") not in (None, "none")
                                   else run["cell"].get("fs_type")),
