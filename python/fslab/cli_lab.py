@@ -41,6 +41,8 @@ def scheduler_commands(lab: Path, host: str = "SCHEDULER_IP", port: int = 8786) 
         "driver-key.pem. Keep ca-key.pem where no test runs. Dask does not tell roles apart: any "
         "certificate of this lab can submit jobs, so a machine holding a key holds that power.\nThen:\n"
         f"  dask scheduler --protocol tls --host {host} --port {port} --tls-ca-file {lab}/ca.pem "
-        f"--tls-cert {lab}/scheduler.pem --tls-key {lab}/scheduler-key.pem\n"
+        f"--tls-cert {lab}/scheduler.pem --tls-key {lab}/scheduler-key.pem --no-dashboard\n"
+        "    (Dask's dashboard is plain HTTP with no login: leave it off, or bind it to a trusted "
+        "address with --dashboard-address 127.0.0.1:8787)\n"
         f"  fslab worker tls://{host}:{port} --tls {lab}          # on each test machine\n"
         f"  fslab run STUDY --executor tls://{host}:{port} --tls {lab}")
