@@ -31,6 +31,7 @@ such workloads the prediction is conservative (less queueing for the model to re
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,7 @@ from .job.record import Metric
 from .metrics import MetricKind, declare_metrics
 
 PREFIX = "pred_"
+MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9.-]*")
 # Stored per model: the device's figures (suffix -> how to take it from simulate_requests' result).
 SUFFIXES = ("device_requests_count", "device_requests_per_s", "device_bw_bytes_per_s", "device_latency_mean_ns",
             "device_latency_p50_ns", "device_latency_p99_ns", "device_latency_max_ns", "write_amplification_ratio")
@@ -124,6 +126,9 @@ def validate_simulate(spec: Any, source: str) -> None:
 
     for name, definition in spec.models.items():
         field = f"models.{name}"
+        if not MODEL_NAME.fullmatch(name):
+            raise SpecError("a model's name takes letters, digits, '-' and '.' (no '_': it ends the model's "
+                            "part of pred_<model>_<metric>)", source=source, field=field)
         if name in model_names():
             raise SpecError(f"{name!r} is a shipped model's name: give the study's own model another",
                             source=source, field=field)
@@ -179,6 +184,17 @@ def workload_predicted(metrics: Mapping[str, Any], model: str) -> bool:
     """Whether a run's ``pred_<model>_<workload metric>`` are the workload's own (stored
     since the device's figures are named ``device_*``) rather than the device's."""
     return metric_name(model, "device_requests_count") in metrics
+
+
+def current_name(name: str, metrics: Mapping[str, Any]) -> str:
+    """A stored metric's name as fslab names it now: in a run stored before the device's
+    figures were named ``device_*``, ``pred_<model>_iops`` (and the other old names) were
+    the device's; they read as ``pred_<model>_device_requests_per_s`` and so on, so one
+    name never means two things across a store's runs."""
+    parsed = split_name(name)
+    if parsed is None or parsed[1] not in LEGACY_SUFFIXES or workload_predicted(metrics, parsed[0]):
+        return name
+    return metric_name(parsed[0], LEGACY_SUFFIXES[parsed[1]])
 
 
 def is_device_figure(suffix: str) -> bool:
