@@ -93,3 +93,15 @@ def test_plan_states_a_seed_only_when_the_run_will_use_it(tmp_path):
     fixed = subprocess.run([sys.executable, "-m", "fslab", "plan", str(study), "--json"], capture_output=True,
                            text=True, check=True)
     assert json.loads(fixed.stdout)["seed"] == 42
+
+
+def test_plan_of_an_array_on_named_disks_shows_no_member_images(tmp_path):
+    """Named members are the user's disks: the default member_size (of member images) would
+    read as the disks' size."""
+    study = tmp_path / "named.toml"
+    study.write_text('[study]\nname = "x"\nbackend = "guest"\n[device]\nkind = "raid"\nlevel = 5\n'
+                     'members = ["/dev/sdx1", "/dev/sdx2", "/dev/sdx3"]\n[filesystems.ext4]\n[[workloads]]\n'
+                     'kind = "fio"\nname = "w"\nrw = "read"\nsize = "16M"\n')
+    done = fslab("plan", str(study))
+    [line] = [x for x in done.stdout.splitlines() if x.startswith("device:")]
+    assert "members=['/dev/sdx1', '/dev/sdx2', '/dev/sdx3']" in line and "member_size" not in line

@@ -126,8 +126,11 @@ def plan(
 
         users: dict[str, list[str]] = {}  # a device (as text) -> the file systems on it
         for job in p.jobs:
+            device = job.settings.device
+            # An array of named members has no member images: their size would mislead.
+            shown = {k: v for k, v in device.items() if v is not None and not (k == "member_size" and device.get("members"))}
             text = ", ".join(f"{k}={bytes_text(v) if k in ('size', 'member_size', 'chunk') and isinstance(v, int) else v}"
-                             for k, v in job.settings.device.items() if v is not None)
+                             for k, v in shown.items())
             if job.cell.filesystem not in users.setdefault(text, []):
                 users[text].append(job.cell.filesystem)
         for text, names in users.items():
