@@ -85,12 +85,21 @@ SCRIPT = textwrap.dedent("""
 
 
 HOST_SCRIPT = textwrap.dedent("""
-    import json, os, subprocess
+    import json, os, subprocess, sys
     from pathlib import Path
     from fslab.devices import Grant
     from fslab.devices.guest_disks import take
     from fslab.devices.raid import RaidSection, preflight, provision
     from fslab.resources import _current
+
+    KILLED = (
+        "import time\\n"
+        "from pathlib import Path\\n"
+        "from fslab.devices.raid import RaidSection, provision\\n"
+        "section = RaidSection(level=0, disks=2, member_size='32MiB')\\n"
+        "with provision(section, Path('/mnt/scratch/killed'), 'killed') as h:\\n"
+        "    print(h.path, flush=True)\\n"
+        "    time.sleep(600)\\n")
 
     def sh(*argv):
         return subprocess.run(argv, capture_output=True, text=True)
@@ -139,16 +148,41 @@ HOST_SCRIPT = textwrap.dedent("""
         identity = preflight(section, Grant(frozenset(named)))
         with provision(section, scratch / "named", "named", Grant(frozenset(named), identity)) as h:
             out["named"] = {"md": md_of(h.path), "members": [m.path for m in h.members],
+                            "host_disks": [d["path"] for d in h.facts["host_disks"]],
                             "listed": [r.kind for r in _current().entries.values()]}
         out["named"]["after"] = {**left(named), "attached": [m for m in named if m in loops()],
                                  "signatures": [sh("wipefs", "--no-act", "--noheadings", m).stdout.strip()
                                                 for m in named]}
+        # A job killed with SIGKILL while its array is built: `fslab cleanup` releases it all.
+        child = subprocess.Popen([sys.executable, "-c", KILLED], stdout=subprocess.PIPE, text=True)
+        md = child.stdout.readline().strip()
+        held = {"md": md_of(md), "loops": sorted(l for l, b in loops().items() if "/killed/" in b)}
+        child.kill()
+        child.wait()
+        from fslab.cleanup import cleanup
+        done = cleanup()
+        out["killed"] = {"md": md, "held": held, "cleanup": done, "after": {
+            "md": sorted(p.name for p in Path("/sys/block").glob("md*")),
+            "loops": [l for l, b in loops().items() if "/killed/" in b],
+            "files": sorted(os.listdir(scratch / "killed"))}}
     finally:
         for loop in named:
             sh("losetup", "-d", loop)
         sh("umount", str(scratch))
     print(json.dumps(out))
 """)
+
+
+def test_host_path_array_of_a_killed_job_is_released_by_cleanup(host_path: dict) -> None:
+    r = host_path["killed"]
+    assert r["held"]["md"] == {"level": "raid0", "raid_disks": 2, "chunk_size": 512 << 10}
+    assert len(r["held"]["loops"]) == 2
+    name = "fslab-killed"
+    assert r["cleanup"][0] == f"stop md array {r['md']} ({name})"  # first: it holds the loops
+    assert sorted(line for line in r["cleanup"] if line.startswith("erase")) == [
+        f"erase the md superblock of {loop} ({name})" for loop in r["held"]["loops"]]
+    assert {line.split()[1] for line in r["cleanup"] if line.startswith("detach")} == set(r["held"]["loops"])
+    assert r["after"] == {"md": [], "loops": [], "files": []}
 
 
 @pytest.fixture(scope="module")
@@ -184,6 +218,7 @@ def test_host_path_builds_an_array_on_named_disks_and_leaves_them_wiped(host_pat
     r = host_path["named"]
     assert r["md"] == {"level": "raid0", "raid_disks": 3, "chunk_size": 128 << 10}
     assert r["listed"] == ["md"]  # the user's disks are not fslab's to release
+    assert r["host_disks"] == r["members"]  # described for the report's members warning
     after = r["after"]
     assert after["md"] == [] and after["superblocks"] == [] and after["listed"] == []
     assert after["attached"] == r["members"]  # still the user's, attached, with no md signature

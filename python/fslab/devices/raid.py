@@ -149,8 +149,10 @@ def image_members(count: int, size: int, workdir: Path, tag: str) -> Iterator[li
                      "results directory (-r DIR, its .work folder holds the images) on a larger disk")
     images = [workdir / f"{IMAGE_PREFIX}{tag}-m{i}{IMAGE_SUFFIX}" for i in range(count)]
     loops: list[str] = []
-    tokens = [register(Resource("image", str(image), str(workdir))) for image in images]
+    tokens: list[int] = []
     try:
+        for image in images:  # all written down before the first exists
+            tokens.append(register(Resource("image", str(image), str(workdir))))
         for image in images:
             with shielded():  # a Ctrl-C must not land between attaching a loop and naming it
                 with open(image, "wb") as f:
@@ -205,6 +207,10 @@ def _array(section: RaidSection, tag: str, members: list[str], workdir: Path) ->
                    "optimal_io_size": int(Path(f"/sys/block/{sysfs}/queue/optimal_io_size").read_text())},
             "mdadm_uuid": _field(detail, "UUID"),
         }
+        if section.members:  # the user's disks, described as the guest backend describes them
+            from .block import disk_facts
+
+            facts["host_disks"] = [disk_facts(m) for m in section.members]
         yield dataclasses.replace(handle_for(md, facts), members=tuple(handle_for(m) for m in members))
     finally:
         with shielded():
