@@ -118,12 +118,21 @@ HOST_SCRIPT = textwrap.dedent("""
                 "superblocks": [m for m in members if sh("mdadm", "--examine", m).returncode == 0],
                 "listed": [r.kind for r in _current().entries.values()]}
 
+    # A kernel with md: the real probe finds it and auto plans an array on the host
+    from fslab.backends import choose_backend
+    from fslab.devices import DEVICES
+    from fslab.filesystems import FILESYSTEMS
+    raid_kind = DEVICES.get("raid")
+    placed = {level: choose_backend(FILESYSTEMS.get("ext4"), raid_kind,
+                                    raid_kind.parse({"kind": "raid", "level": level}), "auto")
+              for level in (0, 5)}
+
     # Images on ext4, as on a host (the guest's /tmp is a small tmpfs)
     scratch = Path("/mnt/scratch")
     scratch.mkdir(parents=True, exist_ok=True)
     sh("mkfs.ext4", "-F", "-q", take(1, first=9)[0])
     subprocess.run(["mount", take(1, first=9)[0], str(scratch)], check=True)
-    out = {}
+    out = {"placed": placed}
     work = scratch / "work"
     section = RaidSection(level=5, disks=4, chunk="64KiB", member_size="32MiB")
     with provision(section, work, "img") as h:
@@ -203,6 +212,14 @@ def results(guest: Guest) -> dict:
 @pytest.fixture(scope="module")
 def host_path(guest: Guest) -> dict:
     return json.loads(run_python(guest, HOST_SCRIPT, timeout_s=300).strip().splitlines()[-1])
+
+
+def test_auto_plans_arrays_on_the_host_of_a_kernel_with_md(host_path: dict) -> None:
+    placed = host_path["placed"]
+    assert placed["0"][0] == placed["5"][0] == "host"
+    for level, found in (("0", ("raid0 personality", "raid0 module")), ("5", ("raid5 personality", "raid456 module"))):
+        assert placed[level][1].startswith("this host kernel has md (")
+        assert any(f in placed[level][1] for f in found), placed[level][1]
 
 
 def test_host_path_builds_an_array_on_image_members_and_leaves_nothing(host_path: dict) -> None:
