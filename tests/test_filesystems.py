@@ -104,10 +104,11 @@ def test_a_file_system_runs_on_the_host_where_this_kernel_has_it() -> None:
     f2fs = FILESYSTEMS.get("f2fs")
     assert f2fs.needs_guest
     assert f2fs.on_host == host_kernel_has("f2fs")
-    backend, _ = choose_backend(f2fs, image, "auto")
+    section = image.parse({"kind": "image"})
+    backend, _ = choose_backend(f2fs, image, section, "auto")
     assert backend == ("host" if f2fs.on_host else "guest")
     # A guest-marked type that this kernel has (ext4 stands in for it) runs on the host.
     like_f2fs_here = dataclasses.replace(FILESYSTEMS.get("ext4"), name="ext4-as-module", needs_guest=True,
                                           kernel_type="ext4")
     assert like_f2fs_here.on_host == ("ext4" in listed)
-    assert choose_backend(like_f2fs_here, image, "auto")[0] == ("host" if "ext4" in listed else "guest")
+    assert choose_backend(like_f2fs_here, image, section, "auto")[0] == ("host" if "ext4" in listed else "guest")

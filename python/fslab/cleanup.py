@@ -1,8 +1,8 @@
 """`fslab cleanup`: release what an fslab process could not (it was killed with SIGKILL,
 or the machine lost power mid-run). Every resource fslab creates is written down in its
 process's state file first (fslab.resources); cleanup releases exactly what the state
-files of dead processes list — mounts (killing the workloads orphaned on them), loop
-devices, images, tracefs instances, cgroups and guest processes — newest first, and
+files of dead processes list — mounts (killing the workloads orphaned on them), md
+arrays, loop devices, images, tracefs instances, cgroups and guest processes — newest first, and
 never anything of a process that is still alive."""
 
 from __future__ import annotations
@@ -98,6 +98,11 @@ def _release(resource: Resource, dry_run: bool) -> list[str]:
             if not dry_run:
                 _kill_cgroup(Path(ident))
                 remove_cgroup(Path(ident), attempts=20)
+    elif kind == "md":  # an array of a job on the host: stopped before its members' images go
+        from .devices.raid import release_left
+
+        info = resource.info or {}
+        done += release_left(ident, str(info.get("name", "")), list(info.get("members", [])), dry_run)
     elif kind == "guests":  # a folder of guests' run folders: their QEMU and control shares
         from .backends.guest.reaper import cleanup_guests
 

@@ -95,6 +95,7 @@ def plan(
             "cells": _cell_rows(p),
             "runs": [{"cell": r.cell.id, "repetition": r.repetition} for r in p.runs],
             "skipped": [{"filesystem": s.filesystem, "reason": s.reason} for s in p.skipped],
+            "placed": [{"filesystem": w.filesystem, "backend": w.backend, "reason": w.reason} for w in p.placed],
             "not_compared": p.uncompared(),
             "auto": p.auto.to_json() if p.auto else None,
             "forecast": outlook.to_json(),
@@ -138,6 +139,9 @@ def plan(
             console.print("device: " + escape(text + where), highlight=False)
     for line in outlook.lines():
         console.print(escape(line), highlight=False)
+    for w in p.placed:
+        where = "on the host" if w.backend == "host" else f"in the {w.backend}"
+        console.print(escape(f"{w.filesystem} runs {where}: {w.reason}"), highlight=False)
     for s in p.skipped:
         console.print(f"[yellow]{s.filesystem}: {s.reason}[/yellow]")
     if p.uncompared():

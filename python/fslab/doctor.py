@@ -20,6 +20,20 @@ def _kernel_filesystems() -> set[str]:
         return set()
 
 
+def _md_checks() -> list[Check]:
+    """md per RAID level: where this kernel has it arrays are built on the host, else in
+    the guest (whose kernel has md), so its absence is no failure."""
+    from .devices.md_kernel import PERSONALITIES, host_md
+
+    checks = []
+    for level, (_, module) in PERSONALITIES.items():
+        probe = host_md(level)
+        where = "arrays run on the host" if probe.available else "arrays run in the guest"
+        checks.append(Check(f"kernel: md {module}", True, f"{probe.finding}: {where}", "",
+                            f"RAID{level} devices on the host, else in the guest"))
+    return checks
+
+
 def run_checks() -> list[Check]:
     # Importing the registries makes every plug-in declare its tools.
     import fslab.backends  # noqa: F401
@@ -43,6 +57,7 @@ def run_checks() -> list[Check]:
             checks.append(Check(f"kernel: {kernel_type}", in_kernel,
                                 "in /proc/filesystems" if in_kernel else "not in this kernel",
                                 f"modprobe {kernel_type}", f"{name} on the host"))
+    checks += _md_checks()
     checks.append(Check("kernel: loop", Path("/dev/loop-control").exists(),
                         "/dev/loop-control", "modprobe loop", "image devices"))
     tracefs = Path("/sys/kernel/tracing/events/block")

@@ -31,13 +31,24 @@ from .spec import GUEST_MIN_MEMORY, DeviceSection, StudySpec, WorkloadSection
 from .stopping import StoppingRule, cell_infos, make_pairs
 from .workloads import WORKLOADS, ParamError, data_bytes, quick_memory
 
-# (file system, device kind, the backend asked for: host | guest | auto) -> (the backend
-# that runs it, None) or (None, why the file system is skipped).
-BackendChooser = Callable[[FilesystemType, DeviceKind, str], tuple["str | None", "str | None"]]
+# (file system, device kind, its parsed [device] section, the backend asked for: host |
+# guest | auto) -> (the backend that runs it, why there or None) or (None, why the file
+# system is skipped).
+BackendChooser = Callable[[FilesystemType, DeviceKind, Any, str], tuple["str | None", "str | None"]]
 
 @dataclass(frozen=True)
 class Skip:
     filesystem: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Why a file system runs on its backend, where that needs saying (a guest because
+    the host kernel lacks something; the host because its kernel has it after all)."""
+
+    filesystem: str
+    backend: str
     reason: str
 
 
@@ -57,6 +68,7 @@ class Plan:
     # repetitions = "auto": the stopping rule; ``repetitions`` (and the jobs) are then its
     # maximum, and the runner runs them pass by pass while cells still need runs.
     auto: StoppingRule | None = None
+    placed: tuple[Placement, ...] = ()
 
     @property
     def runs(self) -> list[Run]:
@@ -110,22 +122,26 @@ def _cell_id(payload: dict[str, Any]) -> str:
 
 def build_cells(spec: StudySpec, *, quick: bool, backends: BackendChooser, source: str = "study",
                 study_dir: Path = Path("."), allow_exec: bool = False,
-                problems: list[str] | None = None) -> tuple[list[Cell], list[Skip]]:
+                problems: list[str] | None = None,
+                placed: list[Placement] | None = None) -> tuple[list[Cell], list[Skip]]:
     """Every cell of the study, and the file systems no backend can run (with why).
     Raises SpecError naming the field of a parameter a workload rejects. An input file it
     cannot read or refuses is appended to ``problems`` (its field and why) when a list is
-    given, else raised likewise."""
+    given, else raised likewise; why a file system runs where it does, to ``placed``."""
     cells: list[Cell] = []
     skipped: list[Skip] = []
     smallest = _smallest_device(spec)
     for fs_name, fs_section in spec.filesystems.items():
         fs_type = fs_section.type or fs_name
         device = spec.device_of(fs_name)
-        backend, reason = backends(FILESYSTEMS.get(fs_type), DEVICES.get(device.kind),
+        kind = DEVICES.get(device.kind)
+        backend, reason = backends(FILESYSTEMS.get(fs_type), kind, kind.parse(device),
                                    fs_section.requested_backend(spec.study.backend))
         if backend is None:
             skipped.append(Skip(fs_name, reason or "skipped"))
             continue
+        if reason is not None and placed is not None:
+            placed.append(Placement(fs_name, backend, reason))
         for index, workload in enumerate(spec.workloads):
             plugin = WORKLOADS.get(workload.kind)
             for axes in expand_axes(workload):
@@ -244,8 +260,9 @@ def make_plan(spec: StudySpec, *, backends: BackendChooser, quick: bool = False,
     where relative input files (a fio job_file) are read from, now, once; what cannot be
     read is in ``Plan.problems`` (preflight.check_plan raises it with the rest)."""
     problems: list[str] = []
+    placed: list[Placement] = []
     cells, skipped = build_cells(spec, quick=quick, backends=backends, source=source,
-                                 study_dir=study_dir, allow_exec=allow_exec, problems=problems)
+                                 study_dir=study_dir, allow_exec=allow_exec, problems=problems, placed=placed)
     auto = spec.study.stopping_rule()
     if auto is not None:
         if quick:  # a smoke run of the passes, not of the statistics
@@ -309,7 +326,7 @@ def make_plan(spec: StudySpec, *, backends: BackendChooser, quick: bool = False,
             job_settings = replace(job_settings, simulate=tuple(entry.simulate))
         jobs.append(Job(f"job{index:05d}", group[0][0].backend, tuple(runs), job_settings))
     return Plan(tuple(cells), tuple(jobs), tuple(skipped), repetitions, spec.study.order, seed,
-                spec.study.fresh, quick, tuple(dict.fromkeys(problems)), auto)
+                spec.study.fresh, quick, tuple(dict.fromkeys(problems)), auto, tuple(placed))
 
 
 def _check_contrasts(rule: StoppingRule, cells: list[Cell], source: str) -> None:

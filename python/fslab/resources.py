@@ -1,5 +1,5 @@
 """The state file: every resource fslab creates — image files, loop devices, mounts,
-tracefs instances, cgroups, guest processes — is written down before it is created and
+tracefs instances, cgroups, guest processes, md arrays — is written down before it is created and
 struck off once it is released. A process killed with SIGKILL leaves its state file
 behind, and ``fslab cleanup`` releases exactly what it lists (newest first), never
 anything of a process that is still alive.
@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-KINDS = ("image", "mount", "tracefs", "cgroup", "directory", "guests")
+KINDS = ("image", "mount", "tracefs", "cgroup", "directory", "guests", "md")
 _lock = threading.Lock()
 _counter = itertools.count(1)
 
@@ -30,7 +30,7 @@ _counter = itertools.count(1)
 @dataclass(frozen=True)
 class Resource:
     kind: str  # one of KINDS
-    ident: str  # image path, mount point, instance path, cgroup path or guests' run folder
+    ident: str  # image path, mount point, instance path, cgroup path, guests' run folder or md device
     under: str = ""  # the work directory it belongs to (for `cleanup --under`)
     info: dict[str, Any] | None = None  # e.g. a process's command line, to check it is ours
 

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
 
+import fslab
 from fslab.backends.guest.build import GuestBuild, build
+from fslab.backends.guest.launcher import Guest, GuestFailed
 from fslab.errors import FslabError
 
 MiB = 1 << 20
@@ -34,3 +37,14 @@ def sparse_image(path: Path, size_bytes: int) -> Path:
         f.truncate(size_bytes)
     return path
 
+
+
+def run_python(guest: Guest, script: str, timeout_s: float) -> str:
+    """stdout of ``python -c script`` in the guest, importing the very fslab this test
+    imports (a checkout's, not the one installed in the venv); GuestFailed otherwise."""
+    env = {"PYTHONPATH": str(Path(fslab.__file__).resolve().parents[1])}
+    r = guest.run([sys.executable, "-c", script], timeout_s, env=env)
+    if r.exit_status != 0:
+        raise GuestFailed(f"the script exited {r.exit_status} in the guest: {r.stderr.strip()[-2000:]}",
+                          guest.console_tail())
+    return r.stdout

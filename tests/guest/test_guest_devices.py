@@ -1,20 +1,24 @@
-"""The guest's device kinds, run by fslab's own modules inside a booted guest: md RAID5 and
-RAID0 over 8 virtio disks (facts for the md device and every member; stopped and erased
-afterwards), and scsi_debug, dm-delay and null_blk (delay felt, rotational as asked,
-released afterwards). A file system is made and written on each."""
+"""The guest's device kinds, run by fslab's own modules inside one booted guest: md RAID5
+and RAID0 over 8 virtio disks (facts for the md device and every member; stopped and
+erased afterwards), and scsi_debug, dm-delay and null_blk (delay felt, rotational as asked,
+released afterwards). A file system is made and written on each. And the host's md path,
+for real where a kernel has md (the guest's): arrays over image members fslab makes on
+loop devices and over loop devices the test makes standing in for the user's disks, built
+as asked and leaving nothing behind."""
 
 from __future__ import annotations
 
 import json
 import textwrap
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from fslab.backends.guest.build import GuestBuild
 from fslab.backends.guest.launcher import GiB, Guest, GuestConfig
 
-from .conftest import MiB, sparse_image
+from .conftest import MiB, run_python, sparse_image
 
 pytestmark = pytest.mark.guest
 
@@ -65,8 +69,8 @@ SCRIPT = textwrap.dedent("""
 
     out = {}
     for level in (5, 0):
-        section = RaidSection(level=level, disks=8, chunk="512KiB", member_size="64MiB")
-        with raid(section, Path("/tmp"), f"r{level}", members=take(8)) as h:
+        section = RaidSection(level=level, disks=8, chunk="512KiB", member_size="64MiB", vdisks=0)
+        with raid(section, Path("/tmp"), f"r{level}") as h:
             out[f"raid{level}"] = {"facts": h.facts, "read_s": use(h.path),
                                    "trace": traced_write(h, take(8))}
         out[f"raid{level}"]["md_after"] = sorted(p.name for p in Path("/sys/block").glob("md*"))
@@ -80,15 +84,162 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-@pytest.fixture(scope="module")
-def results(guest_build: GuestBuild, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
-    folder = tmp_path_factory.mktemp("guest-devices")
-    disks = tuple(sparse_image(folder / f"m{i}.img", 64 * MiB) for i in range(9))
-    import sys
+HOST_SCRIPT = textwrap.dedent("""
+    import json, os, subprocess, sys
+    from pathlib import Path
+    from fslab.devices import Grant
+    from fslab.devices.guest_disks import take
+    from fslab.devices.raid import RaidSection, preflight, provision
+    from fslab.resources import _current
 
-    with Guest(GuestConfig(memory_bytes=1 * GiB, disks=disks), guest_build) as guest:
-        out = guest.check_output([sys.executable, "-c", SCRIPT], timeout_s=900)
-    yield json.loads(out.strip().splitlines()[-1])
+    KILLED = (
+        "import time\\n"
+        "from pathlib import Path\\n"
+        "from fslab.devices.raid import RaidSection, provision\\n"
+        "section = RaidSection(level=0, disks=2, member_size='32MiB')\\n"
+        "with provision(section, Path('/mnt/scratch/killed'), 'killed') as h:\\n"
+        "    print(h.path, flush=True)\\n"
+        "    time.sleep(600)\\n")
+
+    def sh(*argv):
+        return subprocess.run(argv, capture_output=True, text=True)
+
+    def md_of(path):  # what md itself says of the array
+        md = Path(f"/sys/block/{Path(path).name}/md")
+        return {"level": (md / "level").read_text().strip(), "raid_disks": int((md / "raid_disks").read_text()),
+                "chunk_size": int((md / "chunk_size").read_text())}
+
+    def loops():  # loop device -> backing file
+        listing = sh("losetup", "--list", "--json", "--output", "NAME,BACK-FILE").stdout
+        return {d["name"]: d["back-file"] for d in json.loads(listing or '{"loopdevices": []}')["loopdevices"]}
+
+    def left(members):
+        return {"md": sorted(p.name for p in Path("/sys/block").glob("md*")),
+                "superblocks": [m for m in members if sh("mdadm", "--examine", m).returncode == 0],
+                "listed": [r.kind for r in _current().entries.values()]}
+
+    # A kernel with md: the real probe finds it and auto plans an array on the host
+    from fslab.backends import choose_backend
+    from fslab.devices import DEVICES
+    from fslab.filesystems import FILESYSTEMS
+    raid_kind = DEVICES.get("raid")
+    placed = {level: choose_backend(FILESYSTEMS.get("ext4"), raid_kind,
+                                    raid_kind.parse({"kind": "raid", "level": level}), "auto")
+              for level in (0, 5)}
+
+    # Images on ext4, as on a host (the guest's /tmp is a small tmpfs)
+    scratch = Path("/mnt/scratch")
+    scratch.mkdir(parents=True, exist_ok=True)
+    sh("mkfs.ext4", "-F", "-q", take(1, first=9)[0])
+    subprocess.run(["mount", take(1, first=9)[0], str(scratch)], check=True)
+    out = {"placed": placed}
+    work = scratch / "work"
+    section = RaidSection(level=5, disks=4, chunk="64KiB", member_size="32MiB")
+    with provision(section, work, "img") as h:
+        members = [m.path for m in h.members]
+        out["images"] = {"md": md_of(h.path), "members": members,
+                         "backing": [loops().get(m) for m in members],
+                         "dio": [Path(f"/sys/block/{Path(m).name}/loop/dio").read_text().strip() for m in members],
+                         "listed": [r.kind for r in _current().entries.values()]}
+    out["images"]["after"] = {**left([]), "loops": [m for m in members if m in loops()],
+                              "files": sorted(os.listdir(work))}
+
+    disks = scratch / "disks"
+    disks.mkdir()
+    named = []
+    try:
+        for i in range(3):
+            image = disks / f"disk{i}.img"
+            image.write_bytes(b"")
+            os.truncate(image, 48 << 20)
+            named.append(sh("losetup", "--find", "--show", str(image)).stdout.strip())
+        section = RaidSection(level=0, members=named, chunk="128KiB")
+        identity = preflight(section, Grant(frozenset(named)))
+        with provision(section, scratch / "named", "named", Grant(frozenset(named), identity)) as h:
+            out["named"] = {"md": md_of(h.path), "members": [m.path for m in h.members],
+                            "host_disks": [d["path"] for d in h.facts["host_disks"]],
+                            "listed": [r.kind for r in _current().entries.values()]}
+        out["named"]["after"] = {**left(named), "attached": [m for m in named if m in loops()],
+                                 "signatures": [sh("wipefs", "--no-act", "--noheadings", m).stdout.strip()
+                                                for m in named]}
+        # A job killed with SIGKILL while its array is built: `fslab cleanup` releases it all.
+        child = subprocess.Popen([sys.executable, "-c", KILLED], stdout=subprocess.PIPE, text=True)
+        md = child.stdout.readline().strip()
+        held = {"md": md_of(md), "loops": sorted(l for l, b in loops().items() if "/killed/" in b)}
+        child.kill()
+        child.wait()
+        from fslab.cleanup import cleanup
+        done = cleanup()
+        out["killed"] = {"md": md, "held": held, "cleanup": done, "after": {
+            "md": sorted(p.name for p in Path("/sys/block").glob("md*")),
+            "loops": [l for l, b in loops().items() if "/killed/" in b],
+            "files": sorted(os.listdir(scratch / "killed"))}}
+    finally:
+        for loop in named:
+            sh("losetup", "-d", loop)
+        sh("umount", str(scratch))
+    print(json.dumps(out))
+""")
+
+
+def test_host_path_array_of_a_killed_job_is_released_by_cleanup(host_path: dict) -> None:
+    r = host_path["killed"]
+    assert r["held"]["md"] == {"level": "raid0", "raid_disks": 2, "chunk_size": 512 << 10}
+    assert len(r["held"]["loops"]) == 2
+    name = "fslab-killed"
+    assert r["cleanup"][0] == f"stop md array {r['md']} ({name})"  # first: it holds the loops
+    assert sorted(line for line in r["cleanup"] if line.startswith("erase")) == [
+        f"erase the md superblock of {loop} ({name})" for loop in r["held"]["loops"]]
+    assert {line.split()[1] for line in r["cleanup"] if line.startswith("detach")} == set(r["held"]["loops"])
+    assert r["after"] == {"md": [], "loops": [], "files": []}
+
+
+@pytest.fixture(scope="module")
+def guest(guest_build: GuestBuild, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Guest]:
+    folder = tmp_path_factory.mktemp("guest-devices")
+    # 8 array members, dm-delay's lower disk, a scratch disk for the host path's images
+    disks = tuple(sparse_image(folder / f"m{i}.img", 64 * MiB) for i in range(9))
+    disks += (sparse_image(folder / "scratch.img", 1 * GiB),)
+    with Guest(GuestConfig(memory_bytes=1 * GiB, disks=disks), guest_build) as booted:
+        yield booted
+
+
+@pytest.fixture(scope="module")
+def results(guest: Guest) -> dict:
+    return json.loads(run_python(guest, SCRIPT, timeout_s=900).strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def host_path(guest: Guest) -> dict:
+    return json.loads(run_python(guest, HOST_SCRIPT, timeout_s=300).strip().splitlines()[-1])
+
+
+def test_auto_plans_arrays_on_the_host_of_a_kernel_with_md(host_path: dict) -> None:
+    placed = host_path["placed"]
+    assert placed["0"][0] == placed["5"][0] == "host"
+    for level, found in (("0", ("raid0 personality", "raid0 module")), ("5", ("raid5 personality", "raid456 module"))):
+        assert placed[level][1].startswith("this host kernel has md (")
+        assert any(f in placed[level][1] for f in found), placed[level][1]
+
+
+def test_host_path_builds_an_array_on_image_members_and_leaves_nothing(host_path: dict) -> None:
+    r = host_path["images"]
+    assert r["md"] == {"level": "raid5", "raid_disks": 4, "chunk_size": 64 << 10}
+    assert [Path(b).name for b in r["backing"]] == [f"fslab-img-m{i}.img" for i in range(4)]
+    assert all(m.startswith("/dev/loop") for m in r["members"]) and r["dio"] == ["1"] * 4
+    assert r["listed"] == ["image"] * 4 + ["md"]  # in the state file while they exist
+    assert r["after"] == {"md": [], "superblocks": [], "listed": [], "loops": [], "files": []}
+
+
+def test_host_path_builds_an_array_on_named_disks_and_leaves_them_wiped(host_path: dict) -> None:
+    r = host_path["named"]
+    assert r["md"] == {"level": "raid0", "raid_disks": 3, "chunk_size": 128 << 10}
+    assert r["listed"] == ["md"]  # the user's disks are not fslab's to release
+    assert r["host_disks"] == r["members"]  # described for the report's members warning
+    after = r["after"]
+    assert after["md"] == [] and after["superblocks"] == [] and after["listed"] == []
+    assert after["attached"] == r["members"]  # still the user's, attached, with no md signature
+    assert after["signatures"] == ["", "", ""]
 
 
 @pytest.mark.parametrize(("level", "data_disks"), [(5, 7), (0, 8)])

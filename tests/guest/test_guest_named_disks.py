@@ -21,6 +21,7 @@ pytestmark = pytest.mark.guest
 STUDY = """
 [study]
 name = "named disks"
+backend = "guest"  # the disks are handed to a guest even where this kernel has f2fs and md
 repetitions = 1
 order = "in-order"
 guest_memory = "768MiB"

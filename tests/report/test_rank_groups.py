@@ -77,7 +77,7 @@ JOURNAL = ("direct=1 ran buffered: ext4 mounted with data=journal serves O_DIREC
 OTHER = "a caveat of the guest's own"
 
 
-def _chooser(fs: object, device: object, requested: str) -> tuple[str, None]:
+def _chooser(fs: object, device: object, section: object, requested: str) -> tuple[str, None]:
     """The backend the study asks for (a kernel implies the guest); no QEMU is looked for."""
     return ("guest" if requested == "guest" else "host"), None
 

@@ -17,7 +17,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import FslabError
 from ..signals import shielded, stop_job_process
@@ -46,11 +46,15 @@ class HostBackend:
     def unavailable(self) -> str | None:
         return None
 
-    def supports(self, fs: FilesystemType, device: DeviceKind) -> str | None:
+    def supports(self, fs: FilesystemType, device: DeviceKind, section: Any) -> str | None:
         if not fs.on_host:
             return f"this host kernel cannot mount {fs.name}"
         if device.needs_guest:
-            return f"{device.name} devices are made inside a guest (this host kernel lacks them)"
+            if device.host_probe is None:
+                return f"{device.name} devices are made inside a guest (this host kernel lacks them)"
+            probe = device.host_probe(section)  # md: this kernel may have it after all
+            if not probe.available:
+                return probe.finding
         return None
 
     def execute(self, job: Job, folder: JobFolder, work_dir: Path,

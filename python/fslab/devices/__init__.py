@@ -90,6 +90,15 @@ def queue_facts(sysfs_name: str) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
+class HostProbe:
+    """What this host's kernel offers a device kind that otherwise needs a guest:
+    whether the device can be made here, and what was found (said by `fslab plan`)."""
+
+    available: bool
+    finding: str
+
+
+@dataclass(frozen=True)
 class DeviceKind:
     """A device family, one module each.
 
@@ -112,8 +121,11 @@ class DeviceKind:
     image_file: bool = False
     tools: dict[str, str] = field(default_factory=dict)
     description: str = ""
-    # Only a guest can provide it (md RAID, emulated devices: modules this host lacks).
+    # A guest provides it (md RAID, emulated devices: modules a host kernel may lack)...
     needs_guest: bool = False
+    # ...unless this probe finds that this host's kernel can make the section's device
+    # (md and the RAID level's personality). None: only a guest can.
+    host_probe: Callable[[Any], HostProbe] | None = None
     # Under the guest backend: the virtio disks (bytes each) the backend makes for it on
     # the host, and the [device] section the job uses inside the guest. None: the kind
     # cannot run in a guest (a host's own block device).

@@ -27,15 +27,16 @@ IMAGE_SUFFIX = ".img"
 HEADROOM_BYTES = 512 << 20
 
 
-def check_free_space(directory: Path, size: int) -> None:
-    """An image is sparse, but a workload may fill it: refuse if the disk could not hold it."""
+def check_free_space(directory: Path, size: int,
+                     fix: str = "lower device.size, or set device.image_dir to a folder on a larger disk") -> None:
+    """An image is sparse, but a workload may fill it: refuse if the disk could not hold
+    it (``size`` bytes); ``fix`` says what to change."""
     st = os.statvfs(directory)
     free = st.f_bavail * st.f_frsize
     if free < size + HEADROOM_BYTES:
         raise FslabError(
-            f"not enough free space in {directory} for a {size >> 20} MiB image "
-            f"({free >> 20} MiB free): lower device.size, or set device.image_dir to a "
-            "folder on a larger disk"
+            f"not enough free space in {directory} for {size >> 20} MiB of images "
+            f"({free >> 20} MiB free): {fix}"
         )
 
 

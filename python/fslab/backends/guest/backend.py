@@ -22,7 +22,7 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ...errors import FslabError
 from ...job.folder import CONSOLE_FILE, JobFolder, fail_unfinished
@@ -51,7 +51,7 @@ class GuestBackend:
             return "qemu-system-x86_64 is not installed (apt-get install qemu-system-x86)"
         return None
 
-    def supports(self, fs: FilesystemType, device: DeviceKind) -> str | None:
+    def supports(self, fs: FilesystemType, device: DeviceKind, section: Any) -> str | None:
         if device.guest_disks is None and device.guest_passthrough is None:
             return f"a guest cannot use a {device.name} device (it belongs to the host)"
         return None
