@@ -139,9 +139,13 @@ def plan(
             console.print("device: " + escape(text + where), highlight=False)
     for line in outlook.lines():
         console.print(escape(line), highlight=False)
+    by_reason: dict[tuple[str, str], list[str]] = {}  # one line for the entries placed alike
     for w in p.placed:
-        where = "on the host" if w.backend == "host" else f"in the {w.backend}"
-        console.print(escape(f"{w.filesystem} runs {where}: {w.reason}"), highlight=False)
+        by_reason.setdefault((w.backend, w.reason), []).append(w.filesystem)
+    for (backend, reason), names in by_reason.items():
+        where = "on the host" if backend == "host" else f"in the {backend}"
+        console.print(escape(f"{', '.join(names)} {'runs' if len(names) == 1 else 'run'} {where}: {reason}"),
+                      highlight=False)
     for s in p.skipped:
         console.print(f"[yellow]{s.filesystem}: {s.reason}[/yellow]")
     if p.uncompared():

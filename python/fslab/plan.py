@@ -27,7 +27,7 @@ from .devices import DEVICES, DeviceKind, capacity_of
 from .errors import SpecError
 from .filesystems import FILESYSTEMS, FilesystemType
 from .job.model import Cell, Job, JobSettings, Run
-from .spec import GUEST_MIN_MEMORY, DeviceSection, StudySpec, WorkloadSection
+from .spec import BACKEND_PREFERENCE, GUEST_MIN_MEMORY, DeviceSection, StudyBackend, StudySpec, WorkloadSection
 from .stopping import StoppingRule, cell_infos, make_pairs
 from .workloads import WORKLOADS, ParamError, data_bytes, quick_memory
 
@@ -131,12 +131,15 @@ def build_cells(spec: StudySpec, *, quick: bool, backends: BackendChooser, sourc
     cells: list[Cell] = []
     skipped: list[Skip] = []
     smallest = _smallest_device(spec)
+    study_backend, shared_reason = shared_backend(spec, backends)
     for fs_name, fs_section in spec.filesystems.items():
         fs_type = fs_section.type or fs_name
         device = spec.device_of(fs_name)
         kind = DEVICES.get(device.kind)
         backend, reason = backends(FILESYSTEMS.get(fs_type), kind, kind.parse(device),
-                                   fs_section.requested_backend(spec.study.backend))
+                                   fs_section.requested_backend(study_backend))
+        if shared_reason is not None and fs_section.backend is None and fs_section.kernel is None:
+            reason = shared_reason
         if backend is None:
             skipped.append(Skip(fs_name, reason or "skipped"))
             continue
@@ -197,6 +200,31 @@ def build_cells(spec: StudySpec, *, quick: bool, backends: BackendChooser, sourc
                     guest_memory=guest_memory, inputs=inputs,
                 ))
     return cells, skipped
+
+
+def shared_backend(spec: StudySpec, backends: BackendChooser) -> tuple[StudyBackend, str | None]:
+    """The study's backend request for its entries, and why when ``backend = "shared"``
+    chose it: the first backend (host, then guest) that runs every entry that names no
+    backend or kernel of its own; ``auto`` (each its own) when none runs them all."""
+    if spec.study.backend != "shared":
+        return spec.study.backend, None
+    entries = [(name, fs) for name, fs in spec.filesystems.items() if fs.backend is None and fs.kernel is None]
+    refusals: list[str] = []
+    for name in BACKEND_PREFERENCE:
+        cannot = []
+        for fs_name, fs in entries:
+            device = spec.device_of(fs_name)
+            kind = DEVICES.get(device.kind)
+            chosen, why = backends(FILESYSTEMS.get(fs.type or fs_name), kind, kind.parse(device), name)
+            if chosen != name:
+                # the chooser's words for one backend: "host: REASON: skipped"
+                reason = (why or "").removeprefix(f"{name}: ").removesuffix(": skipped")
+                cannot.append(f"{fs_name} ({reason})" if reason else fs_name)
+        if not cannot:
+            before = f"; {'; '.join(refusals)}" if refusals else ""
+            return name, f"backend = \"shared\" puts every entry on one backend{before}"
+        refusals.append(f"the {name} cannot run {', '.join(cannot)}")
+    return "auto", None
 
 
 def _smallest_device(spec: StudySpec) -> int | None:

@@ -19,6 +19,10 @@ from .stopping import StoppingRule
 from .units import parse_duration_s, parse_size
 
 Backend = Literal["auto", "host", "guest"]
+# study.backend may also be "shared": auto, but one backend for every entry (the first of
+# host, guest that runs them all), so the file systems of a comparison share a kernel.
+StudyBackend = Literal["auto", "host", "guest", "shared"]
+BACKEND_PREFERENCE: tuple[Backend, ...] = ("host", "guest")  # what auto tries, in order
 # The guest kernel series fslab fetches (backends/guest/kernel.py's META_PACKAGES); any
 # other value must be the path of a kernel image.
 GUEST_KERNEL_SERIES = ("6.1", "6.12")
@@ -68,7 +72,9 @@ class StudySection(_Strict):
                                 "in that axis is tested like the file systems of a case")
     order: Literal["shuffled", "in-order"] = "shuffled"
     seed: int | None = Field(default=None, description="order seed; drawn and recorded if absent")
-    backend: Backend = "auto"
+    backend: StudyBackend = Field(default="auto", description="where each file system runs: host, guest, "
+                                  "auto (the host where its kernel can, else the guest) or shared (like auto, "
+                                  "but one backend for every entry, so they can be compared)")
     fresh: Literal["run", "repetition"] = "run"
     trace: bool = False
     simulate: list[str] = Field(default_factory=list)
@@ -176,10 +182,11 @@ class FilesystemSection(_Strict):
     def _kernel(cls, value: str | None) -> str | None:
         return None if value is None else check_guest_kernel(value)
 
-    def requested_backend(self, study_backend: Backend) -> Backend:
-        """This entry's backend request: its own, else the study's; a kernel of its own
-        turns ``auto`` into ``guest`` (only a guest can boot another kernel)."""
-        requested = self.backend or study_backend
+    def requested_backend(self, study_backend: StudyBackend) -> Backend:
+        """This entry's backend request: its own, else the study's (``shared`` not yet
+        resolved to one reads as ``auto``); a kernel of its own turns ``auto`` into
+        ``guest`` (only a guest can boot another kernel)."""
+        requested: Backend = self.backend or ("auto" if study_backend == "shared" else study_backend)
         return "guest" if self.kernel is not None and requested == "auto" else requested
 
 

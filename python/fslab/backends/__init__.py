@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..registry import Registry
+from ..spec import BACKEND_PREFERENCE
 
 if TYPE_CHECKING:
     from ..devices import DeviceKind
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     from ..job.record import RunRecord
 
 # `auto` tries these in order: the host kernel where it can, a guest where it cannot.
-PREFERENCE = ("host", "guest")
+PREFERENCE = BACKEND_PREFERENCE
 
 
 class Backend(Protocol):
