@@ -14,7 +14,8 @@ Two kinds, never confused:
 - **the device's figures** (``pred_<model>_device_requests_per_s``, ``device_bw_bytes_per_s``,
   ``device_latency_*_ns``, ``device_requests_count``): requests as the model served them.
   Results stored before these were named so say ``pred_<model>_iops`` etc.; reports read
-  them as device figures (``LEGACY_SUFFIXES``).
+  them as device figures (``LEGACY_SUFFIXES``). Among them, where the model's time went:
+  ``pred_<model>_time_<mechanism>_share`` (``fslab.mechanisms``).
 
 Replay mode: **closed loop** at the concurrency the trace shows (the time-weighted mean
 number of requests in flight between issue and completion, per device of the trace),
