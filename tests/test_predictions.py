@@ -12,12 +12,16 @@ import pytest
 
 from fslab.analysis.traces import match_requests
 from fslab.errors import SpecError
+from fslab.mechanisms import cause_of, metric_suffix
 from fslab.metrics import unit_of
 from fslab.predictions import SUFFIXES, replay_queue_depth, split_name
 from fslab.study import parse_spec
 from fslab.trace.formats import EV_COMPLETE, OP_FLUSH, read_parquet
 
 MODELS = ["hdd-7200", "sata-mlc-ssd"]
+# What each model accounts its time in (the core's DeviceModel::time_by_mechanism).
+MECHANISMS = {"hdd-7200": {"command", "seek", "rotation", "transfer", "cache"},
+              "sata-mlc-ssd": {"controller", "host_link", "channel", "read", "program", "gc_copy", "erase"}}
 
 
 def _spec(trace: bool, simulate: list[str]) -> dict[str, Any]:
@@ -70,8 +74,9 @@ def test_traced_study_is_replayed_on_models(tmp_path: Path) -> None:
         # The workload's own rates (a random-write fio job: its IOPS and bandwidth, total and
         # write) beside the device's figures, each named as what it is.
         workload = {"iops", "bw_bytes_per_s", "write_iops", "write_bw_bytes_per_s"}
+        shares = {(model, metric_suffix(mech)) for model in MODELS for mech in MECHANISMS[model]}
         assert {split_name(n) for n in pred} == {(model, s) for model in MODELS for s in (*SUFFIXES, *workload)} \
-            | optional
+            | optional | shares
         # Predictions say which settings they assume.
         assert "write cache on, 32 MiB" in m["pred_hdd-7200_device_requests_per_s"]["note"]
         assert "write cache on, 32 MiB" in m["pred_hdd-7200_write_iops"]["note"]
@@ -101,6 +106,20 @@ def test_traced_study_is_replayed_on_models(tmp_path: Path) -> None:
                                   & (trace.columns["op"] != OP_FLUSH)).sum())
         counted_wf = m["trace_write_requests_count"]["value"] + m["trace_flush_requests_count"]["value"]
         assert issued + in_flight_at_start >= counted_wf
+        # Where the model's time went, stored as shares of its work time (the nanoseconds in
+        # the provenance): they add up to the whole, and the disk's time goes to positioning
+        # the arm for small random writes, the SSD's to programming flash.
+        for model in MODELS:
+            time_ns = predictions["models"][model]["time_by_mechanism_ns"]
+            assert set(time_ns) == MECHANISMS[model] and sum(time_ns.values()) > 0
+            share = {mech: m[f"pred_{model}_{metric_suffix(mech)}"]["value"] for mech in MECHANISMS[model]}
+            assert sum(share.values()) == pytest.approx(1.0)
+            for mech, ns in time_ns.items():
+                assert share[mech] == pytest.approx(ns / sum(time_ns.values()))
+        hdd = {mech: m[f"pred_hdd-7200_{metric_suffix(mech)}"]["value"] for mech in MECHANISMS["hdd-7200"]}
+        assert hdd["seek"] + hdd["rotation"] > 2 * hdd["transfer"], hdd
+        ssd = {mech: m[f"pred_sata-mlc-ssd_{metric_suffix(mech)}"]["value"] for mech in MECHANISMS["sata-mlc-ssd"]}
+        assert max(ssd, key=lambda k: ssd[k]) == "program", ssd
         # Small random writes with a flush every 8: the disk seeks, the SSD does not.
         device = {model: m[f"pred_{model}_device_requests_per_s"]["value"] for model in MODELS}
         assert device["sata-mlc-ssd"] > 3 * device["hdd-7200"]
@@ -117,6 +136,31 @@ def test_traced_study_is_replayed_on_models(tmp_path: Path) -> None:
     assert "device requests/s" in predicted and "IOPS" not in predicted.split("device requests/s")[1].split("\n")[0]
     for model in MODELS:
         assert model in predicted
+    # Why: the cause whose share of the predicted device time differs most between ext4
+    # and xfs, per model, named with both sides' shares (recomputed here from the
+    # provenance's nanoseconds, mean over runs).
+    from fslab.report.sections.explanations import MECHANISM_POINTS_ALIKE, explain
+
+    side = {fs: [r for r in runs if r["cell"]["filesystem"] == fs] for fs in ("ext4", "xfs")}
+    why = explain("ext4", "xfs", side["ext4"], side["xfs"], "iops")
+    for model in MODELS:
+        means: dict[str, dict[str, float]] = {}
+        for fs, fs_runs in side.items():
+            per_run = []
+            for r in fs_runs:
+                time_ns = r["provenance"]["predictions"]["models"][model]["time_by_mechanism_ns"]
+                by_cause: dict[str, float] = {}
+                for mech, ns in time_ns.items():
+                    by_cause[cause_of(mech)] = by_cause.get(cause_of(mech), 0.0) + ns / sum(time_ns.values())
+                per_run.append(by_cause)
+            means[fs] = {c: sum(p[c] for p in per_run) / len(per_run) for c in per_run[0]}
+        cause = max(sorted(means["ext4"]), key=lambda c: abs(means["ext4"][c] - means["xfs"][c]))
+        e, x = means["ext4"][cause], means["xfs"][cause]
+        if abs(e - x) >= MECHANISM_POINTS_ALIKE:
+            assert f"on {model} ext4 spends {e:.0%} of its predicted device time in {cause}, xfs {x:.0%}" in why, why
+        else:
+            assert (f"on {model} ext4 and xfs spend their predicted device time alike (most different: {cause}, "
+                    f"{e:.0%} vs {x:.0%})") in why, why
     # The measured comparison table never shows a prediction.
     assert all(not row.metric.startswith("pred_") for row in build_table(runs, None, cells).rows)
 

@@ -10,6 +10,7 @@ from typing import Annotated, Optional
 import typer
 
 from .errors import SpecError
+from .mechanisms import table_rows
 from .predictions import cache_warning
 
 
@@ -94,6 +95,7 @@ def _print_table(r: dict) -> None:
     if "write_cache_absorbed_fraction" in facts:
         rows.append(("written bytes acknowledged by the write cache (fraction)",
                      f"{facts['write_cache_absorbed_fraction']:.3f}"))
+    rows += table_rows(r.get("time_by_mechanism_ns", {}), str(r.get("params", {}).get("kind", "")))
     for k, v in rows:
         table.add_row(k, v)
     console = Console()

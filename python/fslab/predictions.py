@@ -14,7 +14,8 @@ Two kinds, never confused:
 - **the device's figures** (``pred_<model>_device_requests_per_s``, ``device_bw_bytes_per_s``,
   ``device_latency_*_ns``, ``device_requests_count``): requests as the model served them.
   Results stored before these were named so say ``pred_<model>_iops`` etc.; reports read
-  them as device figures (``LEGACY_SUFFIXES``).
+  them as device figures (``LEGACY_SUFFIXES``). Among them, where the model's time went:
+  ``pred_<model>_time_<mechanism>_share`` (``fslab.mechanisms``).
 
 Replay mode: **closed loop** at the concurrency the trace shows (the time-weighted mean
 number of requests in flight between issue and completion, per device of the trace),
@@ -38,6 +39,7 @@ from typing import Any
 
 from .errors import FslabError, SimulationError, SpecError
 from .job.record import Metric
+from .mechanisms import mechanism_of, metric_suffix, shares, whole_of
 from .metrics import MetricKind, declare_metrics
 
 PREFIX = "pred_"
@@ -199,7 +201,7 @@ def current_name(name: str, metrics: Mapping[str, Any]) -> str:
 
 def is_device_figure(suffix: str) -> bool:
     """Whether a prediction suffix (from ``split_name``) is the device's, not the workload's."""
-    return suffix in SUFFIXES or suffix in OPTIONAL_SUFFIXES
+    return suffix in SUFFIXES or suffix in OPTIONAL_SUFFIXES or mechanism_of(suffix) is not None
 
 
 def _values(result: dict[str, Any]) -> dict[str, float | None]:
@@ -314,6 +316,12 @@ def predict_run(trace_path: Path, models: Sequence[str], params: Mapping[str, An
                 continue
             name = metric_name(model, suffix)
             metrics.append(Metric.of(name, value, noted))
+        # Where the model's time went: each mechanism's share of its work time.
+        time_ns = result.get("time_by_mechanism_ns", {})
+        whole = whole_of(str(result.get("params", {}).get("kind", "")))
+        for mechanism, share in shares(time_ns).items():
+            metrics.append(Metric.of(metric_name(model, metric_suffix(mechanism)), share,
+                                     f"{label}: share of {whole} spent in {mechanism}"))
         model_s = float(result["elapsed_ns"]) / 1e9
         if rates and work_s:
             work_note = (f"the workload's work ({work_s:.3g} s of it here) at the time model {model}{defined} "
@@ -326,5 +334,6 @@ def predict_run(trace_path: Path, models: Sequence[str], params: Mapping[str, An
                 predicted = value * work_s / model_s if model_s > 0 else None
                 metrics.append(Metric.of(metric_name(model, name), predicted, "predicted, not measured: " + work_note))
         prov["models"][model] = {"elapsed_ns": result["elapsed_ns"], "work_s": work_s,
-                                 "replay_wall_ns": result.get("replay_wall_ns"), "facts": facts}
+                                 "replay_wall_ns": result.get("replay_wall_ns"), "facts": facts,
+                                 "time_by_mechanism_ns": time_ns}
     return metrics, prov

@@ -392,7 +392,8 @@ def simulate_requests(
     ``gc_runs``, ``erases``, ``counters``, ``model_facts`` (what the model assumed and
     derived: the over-provisioning simulated and usable, steady-state write amplification,
     the HDD's cache settings and the share of written bytes its write cache absorbed),
-    plus ``latencies_ns`` when ``per_io``.
+    ``time_by_mechanism_ns`` (where the model's time went: nanoseconds of work per
+    mechanism, see ``fslab.mechanisms``), plus ``latencies_ns`` when ``per_io``.
     Raises SpecError for bad names or values, SimulationError when the model rejects input."""
     if not isinstance(requests, Requests):
         cols = Requests()

@@ -65,3 +65,30 @@ def test_a_figure_of_one_phase_is_not_explained_by_the_whole_runs_io() -> None:
     [line] = explanations(runs, [cell("ext4"), cell("xfs")])
     assert "not attributed: a bonnie run's block trace and device counters hold all its phases" in line
     assert "write requests" not in line
+
+
+def _raid5_shares(rmw_read: float, rmw_write: float, full_stripe: float) -> dict[str, float]:
+    model = "raid5-8x-sata-mlc-ssd"
+    return {f"pred_{model}_time_parity_rmw_read_share": rmw_read,
+            f"pred_{model}_time_parity_rmw_write_share": rmw_write,
+            f"pred_{model}_time_full_stripe_write_share": full_stripe,
+            f"pred_{model}_time_data_read_share": 1.0 - rmw_read - rmw_write - full_stripe}
+
+
+def test_the_mechanism_whose_share_differs_most_is_named_with_both_shares() -> None:
+    """Read-modify-write reads and writes make one cause; its shares are added per run, then
+    averaged over runs; a cause alike on both sides (member data reads) is not named."""
+    ext4 = [run("ext4", v, **_raid5_shares(0.40, 0.20, 0.30)) for v in (1000.0, 1100.0)]
+    ext4 += [run("ext4", 900.0, **_raid5_shares(0.43, 0.20, 0.27))]
+    f2fs = [run("f2fs", v, **_raid5_shares(0.0, 0.0, 0.8)) for v in (9000.0, 9500.0, 10000.0)]
+    [line] = explanations(ext4 + f2fs, [cell("ext4"), cell("f2fs")])
+    assert line.endswith("on raid5-8x-sata-mlc-ssd ext4 spends 61% of its predicted device time in parity "
+                         "read-modify-write, f2fs 0%")
+
+
+def test_shares_that_differ_little_are_said_to_be_alike() -> None:
+    ext4 = [run("ext4", v, **_raid5_shares(0.30, 0.30, 0.30)) for v in (1000.0, 1100.0, 900.0)]
+    xfs = [run("xfs", v, **_raid5_shares(0.33, 0.30, 0.29)) for v in (9000.0, 9500.0, 10000.0)]
+    [line] = explanations(ext4 + xfs, [cell("ext4"), cell("xfs")])
+    assert line.endswith("on raid5-8x-sata-mlc-ssd ext4 and xfs spend their predicted device time alike (most "
+                         "different: parity read-modify-write, 60% vs 63%)")

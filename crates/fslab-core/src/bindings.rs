@@ -129,6 +129,11 @@ fn result_dict<'py>(py: Python<'py>, run: &Run, per_io: bool) -> PyResult<Bound<
         facts.set_item(*k, *v)?;
     }
     d.set_item("model_facts", facts)?;
+    let mechanisms = PyDict::new_bound(py);
+    for (k, v) in &run.outcome.time_by_mechanism_ns {
+        mechanisms.set_item(*k, *v)?;
+    }
+    d.set_item("time_by_mechanism_ns", mechanisms)?;
     d.set_item("replay_wall_ns", run.replay_wall_ns)?;
     d.set_item("precondition_wall_ns", run.precondition_wall_ns)?;
     if per_io {

@@ -21,5 +21,7 @@ pub mod stats;
 pub mod synthetic;
 pub mod trace;
 #[cfg(test)]
+mod mechanism_tests;
+#[cfg(test)]
 mod tests;
 

@@ -4,7 +4,7 @@
 
 use crate::engine::{EventKind, EventQueue};
 use crate::error::{CoreError, Result};
-use crate::models::{write_amplification, Counters, DeviceModel, Facts};
+use crate::models::{write_amplification, Counters, DeviceModel, Facts, Mechanisms};
 use crate::request::{Ns, Op, Request};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,6 +23,8 @@ pub struct ReplayOutcome {
     pub write_bytes: u64,
     pub counters: Counters,
     pub facts: Facts,
+    /// The model's work in nanoseconds per mechanism (`DeviceModel::time_by_mechanism`).
+    pub time_by_mechanism_ns: Mechanisms,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -174,6 +176,7 @@ pub fn replay(model: &mut dyn DeviceModel, reqs: &[Request], mode: Mode) -> Resu
         read_bytes,
         write_bytes,
         counters: model.counters(),
+        time_by_mechanism_ns: model.time_by_mechanism(),
     })
 }
 

@@ -11,7 +11,7 @@ use std::collections::VecDeque;
 
 use crate::engine::Ctx;
 use crate::error::{CoreError, Result};
-use crate::models::{Counters, DeviceModel};
+use crate::models::{Counters, DeviceModel, Mechanisms};
 use crate::params::{ParamReader, Params};
 use crate::request::{Ns, Op, Request, SECTOR_BYTES};
 
@@ -161,6 +161,18 @@ pub struct Hdd {
     /// Host write bytes acknowledged from the write cache (destaged later).
     cache_absorbed_write_bytes: u64,
     seeks: u64,
+    /// Work time per mechanism, ns (see `time_by_mechanism`).
+    t: HddTime,
+}
+
+/// The drive's work time by mechanism, in nanoseconds (see `time_by_mechanism`).
+#[derive(Clone, Copy, Debug, Default)]
+struct HddTime {
+    command: u64,
+    seek: u64,
+    rotation: u64,
+    transfer: u64,
+    cache: u64,
 }
 
 const TOKEN_ARM: u64 = 0;
@@ -214,6 +226,7 @@ impl Hdd {
             cache_hits: 0,
             cache_absorbed_write_bytes: 0,
             seeks: 0,
+            t: HddTime::default(),
             cfg,
         }
     }
@@ -261,6 +274,13 @@ impl Hdd {
 
     /// Start of media transfer for an access to `p`, if positioning begins at `t`.
     fn media_start(&self, t: Ns, p: &Place) -> f64 {
+        let (seek, rotation) = self.positioning(t, p);
+        t as f64 + seek + rotation
+    }
+
+    /// Positioning for an access to `p` from `t`: seek (or head switch) time, then the
+    /// rotational wait for the sector to come under the head, both in ns.
+    fn positioning(&self, t: Ns, p: &Place) -> (f64, f64) {
         let d = self.cur_cyl.abs_diff(p.cyl);
         let mut seek = self.seek_ns(d);
         if d == 0 && p.head != self.cur_head {
@@ -272,7 +292,7 @@ impl Hdd {
         if wait < 0.0 {
             wait += 1.0;
         }
-        arrive + wait * self.rev_ns
+        (seek, wait * self.rev_ns)
     }
 
     fn link_ns(&self, bytes: u64) -> Ns {
@@ -284,14 +304,26 @@ impl Hdd {
         if !self.ra_active {
             return t;
         }
-        self.ra_active = false;
         let start = t.max(self.ra_promised);
+        self.t.transfer += self.readahead_ns(start);
+        self.ra_active = false;
         if let Some(seg) = self.segments.front_mut() {
             let elapsed = start.saturating_sub(seg.t_base) as f64;
             let reached = seg.base + (elapsed / seg.ns_per_sector) as u64;
             seg.end = reached.min(self.ra_planned_end).max(seg.base);
         }
         start
+    }
+
+    /// Arm time spent reading ahead, if the read-ahead in progress stops at `t`: from the
+    /// end of the read it follows to `t` or to the end of its window, whichever is first.
+    fn readahead_ns(&self, t: Ns) -> Ns {
+        match self.segments.front() {
+            Some(seg) if self.ra_active && self.ra_planned_end > seg.base => {
+                seg.ready_at(self.ra_planned_end - 1).min(t).saturating_sub(seg.t_base)
+            }
+            _ => 0,
+        }
     }
 
     fn cache_hit(&mut self, now: Ns, lba: u64, sectors: u64) -> Option<Ns> {
@@ -312,14 +344,16 @@ impl Hdd {
         None
     }
 
-    fn invalidate_cache(&mut self, lba: u64, sectors: u64) {
+    fn invalidate_cache(&mut self, now: Ns, lba: u64, sectors: u64) {
         let end = lba + sectors;
         let mut i = 0;
         while i < self.segments.len() {
             let s = self.segments[i];
             let s_end = if i == 0 && self.ra_active { self.ra_planned_end } else { s.end };
             if s.start < end && lba < s_end {
-                if i == 0 {
+                if i == 0 && self.ra_active {
+                    // A write over the read-ahead window ends it (what was read counts).
+                    self.t.transfer += self.readahead_ns(now.max(self.ra_promised));
                     self.ra_active = false;
                 }
                 self.segments.remove(i);
@@ -373,8 +407,15 @@ impl Hdd {
         if p.cyl != self.cur_cyl {
             self.seeks += 1;
         }
-        let ms = self.media_start(start_t, &p);
+        let (seek, rotation) = self.positioning(start_t, &p);
+        let ms = start_t as f64 + seek + rotation;
         let media_end = (ms + sectors as f64 * p.ns_per_sector).ceil() as Ns;
+        // The arm's busy time [t, media_end) split exactly: rounding goes to the transfer.
+        let (seek_ns, rotation_ns) = (seek.round() as Ns, rotation.round() as Ns);
+        self.t.command += start_t - t;
+        self.t.seek += seek_ns;
+        self.t.rotation += rotation_ns;
+        self.t.transfer += (media_end - start_t).saturating_sub(seek_ns + rotation_ns);
         let end_place = self.locate(lba + sectors - 1);
         self.cur_cyl = end_place.cyl;
         self.cur_head = end_place.head;
@@ -382,7 +423,9 @@ impl Hdd {
         match work {
             Work::Host(q) if q.op == Op::Read => {
                 self.media_read_bytes += bytes;
-                ctx.complete(q.tag, media_end + self.link_ns(bytes));
+                let link = self.link_ns(bytes);
+                self.t.transfer += link;
+                ctx.complete(q.tag, media_end + link);
             }
             Work::Host(q) => {
                 self.media_write_bytes += bytes;
@@ -441,14 +484,16 @@ impl DeviceModel for Hdd {
                 self.host_read_bytes += req.bytes;
                 if let Some(ready) = self.cache_hit(now + self.cfg.cmd_overhead_ns, lba, sectors) {
                     self.cache_hits += 1;
-                    ctx.complete(tag, ready + self.link_ns(req.bytes));
+                    let link = self.link_ns(req.bytes);
+                    self.t.cache += self.cfg.cmd_overhead_ns + link;
+                    ctx.complete(tag, ready + link);
                     return;
                 }
                 self.queue.push_back(Pending { tag, op: Op::Read, lba, sectors, arrival: now });
             }
             Op::Write => {
                 self.host_write_bytes += req.bytes;
-                self.invalidate_cache(lba, sectors);
+                self.invalidate_cache(now, lba, sectors);
                 let room = self.cfg.cache_bytes / SECTOR_BYTES;
                 if self.cfg.write_cache && !req.fua && self.dirty_sectors + sectors <= room {
                     self.dirty_sectors += sectors;
@@ -458,13 +503,19 @@ impl DeviceModel for Hdd {
                         _ => self.dirty.push_back(Dirty { lba, sectors }),
                     }
                     self.cache_absorbed_write_bytes += req.bytes;
-                    ctx.complete(tag, now + self.cfg.cmd_overhead_ns + self.link_ns(req.bytes));
+                    let link = self.link_ns(req.bytes);
+                    self.t.cache += self.cfg.cmd_overhead_ns + link;
+                    ctx.complete(tag, now + self.cfg.cmd_overhead_ns + link);
                 } else {
                     self.queue.push_back(Pending { tag, op: Op::Write, lba, sectors, arrival: now });
                 }
             }
-            Op::Trim => ctx.complete(tag, now + self.cfg.cmd_overhead_ns),
+            Op::Trim => {
+                self.t.command += self.cfg.cmd_overhead_ns;
+                ctx.complete(tag, now + self.cfg.cmd_overhead_ns)
+            }
             Op::Flush => {
+                self.t.command += self.cfg.cmd_overhead_ns;
                 self.flush_waiters.push(tag);
                 self.release_flushes(now + self.cfg.cmd_overhead_ns, ctx);
             }
@@ -483,7 +534,9 @@ impl DeviceModel for Hdd {
                     if let Some(ready) = self.cache_hit(now, q.lba, q.sectors) {
                         self.cache_hits += 1;
                         self.queue.remove(i);
-                        ctx.complete(q.tag, ready + self.link_ns(q.sectors * SECTOR_BYTES));
+                        let link = self.link_ns(q.sectors * SECTOR_BYTES);
+                        self.t.cache += link;
+                        ctx.complete(q.tag, ready + link);
                         continue;
                     }
                 }
@@ -502,6 +555,30 @@ impl DeviceModel for Hdd {
         self.cache_hits = 0;
         self.seeks = 0;
         self.cache_absorbed_write_bytes = 0;
+        self.t = HddTime::default();
+    }
+
+    /// The drive's work time, in ns, by mechanism; the whole is their sum. `command`:
+    /// controller overhead of commands that use the arm, and of trims and flushes;
+    /// `seek`: arm movement (or head switch); `rotation`: waiting for the sector to
+    /// come under the head; `transfer`: reading or writing the platters (read-ahead into
+    /// the cache included, up to where it stopped or, if still going, to the last data
+    /// promised to a hit), plus the host link of reads from the platters; `cache`:
+    /// requests the cache answered without the arm (read hits, write-cache
+    /// acknowledgements: their command and link time). Arm time covers every arm
+    /// operation, including destages of the write cache after their writes were
+    /// acknowledged. Parts overlap in wall-clock time (the cache answers while the arm
+    /// works), so the whole is work, not elapsed time.
+    fn time_by_mechanism(&self) -> Mechanisms {
+        let mut t = self.t;
+        t.transfer += self.readahead_ns(self.ra_promised);
+        Mechanisms::from([
+            ("command", t.command),
+            ("seek", t.seek),
+            ("rotation", t.rotation),
+            ("transfer", t.transfer),
+            ("cache", t.cache),
+        ])
     }
 
     /// The cache settings every prediction assumes, and how much of the written data the

@@ -21,6 +21,11 @@ pub type Counters = BTreeMap<&'static str, u64>;
 /// Named facts of a model that are not counts: the settings it actually simulated (after
 /// rounding), derived ratios (`over_provisioning_simulated`, `write_amplification_steady`).
 pub type Facts = BTreeMap<&'static str, f64>;
+/// Where a model's time went: nanoseconds of work per mechanism (`seek`, `program`,
+/// `parity_rmw_read`, ...). Each model documents on `time_by_mechanism` what the parts
+/// are parts of; the parts of one model always add up to that whole, so a part divided
+/// by the sum of all parts is its share.
+pub type Mechanisms = BTreeMap<&'static str, u64>;
 
 pub trait DeviceModel {
     /// Logical capacity the host may address, in bytes.
@@ -40,6 +45,11 @@ pub trait DeviceModel {
     /// Zero the counters so they cover only what follows (after preconditioning).
     fn reset_counters(&mut self);
     fn counters(&self) -> Counters;
+    /// Nanoseconds of work per mechanism since the last `reset_counters` (see
+    /// `Mechanisms`). Empty for a model that does not account its time.
+    fn time_by_mechanism(&self) -> Mechanisms {
+        Mechanisms::new()
+    }
     /// What the model assumed and derived (see `Facts`); read after replay.
     fn facts(&self) -> Facts {
         Facts::new()

@@ -11,7 +11,7 @@
 
 use crate::engine::Ctx;
 use crate::error::{CoreError, Result};
-use crate::models::{build, Counters, DeviceModel};
+use crate::models::{build, Counters, DeviceModel, Mechanisms};
 use crate::params::{sub_params, ParamReader, Params};
 use crate::request::{Ns, Op, Request, SECTOR_BYTES};
 
@@ -33,11 +33,41 @@ impl Ctx for MemberCtx<'_> {
     }
 }
 
+/// Why the array sent a member I/O: the mechanisms of `Raid::time_by_mechanism`, by index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+enum Cause {
+    DataRead,
+    DataWrite,
+    FullStripeWrite,
+    RmwRead,
+    RmwWrite,
+    RcwRead,
+    RcwWrite,
+    Trim,
+    Flush,
+}
+
+/// Mechanism names, in `Cause` order.
+const CAUSES: [&str; 9] = [
+    "data_read",
+    "data_write",
+    "full_stripe_write",
+    "parity_rmw_read",
+    "parity_rmw_write",
+    "reconstruct_read",
+    "reconstruct_write",
+    "trim",
+    "flush",
+];
+
 /// One stripe's share of a host request, done in up to two phases (reads, then writes).
 struct Part {
     parent: u32,
     outstanding: u32,
     writes: Vec<(u32, u64, u64)>,
+    /// Why the second-phase `writes` are sent.
+    writes_cause: Cause,
 }
 
 struct Parent {
@@ -67,6 +97,10 @@ pub struct Raid {
     free_parents: Vec<u32>,
     /// Sub-I/O slot -> part index.
     subs: Vec<u32>,
+    /// Sub-I/O slot -> (issue time, why it was sent).
+    sub_meta: Vec<(Ns, Cause)>,
+    /// Member-I/O time per `Cause`, ns.
+    cause_ns: [u64; CAUSES.len()],
     free_subs: Vec<u32>,
     cache_bytes: u64,
     cache_latency_ns: Ns,
@@ -130,6 +164,8 @@ impl Raid {
             parents: Vec::new(),
             free_parents: Vec::new(),
             subs: Vec::new(),
+            sub_meta: Vec::new(),
+            cause_ns: [0; CAUSES.len()],
             free_subs: Vec::new(),
             host_write_bytes: 0,
             host_read_bytes: 0,
@@ -172,7 +208,7 @@ impl Raid {
         if parent != BACKGROUND {
             self.parents[parent as usize].parts += 1;
         }
-        let p = Part { parent, outstanding: 0, writes: Vec::new() };
+        let p = Part { parent, outstanding: 0, writes: Vec::new(), writes_cause: Cause::DataWrite };
         if let Some(i) = self.free_parts.pop() {
             self.parts[i as usize] = p;
             i
@@ -183,12 +219,14 @@ impl Raid {
     }
 
     #[allow(clippy::too_many_arguments)] // one member I/O is fully described by these
-    fn issue(&mut self, now: Ns, part: u32, member: u32, op: Op, offset: u64, bytes: u64, ctx: &mut dyn Ctx) {
+    fn issue(&mut self, now: Ns, part: u32, member: u32, op: Op, offset: u64, bytes: u64, cause: Cause, ctx: &mut dyn Ctx) {
         let sub = if let Some(i) = self.free_subs.pop() {
             self.subs[i as usize] = part;
+            self.sub_meta[i as usize] = (now, cause);
             i
         } else {
             self.subs.push(part);
+            self.sub_meta.push((now, cause));
             self.subs.len() as u32 - 1
         };
         self.parts[part as usize].outstanding += 1;
@@ -212,8 +250,9 @@ impl Raid {
     fn part_done(&mut self, now: Ns, part: u32, ctx: &mut dyn Ctx) {
         let writes = std::mem::take(&mut self.parts[part as usize].writes);
         if !writes.is_empty() {
+            let cause = self.parts[part as usize].writes_cause;
             for (m, off, len) in writes {
-                self.issue(now, part, m, Op::Write, off, len, ctx);
+                self.issue(now, part, m, Op::Write, off, len, cause, ctx);
             }
             return;
         }
@@ -237,7 +276,7 @@ impl Raid {
         if self.level == 0 {
             for &(idx, within, len) in pieces {
                 let (m, _) = self.layout(stripe, idx);
-                self.issue(now, part, m as u32, Op::Write, base + within, len, ctx);
+                self.issue(now, part, m as u32, Op::Write, base + within, len, Cause::DataWrite, ctx);
             }
             return;
         }
@@ -250,7 +289,7 @@ impl Raid {
             self.full_stripe_writes += 1;
             writes.push((parity as u32, base, chunk));
             for (m, off, len) in writes {
-                self.issue(now, part, m, Op::Write, off, len, ctx);
+                self.issue(now, part, m, Op::Write, off, len, Cause::FullStripeWrite, ctx);
             }
             return;
         }
@@ -271,16 +310,17 @@ impl Raid {
         }
         let rmw_ios = 2 * writes.len();
         let rcw_ios = rcw_reads.len() + writes.len();
-        let reads: Vec<(u32, u64, u64)> = if rmw_ios <= rcw_ios {
+        let (reads, read_cause, write_cause) = if rmw_ios <= rcw_ios {
             self.rmw_writes += 1;
-            writes.clone()
+            (writes.clone(), Cause::RmwRead, Cause::RmwWrite)
         } else {
             self.rcw_writes += 1;
-            rcw_reads
+            (rcw_reads, Cause::RcwRead, Cause::RcwWrite)
         };
         self.parts[part as usize].writes = writes;
+        self.parts[part as usize].writes_cause = write_cause;
         for (m, off, len) in reads {
-            self.issue(now, part, m, Op::Read, off, len, ctx);
+            self.issue(now, part, m, Op::Read, off, len, read_cause, ctx);
         }
     }
 
@@ -425,18 +465,19 @@ impl DeviceModel for Raid {
                 }
                 let part = self.new_part(parent);
                 for m in 0..self.members.len() as u32 {
-                    self.issue(now, part, m, Op::Flush, 0, 0, ctx);
+                    self.issue(now, part, m, Op::Flush, 0, 0, Cause::Flush, ctx);
                 }
             }
             Op::Read | Op::Trim => {
                 if req.op == Op::Read {
                     self.host_read_bytes += req.bytes;
                 }
+                let cause = if req.op == Op::Read { Cause::DataRead } else { Cause::Trim };
                 for (stripe, pieces) in self.split(req.offset(), req.bytes) {
                     let part = self.new_part(parent);
                     for (idx, within, len) in pieces {
                         let (m, _) = self.layout(stripe, idx);
-                        self.issue(now, part, m as u32, req.op, stripe * chunk + within, len, ctx);
+                        self.issue(now, part, m as u32, req.op, stripe * chunk + within, len, cause, ctx);
                     }
                 }
             }
@@ -467,6 +508,8 @@ impl DeviceModel for Raid {
         }
         let sub = (token >> 1) as u32;
         let part = self.subs[sub as usize];
+        let (issued, cause) = self.sub_meta[sub as usize];
+        self.cause_ns[cause as usize] += now - issued;
         self.free_subs.push(sub);
         let p = &mut self.parts[part as usize];
         p.outstanding -= 1;
@@ -504,6 +547,20 @@ impl DeviceModel for Raid {
         self.rmw_writes = 0;
         self.rcw_writes = 0;
         self.destages = 0;
+        self.cause_ns = [0; CAUSES.len()];
+    }
+
+    /// Member-I/O time, in ns, by why the array sent the I/O: for each I/O to a member,
+    /// the time from its issue to the member's completion (queueing inside the member
+    /// included), summed over all member I/Os; the whole is that sum. `data_read`: host
+    /// reads; `data_write`: RAID0 writes; `full_stripe_write`: data and parity of a
+    /// whole stripe, no reads; `parity_rmw_read` / `parity_rmw_write`: read-modify-write
+    /// reading, then writing, old/new data and parity; `reconstruct_read` /
+    /// `reconstruct_write`: reconstruct-write reading the untouched data, then writing
+    /// new data and parity; `trim`, `flush`: passed on to the members. Writes the
+    /// controller cache absorbs count when they are destaged.
+    fn time_by_mechanism(&self) -> Mechanisms {
+        CAUSES.iter().zip(self.cause_ns).map(|(&name, ns)| (name, ns)).collect()
     }
 
     fn counters(&self) -> Counters {

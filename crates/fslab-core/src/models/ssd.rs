@@ -21,7 +21,7 @@ use crate::engine::Ctx;
 use crate::error::{CoreError, Result};
 use crate::models::fastdiv::Divisor;
 use crate::models::ftl::{Ftl, GcWork};
-use crate::models::{Counters, DeviceModel, Facts};
+use crate::models::{Counters, DeviceModel, Facts, Mechanisms};
 use crate::params::{ParamReader, Params};
 use crate::request::{Ns, Op, Request};
 use crate::rng::Rng;
@@ -117,6 +117,15 @@ pub struct Ssd {
     host_read_bytes: u64,
     flash_read_units: u64,
     gc_moved_units: u64,
+    // Work accounting (see `time_by_mechanism`): sums in ns, or counts turned into ns there.
+    controller_ns: u64,
+    link_ns_total: u64,
+    /// 4 KiB units moved over a flash channel (host reads and programs).
+    channel_units: u64,
+    /// Multi-plane program operations of host data (each busies every plane of a die).
+    program_batches: u64,
+    gc_copy_ns: u64,
+    erase_ns: u64,
 }
 
 #[inline]
@@ -178,6 +187,12 @@ impl Ssd {
             host_read_bytes: 0,
             flash_read_units: 0,
             gc_moved_units: 0,
+            controller_ns: 0,
+            link_ns_total: 0,
+            channel_units: 0,
+            program_batches: 0,
+            gc_copy_ns: 0,
+            erase_ns: 0,
             ftl,
             cfg,
         })
@@ -206,7 +221,10 @@ impl Ssd {
         self.gc_moved_units += work.moved_units;
         let pages = work.moved_units.div_ceil(self.units_per_page as u64);
         // Copy-back inside the plane: read and program each page, then erase the victims.
-        let busy = pages * (self.cfg.t_read_ns + self.cfg.t_prog_ns) + work.erases * self.cfg.t_erase_ns;
+        let (copy, erase) = (pages * (self.cfg.t_read_ns + self.cfg.t_prog_ns), work.erases * self.cfg.t_erase_ns);
+        self.gc_copy_ns += copy;
+        self.erase_ns += erase;
+        let busy = copy + erase;
         let p = &mut self.plane_free[plane as usize];
         *p = (*p).max(at) + busy;
     }
@@ -219,6 +237,8 @@ impl Ssd {
         let die = self.batch_die;
         let ch = self.die_channel[die as usize] as usize;
         let xfer = self.unit_ch_ns * self.batch_slots.len() as u64;
+        self.channel_units += self.batch_slots.len() as u64;
+        self.program_batches += 1;
         let xs = self.batch_ready.max(self.ch_free[ch]);
         let xe = xs + xfer;
         self.ch_free[ch] = xe;
@@ -242,8 +262,11 @@ impl Ssd {
     fn write(&mut self, now: Ns, req: &Request) -> Ns {
         let t_cmd = now.max(self.ctrl_free) + self.cfg.cmd_write_ns;
         self.ctrl_free = t_cmd;
+        self.controller_ns += self.cfg.cmd_write_ns;
         let ls = t_cmd.max(self.link_free);
-        let le = ls + self.link_ns(req.bytes);
+        let link = self.link_ns(req.bytes);
+        self.link_ns_total += link;
+        let le = ls + link;
         self.link_free = le;
         let (first, last) = unit_range(req);
         let mut done = le;
@@ -273,7 +296,9 @@ impl Ssd {
     fn read(&mut self, now: Ns, req: &Request) -> Ns {
         let t_cmd = now.max(self.ctrl_free) + self.cfg.cmd_read_ns;
         self.ctrl_free = t_cmd;
+        self.controller_ns += self.cfg.cmd_read_ns;
         self.host_read_bytes += req.bytes;
+        let mut units_moved = 0u64;
         let (first, last) = unit_range(req);
         let upp = self.units_per_page;
         let mut earliest = Ns::MAX;
@@ -297,6 +322,7 @@ impl Ssd {
             }
             let xs = page_ready.max(self.ch_free[ch]);
             let xe = xs + self.unit_ch_ns;
+            units_moved += 1;
             self.ch_free[ch] = xe;
             // The plane's register holds the page until its data has left on the channel.
             self.plane_free[plane as usize] = xe;
@@ -304,7 +330,10 @@ impl Ssd {
             done = done.max(xe);
         }
         let ls = earliest.max(self.link_free);
-        let le = (ls + self.link_ns(req.bytes)).max(done + self.link_unit_ns);
+        let link = self.link_ns(req.bytes);
+        let le = (ls + link).max(done + self.link_unit_ns);
+        self.channel_units += units_moved;
+        self.link_ns_total += link;
         self.link_free = le;
         le + self.cfg.fixed_latency_ns
     }
@@ -312,6 +341,7 @@ impl Ssd {
     fn trim(&mut self, now: Ns, req: &Request) -> Ns {
         let t_cmd = now.max(self.ctrl_free) + self.cfg.cmd_write_ns;
         self.ctrl_free = t_cmd;
+        self.controller_ns += self.cfg.cmd_write_ns;
         // Only whole units inside the range are unmapped.
         let first = req.offset().div_ceil(UNIT_BYTES);
         let last = ((req.offset() + req.bytes) / UNIT_BYTES).min(self.ftl.logical_units);
@@ -324,6 +354,7 @@ impl Ssd {
     fn flush(&mut self, now: Ns) -> Ns {
         let t_cmd = now.max(self.ctrl_free) + self.cfg.cmd_write_ns;
         self.ctrl_free = t_cmd;
+        self.controller_ns += self.cfg.cmd_write_ns;
         self.batch_ready = self.batch_ready.max(t_cmd);
         self.program_batch();
         t_cmd.max(self.drained_at) + self.cfg.fixed_latency_ns
@@ -374,6 +405,33 @@ impl DeviceModel for Ssd {
         self.host_read_bytes = 0;
         self.flash_read_units = 0;
         self.gc_moved_units = 0;
+        self.controller_ns = 0;
+        self.link_ns_total = 0;
+        self.channel_units = 0;
+        self.program_batches = 0;
+        self.gc_copy_ns = 0;
+        self.erase_ns = 0;
+    }
+
+    /// The drive's work time, in ns, by mechanism: the sum over its resources of the time
+    /// each spent working (not waiting), so parallel resources add up and the whole can
+    /// exceed elapsed time. `controller`: command processing; `host_link`: the host
+    /// interface moving data; `channel`: flash channels moving 4 KiB units of host reads
+    /// and programs; `read`: flash page reads (tR) for the host, one plane each;
+    /// `program`: host-data programs (tPROG) on every plane of a die (multi-plane);
+    /// `gc_copy`: garbage collection copying valid pages inside a plane (tR + tPROG per
+    /// page); `erase`: block erases (tBERS) that garbage collection frees blocks with.
+    fn time_by_mechanism(&self) -> Mechanisms {
+        let pages_read = self.flash_read_units / self.units_per_page as u64;
+        Mechanisms::from([
+            ("controller", self.controller_ns),
+            ("host_link", self.link_ns_total),
+            ("channel", self.channel_units * self.unit_ch_ns),
+            ("read", pages_read * self.cfg.t_read_ns),
+            ("program", self.program_batches * self.cfg.planes_per_die as u64 * self.cfg.t_prog_ns),
+            ("gc_copy", self.gc_copy_ns),
+            ("erase", self.erase_ns),
+        ])
     }
 
     /// Over-provisioning as asked, as simulated (physical blocks are whole blocks per

@@ -3,7 +3,9 @@ table, the facts of the I/O each side sent to its device that differ most betwee
 request counts, request sizes, sequential share, flushes, bytes written per byte of
 workload (from the block trace, or the device's own counters when a run was not
 traced) — and, for traced runs replayed on device models, the workload's predicted
-figure on each model. Computed from the stored runs of any study; when no fact differs
+figure on each model and where each side's predicted device time goes: the mechanism
+(seeks, garbage collection, parity read-modify-write, ...) whose share of the model's
+work differs most between the two sides. Computed from the stored runs of any study; when no fact differs
 enough to carry the difference, it says that instead (the cause is then on the host:
 CPU, page cache, locking — nothing a trace shows)."""
 
@@ -14,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import fmean
 
+from ...mechanisms import cause_shares, mechanism_of
 from ...predictions import split_name, workload_predicted
 from ...stored import StoredCell, StoredRun
 from ..data import ModelSection
@@ -30,6 +33,8 @@ POINTS_ALIKE = 0.15
 # couple of metadata reads differ by 2x without carrying anything.
 MIN_COUNT = 16
 MIN_SECTORS = 2048  # 1 MiB
+# Shares of a model's predicted device time closer than this are "alike".
+MECHANISM_POINTS_ALIKE = 0.05
 
 
 @dataclass(frozen=True)
@@ -176,6 +181,44 @@ def predicted_lines(a: Sequence[StoredRun], b: Sequence[StoredRun], metric: str)
     return out
 
 
+def _cause_means(runs: Sequence[StoredRun], model: str) -> dict[str, float]:
+    """Mean over runs of each cause's share of a model's predicted work time (mechanisms
+    that make one cause added up per run first, see ``fslab.mechanisms``)."""
+    per_run = []
+    for r in runs:
+        if r["status"] != "ok":
+            continue
+        by_mechanism = {mech: float(m["value"]) for name, m in r["metrics"].items()
+                        if m["value"] is not None and (parsed := split_name(name)) and parsed[0] == model
+                        and (mech := mechanism_of(parsed[1])) is not None}
+        if by_mechanism:
+            per_run.append(cause_shares(by_mechanism))
+    causes = {c for shares in per_run for c in shares}
+    return {c: fmean(shares.get(c, 0.0) for shares in per_run) for c in causes}
+
+
+def mechanism_lines(a_name: str, b_name: str, a: Sequence[StoredRun], b: Sequence[StoredRun]) -> list[str]:
+    """For each model both sides were replayed on, the cause whose share of the predicted
+    device time differs most between them: 'on raid5-8x-sata-mlc-ssd ext4 spends 61% of
+    its predicted device time in parity read-modify-write, f2fs 0%'."""
+    models = sorted({parsed[0] for r in (*a, *b) for name in r["metrics"]
+                     if (parsed := split_name(name)) and mechanism_of(parsed[1]) is not None})
+    out = []
+    for model in models:
+        sa, sb = _cause_means(a, model), _cause_means(b, model)
+        if not sa or not sb:
+            continue
+        cause = max(sorted(set(sa) | set(sb)), key=lambda c: abs(sa.get(c, 0.0) - sb.get(c, 0.0)))
+        va, vb = sa.get(cause, 0.0), sb.get(cause, 0.0)
+        if abs(va - vb) < MECHANISM_POINTS_ALIKE:
+            out.append(f"on {model} {a_name} and {b_name} spend their predicted device time alike (most "
+                       f"different: {cause}, {va:.0%} vs {vb:.0%})")
+        else:
+            out.append(f"on {model} {a_name} spends {va:.0%} of its predicted device time in {cause}, "
+                       f"{b_name} {vb:.0%}")
+    return out
+
+
 def explain(a_name: str, b_name: str, a: Sequence[StoredRun], b: Sequence[StoredRun], metric: str) -> str:
     """What a sends to its device that b does not ('a: 213x more write requests (...); ...'),
     or that nothing does; then the predicted figures."""
@@ -184,7 +227,7 @@ def explain(a_name: str, b_name: str, a: Sequence[StoredRun], b: Sequence[Stored
                 "counters hold all its phases one after another (its tests or operations), so they are no one "
                 "figure's")
     facts = differing_facts(a, b)
-    predicted = predicted_lines(a, b, metric)
+    predicted = predicted_lines(a, b, metric) + mechanism_lines(a_name, b_name, a, b)
     source = ("block traces" if any(k.startswith("trace_") for r in a for k in r["metrics"])
               else "device counters")
     if not facts:
@@ -225,8 +268,10 @@ def build(study: StudyData) -> list[ModelSection]:
         return []
     return [ModelSection("explanations", "Why: the I/O behind each significant difference",
                          "For each significant difference of the results table, the facts of the I/O the two "
-                         "sides sent to their devices that differ most, and the workload's predicted figure on "
-                         "each device model the runs were replayed on.", lines)]
+                         "sides sent to their devices that differ most, the workload's predicted figure on "
+                         "each device model the runs were replayed on, and the mechanism (seeks, garbage "
+                         "collection, parity read-modify-write, ...) whose share of the predicted device time "
+                         "differs most.", lines)]
 
 
 SECTIONS.register("explanations", Section(build))

@@ -1,0 +1,171 @@
+//! Tests of `DeviceModel::time_by_mechanism`: each model's parts add up to the whole its
+//! documentation names, and the mechanism a storage engineer expects dominates.
+
+use crate::models::{build, Mechanisms};
+use crate::params::{Params, Value};
+use crate::replay::{replay, Mode, ReplayOutcome};
+use crate::synthetic::{generate, SyntheticSpec};
+use crate::tests::params;
+
+fn n(v: f64) -> Value {
+    Value::Num(v)
+}
+fn t(v: &str) -> Value {
+    Value::Text(v.into())
+}
+
+fn run(p: &Params, spec: SyntheticSpec, qd: u32) -> ReplayOutcome {
+    let mut m = build(p).unwrap();
+    m.precondition();
+    m.reset_counters();
+    replay(m.as_mut(), &generate(&spec).unwrap(), Mode::Closed { queue_depth: qd }).unwrap()
+}
+
+fn total(m: &Mechanisms) -> u64 {
+    m.values().sum()
+}
+
+fn share(m: &Mechanisms, name: &str) -> f64 {
+    m[name] as f64 / total(m) as f64
+}
+
+fn raid5(members: f64, cache_bytes: f64) -> Params {
+    params(&[
+        ("kind", t("raid")),
+        ("level", n(5.0)),
+        ("members", n(members)),
+        ("chunk_bytes", n(65536.0)),
+        ("cache_bytes", n(cache_bytes)),
+        ("member.kind", t("ssd")),
+        ("member.capacity", n((1u64 << 30) as f64)),
+        ("member.over_provisioning", n(0.25)),
+        ("member.precondition", t("none")),
+    ])
+}
+
+#[test]
+fn raid5_random_small_writes_spend_their_time_in_read_modify_write() {
+    let out = run(&raid5(8.0, 0.0), SyntheticSpec { rw: "randwrite".into(), count: 4000, span: 7 << 30, ..Default::default() }, 8);
+    let m = &out.time_by_mechanism_ns;
+    let rmw = share(m, "parity_rmw_read") + share(m, "parity_rmw_write");
+    assert!(rmw > 0.99, "{m:?}");
+    assert_eq!(m["full_stripe_write"], 0, "{m:?}");
+    assert!(m["parity_rmw_read"] > 0 && m["parity_rmw_write"] > 0, "{m:?}");
+}
+
+#[test]
+fn raid5_full_stripe_writes_read_nothing() {
+    let stripe = 7 * 65536;
+    let out = run(&raid5(8.0, 0.0), SyntheticSpec { rw: "write".into(), bs: stripe, count: 300, span: 7 << 30, ..Default::default() }, 4);
+    let m = &out.time_by_mechanism_ns;
+    assert_eq!(m["full_stripe_write"], total(m), "{m:?}");
+    assert_eq!(m["parity_rmw_read"] + m["reconstruct_read"] + m["data_read"], 0, "{m:?}");
+}
+
+#[test]
+fn raid_member_time_at_depth_one_is_the_host_latency() {
+    // RAID0 at queue depth 1: each host read is one member read, so the member-I/O time
+    // summed over causes is the host's latency summed over requests.
+    let p = params(&[
+        ("kind", t("raid")),
+        ("level", n(0.0)),
+        ("members", n(4.0)),
+        ("chunk_bytes", n(65536.0)),
+        ("member.kind", t("ssd")),
+        ("member.capacity", n((1u64 << 30) as f64)),
+        ("member.over_provisioning", n(0.25)),
+    ]);
+    let out = run(&p, SyntheticSpec { rw: "randread".into(), count: 2000, span: 4 << 30, ..Default::default() }, 1);
+    let m = &out.time_by_mechanism_ns;
+    assert_eq!(total(m), out.latencies_ns.iter().sum::<u64>());
+    assert_eq!(m["data_read"], total(m));
+}
+
+fn hdd_without_cache() -> Params {
+    params(&[("kind", t("hdd")), ("cache_bytes", n(0.0)), ("readahead_bytes", n(0.0))])
+}
+
+#[test]
+fn hdd_parts_add_up_to_the_latency_of_uncached_requests_at_depth_one() {
+    // No cache, one request at a time: the arm starts on each request as it arrives, so
+    // a request's latency is its command, seek, rotation and transfer (with the link).
+    for rw in ["randread", "randwrite", "read"] {
+        let spec = SyntheticSpec { rw: rw.into(), count: 500, span: 400 << 30, ..Default::default() };
+        let out = run(&hdd_without_cache(), spec, 1);
+        let m = &out.time_by_mechanism_ns;
+        assert_eq!(total(m), out.latencies_ns.iter().sum::<u64>(), "{rw}: {m:?}");
+        assert_eq!(m["cache"], 0, "{rw}: {m:?}");
+    }
+}
+
+#[test]
+fn hdd_random_small_reads_position_large_sequential_reads_transfer() {
+    let p = params(&[("kind", t("hdd"))]);
+    let random = run(&p, SyntheticSpec { rw: "randread".into(), count: 2000, span: 400 << 30, ..Default::default() }, 1);
+    let m = &random.time_by_mechanism_ns;
+    assert!(share(m, "seek") + share(m, "rotation") > 0.9, "{m:?}");
+    let seq = run(&p, SyntheticSpec { rw: "read".into(), bs: 1 << 20, count: 500, span: 1 << 30, ..Default::default() }, 1);
+    let m = &seq.time_by_mechanism_ns;
+    let (most, _) = m.iter().max_by_key(|(_, &v)| v).unwrap();
+    assert_eq!(*most, "transfer", "{m:?}");
+    assert!(share(m, "transfer") > 0.6 && share(m, "seek") + share(m, "rotation") < 0.05, "{m:?}");
+}
+
+#[test]
+fn hdd_write_cache_time_is_cache() {
+    // Small sequential writes fit the write cache: the host sees only cache time, the
+    // later destage is arm time, and no write reaches the arm with a command overhead.
+    let p = params(&[("kind", t("hdd"))]);
+    let out = run(&p, SyntheticSpec { rw: "write".into(), count: 1000, span: 1 << 30, ..Default::default() }, 1);
+    let m = &out.time_by_mechanism_ns;
+    assert!(m["cache"] > 0 && m["command"] == 0, "{m:?}");
+}
+
+fn small_ssd(precondition: &str) -> Params {
+    params(&[
+        ("kind", t("ssd")),
+        ("capacity", n((256u64 << 20) as f64)),
+        ("over_provisioning", n(0.25)),
+        ("channels", n(2.0)),
+        ("dies_per_channel", n(2.0)),
+        ("precondition", t(precondition)),
+    ])
+}
+
+#[test]
+fn ssd_random_overwrite_past_capacity_collects_garbage_fresh_sequential_does_not() {
+    let span = 256 << 20;
+    let units = span / 4096;
+    let random = run(&small_ssd("none"), SyntheticSpec { rw: "randwrite".into(), count: 3 * units, span, ..Default::default() }, 32);
+    let m = &random.time_by_mechanism_ns;
+    assert!(m["gc_copy"] > 0 && m["erase"] > 0, "{m:?}");
+    assert!(share(m, "gc_copy") + share(m, "erase") > 0.2, "{m:?}");
+    let seq = run(&small_ssd("none"), SyntheticSpec { rw: "write".into(), bs: 128 << 10, count: span / (128 << 10), span, ..Default::default() }, 32);
+    let m = &seq.time_by_mechanism_ns;
+    assert_eq!(m["gc_copy"] + m["erase"], 0, "{m:?}");
+    assert!(share(m, "program") > 0.5, "{m:?}");
+}
+
+#[test]
+fn ssd_parts_add_up_to_the_latency_of_reads_at_depth_one() {
+    // One 4 KiB read at a time on a filled drive: command, flash read, channel and host
+    // link, plus the fixed latency that is no resource's work.
+    let p = small_ssd("sequential");
+    let out = run(&p, SyntheticSpec { rw: "randread".into(), count: 3000, span: 256 << 20, ..Default::default() }, 1);
+    let m = &out.time_by_mechanism_ns;
+    let fixed = 10_000 * out.latencies_ns.len() as u64;
+    assert_eq!(total(m) + fixed, out.latencies_ns.iter().sum::<u64>(), "{m:?}");
+    assert!(share(m, "read") > 0.5, "{m:?}");
+}
+
+#[test]
+fn parts_reset_with_the_counters() {
+    for p in [small_ssd("random"), hdd_without_cache(), raid5(4.0, 0.0)] {
+        let mut m = build(&p).unwrap();
+        m.precondition();
+        replay(m.as_mut(), &generate(&SyntheticSpec { rw: "randwrite".into(), count: 200, span: 200 << 20, ..Default::default() }).unwrap(), Mode::Closed { queue_depth: 4 }).unwrap();
+        assert!(total(&m.time_by_mechanism()) > 0);
+        m.reset_counters();
+        assert_eq!(total(&m.time_by_mechanism()), 0);
+    }
+}
