@@ -25,6 +25,7 @@ UNITS: dict[str, tuple[str, float]] = {
     "B/s": ("B/s", 1.0), "KB/s": ("B/s", 1e3), "MB/s": ("B/s", 1e6), "KiB/s": ("B/s", 1024.0),
     "MiB/s": ("B/s", float(1 << 20)),
     "ns": ("ns", 1.0), "us": ("ns", 1e3), "ms": ("ns", 1e6), "s": ("ns", 1e9),
+    "B": ("B", 1.0), "KiB": ("B", 1024.0), "requests": ("requests", 1.0),
 }
 Relation = Literal["about", "more than", "less than"]
 
@@ -117,17 +118,22 @@ def validate_paper(spec: Any, source: str) -> None:
                 raise SpecError(f"no file-system entry named {name!r} in this study; its entries: "
                                 f"{', '.join(spec.filesystems)}", source=source, field=f"{where}.{key}")
         metrics = WORKLOADS.get(workload.kind).metrics
-        if not any(figure.metric == s or figure.metric.endswith("_" + s) for s in metrics):
+        traced = figure.metric.startswith("trace_") and spec.study.trace
+        if traced:
+            from .job import tracing  # noqa: F401  (declares the trace metrics' units)
+        if not traced and not any(figure.metric == s or figure.metric.endswith("_" + s) for s in metrics):
             raise SpecError(f"{figure.metric!r} is not a metric of a {workload.kind} workload: its metric names "
-                            f"end in {', '.join(sorted(metrics))}", source=source, field=f"{where}.metric")
+                            f"end in {', '.join(sorted(metrics))}" + (" (or trace_*, with trace = true)"),
+                            source=source, field=f"{where}.metric")
         if figure.unit is not None:
             try:
                 stored = unit_of(figure.metric)
             except UndeclaredMetric:
                 stored = None
             if stored != UNITS[figure.unit][0]:
+                fitting = ", ".join(u for u, (base, _) in UNITS.items() if base == stored)
                 raise SpecError(f"{figure.metric!r} is stored in {stored}, not convertible from {figure.unit}: "
-                                f"give the value in one of {', '.join(u for u, (s, _) in UNITS.items() if s == stored)}",
+                                f"give the value in one of {fitting or 'no unit fslab converts'}",
                                 source=source, field=f"{where}.unit")
         _check_case(figure, workload.axes, source, where)
         for key, fs in (("model", figure.filesystem), ("versus_model", figure.denominator)):

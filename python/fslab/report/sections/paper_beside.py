@@ -130,13 +130,14 @@ def _paper_ratio(f: PaperFigure) -> str:
 
 
 def _paper_direction(f: PaperFigure) -> int:
-    """+1: the numerator higher, -1: lower, 0: about equal."""
+    """+1: the paper has the numerator higher, -1: lower, 0: equal ("about 1x"). A ratio
+    near 1 still says which is higher: a paper that calls a 1% gap a win is judged on it."""
     assert f.ratio is not None
     if f.relation == "more than" and f.ratio >= 1:
         return 1
     if f.relation == "less than" and f.ratio <= 1:
         return -1
-    return 0 if abs(math.log(f.ratio)) < math.log(1.05) else (1 if f.ratio > 1 else -1)
+    return 0 if f.ratio == 1 else (1 if f.ratio > 1 else -1)
 
 
 def _summary_text(values: list[float], factor: float, unit: str) -> str:
@@ -301,8 +302,9 @@ LEGEND = (
     "paper: the published figure, where it stands in the paper. fslab measured: mean ± half-width of the "
     "95% interval (Student t) over n runs, or for a ratio the ratio of means with its 95% interval (delta "
     "method). fslab predicted: the runs' block traces replayed on the device model named (a model's number, "
-    "not measured). Shape: the direction of fslab's measured difference (Welch's t-test on the logarithms of "
-    "the runs' values, Holm-corrected over the pairs of cells this table tests, α = 0.05) against the paper's, within one backend only.")
+    "not measured). Shape: the direction of fslab's measured difference (Welch's t-test on the logarithms "
+    "of the runs' values, Holm-corrected over the pairs of cells this table tests, α = 0.05) against the "
+    "paper's, within one backend only.")
 ACCOUNTS_NOTE = (
     "Device's share = ln(predicted ratio) / ln(measured ratio): the part of the measured log-ratio the "
     "device model reproduces; the rest (measured / predicted) is what the models leave out. Only for ratios "

@@ -1,0 +1,124 @@
+"""A study's [paper] table: bad figures are refused naming the field and the file, the
+table changes no cell id, and every shipped preset's figures name cells and metrics its
+plan has (planned with --quick: no root needed)."""
+
+from __future__ import annotations
+
+import tomllib
+
+import pytest
+
+from fslab.backends import choose_backend
+from fslab.errors import SpecError
+from fslab.plan import make_plan
+from fslab.study import load_spec, parse_spec, preset_names
+
+STUDY = """
+[study]
+name = "t"
+trace = true
+simulate = ["hdd-7200"]
+[filesystems.ext4]
+[filesystems.xfs]
+[[workloads]]
+kind = "fio"
+name = "w"
+bs = "4k"
+size = "16M"
+runtime = 1
+[workloads.axes]
+rw = ["randwrite", "read"]
+"""
+
+GOOD = """
+[paper]
+deviations = ["a loop device"]
+[[paper.figures]]
+claim = "ext4 over xfs"
+source = "Table 2, p. 5"
+workload = "w"
+metric = "write_iops"
+filesystem = "ext4"
+versus = "xfs"
+case = { rw = "randwrite" }
+ratio = 2
+model = "hdd-7200"
+"""
+
+
+def _spec(text: str):
+    return parse_spec(tomllib.loads(text), "paper.toml")
+
+
+def _error(figure_edit: str) -> SpecError:
+    with pytest.raises(SpecError) as info:
+        _spec(STUDY + GOOD + figure_edit)
+    return info.value
+
+
+def test_a_good_figure_loads_and_changes_no_cell_id() -> None:
+    spec = _spec(STUDY + GOOD)
+    assert spec.paper is not None and spec.paper.figures[0].ratio == 2
+    with_paper = make_plan(spec, backends=choose_backend, seed=1)
+    without = make_plan(_spec(STUDY), backends=choose_backend, seed=1)
+    assert [c.id for c in with_paper.cells] == [c.id for c in without.cells]
+
+
+@pytest.mark.parametrize(("edit", "field", "says"), [
+    ('filesystem = "btrfs"\n', "paper.figures[1].filesystem", "no file-system entry named 'btrfs'"),
+    ('versus = "jfs"\n', "paper.figures[1].versus", "no file-system entry named 'jfs'"),
+    ('workload = "nope"\n', "paper.figures[1].workload", "no workload named 'nope'"),
+    ('metric = "putc_bytes_per_s_x"\n', "paper.figures[1].metric", "not a metric of a fio workload"),
+    ('case = { rw = "write" }\n', "paper.figures[1].case.rw", "'write' is not a value of axis 'rw'"),
+    ('case = { bs = "4k" }\n', "paper.figures[1].case.bs", "'bs' is not an axis of workload 'w'"),
+    ("case = {}\n", "paper.figures[1].case", "leaves axes rw open"),
+    ('model = "sata-mlc-ssd"\n', "paper.figures[1].model", "not replayed on 'sata-mlc-ssd'"),
+])
+def test_a_figure_naming_what_the_study_lacks_is_refused(edit: str, field: str, says: str) -> None:
+    second = GOOD.split("[[paper.figures]]")[1]
+    keys = {line.split(" = ")[0] for line in edit.splitlines()}
+    kept = "".join(line + "\n" for line in second.strip().splitlines() if line.split(" = ")[0] not in keys)
+    error = _error("[[paper.figures]]\n" + kept + edit)
+    assert error.field == field and error.source == "paper.toml"
+    assert says in str(error)
+
+
+@pytest.mark.parametrize(("edit", "says"), [
+    ("value = 3\n", "either value (with unit) or ratio"),
+    ('unit = "MB/s"\n', "a ratio has no unit"),
+    ('relation = "roughly"\n', "relation"),
+    ('colour = "red"\n', "colour"),
+])
+def test_a_malformed_figure_is_refused_naming_its_field(edit: str, says: str) -> None:
+    error = _error("[[paper.figures]]" + GOOD.split("[[paper.figures]]")[1] + edit)
+    assert "paper.figures[1]" in str(error) and says in str(error) and "paper.toml" in str(error)
+
+
+def test_a_value_in_a_unit_the_metric_is_not_stored_in_is_refused() -> None:
+    edit = ("[[paper.figures]]\nclaim = 'x'\nsource = 'Fig. 1'\nworkload = 'w'\nmetric = 'write_iops'\n"
+            "filesystem = 'ext4'\ncase = { rw = 'read' }\nvalue = 5\nunit = 'MB/s'\n")
+    error = _error(edit)
+    assert error.field == "paper.figures[1].unit" and "IOPS" in str(error) and "KIOPS" in str(error)
+
+
+SEEDS = [name for name in preset_names() if name.startswith("seed-")]
+
+
+@pytest.mark.parametrize("preset", SEEDS)
+def test_every_seed_preset_names_only_cells_and_metrics_its_plan_has(preset: str) -> None:
+    spec, source, _ = load_spec(preset)
+    assert spec.paper is not None and spec.paper.figures and spec.paper.deviations, preset
+    # Every entry planned where the preset asks (this machine's backends do not matter here).
+    plan = make_plan(spec, backends=lambda fs, device, requested: ("guest" if requested == "guest" else "host", None),
+                     quick=True, source=source)
+    assert not plan.skipped
+    for i, figure in enumerate(spec.paper.figures):
+        for fs in {figure.filesystem, figure.denominator}:
+            cells = [c for c in plan.cells if c.workload == figure.workload and c.filesystem == fs
+                     and all(str(c.axes.get(k)) == str(v) for k, v in figure.case.items())]
+            assert len(cells) == 1, (preset, i, fs)
+        assert figure.source and figure.claim
+    # What the report reads back from the stored study file is what was validated.
+    from fslab.report.sections.paper_beside import paper_section
+
+    assert paper_section(load_spec(preset)[2]) == spec.paper
