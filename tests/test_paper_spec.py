@@ -122,3 +122,23 @@ def test_every_seed_preset_names_only_cells_and_metrics_its_plan_has(preset: str
     from fslab.report.sections.paper_beside import paper_section
 
     assert paper_section(load_spec(preset)[2]) == spec.paper
+
+
+def test_a_preset_study_stored_without_its_table_gets_the_shipped_one() -> None:
+    """A study run from a preset before the preset had [paper]: the report shows the
+    preset's figures as shipped now, says so, and finds none of their cells stored."""
+    from fslab.report.sections.base import StudyData
+    from fslab.report.sections.paper_beside import build, shipped_paper_section
+    from fslab.stored import StudyRow
+
+    spec, _, _ = load_spec("seed-004")
+    assert shipped_paper_section("preset seed-004") == spec.paper
+    assert shipped_paper_section("/tmp/study.toml") is None
+    row = StudyRow(id=1, name="old", source="preset seed-004", spec_hash="x", quick=True, order="shuffled", seed=1,
+                   fresh="run", repetitions=2, planned_runs=0, skipped=[], host={}, status="complete",
+                   created_at=0.0, finished_at=None, spec_text="[study]\nname = 'old'\n", facts={})
+    [section] = build(StudyData([], [], "seed-004", None, row))
+    assert "shipped preset's" in section.intro
+    assert len(section.data["figures"]) == len(spec.paper.figures)
+    assert {f["shape"] for f in section.data["figures"]} == {"cannot tell (no stored cell)"}
+    assert [t.title for t in section.tables] == ["The paper's figures beside fslab's"]

@@ -26,7 +26,10 @@ from __future__ import annotations
 import math
 import tomllib
 from dataclasses import asdict, dataclass
+from importlib import resources
 from typing import Any
+
+from pydantic import ValidationError
 
 from ...analysis.contrasts import ratio_ci
 from ...analysis.stats import CONFIDENCE, MIN_N_FOR_VERDICT, NoVerdict, holm, summarize, welch_t
@@ -78,6 +81,19 @@ def paper_section(spec_text: str) -> PaperSection | None:
     except tomllib.TOMLDecodeError:
         return None
     return None if not data else PaperSection.model_validate(data)
+
+
+def shipped_paper_section(source: str) -> PaperSection | None:
+    """The ``[paper]`` table of the shipped preset a stored study was run from ("preset
+    seed-004"), for a study stored before its preset had one; None for a study file."""
+    name = source.removeprefix("preset ")
+    if name == source:
+        return None
+    try:
+        text = (resources.files("fslab") / "presets" / f"{name}.toml").read_text()
+        return paper_section(text)
+    except (OSError, ValidationError):
+        return None
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -315,6 +331,9 @@ def build(study: StudyData) -> list[ModelSection]:
     if study.study is None:
         return []
     section = paper_section(study.study.spec_text)
+    shipped = section is None
+    if shipped:
+        section = shipped_paper_section(study.study.source)
     if section is None or not (section.figures or section.deviations):
         return []
     rows = figure_rows(section, study.runs, study.cells)
@@ -338,7 +357,9 @@ def build(study: StudyData) -> list[ModelSection]:
     return [ModelSection(
         ID, "The paper beside fslab",
         f"{len(section.figures)} published figure(s) of the paper this study reproduces, beside what fslab "
-        f"measured and predicted; {len(section.deviations)} deviation(s) from the paper's setup first.",
+        f"measured and predicted; {len(section.deviations)} deviation(s) from the paper's setup first."
+        + (" The stored study file has no [paper] table: these are the shipped preset's, as it is now."
+           if shipped else ""),
         statements=statements, tables=tables,
         data={"deviations": list(section.deviations), "figures": [asdict(r) for r in rows]})]
 
