@@ -4,6 +4,7 @@ plan has (planned with --quick: no root needed)."""
 
 from __future__ import annotations
 
+import math
 import tomllib
 
 import pytest
@@ -142,3 +143,40 @@ def test_a_preset_study_stored_without_its_table_gets_the_shipped_one() -> None:
     assert len(section.data["figures"]) == len(spec.paper.figures)
     assert {f["shape"] for f in section.data["figures"]} == {"cannot tell (no stored cell)"}
     assert [t.title for t in section.tables] == ["The paper's figures beside fslab's"]
+
+
+def _run(cell: dict, iops: float, predicted: float) -> dict:
+    return {"cell": cell, "status": "ok", "metrics": {
+        "write_iops": {"value": iops, "unit": "IOPS", "note": None, "higher_is_better": True},
+        "pred_hdd-7200_write_iops": {"value": predicted, "unit": "IOPS", "note": None, "higher_is_better": True}}}
+
+
+def test_the_device_share_of_a_ratio_without_a_verdict_is_given_and_says_so() -> None:
+    """Two runs a side (no test): the share ln(predicted) / ln(measured) still stands,
+    marked as without a verdict; the reversed figure of the same pair is not said twice."""
+    from fslab.report.sections.paper_beside import figure_rows
+
+    cells = [{"id": fs, "filesystem": fs, "workload": "w", "axes": {"rw": "randwrite"}, "backend": "host"}
+             for fs in ("ext4", "xfs")]
+    runs = [_run(cells[0], v, p) for v, p in ((1000, 300), (1100, 310))]
+    runs += [_run(cells[1], v, p) for v, p in ((250, 200), (260, 210))]
+    spec = _spec(STUDY + GOOD + "[[paper.figures]]" + GOOD.split("[[paper.figures]]")[1].replace(
+        'filesystem = "ext4"\nversus = "xfs"', 'filesystem = "xfs"\nversus = "ext4"'))
+    first, second = figure_rows(spec.paper, runs, cells)
+    measured, predicted = 1050 / 255, 305 / 205
+    assert first.measured_ratio == pytest.approx(measured) and first.predicted_ratio == pytest.approx(predicted)
+    assert first.shape == "cannot tell (fewer than 3 runs on a side)"
+    assert first.device_share == pytest.approx(math.log(predicted) / math.log(measured))
+    assert "the device model explains 1.49x of the 4.12x measured" in first.accounts
+    assert "no verdict on the measured difference" in first.accounts
+    assert second.accounts == "" and second.device_share is None
+
+
+def test_a_model_pointing_the_other_way_is_said() -> None:
+    from fslab.report.sections.paper_beside import accounts_text
+
+    share, text = accounts_text("a over b", 3.0, 0.5, "m")
+    assert share == pytest.approx(math.log(0.5) / math.log(3.0)) and share < 0
+    assert "points the other way" in text
+    share, text = accounts_text("a over b", 2.0, 8.0, "m")
+    assert share == pytest.approx(3.0) and "predicts more than this host shows" in text

@@ -18,7 +18,8 @@ share is ln R_p / ln R_m — the part of the measured log-ratio the model reprod
 device explains R_p of the R_m measured; the rest, R_m / R_p, is what the models leave out
 (host CPU, md's stripe handling, the page cache). A share below 0 means the model points
 the other way; above 1, the model predicts more than this host shows. No share is given
-when the measured ratio does not differ significantly from 1 (nothing to account for).
+when the measured ratio does not differ significantly from 1 (nothing to account for); one
+without a verdict (too few runs, other backends) is given and says so.
 """
 
 from __future__ import annotations
@@ -278,6 +279,7 @@ def accounts_text(label: str, measured: float, predicted: float, model: str) -> 
 def figure_rows(section: PaperSection, runs: list[StoredRun], cells: list[StoredCell]) -> list[FigureRow]:
     rows: list[FigureRow] = []
     tested: list[tuple[int, PaperFigure, float, float, frozenset[str]]] = []  # (row, figure, ratio, p, pair)
+    untested: list[tuple[int, PaperFigure, str, frozenset[str]]] = []  # (row, figure, why no test, pair)
     for f in section.figures:
         if f.value is not None:
             rows.append(_value_row(f, runs, cells))
@@ -291,6 +293,8 @@ def figure_rows(section: PaperSection, runs: list[StoredRun], cells: list[Stored
             p, why = _p_value(num, den)
             if p is None or row.measured_ratio is None:
                 row.shape = f"cannot tell ({why or 'no ratio'})"
+                if num.group == den.group:  # never a share across backends
+                    untested.append((len(rows) - 1, f, why, frozenset((num.label, den.label))))
             else:
                 tested.append((len(rows) - 1, f, row.measured_ratio, p, frozenset((num.label, den.label))))
     pairs = list(dict.fromkeys(t[4] for t in tested))  # one family member per pair of cells
@@ -311,6 +315,14 @@ def figure_rows(section: PaperSection, runs: list[StoredRun], cells: list[Stored
         else:
             row.accounts = (f"{f.filesystem} over {f.versus} ({f.metric}): no significant measured difference "
                             f"(p={p_adj:.2g}) for the device to account for")
+    for k, f, why, pair in untested:  # a share without a verdict on the measured difference, said so
+        row = rows[k]
+        if row.measured_ratio is None or row.predicted_ratio is None or not row.model or pair in accounted:
+            continue
+        accounted.add(pair)
+        row.device_share, text = accounts_text(f"{f.filesystem} over {f.versus} ({f.metric})", row.measured_ratio,
+                                               row.predicted_ratio, row.model)
+        row.accounts = f"{text} (no verdict on the measured difference: {why})"
     return rows
 
 
@@ -323,8 +335,8 @@ LEGEND = (
     "paper's, within one backend only.")
 ACCOUNTS_NOTE = (
     "Device's share = ln(predicted ratio) / ln(measured ratio): the part of the measured log-ratio the "
-    "device model reproduces; the rest (measured / predicted) is what the models leave out. Only for ratios "
-    "both measured with a significant difference and predicted.")
+    "device model reproduces; the rest (measured / predicted) is what the models leave out. For ratios both "
+    "measured and predicted, unless the measured difference is not significant (then nothing to account for).")
 
 
 def build(study: StudyData) -> list[ModelSection]:
