@@ -140,6 +140,7 @@ def test_rows_recomputed_from_the_runs(study) -> None:
     s = summarize([v / 1e3 for v in buffered])
     assert third["measured"] == f"{fmt(s.mean)} ± {fmt(s.ci_half_width)} KIOPS (n=3)"
     assert third["paper"] == "100 KIOPS" and third["shape"].startswith("cannot tell (one figure")
+    assert first["paper"] == "about 5x" and second["paper"] == "higher (> 1x)"
 
 
 def test_every_renderer_lists_deviations_above_the_table(study, tmp_path: Path) -> None:

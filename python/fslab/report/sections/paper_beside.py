@@ -138,12 +138,16 @@ def _x(ratio: float) -> str:
     return f"{fmt(ratio)}x"
 
 
+def _as_given(number: float) -> str:
+    """A paper's number as the paper prints it (125.9, 1.4, 50), not rounded to fslab's digits."""
+    return f"{number:,g}"
+
+
 def _paper_ratio(f: PaperFigure) -> str:
     assert f.ratio is not None
     if f.ratio == 1 and f.relation != "about":
         return "higher (> 1x)" if f.relation == "more than" else "lower (< 1x)"
-    word = {"about": "about", "more than": "more than", "less than": "less than"}[f.relation]
-    return f"{word} {_x(f.ratio)}"
+    return f"{f.relation} {_as_given(f.ratio)}x"
 
 
 def _paper_direction(f: PaperFigure) -> int:
@@ -176,7 +180,7 @@ def _value_row(f: PaperFigure, runs: list[StoredRun], cells: list[StoredCell]) -
     assert f.value is not None and f.unit is not None
     _, factor = UNITS[f.unit]
     cell = _cell(cells, f, f.filesystem)
-    paper = f"{fmt(f.value)} {f.unit}"
+    paper = f"{_as_given(f.value)} {f.unit}"
     if cell is None:
         return FigureRow(f.claim, f.source, paper, "— (no such cell stored)", "—", f.model,
                          "cannot tell (no stored cell)")
@@ -371,7 +375,9 @@ def build(study: StudyData) -> list[ModelSection]:
         f"{len(section.figures)} published figure(s) of the paper this study reproduces, beside what fslab "
         f"measured and predicted; {len(section.deviations)} deviation(s) from the paper's setup first."
         + (" The stored study file has no [paper] table: these are the shipped preset's, as it is now."
-           if shipped else ""),
+           if shipped else "")
+        + (" A --quick run: its sizes and runs are scaled down further than the deviations say."
+           if study.study.quick else ""),
         statements=statements, tables=tables,
         data={"deviations": list(section.deviations), "figures": [asdict(r) for r in rows]})]
 
