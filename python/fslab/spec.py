@@ -5,7 +5,9 @@ plug-ins (device kinds, workloads) import this module for their sections.
 A study file has four parts: ``[study]`` (name, repetitions, order, ...), ``[device]``
 (``kind`` picks the device plug-in, which owns the other fields), ``[filesystems.NAME]``
 (one section per file-system configuration) and ``[[workloads]]`` (``kind`` picks the
-workload plug-in; optional ``[workloads.axes]``). Expansion into cells is ``plan.py``'s.
+workload plug-in; optional ``[workloads.axes]``); optionally ``[models.NAME]`` (device
+models of its own) and ``[paper]`` (a paper's figures and the study's deviations from it,
+``paper.py``: report only). Expansion into cells is ``plan.py``'s.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .aging import AgingOption
+from .paper import PaperSection
 from .stopping import StoppingRule
 from .units import parse_duration_s, parse_size
 
@@ -277,6 +280,9 @@ class StudySpec(_Strict):
     workloads: list[WorkloadSection] = Field(min_length=1)
     models: dict[str, ModelDefinition] = Field(default_factory=dict, description="device models of the "
                                                "study's own, named in simulate")
+    paper: PaperSection | None = Field(default=None, description="the published figures this study can be "
+                                       "compared on and its deviations from the paper's setup (report only: "
+                                       "no cell depends on it)")
 
     def device_of(self, filesystem: str) -> DeviceSection:
         """The device a file-system entry runs on: its own, else the study's."""

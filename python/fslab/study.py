@@ -119,6 +119,9 @@ def parse_spec(data: dict[str, Any], source: str, *, allow_exec: bool = False) -
     from .predictions import validate_simulate
 
     validate_simulate(spec, source=source)
+    from .paper_check import validate_paper
+
+    validate_paper(spec, source=source)
     return spec
 
 

@@ -138,6 +138,9 @@ class ModelSection:
     charts: list[ChartData] = field(default_factory=list)
     tables: list[TableSection] = field(default_factory=list)
     note: str = ""
+    # Its numbers for the JSON report, under a top-level key named for the section (its id,
+    # '-' as '_'); empty for a section whose tables say everything.
+    data: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -205,4 +208,7 @@ class Report:
         out = asdict(self)
         for plot in out["trace_plots"]:  # the numbers plotted, not the picture
             del plot["image_png"]
+        for section in self.sections:
+            if section.data:
+                out[section.id.replace("-", "_")] = section.data
         return out

@@ -44,6 +44,7 @@ td.num{text-align:right;white-space:nowrap}
 .tplots{display:flex;flex-wrap:wrap;gap:14px}.tplot{margin:0;width:560px}.tplot img{width:100%;height:auto;
  border:1px solid #eee}.tplot figcaption{font-size:12px;color:#444}.lossy figcaption b{color:#c00}
 small,.note{color:#555}.alert{color:#c00;font-weight:600}
+#paper-beside-fslab td.num{white-space:normal;min-width:7em}
 """
 
 

@@ -1,0 +1,182 @@
+"""A study's [paper] table: bad figures are refused naming the field and the file, the
+table changes no cell id, and every shipped preset's figures name cells and metrics its
+plan has (planned with --quick: no root needed)."""
+
+from __future__ import annotations
+
+import math
+import tomllib
+
+import pytest
+
+from fslab.backends import choose_backend
+from fslab.errors import SpecError
+from fslab.plan import make_plan
+from fslab.study import load_spec, parse_spec, preset_names
+
+STUDY = """
+[study]
+name = "t"
+trace = true
+simulate = ["hdd-7200"]
+[filesystems.ext4]
+[filesystems.xfs]
+[[workloads]]
+kind = "fio"
+name = "w"
+bs = "4k"
+size = "16M"
+runtime = 1
+[workloads.axes]
+rw = ["randwrite", "read"]
+"""
+
+GOOD = """
+[paper]
+deviations = ["a loop device"]
+[[paper.figures]]
+claim = "ext4 over xfs"
+source = "Table 2, p. 5"
+workload = "w"
+metric = "write_iops"
+filesystem = "ext4"
+versus = "xfs"
+case = { rw = "randwrite" }
+ratio = 2
+model = "hdd-7200"
+"""
+
+
+def _spec(text: str):
+    return parse_spec(tomllib.loads(text), "paper.toml")
+
+
+def _error(figure_edit: str) -> SpecError:
+    with pytest.raises(SpecError) as info:
+        _spec(STUDY + GOOD + figure_edit)
+    return info.value
+
+
+def test_a_good_figure_loads_and_changes_no_cell_id() -> None:
+    spec = _spec(STUDY + GOOD)
+    assert spec.paper is not None and spec.paper.figures[0].ratio == 2
+    with_paper = make_plan(spec, backends=choose_backend, seed=1)
+    without = make_plan(_spec(STUDY), backends=choose_backend, seed=1)
+    assert [c.id for c in with_paper.cells] == [c.id for c in without.cells]
+
+
+@pytest.mark.parametrize(("edit", "field", "says"), [
+    ('filesystem = "btrfs"\n', "paper.figures[1].filesystem", "no file-system entry named 'btrfs'"),
+    ('versus = "jfs"\n', "paper.figures[1].versus", "no file-system entry named 'jfs'"),
+    ('workload = "nope"\n', "paper.figures[1].workload", "no workload named 'nope'"),
+    ('metric = "putc_bytes_per_s_x"\n', "paper.figures[1].metric", "not a metric of a fio workload"),
+    ('case = { rw = "write" }\n', "paper.figures[1].case.rw", "'write' is not a value of axis 'rw'"),
+    ('case = { bs = "4k" }\n', "paper.figures[1].case.bs", "'bs' is not an axis of workload 'w'"),
+    ("case = {}\n", "paper.figures[1].case", "leaves axes rw open"),
+    ('model = "sata-mlc-ssd"\n', "paper.figures[1].model", "not replayed on 'sata-mlc-ssd'"),
+])
+def test_a_figure_naming_what_the_study_lacks_is_refused(edit: str, field: str, says: str) -> None:
+    second = GOOD.split("[[paper.figures]]")[1]
+    keys = {line.split(" = ")[0] for line in edit.splitlines()}
+    kept = "".join(line + "\n" for line in second.strip().splitlines() if line.split(" = ")[0] not in keys)
+    error = _error("[[paper.figures]]\n" + kept + edit)
+    assert error.field == field and error.source == "paper.toml"
+    assert says in str(error)
+
+
+@pytest.mark.parametrize(("edit", "says"), [
+    ("value = 3\n", "either value (with unit) or ratio"),
+    ('unit = "MB/s"\n', "a ratio has no unit"),
+    ('relation = "roughly"\n', "relation"),
+    ('colour = "red"\n', "colour"),
+])
+def test_a_malformed_figure_is_refused_naming_its_field(edit: str, says: str) -> None:
+    error = _error("[[paper.figures]]" + GOOD.split("[[paper.figures]]")[1] + edit)
+    assert "paper.figures[1]" in str(error) and says in str(error) and "paper.toml" in str(error)
+
+
+def test_a_value_in_a_unit_the_metric_is_not_stored_in_is_refused() -> None:
+    edit = ("[[paper.figures]]\nclaim = 'x'\nsource = 'Fig. 1'\nworkload = 'w'\nmetric = 'write_iops'\n"
+            "filesystem = 'ext4'\ncase = { rw = 'read' }\nvalue = 5\nunit = 'MB/s'\n")
+    error = _error(edit)
+    assert error.field == "paper.figures[1].unit" and "IOPS" in str(error) and "KIOPS" in str(error)
+
+
+SEEDS = [name for name in preset_names() if name.startswith("seed-")]
+
+
+@pytest.mark.parametrize("preset", SEEDS)
+def test_every_seed_preset_names_only_cells_and_metrics_its_plan_has(preset: str) -> None:
+    spec, source, _ = load_spec(preset)
+    assert spec.paper is not None and spec.paper.figures and spec.paper.deviations, preset
+    # Every entry planned where the preset asks (this machine's backends do not matter here).
+    plan = make_plan(spec, backends=lambda fs, device, requested: ("guest" if requested == "guest" else "host", None),
+                     quick=True, source=source)
+    assert not plan.skipped
+    for i, figure in enumerate(spec.paper.figures):
+        for fs in {figure.filesystem, figure.denominator}:
+            cells = [c for c in plan.cells if c.workload == figure.workload and c.filesystem == fs
+                     and all(str(c.axes.get(k)) == str(v) for k, v in figure.case.items())]
+            assert len(cells) == 1, (preset, i, fs)
+        assert figure.source and figure.claim
+    # What the report reads back from the stored study file is what was validated.
+    from fslab.report.sections.paper_beside import paper_section
+
+    assert paper_section(load_spec(preset)[2]) == spec.paper
+
+
+def test_a_preset_study_stored_without_its_table_gets_the_shipped_one() -> None:
+    """A study run from a preset before the preset had [paper]: the report shows the
+    preset's figures as shipped now, says so, and finds none of their cells stored."""
+    from fslab.report.sections.base import StudyData
+    from fslab.report.sections.paper_beside import build, shipped_paper_section
+    from fslab.stored import StudyRow
+
+    spec, _, _ = load_spec("seed-004")
+    assert shipped_paper_section("preset seed-004") == spec.paper
+    assert shipped_paper_section("/tmp/study.toml") is None
+    row = StudyRow(id=1, name="old", source="preset seed-004", spec_hash="x", quick=True, order="shuffled", seed=1,
+                   fresh="run", repetitions=2, planned_runs=0, skipped=[], host={}, status="complete",
+                   created_at=0.0, finished_at=None, spec_text="[study]\nname = 'old'\n", facts={})
+    [section] = build(StudyData([], [], "seed-004", None, row))
+    assert "shipped preset's" in section.intro
+    assert len(section.data["figures"]) == len(spec.paper.figures)
+    assert {f["shape"] for f in section.data["figures"]} == {"cannot tell (no stored cell)"}
+    assert [t.title for t in section.tables] == ["The paper's figures beside fslab's"]
+
+
+def _run(cell: dict, iops: float, predicted: float) -> dict:
+    return {"cell": cell, "status": "ok", "metrics": {
+        "write_iops": {"value": iops, "unit": "IOPS", "note": None, "higher_is_better": True},
+        "pred_hdd-7200_write_iops": {"value": predicted, "unit": "IOPS", "note": None, "higher_is_better": True}}}
+
+
+def test_the_device_share_of_a_ratio_without_a_verdict_is_given_and_says_so() -> None:
+    """Two runs a side (no test): the share ln(predicted) / ln(measured) still stands,
+    marked as without a verdict; the reversed figure of the same pair is not said twice."""
+    from fslab.report.sections.paper_beside import figure_rows
+
+    cells = [{"id": fs, "filesystem": fs, "workload": "w", "axes": {"rw": "randwrite"}, "backend": "host"}
+             for fs in ("ext4", "xfs")]
+    runs = [_run(cells[0], v, p) for v, p in ((1000, 300), (1100, 310))]
+    runs += [_run(cells[1], v, p) for v, p in ((250, 200), (260, 210))]
+    spec = _spec(STUDY + GOOD + "[[paper.figures]]" + GOOD.split("[[paper.figures]]")[1].replace(
+        'filesystem = "ext4"\nversus = "xfs"', 'filesystem = "xfs"\nversus = "ext4"'))
+    first, second = figure_rows(spec.paper, runs, cells)
+    measured, predicted = 1050 / 255, 305 / 205
+    assert first.measured_ratio == pytest.approx(measured) and first.predicted_ratio == pytest.approx(predicted)
+    assert first.shape == "cannot tell (fewer than 3 runs on a side)"
+    assert first.device_share == pytest.approx(math.log(predicted) / math.log(measured))
+    assert "the device model explains 1.49x of the 4.12x measured" in first.accounts
+    assert "no verdict on the measured difference" in first.accounts
+    assert second.accounts == "" and second.device_share is None
+
+
+def test_a_model_pointing_the_other_way_is_said() -> None:
+    from fslab.report.sections.paper_beside import accounts_text
+
+    share, text = accounts_text("a over b", 3.0, 0.5, "m")
+    assert share == pytest.approx(math.log(0.5) / math.log(3.0)) and share < 0
+    assert "points the other way" in text
+    share, text = accounts_text("a over b", 2.0, 8.0, "m")
+    assert share == pytest.approx(3.0) and "predicts more than this host shows" in text
