@@ -40,6 +40,14 @@ from .predictions import assumptions, cache_warning, metric_name, resolve_model
 
 # A write test whose bytes reached the device less than this much inside the test is marked.
 WRITTEN_INSIDE_FRACTION = 0.9
+# What starts each mark in a prediction's note: reports look for it (``is_marked``).
+MARK = "marked: "
+
+
+def is_marked(note: str | None) -> bool:
+    """Whether a per-test prediction's note carries a mark (not the device's answer to the
+    test's whole work, or a cache's)."""
+    return bool(note) and MARK in str(note)
 
 
 def split_by_spans(times_ns: Sequence[int], spans: Sequence[Mapping[str, Any]]) -> tuple[list[list[int]], list[int]]:
@@ -122,12 +130,12 @@ def _marks(span: Mapping[str, Any], written: int, read: int) -> list[str]:
     out = []
     expected = int(span.get("writes_bytes") or 0)
     if expected and written < WRITTEN_INSIDE_FRACTION * expected:
-        out.append(f"only {written / expected:.0%} of the test's {expected >> 20} MiB written reached the device "
+        out.append(f"{MARK}only {written / expected:.0%} of the test's {expected >> 20} MiB written reached the device "
                    "while it ran (the rest was written back later and counts in later tests, by issue time): "
                    "the figure is optimistic")
     wanted = int(span.get("reads_bytes") or 0)
     if wanted and read < WRITTEN_INSIDE_FRACTION * wanted:
-        out.append(f"{read / wanted:.0%} of the test's {wanted >> 20} MiB read came from the device "
+        out.append(f"{MARK}{read / wanted:.0%} of the test's {wanted >> 20} MiB read came from the device "
                    "(the rest from the page cache)")
     return out
 
@@ -191,7 +199,7 @@ def predict_phases(trace_path: Path, spans: Sequence[Mapping[str, Any]], models:
                     + "); assumes the test is device-bound"
                     + (f"; {said}" if said else "")
                     + "".join(f"; {m}" for m in ([span["note"]] if span.get("note") else []) + marks)
-                    + (f"; {warning}" if warning else "") + (f"; {trace_note}" if trace_note else ""))
+                    + (f"; {MARK}{warning}" if warning else "") + (f"; {trace_note}" if trace_note else ""))
             value = float(span["work"]) / model_s if model_s > 0 else None
             metrics.append(Metric.of(name, value, note))
             test["models"][model] = {"elapsed_ns": result["elapsed_ns"], "predicted": value,
