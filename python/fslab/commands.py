@@ -105,6 +105,67 @@ def run_command(
     return Completed(list(argv), proc.returncode, stdout or "", stderr or "", wall)
 
 
+def run_command_stamped(
+    argv: Sequence[str],
+    *,
+    timeout: float | None = 600,
+    preexec: Callable[[], None] | None = None,
+    cwd: str | None = None,
+) -> tuple[Completed, list[tuple[int, str]]]:
+    """Like ``run_command`` (check=True), and also each piece of stderr as it arrived,
+    stamped with ``time.monotonic_ns()`` (CLOCK_MONOTONIC, the clock of the block trace's
+    ``mono`` trace_clock): a tool's progress messages then mark when its phases ran."""
+    import threading
+    import time
+
+    require_tool(argv[0])
+    started = time.monotonic()
+    proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True, preexec_fn=preexec, cwd=cwd)
+    out: list[bytes] = []
+    pieces: list[tuple[int, bytes]] = []
+
+    def drain_stdout() -> None:
+        assert proc.stdout is not None
+        out.append(proc.stdout.read())
+
+    def drain_stderr() -> None:
+        assert proc.stderr is not None
+        fd = proc.stderr.fileno()
+        # os.read returns what the child has written so far: stderr is unbuffered in C,
+        # so each progress message arrives when it is printed.
+        while chunk := os.read(fd, 65536):
+            pieces.append((time.monotonic_ns(), chunk))
+
+    readers = [threading.Thread(target=f, daemon=True) for f in (drain_stdout, drain_stderr)]
+    for t in readers:
+        t.start()
+
+    def collected() -> tuple[str, str, list[tuple[int, str]]]:
+        for t in readers:
+            t.join()
+        text = [(ns, chunk.decode("utf-8", "replace")) for ns, chunk in pieces]
+        return b"".join(out).decode("utf-8", "replace"), "".join(t for _, t in text), text
+
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        proc.wait()
+        stdout, stderr, _ = collected()
+        raise CommandFailed(argv, None, stderr, timed_out=True, timeout_s=timeout, stdout=stdout) from None
+    except BaseException:
+        _kill_group(proc)  # Ctrl-C / SystemExit: never leave the child running behind us
+        proc.wait()
+        collected()
+        raise
+    stdout, stderr, stamped = collected()
+    wall = time.monotonic() - started
+    if proc.returncode != 0:
+        raise CommandFailed(argv, proc.returncode, stderr or stdout, stdout=stdout)
+    return Completed(list(argv), proc.returncode, stdout, stderr, wall), stamped
+
+
 def _descendants(pid: int) -> list[int]:
     """All processes below ``pid`` (children, grandchildren, ...), read from /proc."""
     children: dict[int, list[int]] = {}
@@ -126,7 +187,7 @@ def _descendants(pid: int) -> list[int]:
     return found
 
 
-def _kill_group(proc: subprocess.Popen[str]) -> None:
+def _kill_group(proc: subprocess.Popen[str] | subprocess.Popen[bytes]) -> None:
     """SIGKILL the child, its process group and every descendant. Killing the group is
     not enough: fio's job processes call setsid() and would outlive it, holding the
     mount busy and our pipes open."""

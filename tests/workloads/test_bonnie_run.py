@@ -76,9 +76,14 @@ def test_short_run_on_ext4_in_its_own_cgroup(mounted_fs, tmp_path: Path) -> None
     # The per-char tests are CPU-bound (a system call per byte): slow enough to time.
     assert "putc_bytes_per_s" in result.metrics and "getc_bytes_per_s" in result.metrics
     assert result.tool_runtime_s > 0
-    for name in ("bonnie.csv", "bonnie.txt", "bonnie-sizes.json"):
+    for name in ("bonnie.csv", "bonnie.txt", "bonnie-sizes.json", "bonnie-progress.txt", "bonnie-phases.json"):
         assert (art / name).stat().st_size > 0
     assert (art / "bonnie.csv").read_text().startswith("1.98,2.00a,fslab,")
+    assert (art / "bonnie.txt").read_text().startswith("Version 2.00a")  # the text table, without the CSV
+    assert "Writing intelligently...done" in (art / "bonnie-progress.txt").read_text()
+    spans = info["phases"]["spans"]  # every test ran, in Bonnie++'s order, within the run's wall time
+    assert [s["key"] for s in spans] == [p.key for p in PHASES]
+    assert spans[-1]["end_ns"] - spans[0]["start_ns"] <= result.tool_runtime_s * 1e9
 
 
 def test_executor_memory_limit_is_used_as_ram(mounted_fs, tmp_path: Path) -> None:

@@ -333,7 +333,27 @@ def _collect_metrics(result: WorkloadResult, before: dict[str, int], dev: Device
                 run_trace.path, ctx.job.settings.simulate, params, run_trace.result, rates, result.tool_runtime_s,
                 ctx.job.settings.models)
             metrics += predicted
+            metrics += _phase_predictions(result, run_trace, ctx, params, provenance)
     return metrics
+
+
+def _phase_predictions(result: WorkloadResult, run_trace: RunTrace, ctx: ExecContext, params: dict[str, Any],
+                       provenance: dict[str, Any]) -> list[Metric]:
+    """Each test's figure on each model, for a workload that says when its tests ran
+    (``info["phases"]``, e.g. Bonnie++): fslab.phase_predictions."""
+    spans = (result.info.get("phases") or {}).get("spans")
+    if not spans:
+        return []
+    from ..phase_predictions import predict_phases
+    from ..predictions import replay_queue_depth
+
+    trace_note = None
+    if run_trace.result is not None and not run_trace.result.get("complete", True):
+        trace_note = f"incomplete trace: {run_trace.result.get('lost_events')} events lost"
+    predicted, provenance["phase_predictions"] = predict_phases(
+        run_trace.path, spans, ctx.job.settings.simulate, replay_queue_depth(params), ctx.job.settings.models,
+        trace_note)
+    return predicted
 
 
 def _study_level_os_error(exc: BaseException) -> None:

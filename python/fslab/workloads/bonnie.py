@@ -36,11 +36,14 @@ from pathlib import Path
 from typing import Any
 
 from ..cgroups import MemoryLimit, memory_limit
-from ..commands import run_command
+from ..commands import run_command, run_command_stamped
 from ..errors import CommandFailed, WorkloadFailed
 from ..metrics import MetricKind
 from ..units import format_bytes, parse_duration_s, parse_size
 from . import ParamError, RunContext, Workload, WorkloadCapabilities, WorkloadResult, quick_memory, register_workload
+from .bonnie_phases import ARTIFACT as PHASES_ARTIFACT
+from .bonnie_phases import CLOCK as PHASE_CLOCK
+from .bonnie_phases import phase_spans
 
 CSV_VERSION = "1.98"
 CSV_FIELDS = 50
@@ -386,14 +389,20 @@ class BonnieWorkload(Workload):
             argv = bonnie_argv(params, choice, ctx.workdir)
             timeout = ctx.timeout_s or self.default_timeout_s({**params, "size": choice["size_bytes"]})
             try:
-                done = run_command(argv, timeout=timeout, preexec=cg.enter, cwd=str(ctx.workdir))
+                done, stamped = run_command_stamped(argv, timeout=timeout, preexec=cg.enter, cwd=str(ctx.workdir))
             except CommandFailed as exc:
-                (ctx.artifact_dir / "bonnie.txt").write_text(exc.stderr)
+                (ctx.artifact_dir / "bonnie.txt").write_text(exc.stdout + exc.stderr)
                 raise
             limit = {**cg.describe(), "source": source}
-        (ctx.artifact_dir / "bonnie.csv").write_text(done.stdout)
-        (ctx.artifact_dir / "bonnie.txt").write_text(done.stderr)
+        csv_lines = [ln for ln in done.stdout.splitlines() if ln.startswith(CSV_VERSION + ",")]
+        (ctx.artifact_dir / "bonnie.csv").write_text("".join(ln + "\n" for ln in csv_lines))
+        (ctx.artifact_dir / "bonnie.txt").write_text(
+            "".join(ln + "\n" for ln in done.stdout.splitlines() if not ln.startswith(CSV_VERSION + ",")))
+        (ctx.artifact_dir / "bonnie-progress.txt").write_text(done.stderr)
         parsed = parse_csv_output(done.stdout)
+        spans = phase_spans(stamped, choice, int(params.get("concurrency") or 1))
+        phases = {"clock": PHASE_CLOCK, "artifact": PHASES_ARTIFACT, "spans": [s.as_dict() for s in spans]}
+        (ctx.artifact_dir / PHASES_ARTIFACT).write_text(json.dumps(phases, indent=2) + "\n")
         notes = {PHASE_BY_KEY[k].rate_metric: too_fast_note(PHASE_BY_KEY[k], params, choice)
                  for k in parsed.too_fast}
         notes.update({PHASE_BY_KEY[k].rate_metric: skipped_note(PHASE_BY_KEY[k]) for k in parsed.skipped})
@@ -406,6 +415,8 @@ class BonnieWorkload(Workload):
             "sizes": choice,
             "too_fast": parsed.too_fast,
             "skipped": parsed.skipped,
+            # When each test ran (bonnie_phases): fslab.phase_predictions splits the trace by it.
+            "phases": phases,
         }
         return WorkloadResult(parsed.metrics, done.wall_s, info=info, notes=notes)
 
@@ -439,8 +450,10 @@ def bonnie_argv(params: dict[str, Any], choice: dict[str, Any], directory: Path)
     seekers = params.get("seekers", DEFAULT_SEEKERS)
     if (chunk, choice["seeks"], seekers) != (DEFAULT_CHUNK, DEFAULT_SEEKS, DEFAULT_SEEKERS):
         size += f":{chunk}:{choice['seeks']}:{seekers}"
-    # No -x: with it Bonnie++ drops the text table (stderr), which is kept as bonnie.txt.
-    argv = ["bonnie++", "-q", "-u", "root", "-m", "fslab", "-d", str(directory),
+    # No -q: its progress messages (stderr) say when each test ran (bonnie_phases); the
+    # text table and the CSV line then share stdout (split into bonnie.txt and bonnie.csv).
+    # No -x: with it Bonnie++ drops the text table.
+    argv = ["bonnie++", "-u", "root", "-m", "fslab", "-d", str(directory),
             "-s", size, "-r", str(choice["ram_bytes"] // MIB), "-n", choice["files"]]
     char = choice["char_size_bytes"]
     # -f alone skips the per-char tests; -fN (attached: the argument is optional) sets their size.

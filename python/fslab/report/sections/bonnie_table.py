@@ -3,6 +3,10 @@ beside Bonnie++'s, the paper's only for a study that reproduces seed 000), one c
 file system, each a mean ± 95% interval in MiB/s over n runs, and which differences
 between file systems are significant.
 
+For traced runs replayed on device models, a second table puts each test's predicted
+figure per model (``pred_<model>_<test metric>``, fslab.phase_predictions) beside the
+measured one: seed 001's HDD vs SSD per test, seed 000's Table IV on an SSD model.
+
 Built only from stored runs and cells (like report/tables.py, whose row grouping and cell
 text it reuses); the statistics are fslab.analysis.stats: Student-t intervals, Welch's
 t-test for every pair of file systems, Holm-corrected within each row.
@@ -13,9 +17,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import combinations
 
-from ...analysis.stats import CONFIDENCE, MIN_N_FOR_VERDICT, NoVerdict, holm, welch_t
+from ...analysis.stats import CONFIDENCE, MIN_N_FOR_VERDICT, NoVerdict, holm, summarize, welch_t
+from ...phase_predictions import is_marked
+from ...predictions import metric_name, split_name
 from ...stored import STATUS_OK, StoredCell, StoredRun
 from ..data import TableSection
+from ..labels import cell_label, fs_column, mean_pm
 from ..tables import NO_VERDICT, RowData, build_table, cell_text
 from ..units import fmt
 from .base import SECTIONS, Section, StudyData
@@ -157,9 +164,95 @@ def table_iv(runs: list[StoredRun], cells: list[StoredCell], paper: bool = True)
     return out
 
 
+PREDICTED_LEGEND = (
+    "Predicted columns: PREDICTIONS, not measurements — each Bonnie++ test's requests (those issued while it "
+    "ran, by the block trace's clock) replayed alone on the device model, closed loop at the test's own "
+    "concurrency, with a cache flush after a test that wrote; the figure is the test's bytes over the model's "
+    "time, mean ± 95% interval over n runs in MiB/s. It assumes the test is device-bound: the per-char rows "
+    "are CPU-bound in Bonnie++ 2.00a (a system call per byte), so their prediction is an upper bound. "
+    "'†': some run's figure is marked — its writes were partly written back after the test ended, it read "
+    "partly from the page cache, or a write cache took most of its writes (the metric's note says which). "
+    "Measured columns: this machine's image device. Ratio columns: the predicted means' ratio (a later "
+    "model over the first)."
+)
+
+
+def _models(runs: list[StoredRun]) -> list[str]:
+    """The models any run has a per-test prediction for, in first-seen order."""
+    tests = {metric for _, _, metric in TABLE_IV_ROWS}
+    out: list[str] = []
+    for run in runs:
+        for name in run["metrics"]:
+            parsed = split_name(name)
+            if parsed and parsed[1] in tests and parsed[0] not in out:
+                out.append(parsed[0])
+    return out
+
+
+def _column(runs: list[StoredRun], metric: str) -> tuple[list[float], list[str]]:
+    """The runs' values of ``metric`` and the notes of those with a mark or no number."""
+    values, notes = [], []
+    for run in runs:
+        m = run["metrics"].get(metric)
+        if m is None:
+            continue
+        if m["value"] is not None:
+            values.append(float(m["value"]))
+        if m["value"] is None or is_marked(m["note"]):
+            notes.append(m["note"] or "no number")
+    return values, notes
+
+
+def _text(values: list[float], notes: list[str]) -> str:
+    if not values:
+        return "— (" + notes[0].split(": ")[-1] + ")" if notes else "—"
+    return mean_pm(summarize(values), MIB) + (" †" if any(is_marked(n) for n in notes) else "")
+
+
+def predicted_tables(runs: list[StoredRun], cells: list[StoredCell], paper: bool = True) -> list[TableSection]:
+    """Per Bonnie++ workload: each test measured and predicted on each model, per file
+    system; empty when no run has per-test predictions."""
+    ok = [r for r in runs if r["cell"]["workload_kind"] == "bonnie" and r["status"] == STATUS_OK]
+    models = _models(ok)
+    if not models:
+        return []
+    groups: dict[str, dict[str, list[StoredRun]]] = {}
+    for cell in cells:  # the study's order of workloads and file systems
+        groups.setdefault(cell_label(cell), {}).setdefault(fs_column(cell), [])
+    for run in ok:
+        groups.setdefault(cell_label(run["cell"]), {}).setdefault(fs_column(run["cell"]), []).append(run)
+    out: list[TableSection] = []
+    for label, by_fs in groups.items():
+        columns = ["paper's row"] if paper else []
+        columns.append("Bonnie++ test")
+        for fs in by_fs:
+            columns.append(f"{fs} measured (MiB/s)")
+            columns += [f"{fs} on {model} (MiB/s, predicted)" for model in models]
+            columns += [f"{fs}: {model} / {models[0]} (predicted)" for model in models[1:]]
+        table = TableSection("workload", f"Bonnie++ {label} per test: measured, and predicted on "
+                                         f"{', '.join(models)}", columns, [])
+        for paper_name, bonnie_name, metric in TABLE_IV_ROWS:
+            row = [paper_name] if paper else []
+            row.append(bonnie_name)
+            for fs_runs in by_fs.values():
+                row.append(_text(*_column(fs_runs, metric)))
+                means: list[float | None] = []
+                for model in models:
+                    values, notes = _column(fs_runs, metric_name(model, metric))
+                    row.append(_text(values, notes))
+                    means.append(sum(values) / len(values) if values else None)
+                for mean in means[1:]:
+                    row.append(f"{fmt(mean / means[0])}x" if mean is not None and means[0] else "—")
+            table.rows.append(row)
+        out.append(table)
+    out[-1].note = PREDICTED_LEGEND
+    return out
+
+
 def build(study: StudyData) -> list[TableSection]:
-    return table_iv(study.runs, [c for c in study.cells if c["workload_kind"] == "bonnie"],
-                    paper=study.paper == PAPER)
+    cells = [c for c in study.cells if c["workload_kind"] == "bonnie"]
+    paper = study.paper == PAPER
+    return [*table_iv(study.runs, cells, paper=paper), *predicted_tables(study.runs, cells, paper=paper)]
 
 
 SECTIONS.register("bonnie-table-iv", Section(build, workload_kind="bonnie"))
