@@ -36,7 +36,7 @@ from typing import Any
 
 from .errors import FslabError
 from .job.record import Metric
-from .predictions import assumptions, cache_warning, metric_name, resolve_model
+from .predictions import assumptions, cache_warning, metric_name, resolve_model, window_concurrency
 
 # A write test whose bytes reached the device less than this much inside the test is marked.
 WRITTEN_INSIDE_FRACTION = 0.9
@@ -86,37 +86,6 @@ def _flushed(requests: Any) -> Any:
     out = Requests(list(requests.time_ns), bytearray(requests.op), list(requests.sector),
                    list(requests.nbytes), bytearray(requests.fua))
     out.append(requests.time_ns[-1], "F", 0, 0)
-    return out
-
-
-def window_concurrency(trace_path: Path, spans: Sequence[Mapping[str, Any]]) -> list[float | None]:
-    """Per span: the time-weighted mean number of requests in flight (issue to complete)
-    while any was, from the events inside the span, per device (as
-    ``predictions.trace_concurrency`` for a whole trace). None where no request completed."""
-    import numpy as np
-
-    from .trace.formats import EV_COMPLETE, EV_ISSUE, read_parquet
-
-    c = read_parquet(trace_path).columns
-    issue, done = c["event"] == EV_ISSUE, c["event"] == EV_COMPLETE
-    keep = issue | done
-    times = c["time_ns"][keep].astype(np.int64)
-    step = np.where(issue[keep], 1, -1)
-    order = np.argsort(times, kind="stable")
-    times, step = times[order], step[order]
-    devices = max(1, len(np.unique(c["dev"][issue])))
-    out: list[float | None] = []
-    for span in spans:
-        lo, hi = np.searchsorted(times, [int(span["start_ns"]), int(span["end_ns"])], side="left")
-        t, s = times[lo:hi], step[lo:hi]
-        if len(t) < 2:
-            out.append(None)
-            continue
-        in_flight = np.maximum(np.cumsum(s), 0)  # requests issued before the test are not counted
-        spans_ns = np.diff(t)
-        busy = in_flight[:-1] > 0
-        total = spans_ns[busy].sum()
-        out.append(float((in_flight[:-1][busy] * spans_ns[busy]).sum() / total) / devices if total else None)
     return out
 
 
