@@ -106,8 +106,10 @@ def prediction_table(label: str, by_fs: dict[str, list[StoredRun]]) -> TableSect
         # Only the models this entry was replayed on (each device of a study may have its own).
         own = [m for m in models if any(name.startswith(f"pred_{m}_") for r in runs for name in r["metrics"])]
         for i, model in enumerate(own):
-            predicted = values([r for r in runs if workload_predicted(r["metrics"], model)],
-                               f"pred_{model}_{primary}")
+            # A workload predicted test by test (Bonnie++) has its figures in its own table:
+            # a test's prediction is not the whole run's.
+            predicted = values([r for r in runs if workload_predicted(r["metrics"], model)
+                                and "phase_predictions" not in r["provenance"]], f"pred_{model}_{primary}")
             unpredicted |= not predicted
             row = [mean_ci(predicted, n), mean_ci(values(runs, primary), n),
                    mean_ci(_pred(runs, model, "device_requests_per_s"), n),
@@ -133,8 +135,9 @@ def prediction_table(label: str, by_fs: dict[str, list[StoredRun]]) -> TableSect
              "machine's kernel produced it. Device columns are the model's requests, not the workload's I/Os."]
     if unpredicted:
         notes.append(f"— under {primary} predicted: the workload has no single window whose work a model can time "
-                     "(phases run one after another in one trace, e.g. Bonnie++'s tests or fio groups, or fio's "
-                     "ramp_time), or the prediction was stored before fslab made it")
+                     "(phases run one after another in one trace, e.g. Bonnie++'s tests — predicted test by test "
+                     "in their own table — or fio groups, or fio's ramp_time), or the prediction was stored "
+                     "before fslab made it")
     notes += [f"WARNING {w}" for w in warnings]
     if failures:
         notes.append("no prediction: " + "; ".join(failures[:5]))
