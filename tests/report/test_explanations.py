@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fslab.report.sections.explanations import explanations
+from fslab.report.sections.explanations import explanations, nothing_to_explain
 from fslab.stored import StoredCell, StoredMetric, StoredRun
 
 
@@ -53,6 +53,16 @@ def test_a_difference_the_io_does_not_carry_is_said_so() -> None:
 def test_no_significant_difference_no_explanation() -> None:
     runs = [run("ext4", v) for v in (1000.0, 1200.0, 800.0)] + [run("xfs", v) for v in (1050.0, 900.0, 1150.0)]
     assert explanations(runs, [cell("ext4"), cell("xfs")]) == []
+    # the section still says why it explains nothing
+    assert nothing_to_explain(runs, [cell("ext4"), cell("xfs")]) == [
+        "No significant difference to explain.", "1 comparison(s) showed no significant difference."]
+
+
+def test_without_a_verdict_the_section_says_more_runs_are_needed() -> None:
+    runs = [run("ext4", v) for v in (1000.0, 1100.0)] + [run("f2fs", v) for v in (9000.0, 9500.0)]
+    lines = nothing_to_explain(runs, [cell("ext4"), cell("f2fs")])
+    assert lines[0] == "No significant difference to explain."
+    assert lines[1].startswith("1 of 1 comparison(s) had no verdict (fewer than 3 runs")
 
 
 def test_a_figure_of_one_phase_is_not_explained_by_the_whole_runs_io() -> None:

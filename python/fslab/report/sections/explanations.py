@@ -262,8 +262,26 @@ def explanations(runs: Sequence[StoredRun], cells: Sequence[StoredCell]) -> list
     return out
 
 
+def nothing_to_explain(runs: Sequence[StoredRun], cells: Sequence[StoredCell]) -> list[str]:
+    """Why the section has no explanation: how many comparisons had no verdict (and the
+    commonest reason) and how many no significant difference; empty without comparisons."""
+    comparisons = [c for row in build_table(runs, None, cells).rows
+                   for fs, c in row.comparisons.items() if row.best_for(fs) not in (None, fs)]
+    if not comparisons:
+        return []
+    untested = [c.untested for c in comparisons if c.untested]
+    lines = ["No significant difference to explain."]
+    if untested:
+        commonest = max(set(untested), key=untested.count)
+        lines.append(f"{len(untested)} of {len(comparisons)} comparison(s) had no verdict ({commonest}): "
+                     "more runs would let the differences be tested and then explained.")
+    if len(untested) < len(comparisons):
+        lines.append(f"{len(comparisons) - len(untested)} comparison(s) showed no significant difference.")
+    return lines
+
+
 def build(study: StudyData) -> list[ModelSection]:
-    lines = explanations(study.runs, study.cells)
+    lines = explanations(study.runs, study.cells) or nothing_to_explain(study.runs, study.cells)
     if not lines:
         return []
     return [ModelSection("explanations", "Why: the I/O behind each significant difference",
