@@ -64,7 +64,7 @@ def test_quick_seed_004_has_the_shape_of_a_full_run(device_support, tmp_path: Pa
     limit scaled, quick gave a median of 524,288 B and 99.6% sequential."""
     # ext4 on the host: the page cache's behaviour under the limit is the kernel's, not QEMU's.
     text = (resources.files("fslab") / "presets" / "seed-004.toml").read_text().replace(
-        'backend = "guest"', 'backend = "host"')
+        'backend = "shared"', 'backend = "host"')
     assert 'backend = "host"' in text
     small = (text.replace('file_size = "2GiB"', 'file_size = "512MiB"')
              .replace('io_size = "1GiB"', 'io_size = "256MiB"')
