@@ -242,7 +242,7 @@ def test_trace_concurrency_counts_requests_in_flight(tmp_path: Path) -> None:
     completion without its issue (issued before the trace) is not counted below zero.
     (It read the event column as tracepoint names and found none: every replay fell back
     to the workload's own depth.)"""
-    from fslab.predictions import trace_concurrency, window_concurrency
+    from fslab.predictions import read_run_trace, window_concurrency
     from fslab.trace.formats import EV_COMPLETE, EV_ISSUE, OP_WRITE, Trace, write_parquet
 
     # (time, event): A issued at 0, B at 100, A done at 200, B done at 300; a stray completion at 400.
@@ -253,5 +253,7 @@ def test_trace_concurrency_counts_requests_in_flight(tmp_path: Path) -> None:
     path = tmp_path / "t.parquet"
     write_parquet(Trace.from_lists(rows, ["w"], {"complete": True}), path)
     # busy 0..300: 1 in flight for 100 ns, 2 for 100 ns, 1 for 100 ns
-    assert trace_concurrency(path) == pytest.approx(4 / 3)
-    assert window_concurrency(path, [{"start_ns": 100, "end_ns": 301}]) == [pytest.approx(1.0)]
+    trace, requests = read_run_trace(path)
+    assert len(requests) == 2  # the two issues
+    assert window_concurrency(trace) == [pytest.approx(4 / 3)]
+    assert window_concurrency(trace, [{"start_ns": 100, "end_ns": 301}]) == [pytest.approx(1.0)]

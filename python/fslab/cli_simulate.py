@@ -92,6 +92,9 @@ def _print_table(r: dict) -> None:
     if "write_cache" in facts:
         rows.append(("write cache assumed (on/off, size)",
                      f"{'on' if facts['write_cache'] else 'off'}, {int(facts['cache_bytes']) >> 20} MiB"))
+    if "controller_cache_bytes" in facts:
+        cache = int(facts["controller_cache_bytes"])
+        rows.append(("RAID controller write-back cache assumed (MiB; 0: none, as md)", f"{cache >> 20}"))
     if "write_cache_absorbed_fraction" in facts:
         rows.append(("written bytes acknowledged by the write cache (fraction)",
                      f"{facts['write_cache_absorbed_fraction']:.3f}"))

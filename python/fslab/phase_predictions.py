@@ -32,11 +32,23 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import FslabError
 from .job.record import Metric
-from .predictions import assumptions, cache_warning, metric_name, resolve_model, window_concurrency
+from .predictions import (
+    assumptions,
+    cache_warning,
+    metric_name,
+    read_run_trace,
+    replay_depth,
+    resolve_model,
+    window_concurrency,
+)
+
+if TYPE_CHECKING:
+    from .simulate import Requests
+    from .trace.formats import Trace
 
 # A write test whose bytes reached the device less than this much inside the test is marked.
 WRITTEN_INSIDE_FRACTION = 0.9
@@ -111,12 +123,13 @@ def _marks(span: Mapping[str, Any], written: int, read: int) -> list[str]:
 
 def predict_phases(trace_path: Path, spans: Sequence[Mapping[str, Any]], models: Sequence[str], min_qd: int = 1,
                    definitions: Mapping[str, Mapping[str, Any]] | None = None,
-                   trace_note: str | None = None) -> tuple[list[Metric], dict[str, Any]]:
+                   trace_note: str | None = None,
+                   loaded: tuple[Trace, Requests] | None = None) -> tuple[list[Metric], dict[str, Any]]:
     """(metrics, provenance) for each span (``bonnie_phases.PhaseSpan.as_dict()``) on each
     model; ``min_qd``: the workload's own queue depth (the least each test is replayed at).
     A test with no requests, or a model that fails, gives a metric without a number
     whose note says why; predictions never cost the measured run."""
-    from .simulate import read_requests, simulate_requests
+    from .simulate import simulate_requests
 
     prov: dict[str, Any] = {"attribution": "issue time within the test's span (CLOCK_MONOTONIC)",
                             "replay": "each test alone on a fresh model, closed loop at the test's own concurrency "
@@ -124,8 +137,8 @@ def predict_phases(trace_path: Path, spans: Sequence[Mapping[str, Any]], models:
                             "tests": {}}
     metrics: list[Metric] = []
     try:
-        requests = read_requests(trace_path)
-        concurrency = window_concurrency(trace_path, spans)
+        trace, requests = loaded or read_run_trace(trace_path)
+        concurrency = window_concurrency(trace, spans)
     except (FslabError, OSError, ValueError, KeyError) as exc:
         prov["error"] = str(exc)
         return [Metric.of(metric_name(m, s["metric"]), None, f"not predicted: {exc}")
@@ -136,7 +149,7 @@ def predict_phases(trace_path: Path, spans: Sequence[Mapping[str, Any]], models:
         sub = _subset(requests, index)
         written, read = _bytes(sub, "W"), _bytes(sub, "R")
         marks = _marks(span, written, read)
-        qd = max(min_qd, round(seen)) if seen is not None else min_qd
+        qd = replay_depth(min_qd, seen)
         test = {"start_ns": int(span["start_ns"]), "end_ns": int(span["end_ns"]), "requests": len(sub),
                 "written_bytes": written, "read_bytes": read, "work": span["work"], "work_unit": span["work_unit"],
                 "trace_concurrency": seen, "qd": qd, "flushed": written > 0, "marks": marks, "models": {}}

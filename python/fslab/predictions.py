@@ -35,12 +35,16 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import FslabError, SimulationError, SpecError
 from .job.record import Metric
 from .mechanisms import mechanism_of, metric_suffix, shares, whole_of
 from .metrics import MetricKind, declare_metrics
+
+if TYPE_CHECKING:
+    from .simulate import Requests
+    from .trace.formats import Trace
 
 PREFIX = "pred_"
 MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9.-]*")
@@ -66,13 +70,6 @@ def resolve_model(name: str, definitions: Mapping[str, Mapping[str, Any]] | None
     if definition is None:
         return name, {}
     return str(definition["base"]), {k: v for k, v in definition.items() if k not in ("base", "description")}
-
-
-def controller_facts(params: Mapping[str, Any]) -> dict[str, float]:
-    """A RAID model's controller cache, as a fact its predictions must state."""
-    if params.get("kind") != "raid":
-        return {}
-    return {"controller_cache_bytes": float(params.get("cache_bytes", 0))}
 
 
 def assumptions(facts: Mapping[str, float]) -> str:
@@ -221,26 +218,17 @@ def _values(result: dict[str, Any]) -> dict[str, float | None]:
     }
 
 
-def trace_concurrency(trace_path: Path) -> float | None:
+def window_concurrency(trace: Trace, spans: Sequence[Mapping[str, Any]] | None = None) -> list[float | None]:
     """The requests in flight between issue and completion that the trace shows: their
     time-weighted mean over the time any was in flight, per device of the trace (an md
     array's members each have their own queue; the array's own bios have no completion
-    event here). None when the trace has no completed request."""
-    return window_concurrency(trace_path, None)[0]
-
-
-def window_concurrency(trace_path: Path, spans: Sequence[Mapping[str, Any]] | None) -> list[float | None]:
-    """``trace_concurrency`` within each span (``start_ns``/``end_ns`` on the trace's
-    clock), from the events inside it; the whole trace when ``spans`` is None. None where
-    no request completed (or the trace cannot be read)."""
+    event here) — within each span (``start_ns``/``end_ns`` on the trace's clock), or the
+    whole trace when ``spans`` is None. None where no request completed."""
     import numpy as np
 
-    from .trace.formats import EV_COMPLETE, EV_ISSUE, read_parquet
+    from .trace.formats import EV_COMPLETE, EV_ISSUE
 
-    try:
-        c = read_parquet(trace_path).columns
-    except (OSError, ValueError, KeyError, FslabError):
-        return [None] * (1 if spans is None else len(spans))
+    c = trace.columns
     issue, done = c["event"] == EV_ISSUE, c["event"] == EV_COMPLETE
     keep = issue | done
     times = np.asarray(c["time_ns"][keep], dtype=np.int64)
@@ -265,19 +253,30 @@ def window_concurrency(trace_path: Path, spans: Sequence[Mapping[str, Any]] | No
     return out
 
 
-def replay_depth(params: Mapping[str, Any], concurrency: float | None) -> int:
+def read_run_trace(trace_path: Path) -> tuple[Trace, Requests]:
+    """A run's trace, read once, and its requests as the models take them. Raises
+    FslabError (or OSError) when it cannot be read."""
+    from .simulate import requests_from_trace
+    from .trace.formats import read_parquet
+
+    trace = read_parquet(trace_path)
+    return trace, requests_from_trace(trace)
+
+
+def replay_depth(app_qd: int, concurrency: float | None) -> int:
     """Closed-loop depth: the depth the trace sustained (its mean concurrency, rounded
     down: a queue-depth-1 job beside a little background writeback shows 1.3-1.6, which is
-    not a second request in flight of its own), at least the workload's depth."""
-    app = replay_queue_depth(params)
-    return app if concurrency is None else max(app, int(concurrency))
+    not a second request in flight of its own), at least the workload's own ``app_qd``."""
+    return app_qd if concurrency is None else max(app_qd, int(concurrency))
 
 
 def predict_run(trace_path: Path, models: Sequence[str], params: Mapping[str, Any],
                 trace_result: Mapping[str, Any] | None = None, work_rates: Mapping[str, float] | None = None,
                 work_s: float | None = None,
-                definitions: Mapping[str, Mapping[str, Any]] | None = None) -> tuple[list[Metric], dict[str, Any]]:
-    """Replay one run's trace on each model. Returns (metrics, provenance): the device's
+                definitions: Mapping[str, Mapping[str, Any]] | None = None,
+                loaded: tuple[Trace, Requests] | None = None) -> tuple[list[Metric], dict[str, Any]]:
+    """Replay one run's trace on each model (``loaded``: the trace as ``read_run_trace``
+    read it, so a caller that needs it twice reads it once). Returns (metrics, provenance): the device's
     figures (``pred_<model>_device_*``) and, for each of ``work_rates`` (the workload's
     metrics that are the rate of its work over ``work_s`` seconds, its own runtime), the
     same work over the model's time for the trace's requests. Every metric's note says it
@@ -286,10 +285,14 @@ def predict_run(trace_path: Path, models: Sequence[str], params: Mapping[str, An
     model that rejects the trace (e.g. it addresses more than the model's capacity) gives
     metrics without a number whose note says why: predictions never cost the measured run.
     ``definitions``: the study's own models (name -> {"base": shipped model, overrides})."""
-    from .simulate import read_requests, simulate_requests
+    from .simulate import simulate_requests
 
-    concurrency = trace_concurrency(trace_path)
-    qd = replay_depth(params, concurrency)
+    try:
+        trace, requests = loaded or read_run_trace(trace_path)
+        concurrency, error = window_concurrency(trace)[0], None
+    except (FslabError, OSError, ValueError, KeyError) as exc:
+        requests, concurrency, error = None, None, str(exc)
+    qd = replay_depth(replay_queue_depth(params), concurrency)
     trace_note = None
     if trace_result is not None and not trace_result.get("complete", True):
         trace_note = f"incomplete trace: {trace_result.get('lost_events')} events lost"
@@ -297,11 +300,10 @@ def predict_run(trace_path: Path, models: Sequence[str], params: Mapping[str, An
                             "trace_concurrency": concurrency, "models": {}}
     rates = {name: v for name, v in (work_rates or {}).items() if v is not None and work_s}
     metrics: list[Metric] = []
-    try:
-        requests = read_requests(trace_path)
+    if requests is not None:
         prov["requests"] = len(requests)
-    except FslabError as exc:
-        requests, prov["error"] = None, str(exc)
+    else:
+        prov["error"] = error
     for model in models:
         label = f"predicted on model {model} (closed loop, qd {qd}), not measured"
         if trace_note:
@@ -316,7 +318,7 @@ def predict_run(trace_path: Path, models: Sequence[str], params: Mapping[str, An
                 metrics.append(Metric.of(name, None, f"{label}: failed: {exc}"))
             prov["models"][model] = {"error": str(exc)}
             continue
-        facts = {**result.get("model_facts", {}), **controller_facts(result.get("params", {}))}
+        facts = result.get("model_facts", {})
         defined = "" if model == base else (
             f" ({model} = {base}" + "".join(f", {k} = {v}" for k, v in overrides.items()) + ")")
         label += defined

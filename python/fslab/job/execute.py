@@ -326,19 +326,23 @@ def _collect_metrics(result: WorkloadResult, before: dict[str, int], dev: Device
         metrics += run_trace.metrics(result.metrics)
         provenance["trace"] = run_trace.provenance()
         if ctx.job.settings.simulate and run_trace.result is not None:
-            from ..predictions import predict_run
+            from ..predictions import predict_run, read_run_trace
 
+            try:  # read once for the whole-run and the per-test replays
+                loaded = read_run_trace(run_trace.path)
+            except (FslabError, OSError, ValueError, KeyError):
+                loaded = None  # each replay says why in its metrics' notes
             rates = {name: result.metrics[name] for name in workload.work_rates(params, result.metrics)}
             predicted, provenance["predictions"] = predict_run(
                 run_trace.path, ctx.job.settings.simulate, params, run_trace.result, rates, result.tool_runtime_s,
-                ctx.job.settings.models)
+                ctx.job.settings.models, loaded)
             metrics += predicted
-            metrics += _phase_predictions(result, run_trace, ctx, params, provenance)
+            metrics += _phase_predictions(result, run_trace, ctx, params, provenance, loaded)
     return metrics
 
 
 def _phase_predictions(result: WorkloadResult, run_trace: RunTrace, ctx: ExecContext, params: dict[str, Any],
-                       provenance: dict[str, Any]) -> list[Metric]:
+                       provenance: dict[str, Any], loaded: tuple[Any, Any] | None) -> list[Metric]:
     """Each test's figure on each model, for a workload that says when its tests ran
     (``info["phases"]``, e.g. Bonnie++): fslab.phase_predictions."""
     spans = (result.info.get("phases") or {}).get("spans")
@@ -352,7 +356,7 @@ def _phase_predictions(result: WorkloadResult, run_trace: RunTrace, ctx: ExecCon
         trace_note = f"incomplete trace: {run_trace.result.get('lost_events')} events lost"
     predicted, provenance["phase_predictions"] = predict_phases(
         run_trace.path, spans, ctx.job.settings.simulate, replay_queue_depth(params), ctx.job.settings.models,
-        trace_note)
+        trace_note, loaded)
     return predicted
 
 
