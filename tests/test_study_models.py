@@ -11,6 +11,7 @@ import pytest
 
 from fslab.errors import SpecError
 from fslab.study import parse_spec
+from test_predictions import SYNTHETIC_STUDY
 
 
 def _spec(models: dict[str, Any], simulate: list[str]) -> dict[str, Any]:
@@ -45,12 +46,9 @@ def test_a_study_model_reaches_every_job() -> None:
         "raid5-wb": {"base": "raid5-8x-sata-mlc-ssd", "cache_bytes": "1GiB"}}
 
 
-STUDY = """
-[study]
-name = "own models"
-repetitions = 1
-trace = true
-simulate = ["raid5-4x-sata-mlc-ssd", "raid5-wb", "hdd-7200", "hdd-nocache"]
+# The synthetic-stream study of test_predictions (4 KiB random direct writes at queue
+# depth 1), replayed on two shipped models and the study's own variants of them.
+MODELS = """simulate = ["raid5-4x-sata-mlc-ssd", "raid5-wb", "hdd-7200", "hdd-nocache"]
 
 [models.raid5-wb]
 base = "raid5-4x-sata-mlc-ssd"
@@ -60,23 +58,8 @@ cache_bytes = "64MiB"
 [models.hdd-nocache]
 base = "hdd-7200"
 write_cache = 0
-
-[device]
-size = "512MiB"
-image_dir = "{images}"
-
-[filesystems.ext4]
-
-[[workloads]]
-kind = "fio"
-name = "randwrite-direct"
-rw = "randwrite"
-bs = "4k"
-size = "32M"
-io_size = "4M"
-direct = 1
-ioengine = "psync"
 """
+STUDY = SYNTHETIC_STUDY.replace('simulate = ["sata-mlc-ssd"]\n', MODELS)
 
 
 @pytest.mark.device
