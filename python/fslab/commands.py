@@ -10,7 +10,7 @@ import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from .errors import CommandFailed, MissingCapability
+from .errors import CommandFailed, FslabError, MissingCapability
 
 
 @dataclass(frozen=True)
@@ -215,3 +215,13 @@ def tool_version(argv: Sequence[str]) -> str | None:
         if line.strip():
             return line.strip()
     return None
+
+
+def module_loadable(module: str) -> bool:
+    """Whether this kernel has ``module`` to load (``modprobe --dry-run``; a built-in one
+    passes too). False without modprobe: nothing to load."""
+    try:
+        done = run_command(["modprobe", "--dry-run", "--quiet", module], timeout=10, check=False)
+    except (FslabError, OSError):
+        return False
+    return done.returncode == 0

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .commands import declare_tools, run_command
+from .commands import declare_tools, module_loadable, run_command
 from .devices import DeviceHandle
 from .errors import CommandFailed, FslabError, SpecError
 from .mounts import mount_at
@@ -137,11 +137,7 @@ def host_kernel_has(kernel_name: str) -> bool:
             return True
     except OSError:
         return False
-    try:
-        done = run_command(["modprobe", "--dry-run", "--quiet", f"fs-{kernel_name}"], timeout=10, check=False)
-    except (FslabError, OSError):  # no modprobe: nothing to load
-        return False
-    return done.returncode == 0
+    return module_loadable(f"fs-{kernel_name}")
 
 
 FILESYSTEMS: Registry[FilesystemType] = Registry("file system")

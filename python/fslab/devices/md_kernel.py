@@ -12,8 +12,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from ..commands import run_command
-from ..errors import FslabError
+from ..commands import module_loadable, run_command
 from . import HostProbe
 
 # RAID level -> (personality as /proc/mdstat names it, the module that provides it)
@@ -45,14 +44,6 @@ def md_support(level: int, mdstat: str | None, loadable: Callable[[str], bool]) 
                             f"(no {personality} personality, no {module} module to load)")
 
 
-def _loadable(module: str) -> bool:
-    try:
-        done = run_command(["modprobe", "--dry-run", "--quiet", module], timeout=10, check=False)
-    except (FslabError, OSError):  # no modprobe: nothing to load
-        return False
-    return done.returncode == 0
-
-
 @functools.cache
 def host_md(level: int) -> HostProbe:
     """What this host's kernel offers a RAID ``level`` array (probed once per process)."""
@@ -60,7 +51,7 @@ def host_md(level: int) -> HostProbe:
         mdstat: str | None = MDSTAT.read_text()
     except OSError:
         mdstat = None
-    return md_support(level, mdstat, _loadable)
+    return md_support(level, mdstat, module_loadable)
 
 
 def load_md(level: int) -> None:
