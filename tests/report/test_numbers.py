@@ -100,3 +100,13 @@ def test_summary_keeps_no_verdict_apart_from_no_significant_difference() -> None
     assert "0 comparison(s) without one, 1 without a verdict" in html
     md = render_markdown(report)
     assert "**No verdict**" in md and "**No significant difference**" not in md
+
+
+def test_runs_that_agree_to_rounding_show_no_spread() -> None:
+    """A deterministic replay of identical traces gives values equal up to float rounding:
+    the table says '± 0', not '± 1.73e-13'; a real spread is kept."""
+    from fslab.analysis.stats import summarize
+    from fslab.report.labels import mean_pm
+
+    assert mean_pm(summarize([368.0, 368.0 + 1e-13, 368.0 - 1e-13]), n_expected=3) == "368 ± 0"
+    assert mean_pm(summarize([368.0, 370.0, 366.0]), n_expected=3) != "368 ± 0"

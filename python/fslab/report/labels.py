@@ -20,7 +20,10 @@ def mean_pm(summary: Summary, divisor: float = 1.0, n_expected: int | None = Non
     ``n_expected`` (a table that states n per row), and '± …' when n < 2."""
     text = fmt(summary.mean / divisor)
     if summary.ci_half_width is not None:
-        text += f" ± {fmt(summary.ci_half_width / divisor)}"
+        # Runs that agree to the last bits (a deterministic replay) leave rounding noise,
+        # not a spread: '± 0', never '± 1.73e-13'.
+        width = 0.0 if summary.ci_half_width <= 1e-9 * abs(summary.mean) else summary.ci_half_width
+        text += f" ± {fmt(width / divisor)}"
     if n_expected is None or summary.n != n_expected:
         text += f" (n={summary.n})"
     return text
