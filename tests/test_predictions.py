@@ -225,7 +225,8 @@ def test_each_entry_may_name_the_models_of_its_own_device() -> None:
     plan = make_plan(spec, backends=choose_backend, quick=True, source=source)
     models = {job.cell.filesystem: job.settings.simulate for job in plan.jobs}
     one = ("samsung-840pro-256", "sata-mlc-ssd")
-    raid = {lvl: (f"raid{lvl}-8x-samsung-840pro-256", f"raid{lvl}-8x-wb", f"raid{lvl}-8x-sata-mlc-ssd") for lvl in (0, 5)}
+    raid = {lvl: (f"raid{lvl}-8x-samsung-840pro-256", f"raid{lvl}-8x-wb", f"raid{lvl}-8x-sata-mlc-ssd")
+            for lvl in (0, 5)}
     assert models == {"ext4": one, "f2fs": one, "ext4-raid0": raid[0], "f2fs-raid0": raid[0],
                       "ext4-raid5": raid[5], "f2fs-raid5": raid[5]}
     assert spec.models["raid5-8x-wb"].base == "perc-h710p-raid5-8x-840pro"  # the named controller, cache scaled
