@@ -37,7 +37,7 @@ def test_the_seeds_devices_are_shipped_as_named_models() -> None:
     assert {"sata-mlc-ssd", "hdd-7200"} <= generic  # the classes stay for users
 
 
-@pytest.mark.parametrize("name", sorted(SEED_DEVICES))
+@pytest.mark.parametrize("name", sorted(e.name for e in catalog() if e.named))
 def test_every_parameter_and_published_figure_cites_a_source(name: str) -> None:
     entry = load_model(name)
     assert citation_problems(entry) == []
