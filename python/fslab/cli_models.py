@@ -35,11 +35,12 @@ def _list(console: object) -> None:
 
     assert isinstance(console, Console)
     table = Table(title="Device models (`fslab models NAME` for parameters and sources)")
-    for col in ("model", "kind", "description", "sources (published corners)"):
+    table.add_column("model", no_wrap=True)
+    for col in ("kind", "description", "sources"):
         table.add_column(col)
     for e in catalog():
         if e.named:
-            cites = f"{', '.join(e.sources)} ({len(e.published)})"
+            cites = f"{', '.join(e.sources)}; published figures: {len(e.published)}"
         else:
             cites = "generic class model: no device, no sources"
         table.add_row(e.name, e.kind, e.description, cites)
@@ -57,7 +58,7 @@ def _show(console: object, name: str) -> None:
     e = load_model(name)
     console.print(f"[bold]{e.name}[/bold] ({e.kind}): {e.description}", highlight=False)
     params = Table(title="parameters, as the file sets them (units in the name: _us, _ms, _mb_per_s (10^6 B/s), _bytes)")
-    params.add_column("parameter")
+    params.add_column("parameter", no_wrap=True)
     params.add_column("value", justify="right")
     params.add_column("source")
     for key, value in e.params.items():
