@@ -33,7 +33,7 @@ err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
 
 DEFAULT_RESULTS = Path("fslab-results")
 ResultsOpt = Annotated[Path, typer.Option("--results", "-r", help="results directory")]
-StudyOpt = Annotated[Optional[int], typer.Option("--study", "-s", help="study id (default: newest)")]
+StudyOpt = Annotated[Optional[int], typer.Option("--study", "-s", min=1, help="study id (default: newest)")]
 
 
 def _cell_rows(plan: Plan) -> list[dict[str, object]]:
