@@ -110,6 +110,15 @@ def difference_text(relative: float, low: float | None, high: float | None) -> s
     return f"{percent(relative)} ({interval})" if interval else percent(relative)
 
 
+TIED = "tied best"
+
+
+def is_tie(mean: float, best: float) -> bool:
+    """Whether a mean equals the best to the table's precision: its difference would print
+    as +0.0% (percent() shows one decimal)."""
+    return best != 0 and abs(mean / best - 1) < 0.0005
+
+
 def difference_mark(relative: float, significant: bool, decided: bool) -> str:
     """A table cell's difference: '-40.3%*' (significant), '-2.0%' (not), '-2.0%†' (no verdict)."""
     return percent(relative) + ("*" if significant else "" if decided else NO_VERDICT)
