@@ -53,3 +53,28 @@ def test_a_near_but_visible_difference_is_not_a_tie() -> None:
     row = _row({"ext4": [100.0, 101.0, 99.0], "xfs": [99.8, 100.8, 98.8]})
     ext4, xfs = _cells(row)
     assert ext4.endswith("  best") and xfs.endswith("-0.2%")
+
+
+def test_a_count_is_shown_but_never_ranked() -> None:
+    """A device's flush count on a time-based run grows with the work done: the file system
+    that did less would be 'best'. Counts have no better direction (·), old stored records
+    included (they stored 'lower is better')."""
+    from fslab.metrics import is_ranked
+    from fslab.report.summary import metric_text
+    from fslab.store import stored_metric_kind
+
+    assert not is_ranked("device_flush_requests_count") and not is_ranked("device_write_sectors_count")
+    assert is_ranked("iops") and is_ranked("write_clat_p99_ns")
+    old_record = {"value": 3435.0, "unit": "requests", "note": None, "higher_is_better": False}
+    kind = stored_metric_kind([{"metrics": {"device_flush_requests_count": old_record}}],  # type: ignore[list-item]
+                              "device_flush_requests_count")
+    assert not kind.ranked
+    values = {"ext4": [3435.0, 3300.0, 3500.0], "xfs": [4328.0, 4400.0, 4250.0]}
+    row = RowData("rand4k", "device_flush_requests_count", "requests", False, values=values, ranked=False)
+    row.summaries = {fs: summarize(v) for fs, v in values.items()}
+    row.group_of = {fs: "host" for fs in values}
+    rank_within_groups(row)
+    assert row.bests == {} and row.comparisons == {}
+    [summary] = rows_from_table(TableData(list(values), [row], {"host": list(values)}))
+    assert all("best" not in c and "%" not in c for c in row_cells(summary, list(values)))
+    assert metric_text(summary).endswith("[requests] ·")

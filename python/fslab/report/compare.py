@@ -39,7 +39,7 @@ from ..analysis.stats import (
     welch_t,
 )
 from ..errors import FslabError
-from ..metrics import display_name
+from ..metrics import display_name, is_ranked
 from ..stopping import StoppingRule, scaled_p
 from ..stored import STATUS_OK, AutoFacts, AutoPairFacts, StoredCell, StoredMetric, StoredRun, StudyRow
 from .case_definitions import (
@@ -122,6 +122,7 @@ class MetricComparison:
     significant: bool = False
     # "welch-t, holm", or the study's own "welch-t, group-sequential (...)" (report.stopping)
     method: str = ""
+    ranked: bool = True  # False: a metric with no better direction (a count): 'B higher/lower'
 
 
 @dataclass
@@ -385,7 +386,8 @@ def compare(a: Side, b: Side, metrics: list[str] | None = None, test: str = "wel
         p, why = _test(x, y, test)
         row = MetricComparison(key[0], key[1], unit, better, mean_pm(sx, divisor), mean_pm(sy, divisor),
                                sx.n, sy.n, rel, low, high, p, None, hedges_g(y, x), why,
-                               method="welch-t, holm" if test == "welch" else "mann-whitney, holm")
+                               method="welch-t, holm" if test == "welch" else "mann-whitney, holm",
+                               ranked=is_ranked(key[1]))
         out.rows.append(row)
         if p is not None:
             pending.append((row, p))
@@ -397,7 +399,10 @@ def compare(a: Side, b: Side, metrics: list[str] | None = None, test: str = "wel
             row.verdict = verdict_text(False, row.low, row.high, len(pending), test=test_name)
         else:
             up = (row.relative or 0) > 0
-            row.verdict = "B better" if up == row.higher_is_better else "B worse"
+            if not row.ranked:  # no better direction: say which way, not which is better
+                row.verdict = "B higher" if up else "B lower"
+            else:
+                row.verdict = "B better" if up == row.higher_is_better else "B worse"
     out.differences = named + differences(a, b, counted, variables)
     out.design = design_text(a, b, out, test)
     return out
@@ -460,7 +465,7 @@ def design_text(a: Side, b: Side, c: Comparison, test: str) -> str:
                      "that decided when the study stopped (the same p and verdict as `fslab report`; p rescaled "
                      "so that p < α means significant; no Holm on top: the rule split α over the pairs itself).")
     if fixed:
-        named = " and ".join(f"{s.name} (study {s.study_id})" for s in autos)
+        named = " and ".join(f"study {s.study_id} ({s.study_name})" for s in autos)
         if a.mode != "file systems":
             why = (f"the stopping rule compared the file systems within a study, never two {a.mode}, so its "
                    "design does not cover this comparison")
@@ -544,7 +549,7 @@ def table_rows(c: Comparison) -> tuple[list[str], list[list[str]]]:
                f"p ({head})", "Hedges' g", "verdict"]
     rows = []
     for r in c.rows:
-        arrow = "↑" if r.higher_is_better else "↓"
+        arrow = "·" if not r.ranked else "↑" if r.higher_is_better else "↓"
         rows.append([r.key, f"{display_name(r.metric)} [{r.display_unit}] {arrow}", r.a_text, r.b_text, _rel_text(r),
                      "—" if r.p_adjusted is None else p_text(r.p_adjusted),
                      "—" if r.effect_size is None else fmt(r.effect_size), r.verdict])

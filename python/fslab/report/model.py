@@ -96,7 +96,7 @@ def rows_from_table(table: TableData, cells: list[StoredCell] | None = None) -> 
             fs_notes.setdefault(fs, []).append(f"{k} failed")
         workload, case = where.get(row.label, (row.label, "all"))
         out.append(SummaryRow(row.label, workload, case, row.metric, row.unit, unit, divisor,
-                              row.higher_is_better, dict(row.bests), estimates, notes, fs_notes))
+                              row.higher_is_better, dict(row.bests), estimates, notes, fs_notes, ranked=row.ranked))
     return out
 
 

@@ -22,7 +22,7 @@ def row_cells(row: SummaryRow, filesystems: list[str]) -> list[str]:
         if e is not None:
             parts.append(e.text)
             best = row.bests.get(e.group)
-            if best == fs or (e.versus_best is not None and is_tie(e.mean, by_fs[best].mean)):
+            if best == fs or (best is not None and e.versus_best is not None and is_tie(e.mean, by_fs[best].mean)):
                 # a tie (equal means to 0.1%) has no single best: each tied column says so
                 tied = any(o is not e and o.group == e.group and o.n >= MIN_N_TO_RANK and is_tie(o.mean, e.mean)
                            for o in row.estimates)
@@ -42,8 +42,10 @@ def caveat_lines(report: Report) -> list[str]:
 
 
 def metric_text(row: SummaryRow) -> str:
-    """'iops [IOPS] ↑': the metric without its unit suffix, the unit shown, the better direction."""
-    return f"{display_name(row.metric)} [{row.display_unit}] {'↑' if row.higher_is_better else '↓'}"
+    """'iops [IOPS] ↑': the metric without its unit suffix, the unit shown, the better direction
+    ('·': none, a count that is not ranked)."""
+    arrow = "·" if not row.ranked else "↑" if row.higher_is_better else "↓"
+    return f"{display_name(row.metric)} [{row.display_unit}] {arrow}"
 
 
 def summary_table(report: Report) -> tuple[list[str], list[list[str]]]:

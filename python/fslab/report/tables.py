@@ -89,7 +89,7 @@ def build_table(runs: Sequence[StoredRun], metric: MetricChoice = None,
             if key not in rows:
                 name = _row_metric(cell, requested)
                 kind = stored_metric_kind(runs, name)
-                rows[key] = RowData(cell_label(cell), name, kind.unit, kind.higher_is_better)
+                rows[key] = RowData(cell_label(cell), name, kind.unit, kind.higher_is_better, ranked=kind.ranked)
     for run in runs:
         cell = run["cell"]
         add_column(cell)  # a run of a cell the list left out still has its column
