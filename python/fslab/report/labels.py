@@ -19,7 +19,10 @@ def mean_pm(summary: Summary, divisor: float = 1.0, n_expected: int | None = Non
     """'mean ± half-width (n=k)' in display units; '(n=k)' is left out when it equals
     ``n_expected`` (a table that states n per row), and '± …' when n < 2."""
     text = fmt(summary.mean / divisor)
-    if summary.ci_half_width is not None:
+    if summary.log_ci is not None:  # positive values whose ± would reach below zero
+        low, high = summary.log_ci
+        text += f" ({fmt(low / divisor)} to {fmt(high / divisor)}, log scale)"
+    elif summary.ci_half_width is not None:
         # Runs that agree to the last bits (a deterministic replay) leave rounding noise,
         # not a spread: '± 0', never '± 1.73e-13'.
         width = 0.0 if summary.ci_half_width <= 1e-9 * abs(summary.mean) else summary.ci_half_width

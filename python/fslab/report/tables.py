@@ -169,7 +169,9 @@ def best_mark(row: RowData, fs: str) -> str:
 LEGEND = (
     "Metrics are named without their unit suffix (write_clat_p99 is write_clat_p99_ns), in the unit "
     "shown in brackets. ↑/↓: higher/lower is better. "
-    "Values: mean ± half-width of the 95% confidence interval (Student t) over n runs. "
+    "Values: mean ± half-width of the 95% confidence interval (Student t) over n runs; where that "
+    "interval of positive values would reach below zero, it is given as 'low to high, log scale' (the "
+    "delta method on the log of the mean: it stays above zero). "
     "'best' marks the best mean of the row among the columns of one backend (and guest kernel) with at "
     f"least {MIN_N_TO_RANK} runs ('tied best' where columns share that mean to 0.1%); the "
     "other columns of that backend give their difference to it, (mean − best) / best in %, "
