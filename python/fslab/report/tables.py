@@ -144,7 +144,9 @@ def cell_text(row: RowData, fs: str, divisor: float) -> str:
         if best is not None and fs != best:
             reference = row.summaries[best].mean
             comparison = row.comparisons.get(fs)
-            if reference and comparison is not None:
+            if reference and comparison is not None and is_tie(summary.mean, reference):
+                parts.append(TIED)  # +0.0% beside a 'best' would name one best of two equal means
+            elif reference and comparison is not None:
                 parts.append(difference_mark(summary.mean / reference - 1, comparison.significant,
                                              not comparison.untested))
         elif best is not None:
