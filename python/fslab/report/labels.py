@@ -19,7 +19,10 @@ def mean_pm(summary: Summary, divisor: float = 1.0, n_expected: int | None = Non
     """'mean ± half-width (n=k)' in display units; '(n=k)' is left out when it equals
     ``n_expected`` (a table that states n per row), and '± …' when n < 2."""
     text = fmt(summary.mean / divisor)
-    if summary.ci_half_width is not None:
+    if summary.log_ci is not None:  # positive values whose ± would reach below zero
+        low, high = summary.log_ci
+        text += f" ({fmt(low / divisor)} to {fmt(high / divisor)}, log scale)"
+    elif summary.ci_half_width is not None:
         # Runs that agree to the last bits (a deterministic replay) leave rounding noise,
         # not a spread: '± 0', never '± 1.73e-13'.
         width = 0.0 if summary.ci_half_width <= 1e-9 * abs(summary.mean) else summary.ci_half_width
@@ -108,6 +111,15 @@ def difference_text(relative: float, low: float | None, high: float | None) -> s
     same quantity; without an interval just the difference."""
     interval = interval_text(low, high)
     return f"{percent(relative)} ({interval})" if interval else percent(relative)
+
+
+TIED = "tied best"
+
+
+def is_tie(mean: float, best: float) -> bool:
+    """Whether a mean equals the best to the table's precision: its difference would print
+    as +0.0% (percent() shows one decimal)."""
+    return best != 0 and abs(mean / best - 1) < 0.0005
 
 
 def difference_mark(relative: float, significant: bool, decided: bool) -> str:

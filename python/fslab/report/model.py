@@ -7,6 +7,7 @@ draws what this builds, so they cannot disagree about a number."""
 from __future__ import annotations
 
 from ..analysis.contrasts import ratio_ci
+from ..analysis.stats import summarize
 from ..metrics import display_name
 from ..stored import STATUS_OK, AutoFacts, StoredCell, StoredRun, StudyRow
 from .data import SCHEMA, Bar, Caveat, ChartData, Estimate, FailedRun, Finding, Report, SummaryRow, Versus
@@ -96,7 +97,7 @@ def rows_from_table(table: TableData, cells: list[StoredCell] | None = None) -> 
             fs_notes.setdefault(fs, []).append(f"{k} failed")
         workload, case = where.get(row.label, (row.label, "all"))
         out.append(SummaryRow(row.label, workload, case, row.metric, row.unit, unit, divisor,
-                              row.higher_is_better, dict(row.bests), estimates, notes, fs_notes))
+                              row.higher_is_better, dict(row.bests), estimates, notes, fs_notes, ranked=row.ranked))
     return out
 
 
@@ -160,9 +161,8 @@ def _charts(rows: list[SummaryRow], filesystems: list[str]) -> list[ChartData]:
             for est in row.estimates:
                 if est.filesystem not in chart.filesystems:
                     chart.filesystems.append(est.filesystem)
-                low = high = None
-                if est.half_width is not None:
-                    low, high = (est.mean - est.half_width) / d, (est.mean + est.half_width) / d
+                interval = summarize(est.values).ci  # on the log scale where ± would cross zero
+                low, high = (None, None) if interval is None else (interval[0] / d, interval[1] / d)
                 crosses = low is not None and low < 0 and min(est.values) >= 0
                 chart.bars.append(Bar(est.filesystem, row.case, est.n, est.mean / d, low, high,
                                       [v / d for v in est.values], crosses))
