@@ -3,12 +3,18 @@ stored study file, its deviations from the paper listed first, then one row per 
 figure: the paper's number / fslab's measurement (mean ± 95% interval, n) / fslab's
 prediction on the device model named / whether the shape holds. Any study may carry one.
 
-The shape of a ratio figure (A over B) is the direction of A against B. fslab's direction
+A ratio's sides may differ in file-system entry, workload, case, metric or device model
+(fslab.paper); a group claim (several entries, or ``across`` cases) is judged pair by pair
+and its row says in how many pairs it holds.
+
+The shape of a ratio figure (A over B) is the direction of A against B, and its size. fslab's direction
 is Welch's t-test of the logarithms of A's runs against B's (a ratio is a difference of
 logs; rates spread multiplicatively), Holm-corrected over the distinct pairs of cells the
 section tests, α = 0.05, only within one backend (and guest kernel): "holds" when significant and the
 paper's way; "does not hold" when significant the other way, or when the paper says
 "about 1x" and fslab finds a significant difference; otherwise "cannot tell (why)". A
+ratio the paper gives a size for holds only within 2x of it (paper_judge); outside, the row
+says how far off and which way, predicted ratios alike. A
 single figure (a value on the paper's hardware) has no shape of its own. A ratio between
 two device models of one cell is not measured here; its row says which way the models point.
 
@@ -16,10 +22,11 @@ How much the device accounts for: where a ratio is both measured (R_m) and predi
 the workload's own metric replayed on the model, ``pred_<model>_<metric>``), the device's
 share is ln R_p / ln R_m — the part of the measured log-ratio the model reproduces. The
 device explains R_p of the R_m measured; the rest, R_m / R_p, is what the models leave out
-(host CPU, md's stripe handling, the page cache). A share below 0 means the model points
-the other way; above 1, the model predicts more than this host shows. No share is given
-when the measured ratio does not differ significantly from 1 (nothing to account for); one
-without a verdict (too few runs, other backends) is given and says so.
+(host CPU, the page cache, md's stripe handling where the study has md). A share below 0
+means the model points the other way; above 1, the model predicts more than this host
+shows. A share is computed only for a significant measured difference: not when it is
+not significant or has no verdict (a share of noise), and not for runs in a guest under
+TCG (software emulation: the emulator's CPU sets the measured ratio). The row says which.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ import math
 import tomllib
 from dataclasses import asdict, dataclass
 from importlib import resources
+from statistics import fmean
 from typing import Any
 
 from pydantic import ValidationError
@@ -35,25 +43,70 @@ from pydantic import ValidationError
 from ...analysis.contrasts import ratio_ci
 from ...analysis.stats import CONFIDENCE, MIN_N_FOR_VERDICT, NoVerdict, holm, summarize, welch_t
 from ...paper import UNITS, PaperFigure, PaperSection
+from ...paper import Side as PaperSide
 from ...predictions import metric_name
 from ...stored import STATUS_OK, StoredCell, StoredRun
 from ..data import ModelSection, TableSection
-from ..labels import cell_label, rank_group
+from ..labels import rank_group
 from ..units import fmt
 from .base import SECTIONS, Section, StudyData
+from .paper_judge import (
+    as_given,
+    change_test,
+    paper_direction,
+    paper_ratio_text,
+    size_judgement,
+    unmeasured_verdict,
+)
 
 ALPHA = 1 - CONFIDENCE
 ID = "paper-beside-fslab"
-HOST_SIDE = "host-side costs the models leave out (CPU, md's stripe handling, the page cache)"
+TCG = ("the runs ran in a QEMU guest under TCG (software emulation, CPU-bound): the emulator's CPU cost sets "
+       "the measured ratio, not the device")
+
+
+def host_side_text(runs: list[StoredRun], cells: list[StoredCell]) -> str:
+    """What the models leave out, naming only what this study has: md's stripe handling
+    only where an entry ran on md RAID (its cells say so, or its runs traced members)."""
+    md = any((c.get("device") or {}).get("kind") == "raid" for c in cells) or any(
+        name.startswith("trace_members_") for r in runs for name in r["metrics"])
+    return ("host-side costs the models leave out (CPU, the page cache" + (", md's stripe handling" if md else "")
+            + ")")
 
 
 @dataclass
-class Side:
-    """One cell's runs for a figure: its measured values and those predicted on a model."""
+class Values:
+    """One side's runs for a figure: its measured values and those predicted on a model."""
     label: str
     group: str
     measured: list[float]
     predicted: list[float]
+    tcg: bool = False
+
+
+@dataclass
+class Pair:
+    """One pair of sides of a ratio figure, measured, predicted and tested."""
+    label: str
+    num: Values
+    den: Values
+    num_base: Values | None = None
+    den_base: Values | None = None
+    measured_ratio: float | None = None
+    measured_low: float | None = None
+    measured_high: float | None = None
+    measured_text: str = "— (no run with a number)"
+    predicted_ratio: float | None = None
+    p: float | None = None
+    p_adjusted: float | None = None
+    why: str = ""
+    missing: str = ""  # a side with no stored cell: why the pair is not compared
+
+    @property
+    def key(self) -> frozenset[str]:
+        """The pair of cells (and baselines) it tests: A/B and B/A are one test."""
+        return frozenset((self.num.label + (self.num_base.label if self.num_base else ""),
+                          self.den.label + (self.den_base.label if self.den_base else "")))
 
 
 @dataclass
@@ -73,6 +126,9 @@ class FigureRow:
     predicted_ratio: float | None = None
     device_share: float | None = None
     accounts: str = ""
+    size_holds: bool | None = None  # the measured ratio within 2x of the paper's (None: no size or no test)
+    pairs_holding: int | None = None  # a group claim: pairs that hold, of pairs_compared
+    pairs_compared: int | None = None
 
 
 def paper_section(spec_text: str) -> PaperSection | None:
@@ -101,10 +157,21 @@ def _same(a: Any, b: Any) -> bool:
     return bool(a == b or str(a) == str(b))
 
 
-def _cell(cells: list[StoredCell], figure: PaperFigure, filesystem: str) -> StoredCell | None:
-    found = [c for c in cells if c["workload"] == figure.workload and c["filesystem"] == filesystem
-             and all(_same(c["axes"].get(k), v) for k, v in figure.case.items())]
+def _cell(cells: list[StoredCell], side: PaperSide) -> StoredCell | None:
+    found = [c for c in cells if c["workload"] == side.workload and c["filesystem"] == side.filesystem
+             and all(_same(c["axes"].get(k), v) for k, v in side.case)]
     return found[0] if len(found) == 1 else None
+
+
+def _axes(cells: list[StoredCell]) -> dict[str, dict[str, list[Any]]]:
+    """Workload -> axis -> its values, as the stored cells have them (for ``across``)."""
+    out: dict[str, dict[str, list[Any]]] = {}
+    for c in cells:
+        for k, v in c["axes"].items():
+            values = out.setdefault(c["workload"], {}).setdefault(k, [])
+            if not any(_same(v, w) for w in values):
+                values.append(v)
+    return out
 
 
 def _models(runs: list[StoredRun], metric: str) -> list[str]:
@@ -128,37 +195,24 @@ def _values(runs: list[StoredRun], name: str) -> list[float]:
     return out
 
 
-def _side(runs: list[StoredRun], cell: StoredCell, metric: str, model: str | None) -> Side:
-    mine = [r for r in runs if r["cell"]["id"] == cell["id"] and r["status"] == STATUS_OK]
-    return Side(cell_label(cell) + f" ({cell['filesystem']})", rank_group(cell), _values(mine, metric),
-                _values(mine, metric_name(model, metric)) if model else [])
+def _mine(runs: list[StoredRun], cell: StoredCell) -> list[StoredRun]:
+    return [r for r in runs if r["cell"]["id"] == cell["id"] and r["status"] == STATUS_OK]
+
+
+def _side_label(side: PaperSide) -> str:
+    case = " ".join(f"{k}={v}" for k, v in side.case)
+    return f"{side.workload}{f' [{case}]' if case else ''} ({side.filesystem}, {side.metric})"
+
+
+def _values_of(runs: list[StoredRun], cell: StoredCell, side: PaperSide, model: str | None) -> Values:
+    mine = _mine(runs, cell)
+    tcg = any(((r.get("provenance") or {}).get("guest") or {}).get("accelerator") == "tcg" for r in mine)
+    return Values(_side_label(side), rank_group(cell), _values(mine, side.metric),
+                  _values(mine, metric_name(model, side.metric)) if model else [], tcg)
 
 
 def _x(ratio: float) -> str:
     return f"{fmt(ratio)}x"
-
-
-def _as_given(number: float) -> str:
-    """A paper's number as the paper prints it (125.9, 1.4, 50), not rounded to fslab's digits."""
-    return f"{number:,g}"
-
-
-def _paper_ratio(f: PaperFigure) -> str:
-    assert f.ratio is not None
-    if f.ratio == 1 and f.relation != "about":
-        return "higher (> 1x)" if f.relation == "more than" else "lower (< 1x)"
-    return f"{f.relation} {_as_given(f.ratio)}x"
-
-
-def _paper_direction(f: PaperFigure) -> int:
-    """+1: the paper has the numerator higher, -1: lower, 0: equal ("about 1x"). A ratio
-    near 1 still says which is higher: a paper that calls a 1% gap a win is judged on it."""
-    assert f.ratio is not None
-    if f.relation == "more than" and f.ratio >= 1:
-        return 1
-    if f.relation == "less than" and f.ratio <= 1:
-        return -1
-    return 0 if f.ratio == 1 else (1 if f.ratio > 1 else -1)
 
 
 def _summary_text(values: list[float], factor: float, unit: str) -> str:
@@ -176,66 +230,84 @@ def _ratio_text(num: list[float], den: list[float]) -> tuple[str, float | None, 
     return f"{_x(r.ratio)}{interval}, n={r.n_numerator}/{r.n_denominator}", r.ratio, r.low, r.high
 
 
-def _value_row(f: PaperFigure, runs: list[StoredRun], cells: list[StoredCell]) -> FigureRow:
-    assert f.value is not None and f.unit is not None
-    _, factor = UNITS[f.unit]
-    cell = _cell(cells, f, f.filesystem)
-    paper = f"{_as_given(f.value)} {f.unit}"
-    if cell is None:
-        return FigureRow(f.claim, f.source, paper, "— (no such cell stored)", "—", f.model,
-                         "cannot tell (no stored cell)")
-    model = f.model or next(iter(_models([r for r in runs if r["cell"]["id"] == cell["id"]], f.metric)), None)
-    side = _side(runs, cell, f.metric, model)
-    measured = _summary_text(side.measured, factor, f.unit) if side.measured else "— (no run with a number)"
-    predicted = (f"{_summary_text(side.predicted, factor, f.unit)} on {model}" if side.predicted
-                 else "— (not predicted)")
-    return FigureRow(f.claim, f.source, paper, measured, predicted, model,
-                     "cannot tell (one figure on the paper's hardware: the ratio rows carry the shape)")
+def _change_ratio(a: list[float], a0: list[float], b: list[float], b0: list[float]) -> float | None:
+    """(mean a / mean a0) over (mean b / mean b0): a ratio of two changes."""
+    if not (a and a0 and b and b0) or min(fmean(a0), fmean(b), fmean(b0)) <= 0:
+        return None
+    return (fmean(a) / fmean(a0)) / (fmean(b) / fmean(b0))
 
 
-def _model_ratio_row(f: PaperFigure, runs: list[StoredRun], cells: list[StoredCell]) -> FigureRow:
-    """The paper's two devices as two models of one cell: predicted only."""
-    cell = _cell(cells, f, f.filesystem)
-    measured = "— (one device here: the paper's two devices are two device models)"
-    if cell is None:
-        return FigureRow(f.claim, f.source, _paper_ratio(f), measured, "—", f.model, "cannot tell (no stored cell)")
-    num = _side(runs, cell, f.metric, f.model).predicted
-    den = _side(runs, cell, f.metric, f.versus_model).predicted
-    if not num or not den:
-        return FigureRow(f.claim, f.source, _paper_ratio(f), measured,
-                         f"— ({f.metric} is not predicted on {f.model} and {f.versus_model}: the models "
-                         "predict the workload's own rate only where it names one)", f.model,
-                         "cannot tell (neither measured nor predicted)")
-    text, ratio, _, _ = _ratio_text(num, den)
-    way = ("the paper's way" if ratio is not None and _paper_direction(f) * math.log(ratio) > 0
-           else "not the paper's way")
-    return FigureRow(f.claim, f.source, _paper_ratio(f), measured, f"{text}, {f.model} over {f.versus_model}",
-                     f.model, f"cannot tell (not measured; the models point {way})", predicted_ratio=ratio)
+def _figure_model(f: PaperFigure, runs: list[StoredRun], cells: list[StoredCell]) -> str | None:
+    """The figure's model, or the first every stored cell of it was replayed on."""
+    if f.model is not None:
+        return f.model
+    common: list[str] | None = None
+    for cell in cells:
+        found = _models(_mine(runs, cell), f.metric)
+        common = found if common is None else [m for m in common if m in found]
+    return next(iter(common or []), None)
 
 
-def _fs_ratio_row(f: PaperFigure, runs: list[StoredRun], cells: list[StoredCell]) -> tuple[FigureRow, Side, Side]:
-    assert f.versus is not None
-    a, b = _cell(cells, f, f.filesystem), _cell(cells, f, f.versus)
-    paper = _paper_ratio(f)
-    empty = Side("", "", [], [])
-    if a is None or b is None:
-        return (FigureRow(f.claim, f.source, paper, "— (no such cell stored)", "—", f.model,
-                          "cannot tell (no stored cell)"), empty, empty)
-    mine = [r for r in runs if r["cell"]["id"] in (a["id"], b["id"])]
-    common = [m for m in _models([r for r in mine if r["cell"]["id"] == a["id"]], f.metric)
-              if m in _models([r for r in mine if r["cell"]["id"] == b["id"]], f.metric)]
-    model = f.model or next(iter(common), None)
-    num, den = _side(runs, a, f.metric, model), _side(runs, b, f.metric, model)
-    row = FigureRow(f.claim, f.source, paper, "— (no run with a number)", "— (not predicted)", model, "")
-    if num.measured and den.measured:
-        row.measured, row.measured_ratio, row.measured_low, row.measured_high = _ratio_text(num.measured, den.measured)
-    if num.predicted and den.predicted:
-        text, row.predicted_ratio, _, _ = _ratio_text(num.predicted, den.predicted)
-        row.predicted = f"{text} on {model}"
-    return row, num, den
+def _pairs(f: PaperFigure, runs: list[StoredRun], cells: list[StoredCell]) -> tuple[list[Pair], str | None]:
+    """The figure's pairs of sides with their measured and predicted ratios (untested)."""
+    sides = f.pairs(_axes(cells))
+    resolved: list[tuple[PaperSide, PaperSide, dict[str, StoredCell | None]]] = []
+    involved: list[StoredCell] = []
+    for num, den in sides:
+        wanted: dict[str, PaperSide | None] = {"num": num, "den": den}
+        if f.baseline_workload is not None:
+            wanted |= {"num_base": f.baseline(num), "den_base": f.baseline(den)}
+        found = {k: _cell(cells, s) for k, s in wanted.items() if s is not None}
+        involved += [c for c in found.values() if c is not None]
+        resolved.append((num, den, found))
+    model = _figure_model(f, runs, list({c["id"]: c for c in involved}.values()))
+    out: list[Pair] = []
+    for num, den, found in resolved:
+        label = f"{_side_label(num)} over {_side_label(den)}"
+        lacking = [k for k, c in found.items() if c is None]
+        if lacking:
+            empty = Values("", "", [], [])
+            out.append(Pair(label, empty, empty, missing="no such cell stored"))
+            continue
+        cell = {k: c for k, c in found.items() if c is not None}
+        pair = Pair(label, _values_of(runs, cell["num"], num, model),
+                    _values_of(runs, cell["den"], den, f.versus_model or model))
+        if f.baseline_workload is not None:
+            pair.num_base = _values_of(runs, cell["num_base"], f.baseline(num) or num, model)
+            pair.den_base = _values_of(runs, cell["den_base"], f.baseline(den) or den, model)
+        _measure(pair)
+        out.append(pair)
+    return out, model
 
 
-def _p_value(num: Side, den: Side) -> tuple[float | None, str]:
+def _measure(pair: Pair) -> None:
+    """The pair's measured and predicted ratios and its test (p, or why none)."""
+    a, b = pair.num, pair.den
+    if pair.num_base is not None and pair.den_base is not None:
+        a0, b0 = pair.num_base, pair.den_base
+        pair.measured_ratio = _change_ratio(a.measured, a0.measured, b.measured, b0.measured)
+        if pair.measured_ratio is not None:
+            pair.measured_text = (f"{_x(pair.measured_ratio)} (change over change), n={len(a.measured)}/"
+                                  f"{len(a0.measured)} over {len(b.measured)}/{len(b0.measured)}")
+        pair.predicted_ratio = _change_ratio(a.predicted, a0.predicted, b.predicted, b0.predicted)
+        groups = {a.group, b.group, a0.group, b0.group}
+        if len(groups) > 1:
+            pair.why = f"the cells ran on different backends ({', '.join(sorted(groups))}): never compared"
+        elif pair.measured_ratio is not None:
+            try:
+                pair.p = change_test(a.measured, a0.measured, b.measured, b0.measured)
+            except NoVerdict as exc:
+                pair.why = str(exc)
+        return
+    if a.measured and b.measured:
+        pair.measured_text, pair.measured_ratio, pair.measured_low, pair.measured_high = _ratio_text(
+            a.measured, b.measured)
+    if a.predicted and b.predicted:
+        pair.predicted_ratio = _ratio_text(a.predicted, b.predicted)[1]
+    pair.p, pair.why = _p_value(a, b)
+
+
+def _p_value(num: Values, den: Values) -> tuple[float | None, str]:
     """Welch's p of the two sides' measurements, or why there is none."""
     if num.group != den.group:
         return None, f"the two cells ran on different backends ({num.group}, {den.group}): never compared"
@@ -249,84 +321,196 @@ def _p_value(num: Side, den: Side) -> tuple[float | None, str]:
         return None, str(exc)
 
 
-def _shape(f: PaperFigure, ratio: float, p: float) -> str:
-    paper, ours = _paper_direction(f), (1 if ratio > 1 else -1)
+def _shape(f: PaperFigure, ratio: float, p: float) -> tuple[str, bool | None]:
+    """The verdict on a tested ratio: direction (Welch, Holm-adjusted p) and size."""
+    paper, ours = paper_direction(f), (1 if ratio > 1 else -1)
+    ok, size = size_judgement(f, ratio)
     if p >= ALPHA:
         if paper == 0:
-            return f"holds (no significant difference, p={p:.2g}, as the paper's about-equal)"
-        return f"cannot tell (no significant difference, p={p:.2g})"
+            return f"holds (no significant difference, p={p:.2g}, as the paper's about-equal)", None
+        return f"cannot tell (no significant difference, p={p:.2g})", None
     if paper == 0:
-        return f"does not hold (the paper has them about equal; fslab: {_x(ratio)}, p={p:.2g})"
-    if paper == ours:
-        return f"holds ({'higher' if ours > 0 else 'lower'}, p={p:.2g})"
-    return f"does not hold (fslab finds it {'higher' if ours > 0 else 'lower'}, p={p:.2g})"
+        return f"does not hold (the paper has them about equal; fslab: {_x(ratio)}, p={p:.2g})", False
+    if paper != ours:
+        return f"does not hold (fslab finds it {'higher' if ours > 0 else 'lower'}, p={p:.2g})", False
+    way = f"{'higher' if ours > 0 else 'lower'} as the paper's, p={p:.2g}"
+    if ok is False:
+        return f"does not hold by size ({way}; but {size})", False
+    return f"holds ({way}{'; ' + size if size else ''})", ok
 
 
-def accounts_text(label: str, measured: float, predicted: float, model: str) -> tuple[float | None, str]:
+def _value_row(f: PaperFigure, runs: list[StoredRun], cells: list[StoredCell]) -> FigureRow:
+    assert f.value is not None and f.unit is not None
+    _, factor = UNITS[f.unit]
+    side = PaperSide(f.workload, f.denominator, tuple(sorted(f.case.items())), f.metric)
+    cell = _cell(cells, side)
+    paper = f"{as_given(f.value)} {f.unit}"
+    if cell is None:
+        return FigureRow(f.claim, f.source, paper, "— (no such cell stored)", "—", f.model,
+                         "cannot tell (no stored cell)")
+    model = f.model or next(iter(_models(_mine(runs, cell), f.metric)), None)
+    values = _values_of(runs, cell, side, model)
+    measured = _summary_text(values.measured, factor, f.unit) if values.measured else "— (no run with a number)"
+    predicted = "— (not predicted)"
+    if values.predicted:
+        k = fmean(values.predicted) / factor / f.value
+        predicted = f"{_summary_text(values.predicted, factor, f.unit)} on {model} ({fmt(k)}x the paper's)"
+    return FigureRow(f.claim, f.source, paper, measured, predicted, model,
+                     "cannot tell (one figure on the paper's hardware: the ratio rows carry the shape)")
+
+
+def _model_ratio_row(f: PaperFigure, pairs: list[Pair], model: str | None) -> FigureRow:
+    """The paper's two devices as two models of one cell: predicted only."""
+    measured = "— (one device here: the paper's two devices are two device models)"
+    [pair] = pairs
+    if pair.missing:
+        return FigureRow(f.claim, f.source, paper_ratio_text(f), measured, "—", f.model, "cannot tell (no stored cell)")
+    if not pair.num.predicted or not pair.den.predicted:
+        return FigureRow(f.claim, f.source, paper_ratio_text(f), measured,
+                         f"— ({f.metric} is not predicted on {f.model} and {f.versus_model}: the models "
+                         "predict the workload's own rate only where it names one)", f.model,
+                         "cannot tell (neither measured nor predicted)")
+    text, ratio, _, _ = _ratio_text(pair.num.predicted, pair.den.predicted)
+    way = unmeasured_verdict(f, ratio) if ratio is not None else "no ratio"
+    return FigureRow(f.claim, f.source, paper_ratio_text(f), measured, f"{text}, {f.model} over {f.versus_model}",
+                     f.model, f"cannot tell (not measured; the models point {way})", predicted_ratio=ratio)
+
+
+def _predicted_text(f: PaperFigure, pair: Pair, model: str | None) -> str:
+    if pair.predicted_ratio is None:
+        return "— (not predicted)"
+    if pair.num_base is None:
+        text = _ratio_text(pair.num.predicted, pair.den.predicted)[0]
+    else:
+        text = f"{_x(pair.predicted_ratio)} (change over change)"
+    return f"{text} on {model}: {unmeasured_verdict(f, pair.predicted_ratio)}"
+
+
+def _single_row(f: PaperFigure, pair: Pair, model: str | None) -> FigureRow:
+    row = FigureRow(f.claim, f.source, paper_ratio_text(f), pair.measured_text, _predicted_text(f, pair, model),
+                    model, "", pair.measured_ratio, pair.measured_low, pair.measured_high,
+                    predicted_ratio=pair.predicted_ratio)
+    if pair.missing:
+        row.measured, row.predicted, row.shape = f"— ({pair.missing})", "—", "cannot tell (no stored cell)"
+    elif pair.p_adjusted is None or pair.measured_ratio is None:
+        row.shape = f"cannot tell ({pair.why or 'no ratio'})"
+    else:
+        row.p_adjusted = pair.p_adjusted
+        row.shape, row.size_holds = _shape(f, pair.measured_ratio, pair.p_adjusted)
+    return row
+
+
+def _group_row(f: PaperFigure, pairs: list[Pair], model: str | None) -> FigureRow:
+    """A group claim: each pair judged as a figure of its own; the row counts them."""
+    verdicts: list[tuple[Pair, str]] = []
+    for pair in pairs:
+        if pair.missing:
+            verdicts.append((pair, "missing"))
+        elif pair.p_adjusted is None or pair.measured_ratio is None:
+            verdicts.append((pair, "untested"))
+        else:
+            shape, _ = _shape(f, pair.measured_ratio, pair.p_adjusted)
+            verdicts.append((pair, shape.split(" (")[0]))
+    held = [p for p, v in verdicts if v == "holds"]
+    against = [p for p, v in verdicts if v.startswith("does not hold")]
+    open_ = [p for p, v in verdicts if v not in ("holds",) and not v.startswith("does not hold")]
+    ratios = [p.measured_ratio for p in pairs if p.measured_ratio is not None]
+    measured = (f"{len(ratios)} pair(s), ratios {_x(min(ratios))} to {_x(max(ratios))}" if ratios
+                else "— (no pair with numbers)")
+    predicted_ratios = [p.predicted_ratio for p in pairs if p.predicted_ratio is not None]
+    predicted = "— (not predicted)"
+    if predicted_ratios:
+        way = sum(1 for r in predicted_ratios if (r > 1) == (paper_direction(f) > 0))
+        predicted = (f"on {model}: {way} of {len(predicted_ratios)} pair(s) the paper's way (ratios "
+                     f"{_x(min(predicted_ratios))} to {_x(max(predicted_ratios))})")
+    decided = len(held) + len(against)
+    if decided == 0:
+        reasons = sorted({p.why or p.missing or "no ratio" for p in open_})
+        shape = f"cannot tell (no pair decided: {'; '.join(reasons)})"
+    elif not against:
+        shape = f"holds in all {decided} decided pair(s)" + (f"; {len(open_)} undecided" if open_ else "")
+    else:
+        most = "mostly holds" if len(held) > len(against) else "does not hold"
+        shape = (f"{most}: holds in {len(held)} of {decided} decided pair(s); not in "
+                 + "; ".join(p.label for p in against[:3]) + (" …" if len(against) > 3 else "")
+                 + (f"; {len(open_)} undecided" if open_ else ""))
+    return FigureRow(f.claim, f.source, paper_ratio_text(f) + f" in each of {len(pairs)} pair(s)", measured,
+                     predicted, model, shape, pairs_holding=len(held), pairs_compared=decided)
+
+
+def _share(f: PaperFigure, pair: Pair, row: FigureRow, host_side: str) -> None:
+    """The device's share of a single pair's measured ratio, or why none is computed."""
+    if pair.predicted_ratio is None or not row.model or pair.missing or pair.num_base is not None:
+        return
+    what = f"{row.claim}"
+    if pair.num.tcg or pair.den.tcg:
+        row.accounts = f"{what}: no device's share computed: {TCG}"
+    elif pair.p_adjusted is None or pair.measured_ratio is None:
+        row.accounts = (f"{what}: no device's share computed: no verdict on the measured difference "
+                        f"({pair.why or 'no ratio'}), and a share of an untested difference may be a share of noise")
+    elif pair.p_adjusted >= ALPHA:
+        row.accounts = (f"{what}: no device's share computed: no significant measured difference "
+                        f"(p={pair.p_adjusted:.2g}) for the device to account for")
+    else:
+        row.device_share, row.accounts = accounts_text(what, pair.measured_ratio, pair.predicted_ratio,
+                                                       row.model, host_side)
+
+
+def accounts_text(label: str, measured: float, predicted: float, model: str,
+                  host_side: str = "host-side costs the models leave out (CPU, the page cache)",
+                  ) -> tuple[float | None, str]:
     """The device's share of a measured ratio (module docstring) and the sentence saying it."""
-    if measured <= 0 or predicted <= 0:
-        return None, f"{label}: no share (a ratio of zero)"
+    if measured <= 0 or predicted <= 0 or measured == 1:
+        return None, f"{label}: no share (a ratio of zero or of exactly 1)"
     lm, lp = math.log(measured), math.log(predicted)
     share = lp / lm
     head = f"{label}: measured {_x(measured)}, {model} predicts {_x(predicted)}"
     if lp * lm < 0:
-        return share, (f"{head}: the model points the other way; the measured difference is {HOST_SIDE}, "
+        return share, (f"{head}: the model points the other way; the measured difference is {host_side}, "
                        "and the device alone would reverse it")
     if share > 1:
         return share, (f"{head}: the device model predicts more than this host shows ({share:.0%} of the "
                        "log-ratio); something on this host hides part of the device's difference")
     rest = measured / predicted
     return share, (f"{head}: the device model explains {_x(predicted)} of the {_x(measured)} measured "
-                   f"({share:.0%} of the log-ratio); the rest, {_x(rest)}, is {HOST_SIDE}")
+                   f"({share:.0%} of the log-ratio); the rest, {_x(rest)}, is {host_side}")
 
 
 def figure_rows(section: PaperSection, runs: list[StoredRun], cells: list[StoredCell]) -> list[FigureRow]:
-    rows: list[FigureRow] = []
-    tested: list[tuple[int, PaperFigure, float, float, frozenset[str]]] = []  # (row, figure, ratio, p, pair)
-    untested: list[tuple[int, PaperFigure, str, frozenset[str]]] = []  # (row, figure, why no test, pair)
+    """One row per figure, its pairs tested as one Holm family over the distinct pairs of
+    cells the section tests (a pair named by several figures is one test)."""
+    built: list[tuple[PaperFigure, list[Pair], str | None]] = []
     for f in section.figures:
         if f.value is not None:
-            rows.append(_value_row(f, runs, cells))
-        elif f.versus is None:
-            rows.append(_model_ratio_row(f, runs, cells))
+            built.append((f, [], None))
         else:
-            row, num, den = _fs_ratio_row(f, runs, cells)
-            rows.append(row)
-            if row.shape:
-                continue
-            p, why = _p_value(num, den)
-            if p is None or row.measured_ratio is None:
-                row.shape = f"cannot tell ({why or 'no ratio'})"
-                if num.group == den.group:  # never a share across backends
-                    untested.append((len(rows) - 1, f, why, frozenset((num.label, den.label))))
-            else:
-                tested.append((len(rows) - 1, f, row.measured_ratio, p, frozenset((num.label, den.label))))
-    pairs = list(dict.fromkeys(t[4] for t in tested))  # one family member per pair of cells
-    adjusted = dict(zip(pairs, holm([next(t[3] for t in tested if t[4] == pair) for pair in pairs])))
+            pairs, model = _pairs(f, runs, cells)
+            built.append((f, pairs, model))
+    tested = [p for f, pairs, _ in built if f.versus_model is None for p in pairs
+              if p.p is not None and p.measured_ratio is not None]
+    keys = list(dict.fromkeys(p.key for p in tested))
+    first = {key: next(p.p for p in tested if p.key == key and p.p is not None) for key in keys}
+    adjusted = dict(zip(keys, holm([first[k] for k in keys])))
+    for p in tested:
+        p.p_adjusted = adjusted[p.key]
+    host_side = host_side_text(runs, cells)
+    rows: list[FigureRow] = []
     accounted: set[frozenset[str]] = set()  # a pair's share is said once (A/B and B/A are one fact)
-    for k, f, ratio, _, pair in tested:
-        p_adj = adjusted[pair]
-        rows[k].p_adjusted = p_adj
-        rows[k].shape = _shape(f, ratio, p_adj)
-        row = rows[k]
-        if row.predicted_ratio is None or pair in accounted:
-            continue
-        accounted.add(pair)
-        if row.model and p_adj < ALPHA:
-            versus = f.versus or f.filesystem
-            row.device_share, row.accounts = accounts_text(f"{f.filesystem} over {versus} ({f.metric})",
-                                                           ratio, row.predicted_ratio, row.model)
+    for f, pairs, model in built:
+        if f.value is not None:
+            rows.append(_value_row(f, runs, cells))
+        elif f.versus_model is not None:
+            rows.append(_model_ratio_row(f, pairs, model))
+        elif f.is_group:
+            rows.append(_group_row(f, pairs, model))
         else:
-            row.accounts = (f"{f.filesystem} over {f.versus} ({f.metric}): no significant measured difference "
-                            f"(p={p_adj:.2g}) for the device to account for")
-    for k, f, why, pair in untested:  # a share without a verdict on the measured difference, said so
-        row = rows[k]
-        if row.measured_ratio is None or row.predicted_ratio is None or not row.model or pair in accounted:
-            continue
-        accounted.add(pair)
-        row.device_share, text = accounts_text(f"{f.filesystem} over {f.versus} ({f.metric})", row.measured_ratio,
-                                               row.predicted_ratio, row.model)
-        row.accounts = f"{text} (no verdict on the measured difference: {why})"
+            [pair] = pairs
+            row = _single_row(f, pair, model)
+            if pair.key not in accounted:
+                _share(f, pair, row, host_side)
+                if row.accounts:
+                    accounted.add(pair.key)
+            rows.append(row)
     return rows
 
 
@@ -336,11 +520,37 @@ LEGEND = (
     "method). fslab predicted: the runs' block traces replayed on the device model named (a model's number, "
     "not measured). Shape: the direction of fslab's measured difference (Welch's t-test on the logarithms "
     "of the runs' values, Holm-corrected over the pairs of cells this table tests, α = 0.05) against the "
-    "paper's, within one backend only.")
+    "paper's, within one backend only, and its size: a ratio within 2x of the paper's holds, otherwise the row "
+    "says how far off and which way ('more than X' holds from X/2 up). A group claim is judged pair by pair.")
 ACCOUNTS_NOTE = (
     "Device's share = ln(predicted ratio) / ln(measured ratio): the part of the measured log-ratio the "
-    "device model reproduces; the rest (measured / predicted) is what the models leave out. For ratios both "
-    "measured and predicted, unless the measured difference is not significant (then nothing to account for).")
+    "device model reproduces; the rest (measured / predicted) is what the models leave out. Computed only "
+    "for a significant measured difference (not for noise, an untested difference or runs under TCG).")
+# Parameters that size a run: what a --quick run scales down, said as it ran.
+SIZE_PARAMS = ("size", "file_size", "io_size", "char_size", "count", "runtime", "files")
+
+
+def quick_sizes(cells: list[StoredCell]) -> str:
+    """What a --quick run actually ran, per workload: its sizing parameters and memory
+    limit as stored in its cells (not the preset's full sizes the deviations speak of)."""
+    def bytes_text(n: int) -> str:
+        for div, unit in ((1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
+            if n >= div:
+                return f"{n / div:.4g} {unit}"
+        return f"{n} B"
+
+    parts: list[str] = []
+    for workload in dict.fromkeys(c["workload"] for c in cells):
+        mine = [c for c in cells if c["workload"] == workload]
+        params = mine[0].get("params", {})
+        sized = [f"{k}={bytes_text(v) if k.endswith('size') and isinstance(v, int) and v >= 1024 else v}"
+                 for k in SIZE_PARAMS if (v := params.get(k)) not in (None, "auto")]
+        memory = {c.get("memory_bytes") for c in mine} - {None}
+        if memory:
+            sized.append("memory limit " + ", ".join(bytes_text(m) for m in sorted(m for m in memory if m)))
+        if sized:
+            parts.append(f"{workload}: {', '.join(sized)}")
+    return "; ".join(parts)
 
 
 def build(study: StudyData) -> list[ModelSection]:
@@ -370,13 +580,16 @@ def build(study: StudyData) -> list[ModelSection]:
               _x((r.measured_ratio or 0) / (r.predicted_ratio or 1))] for r in accounted],
             " ".join(f"{s}." for s in sentences) + " " + ACCOUNTS_NOTE))
     statements = [f"Deviation from the paper: {d}" for d in section.deviations]
+    if study.study.quick and study.cells:
+        statements.append(f"Deviation from the paper and from the deviations above: a --quick run, sizes as run: "
+                          f"{quick_sizes(study.cells)}")
     return [ModelSection(
         ID, "The paper beside fslab",
         f"{len(section.figures)} published figure(s) of the paper this study reproduces, beside what fslab "
         f"measured and predicted; {len(section.deviations)} deviation(s) from the paper's setup first."
         + (" The stored study file has no [paper] table: these are the shipped preset's, as it is now."
            if shipped else "")
-        + (" A --quick run: its sizes and runs are scaled down further than the deviations say."
+        + (f" A --quick run: it ran smaller than the deviations say ({quick_sizes(study.cells)})."
            if study.study.quick else ""),
         statements=statements, tables=tables,
         data={"deviations": list(section.deviations), "figures": [asdict(r) for r in rows]})]
