@@ -11,6 +11,7 @@ import pytest
 
 from fslab.backends import choose_backend
 from fslab.errors import SpecError
+from fslab.paper import Side as PaperSide
 from fslab.plan import make_plan
 from fslab.study import load_spec, parse_spec, preset_names
 
@@ -165,12 +166,24 @@ def test_every_seed_preset_names_only_cells_and_metrics_its_plan_has(preset: str
 
     plan = make_plan(spec, backends=anywhere, quick=True, source=source)
     assert not plan.skipped
+    axes = {w.name: w.axes for w in spec.workloads}
+    models: dict[str, set[str]] = {}  # entry -> the models its figures are predicted on
     for i, figure in enumerate(spec.paper.figures):
-        for fs in {figure.filesystem, figure.denominator}:
-            cells = [c for c in plan.cells if c.workload == figure.workload and c.filesystem == fs
-                     and all(str(c.axes.get(k)) == str(v) for k, v in figure.case.items())]
-            assert len(cells) == 1, (preset, i, fs)
+        pairs = figure.pairs(axes) if figure.ratio is not None else []
+        sides = [s for pair in pairs for s in pair] + [figure.baseline(s) for pair in pairs for s in pair]
+        if figure.value is not None:
+            sides.append(PaperSide(figure.workload, figure.denominator, tuple(figure.case.items()), figure.metric))
+        assert sides, (preset, i)
+        for side in filter(None, sides):
+            cells = [c for c in plan.cells if c.workload == side.workload and c.filesystem == side.filesystem
+                     and all(str(c.axes.get(k)) == str(v) for k, v in side.case)]
+            assert len(cells) == 1, (preset, i, side)
         assert figure.source and figure.claim
+        if figure.model is not None and figure.versus_model is None:
+            for fs in figure.numerators + figure.denominators:
+                models.setdefault(fs, set()).add(figure.model)
+    # Value rows and ratio rows of one device stand on one model.
+    assert all(len(found) == 1 for found in models.values()), (preset, models)
     # What the report reads back from the stored study file is what was validated.
     from fslab.report.sections.paper_beside import paper_section
 
