@@ -13,7 +13,8 @@ of a paper's claims are ratios and orderings ("about 5x", "more than 1x": higher
 
 Group claims: ``filesystem`` and ``versus`` may be lists (each numerator against each
 denominator: "xfs best" is xfs over every other; "ext4, JFS and XFS better than ext3" is
-three pairs), and ``across`` names axes the claim ranges over ("consistently": every value
+three pairs; a list without versus: each entry's own ratio of cases, workloads or
+metrics), and ``across`` names axes the claim ranges over ("consistently": every value
 of those axes, left out of ``case``). ``baseline_workload`` turns each side into its change
 from that workload (aged over empty: "ext4 loses least when aged"). ``source`` says where
 in the paper the figure stands ("Figure 1, §4").
@@ -123,16 +124,9 @@ class PaperFigure(BaseModel):
             if self.is_group or self.baseline_workload is not None:
                 raise ValueError("versus_model compares two models of one cell: not with lists, across or "
                                  "baseline_workload")
-        if not isinstance(self.filesystem, str) and self.versus is None:
-            raise ValueError("a list of entries in filesystem needs versus (the entries each is compared with)")
         if not self.pairs_differ():
             raise ValueError("the two sides are the same: name a second side with versus (another entry), "
                              "versus_workload, versus_case, versus_metric or versus_model")
-        if self.is_group and self.ratio != 1:
-            raise ValueError("a group claim (lists or across) is an ordering: give ratio = 1 with relation "
-                             "'more than' or 'less than'")
-        if self.is_group and self.relation == "about":
-            raise ValueError("a group claim says which side is higher: relation 'more than' or 'less than'")
         if self.across and self.versus_workload not in (None, self.workload):
             raise ValueError("across ranges over the axes of one workload: not with versus_workload")
         overlap = set(self.across) & set(self.case)
@@ -145,7 +139,8 @@ class PaperFigure(BaseModel):
         return bool(self.versus_model is not None or self.versus_case
                     or self.versus_workload not in (None, self.workload)
                     or self.versus_metric not in (None, self.metric)
-                    or any(d != n for n in self.numerators for d in self.denominators))
+                    or (self.versus is not None
+                        and any(d != n for n in self.numerators for d in self.denominators)))
 
     @property
     def numerators(self) -> list[str]:
@@ -187,7 +182,10 @@ class PaperFigure(BaseModel):
             case = {**self.case, **dict(extra)}
             den_case = ({**case, **self.versus_case} if self.den_workload == self.workload
                         else dict(self.versus_case))
-            for n, d in itertools.product(self.numerators, self.denominators):
+            # Each numerator against each versus; without versus, each against its own other side.
+            matched = (itertools.product(self.numerators, self.denominators) if self.versus is not None
+                       else ((n, n) for n in self.numerators))
+            for n, d in matched:
                 num = Side(self.workload, n, tuple(sorted(case.items())), self.metric)
                 den = Side(self.den_workload, d, tuple(sorted(den_case.items())), self.den_metric)
                 if num != den or self.versus_model is not None:
