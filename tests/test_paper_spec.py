@@ -107,7 +107,8 @@ def _edited(edit: str) -> str:
 
 @pytest.mark.parametrize(("edit", "field", "says"), [
     ('versus = "ext4"\n', "paper.figures[1]", "the two sides are the same"),
-    ('across = ["rw"]\nratio = 1\nrelation = "more than"\n', "paper.figures[1]", "across names axes the case fixes (rw)"),
+    ('across = ["rw"]\nratio = 1\nrelation = "more than"\n', "paper.figures[1]",
+     "across names axes the case fixes (rw)"),
     ('filesystem = ["ext4", "xfs"]\nversus = \n', "paper.figures[1]", "the two sides are the same"),
     ('versus = ["xfs", "jfs"]\nratio = 1\nrelation = "more than"\n', "paper.figures[1].versus[1]",
      "no file-system entry named 'jfs'"),

@@ -292,7 +292,7 @@ def _measure(pair: Pair) -> None:
         pair.predicted_ratio = _change_ratio(a.predicted, a0.predicted, b.predicted, b0.predicted)
         groups = {a.group, b.group, a0.group, b0.group}
         if len(groups) > 1:
-            pair.why = f"the cells ran on different backends ({', '.join(sorted(groups))}): never compared"
+            pair.why = f"the cells ran on different backends or devices ({', '.join(sorted(groups))}): never compared"
         elif pair.measured_ratio is not None:
             try:
                 pair.p = change_test(a.measured, a0.measured, b.measured, b0.measured)
@@ -310,7 +310,7 @@ def _measure(pair: Pair) -> None:
 def _p_value(num: Values, den: Values) -> tuple[float | None, str]:
     """Welch's p of the two sides' measurements, or why there is none."""
     if num.group != den.group:
-        return None, f"the two cells ran on different backends ({num.group}, {den.group}): never compared"
+        return None, f"the two cells ran on different backends or devices ({num.group}, {den.group}): never compared"
     if min(len(num.measured), len(den.measured)) < MIN_N_FOR_VERDICT:
         return None, f"fewer than {MIN_N_FOR_VERDICT} runs on a side"
     if min(num.measured + den.measured) <= 0:
