@@ -328,3 +328,28 @@ relation = "more than"
     assert row.pairs_compared == 4 and row.pairs_holding == 2
     assert row.shape.startswith("does not hold: holds in 2 of 4") and "ext3" in row.shape
     assert row.paper == "higher (> 1x) in each of 4 pair(s)"
+
+
+def test_a_quick_run_states_the_sizes_it_ran() -> None:
+    """A --quick study's section says the sizes its cells actually ran, from the stored
+    cells (not the full sizes the preset's deviations speak of)."""
+    from fslab.report.sections.base import StudyData
+    from fslab.report.sections.paper_beside import build
+    from fslab.stored import StudyRow
+
+    spec, _, text = load_spec("seed-004")
+    def anywhere(fs: object, device: object, section: object, requested: str) -> tuple[str, None]:
+        return ("guest" if requested == "guest" else "host", None)
+
+    plan = make_plan(spec, backends=anywhere, quick=True)
+    cells = [{**c.to_json(), "id": c.id} for c in plan.cells]
+    quick = {k: cells[0]["params"][k] for k in ("file_size", "io_size")}
+    assert quick["file_size"] < 2 << 30  # scaled down from the preset's 2 GiB
+    row = StudyRow(id=1, name="q", source="preset seed-004", spec_hash="x", quick=True, order="shuffled", seed=1,
+                   fresh="run", repetitions=2, planned_runs=0, skipped=[], host={}, status="complete",
+                   created_at=0.0, finished_at=None, spec_text=text, facts={})
+    [section] = build(StudyData([], cells, "seed-004", None, row))
+    said = [s for s in section.statements if "a --quick run, sizes as run" in s]
+    assert len(said) == 1
+    mib = quick["file_size"] / (1 << 20)
+    assert f"file_size={mib:.4g} MiB" in said[0] and "memory limit" in said[0]

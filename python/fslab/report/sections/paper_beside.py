@@ -527,7 +527,11 @@ ACCOUNTS_NOTE = (
     "device model reproduces; the rest (measured / predicted) is what the models leave out. Computed only "
     "for a significant measured difference (not for noise, an untested difference or runs under TCG).")
 # Parameters that size a run: what a --quick run scales down, said as it ran.
-SIZE_PARAMS = ("size", "file_size", "io_size", "char_size", "count", "runtime", "files")
+SIZE_PARAMS = ("size", "file_size", "io_size", "ram", "char_size", "count", "runtime", "files")
+
+
+def _is_bytes(key: str, value: Any) -> bool:
+    return (key == "ram" or key.endswith("size")) and isinstance(value, int) and value >= 1024
 
 
 def quick_sizes(cells: list[StoredCell]) -> str:
@@ -543,7 +547,7 @@ def quick_sizes(cells: list[StoredCell]) -> str:
     for workload in dict.fromkeys(c["workload"] for c in cells):
         mine = [c for c in cells if c["workload"] == workload]
         params = mine[0].get("params", {})
-        sized = [f"{k}={bytes_text(v) if k.endswith('size') and isinstance(v, int) and v >= 1024 else v}"
+        sized = [f"{k}={bytes_text(v) if _is_bytes(k, v) else v}"
                  for k in SIZE_PARAMS if (v := params.get(k)) not in (None, "auto")]
         memory = {c.get("memory_bytes") for c in mine} - {None}
         if memory:
