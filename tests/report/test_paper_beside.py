@@ -146,7 +146,7 @@ def test_rows_recomputed_from_the_runs(study) -> None:
         assert f"explains {fmt(predicted)}x of the {fmt(measured)}x measured" in first["accounts"]
         assert f"the rest, {fmt(measured / predicted)}x, is host-side" in first["accounts"]
     s = summarize([v / 1e3 for v in buffered])
-    assert third["measured"] == f"{fmt(s.mean)} ± {fmt(s.ci_half_width)} KIOPS (n=3)"
+    assert third["measured"] == f"{fmt(s.mean)} ± {fmt(s.ci_half_width)} KIOPS (n=3) ({fmt(s.mean / 100)}x the paper's)"
     assert third["paper"] == "100 KIOPS" and third["shape"].startswith("cannot tell (one figure")
     assert first["paper"] == "about 5x" and second["paper"] == "higher (> 1x)"
 

@@ -350,13 +350,16 @@ def _value_row(f: PaperFigure, runs: list[StoredRun], cells: list[StoredCell]) -
                          "cannot tell (no stored cell)")
     model = f.model or next(iter(_models(_mine(runs, cell), f.metric)), None)
     values = _values_of(runs, cell, side, model)
-    measured = _summary_text(values.measured, factor, f.unit) if values.measured else "— (no run with a number)"
+    measured = "— (no run with a number)"
+    if values.measured:
+        measured = (f"{_summary_text(values.measured, factor, f.unit)} "
+                    f"({fmt(fmean(values.measured) / factor / f.value)}x the paper's)")
     predicted = "— (not predicted)"
     if values.predicted:
         k = fmean(values.predicted) / factor / f.value
         predicted = f"{_summary_text(values.predicted, factor, f.unit)} on {model} ({fmt(k)}x the paper's)"
     return FigureRow(f.claim, f.source, paper, measured, predicted, model,
-                     "cannot tell (one figure on the paper's hardware: the ratio rows carry the shape)")
+                     "cannot tell (one figure of the paper's setup, not this one's: the ratio rows carry the shape)")
 
 
 def _model_ratio_row(f: PaperFigure, pairs: list[Pair], model: str | None) -> FigureRow:
@@ -425,14 +428,16 @@ def _group_row(f: PaperFigure, pairs: list[Pair], model: str | None) -> FigureRo
                      f"{_x(min(predicted_ratios))} to {_x(max(predicted_ratios))})")
     decided = len(held) + len(against)
     if decided == 0:
-        reasons = sorted({p.why or p.missing or "no ratio" for p in open_})
+        reasons = sorted({p.missing or p.why or ("no significant difference" if p.p_adjusted is not None
+                                                 else "no ratio") for p in open_})
         shape = f"cannot tell (no pair decided: {'; '.join(reasons)})"
     elif not against:
         shape = f"holds in all {decided} decided pair(s)" + (f"; {len(open_)} undecided" if open_ else "")
     else:
         most = "mostly holds" if len(held) > len(against) else "does not hold"
         shape = (f"{most}: holds in {len(held)} of {decided} decided pair(s); not in "
-                 + "; ".join(p.label for p in against[:3]) + (" …" if len(against) > 3 else "")
+                 + "; ".join(f"{p.label}: {_x(p.measured_ratio or 0)}" for p in against[:3])
+                 + (" …" if len(against) > 3 else "")
                  + (f"; {len(open_)} undecided" if open_ else ""))
     return FigureRow(f.claim, f.source, paper_ratio_text(f) + f" in each of {len(pairs)} pair(s)", measured,
                      predicted, model, shape, pairs_holding=len(held), pairs_compared=decided)
@@ -468,7 +473,7 @@ def accounts_text(label: str, measured: float, predicted: float, model: str,
     if lp * lm < 0:
         return share, (f"{head}: the model points the other way; the measured difference is {host_side}, "
                        "and the device alone would reverse it")
-    if share > 1:
+    if share > 1 + 1e-9:  # not a rounding of exactly 1
         return share, (f"{head}: the device model predicts more than this host shows ({share:.0%} of the "
                        "log-ratio); something on this host hides part of the device's difference")
     rest = measured / predicted
