@@ -353,3 +353,21 @@ def test_a_quick_run_states_the_sizes_it_ran() -> None:
     assert len(said) == 1
     mib = quick["file_size"] / (1 << 20)
     assert f"file_size={mib:.4g} MiB" in said[0] and "memory limit" in said[0]
+
+
+def test_a_size_the_whole_interval_misses_is_refused_without_significance() -> None:
+    """'About 10x' against a ratio not significantly different from 1 whose interval stays
+    below 5x: does not hold (by size); an interval reaching the paper's size: cannot tell."""
+    from fslab.paper import PaperFigure
+    from fslab.report.sections.paper_beside import _shape
+
+    figure = PaperFigure(claim="c", source="s", workload="w", metric="m", filesystem="a", versus="b", ratio=10)
+    shape, ok = _shape(figure, 1.02, 0.6, 0.9, 1.15)
+    assert ok is False and shape.startswith("does not hold by size (no significant difference")
+    assert "0.102x the paper's" in shape
+    shape, ok = _shape(figure, 1.5, 0.2, 0.4, 6.0)
+    assert ok is None and shape.startswith("cannot tell")
+    more = PaperFigure(claim="c", source="s", workload="w", metric="m", filesystem="a", versus="b", ratio=50,
+                       relation="more than")
+    assert _shape(more, 1.1, 0.3, 0.8, 20.0)[1] is False  # all of it below 25x
+    assert _shape(more, 1.1, 0.3, 0.8, 30.0)[1] is None

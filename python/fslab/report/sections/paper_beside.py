@@ -42,7 +42,7 @@ from pydantic import ValidationError
 
 from ...analysis.contrasts import ratio_ci
 from ...analysis.stats import CONFIDENCE, MIN_N_FOR_VERDICT, NoVerdict, holm, summarize, welch_t
-from ...paper import UNITS, PaperFigure, PaperSection
+from ...paper import SIZE_TOLERANCE, UNITS, PaperFigure, PaperSection
 from ...paper import Side as PaperSide
 from ...predictions import metric_name
 from ...stored import STATUS_OK, StoredCell, StoredRun
@@ -321,13 +321,26 @@ def _p_value(num: Values, den: Values) -> tuple[float | None, str]:
         return None, str(exc)
 
 
-def _shape(f: PaperFigure, ratio: float, p: float) -> tuple[str, bool | None]:
-    """The verdict on a tested ratio: direction (Welch, Holm-adjusted p) and size."""
+def _interval_misses(f: PaperFigure, low: float, high: float) -> bool:
+    """The whole interval more than SIZE_TOLERANCE from the paper's ratio, on one side."""
+    assert f.ratio is not None
+    below, above = high < f.ratio / SIZE_TOLERANCE, low > f.ratio * SIZE_TOLERANCE
+    return below if f.relation == "more than" else above if f.relation == "less than" else below or above
+
+
+def _shape(f: PaperFigure, ratio: float, p: float, low: float | None = None,
+           high: float | None = None) -> tuple[str, bool | None]:
+    """The verdict on a tested ratio: direction (Welch, Holm-adjusted p) and size. Without a
+    significant difference, a paper's size the whole 95% interval stays more than 2x away
+    from is still refused: "about 10x" against a ratio known to lie within 0.9–1.1x."""
     paper, ours = paper_direction(f), (1 if ratio > 1 else -1)
     ok, size = size_judgement(f, ratio)
     if p >= ALPHA:
         if paper == 0:
             return f"holds (no significant difference, p={p:.2g}, as the paper's about-equal)", None
+        if low is not None and high is not None and ok is False and _interval_misses(f, low, high):
+            return (f"does not hold by size (no significant difference, p={p:.2g}; its 95% interval "
+                    f"{fmt(low)}–{fmt(high)}x is more than 2x from the paper's: {size})"), False
         return f"cannot tell (no significant difference, p={p:.2g})", None
     if paper == 0:
         return f"does not hold (the paper has them about equal; fslab: {_x(ratio)}, p={p:.2g})", False
@@ -399,7 +412,8 @@ def _single_row(f: PaperFigure, pair: Pair, model: str | None) -> FigureRow:
         row.shape = f"cannot tell ({pair.why or 'no ratio'})"
     else:
         row.p_adjusted = pair.p_adjusted
-        row.shape, row.size_holds = _shape(f, pair.measured_ratio, pair.p_adjusted)
+        row.shape, row.size_holds = _shape(f, pair.measured_ratio, pair.p_adjusted, pair.measured_low,
+                                           pair.measured_high)
     return row
 
 
@@ -412,7 +426,7 @@ def _group_row(f: PaperFigure, pairs: list[Pair], model: str | None) -> FigureRo
         elif pair.p_adjusted is None or pair.measured_ratio is None:
             verdicts.append((pair, "untested"))
         else:
-            shape, _ = _shape(f, pair.measured_ratio, pair.p_adjusted)
+            shape, _ = _shape(f, pair.measured_ratio, pair.p_adjusted, pair.measured_low, pair.measured_high)
             verdicts.append((pair, shape.split(" (")[0]))
     held = [p for p, v in verdicts if v == "holds"]
     against = [p for p, v in verdicts if v.startswith("does not hold")]
