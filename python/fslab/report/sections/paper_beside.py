@@ -40,23 +40,29 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ...analysis.contrasts import ratio_ci
-from ...analysis.stats import CONFIDENCE, MIN_N_FOR_VERDICT, NoVerdict, holm, summarize, welch_t
+from ...analysis.stats import CONFIDENCE, holm, summarize
 from ...paper import SIZE_TOLERANCE, UNITS, PaperFigure, PaperSection
 from ...paper import Side as PaperSide
-from ...predictions import metric_name
-from ...stored import STATUS_OK, StoredCell, StoredRun
+from ...stored import StoredCell, StoredRun
 from ..data import ModelSection, TableSection
-from ..labels import rank_group
 from ..units import fmt
 from .base import SECTIONS, Section, StudyData
 from .paper_judge import (
     as_given,
-    change_test,
     paper_direction,
     paper_ratio_text,
     size_judgement,
     unmeasured_verdict,
+)
+from .paper_pairs import (
+    Pair,
+    cell_of,
+    figure_pairs,
+    models_of,
+    ratio_text,
+    runs_of,
+    values_of,
+    x_text,
 )
 
 ALPHA = 1 - CONFIDENCE
@@ -72,41 +78,6 @@ def host_side_text(runs: list[StoredRun], cells: list[StoredCell]) -> str:
         name.startswith("trace_members_") for r in runs for name in r["metrics"])
     return ("host-side costs the models leave out (CPU, the page cache" + (", md's stripe handling" if md else "")
             + ")")
-
-
-@dataclass
-class Values:
-    """One side's runs for a figure: its measured values and those predicted on a model."""
-    label: str
-    group: str
-    measured: list[float]
-    predicted: list[float]
-    tcg: bool = False
-
-
-@dataclass
-class Pair:
-    """One pair of sides of a ratio figure, measured, predicted and tested."""
-    label: str
-    num: Values
-    den: Values
-    num_base: Values | None = None
-    den_base: Values | None = None
-    measured_ratio: float | None = None
-    measured_low: float | None = None
-    measured_high: float | None = None
-    measured_text: str = "— (no run with a number)"
-    predicted_ratio: float | None = None
-    p: float | None = None
-    p_adjusted: float | None = None
-    why: str = ""
-    missing: str = ""  # a side with no stored cell: why the pair is not compared
-
-    @property
-    def key(self) -> frozenset[str]:
-        """The pair of cells (and baselines) it tests: A/B and B/A are one test."""
-        return frozenset((self.num.label + (self.num_base.label if self.num_base else ""),
-                          self.den.label + (self.den_base.label if self.den_base else "")))
 
 
 @dataclass
@@ -153,172 +124,10 @@ def shipped_paper_section(source: str) -> PaperSection | None:
         return None
 
 
-def _same(a: Any, b: Any) -> bool:
-    return bool(a == b or str(a) == str(b))
-
-
-def _cell(cells: list[StoredCell], side: PaperSide) -> StoredCell | None:
-    found = [c for c in cells if c["workload"] == side.workload and c["filesystem"] == side.filesystem
-             and all(_same(c["axes"].get(k), v) for k, v in side.case)]
-    return found[0] if len(found) == 1 else None
-
-
-def _axes(cells: list[StoredCell]) -> dict[str, dict[str, list[Any]]]:
-    """Workload -> axis -> its values, as the stored cells have them (for ``across``)."""
-    out: dict[str, dict[str, list[Any]]] = {}
-    for c in cells:
-        for k, v in c["axes"].items():
-            values = out.setdefault(c["workload"], {}).setdefault(k, [])
-            if not any(_same(v, w) for w in values):
-                values.append(v)
-    return out
-
-
-def _models(runs: list[StoredRun], metric: str) -> list[str]:
-    """Models the runs have the workload's own ``metric`` predicted on, in stored order."""
-    out: list[str] = []
-    for run in runs:
-        for name in run["metrics"]:
-            if name.startswith("pred_") and name.endswith("_" + metric):
-                model = name[len("pred_"):-len(metric) - 1]
-                if "_" not in model and model not in out:
-                    out.append(model)
-    return out
-
-
-def _values(runs: list[StoredRun], name: str) -> list[float]:
-    out = []
-    for run in runs:
-        m = run["metrics"].get(name)
-        if m is not None and m["value"] is not None:
-            out.append(float(m["value"]))
-    return out
-
-
-def _mine(runs: list[StoredRun], cell: StoredCell) -> list[StoredRun]:
-    return [r for r in runs if r["cell"]["id"] == cell["id"] and r["status"] == STATUS_OK]
-
-
-def _side_label(side: PaperSide) -> str:
-    case = " ".join(f"{k}={v}" for k, v in side.case)
-    return f"{side.workload}{f' [{case}]' if case else ''} ({side.filesystem}, {side.metric})"
-
-
-def _values_of(runs: list[StoredRun], cell: StoredCell, side: PaperSide, model: str | None) -> Values:
-    mine = _mine(runs, cell)
-    tcg = any(((r.get("provenance") or {}).get("guest") or {}).get("accelerator") == "tcg" for r in mine)
-    return Values(_side_label(side), rank_group(cell), _values(mine, side.metric),
-                  _values(mine, metric_name(model, side.metric)) if model else [], tcg)
-
-
-def _x(ratio: float) -> str:
-    return f"{fmt(ratio)}x"
-
-
 def _summary_text(values: list[float], factor: float, unit: str) -> str:
     s = summarize([v / factor for v in values])
     pm = f" ± {fmt(s.ci_half_width)}" if s.ci_half_width is not None else ""
     return f"{fmt(s.mean)}{pm} {unit} (n={s.n})"
-
-
-def _ratio_text(num: list[float], den: list[float]) -> tuple[str, float | None, float | None, float | None]:
-    try:
-        r = ratio_ci(num, den)
-    except ValueError as exc:
-        return f"— ({exc})", None, None, None
-    interval = f" (95% CI {fmt(r.low)}–{fmt(r.high)}x)" if r.low is not None and r.high is not None else ""
-    return f"{_x(r.ratio)}{interval}, n={r.n_numerator}/{r.n_denominator}", r.ratio, r.low, r.high
-
-
-def _change_ratio(a: list[float], a0: list[float], b: list[float], b0: list[float]) -> float | None:
-    """(mean a / mean a0) over (mean b / mean b0): a ratio of two changes."""
-    if not (a and a0 and b and b0) or min(fmean(a0), fmean(b), fmean(b0)) <= 0:
-        return None
-    return (fmean(a) / fmean(a0)) / (fmean(b) / fmean(b0))
-
-
-def _figure_model(f: PaperFigure, runs: list[StoredRun], cells: list[StoredCell]) -> str | None:
-    """The figure's model, or the first every stored cell of it was replayed on."""
-    if f.model is not None:
-        return f.model
-    common: list[str] | None = None
-    for cell in cells:
-        found = _models(_mine(runs, cell), f.metric)
-        common = found if common is None else [m for m in common if m in found]
-    return next(iter(common or []), None)
-
-
-def _pairs(f: PaperFigure, runs: list[StoredRun], cells: list[StoredCell]) -> tuple[list[Pair], str | None]:
-    """The figure's pairs of sides with their measured and predicted ratios (untested)."""
-    sides = f.pairs(_axes(cells))
-    resolved: list[tuple[PaperSide, PaperSide, dict[str, StoredCell | None]]] = []
-    involved: list[StoredCell] = []
-    for num, den in sides:
-        wanted: dict[str, PaperSide | None] = {"num": num, "den": den}
-        if f.baseline_workload is not None:
-            wanted |= {"num_base": f.baseline(num), "den_base": f.baseline(den)}
-        found = {k: _cell(cells, s) for k, s in wanted.items() if s is not None}
-        involved += [c for c in found.values() if c is not None]
-        resolved.append((num, den, found))
-    model = _figure_model(f, runs, list({c["id"]: c for c in involved}.values()))
-    out: list[Pair] = []
-    for num, den, found in resolved:
-        label = f"{_side_label(num)} over {_side_label(den)}"
-        lacking = [k for k, c in found.items() if c is None]
-        if lacking:
-            empty = Values("", "", [], [])
-            out.append(Pair(label, empty, empty, missing="no such cell stored"))
-            continue
-        cell = {k: c for k, c in found.items() if c is not None}
-        pair = Pair(label, _values_of(runs, cell["num"], num, model),
-                    _values_of(runs, cell["den"], den, f.versus_model or model))
-        if f.baseline_workload is not None:
-            pair.num_base = _values_of(runs, cell["num_base"], f.baseline(num) or num, model)
-            pair.den_base = _values_of(runs, cell["den_base"], f.baseline(den) or den, model)
-        _measure(pair)
-        out.append(pair)
-    return out, model
-
-
-def _measure(pair: Pair) -> None:
-    """The pair's measured and predicted ratios and its test (p, or why none)."""
-    a, b = pair.num, pair.den
-    if pair.num_base is not None and pair.den_base is not None:
-        a0, b0 = pair.num_base, pair.den_base
-        pair.measured_ratio = _change_ratio(a.measured, a0.measured, b.measured, b0.measured)
-        if pair.measured_ratio is not None:
-            pair.measured_text = (f"{_x(pair.measured_ratio)} (change over change), n={len(a.measured)}/"
-                                  f"{len(a0.measured)} over {len(b.measured)}/{len(b0.measured)}")
-        pair.predicted_ratio = _change_ratio(a.predicted, a0.predicted, b.predicted, b0.predicted)
-        groups = {a.group, b.group, a0.group, b0.group}
-        if len(groups) > 1:
-            pair.why = f"the cells ran on different backends or devices ({', '.join(sorted(groups))}): never compared"
-        elif pair.measured_ratio is not None:
-            try:
-                pair.p = change_test(a.measured, a0.measured, b.measured, b0.measured)
-            except NoVerdict as exc:
-                pair.why = str(exc)
-        return
-    if a.measured and b.measured:
-        pair.measured_text, pair.measured_ratio, pair.measured_low, pair.measured_high = _ratio_text(
-            a.measured, b.measured)
-    if a.predicted and b.predicted:
-        pair.predicted_ratio = _ratio_text(a.predicted, b.predicted)[1]
-    pair.p, pair.why = _p_value(a, b)
-
-
-def _p_value(num: Values, den: Values) -> tuple[float | None, str]:
-    """Welch's p of the two sides' measurements, or why there is none."""
-    if num.group != den.group:
-        return None, f"the two cells ran on different backends or devices ({num.group}, {den.group}): never compared"
-    if min(len(num.measured), len(den.measured)) < MIN_N_FOR_VERDICT:
-        return None, f"fewer than {MIN_N_FOR_VERDICT} runs on a side"
-    if min(num.measured + den.measured) <= 0:
-        return None, "a value of zero or below: no logarithm"
-    try:
-        return welch_t([math.log(v) for v in num.measured], [math.log(v) for v in den.measured]).p_value, ""
-    except NoVerdict as exc:
-        return None, str(exc)
 
 
 def _interval_misses(f: PaperFigure, low: float, high: float) -> bool:
@@ -343,7 +152,7 @@ def _shape(f: PaperFigure, ratio: float, p: float, low: float | None = None,
                     f"{fmt(low)}–{fmt(high)}x is more than 2x from the paper's: {size})"), False
         return f"cannot tell (no significant difference, p={p:.2g})", None
     if paper == 0:
-        return f"does not hold (the paper has them about equal; fslab: {_x(ratio)}, p={p:.2g})", False
+        return f"does not hold (the paper has them about equal; fslab: {x_text(ratio)}, p={p:.2g})", False
     if paper != ours:
         return f"does not hold (fslab finds it {'higher' if ours > 0 else 'lower'}, p={p:.2g})", False
     way = f"{'higher' if ours > 0 else 'lower'} as the paper's, p={p:.2g}"
@@ -356,13 +165,13 @@ def _value_row(f: PaperFigure, runs: list[StoredRun], cells: list[StoredCell]) -
     assert f.value is not None and f.unit is not None
     _, factor = UNITS[f.unit]
     side = PaperSide(f.workload, f.denominator, tuple(sorted(f.case.items())), f.metric)
-    cell = _cell(cells, side)
+    cell = cell_of(cells, side)
     paper = f"{as_given(f.value)} {f.unit}"
     if cell is None:
         return FigureRow(f.claim, f.source, paper, "— (no such cell stored)", "—", f.model,
                          "cannot tell (no stored cell)")
-    model = f.model or next(iter(_models(_mine(runs, cell), f.metric)), None)
-    values = _values_of(runs, cell, side, model)
+    model = f.model or next(iter(models_of(runs_of(runs, cell), f.metric)), None)
+    values = values_of(runs, cell, side, model)
     measured = "— (no run with a number)"
     if values.measured:
         measured = (f"{_summary_text(values.measured, factor, f.unit)} "
@@ -386,7 +195,7 @@ def _model_ratio_row(f: PaperFigure, pairs: list[Pair], model: str | None) -> Fi
                          f"— ({f.metric} is not predicted on {f.model} and {f.versus_model}: the models "
                          "predict the workload's own rate only where it names one)", f.model,
                          "cannot tell (neither measured nor predicted)")
-    text, ratio, _, _ = _ratio_text(pair.num.predicted, pair.den.predicted)
+    text, ratio, _, _ = ratio_text(pair.num.predicted, pair.den.predicted)
     way = unmeasured_verdict(f, ratio) if ratio is not None else "no ratio"
     return FigureRow(f.claim, f.source, paper_ratio_text(f), measured, f"{text}, {f.model} over {f.versus_model}",
                      f.model, f"cannot tell (not measured; the models point {way})", predicted_ratio=ratio)
@@ -396,9 +205,9 @@ def _predicted_text(f: PaperFigure, pair: Pair, model: str | None) -> str:
     if pair.predicted_ratio is None:
         return "— (not predicted)"
     if pair.num_base is None:
-        text = _ratio_text(pair.num.predicted, pair.den.predicted)[0]
+        text = ratio_text(pair.num.predicted, pair.den.predicted)[0]
     else:
-        text = f"{_x(pair.predicted_ratio)} (change over change)"
+        text = f"{x_text(pair.predicted_ratio)} (change over change)"
     return f"{text} on {model}: {unmeasured_verdict(f, pair.predicted_ratio)}"
 
 
@@ -432,14 +241,14 @@ def _group_row(f: PaperFigure, pairs: list[Pair], model: str | None) -> FigureRo
     against = [p for p, v in verdicts if v.startswith("does not hold")]
     open_ = [p for p, v in verdicts if v not in ("holds",) and not v.startswith("does not hold")]
     ratios = [p.measured_ratio for p in pairs if p.measured_ratio is not None]
-    measured = (f"{len(ratios)} pair(s), ratios {_x(min(ratios))} to {_x(max(ratios))}" if ratios
+    measured = (f"{len(ratios)} pair(s), ratios {x_text(min(ratios))} to {x_text(max(ratios))}" if ratios
                 else "— (no pair with numbers)")
     predicted_ratios = [p.predicted_ratio for p in pairs if p.predicted_ratio is not None]
     predicted = "— (not predicted)"
     if predicted_ratios:
         way = sum(1 for r in predicted_ratios if (r > 1) == (paper_direction(f) > 0))
         predicted = (f"on {model}: {way} of {len(predicted_ratios)} pair(s) the paper's way (ratios "
-                     f"{_x(min(predicted_ratios))} to {_x(max(predicted_ratios))})")
+                     f"{x_text(min(predicted_ratios))} to {x_text(max(predicted_ratios))})")
     decided = len(held) + len(against)
     if decided == 0:
         reasons = sorted({p.missing or p.why or ("no significant difference" if p.p_adjusted is not None
@@ -450,7 +259,7 @@ def _group_row(f: PaperFigure, pairs: list[Pair], model: str | None) -> FigureRo
     else:
         most = "mostly holds" if len(held) > len(against) else "does not hold"
         shape = (f"{most}: holds in {len(held)} of {decided} decided pair(s); not in "
-                 + "; ".join(f"{p.label}: {_x(p.measured_ratio or 0)}" for p in against[:3])
+                 + "; ".join(f"{p.label}: {x_text(p.measured_ratio or 0)}" for p in against[:3])
                  + (" …" if len(against) > 3 else "")
                  + (f"; {len(open_)} undecided" if open_ else ""))
     return FigureRow(f.claim, f.source, paper_ratio_text(f) + f" in each of {len(pairs)} pair(s)", measured,
@@ -483,7 +292,7 @@ def accounts_text(label: str, measured: float, predicted: float, model: str,
         return None, f"{label}: no share (a ratio of zero or of exactly 1)"
     lm, lp = math.log(measured), math.log(predicted)
     share = lp / lm
-    head = f"{label}: measured {_x(measured)}, {model} predicts {_x(predicted)}"
+    head = f"{label}: measured {x_text(measured)}, {model} predicts {x_text(predicted)}"
     if lp * lm < 0:
         return share, (f"{head}: the model points the other way; the measured difference is {host_side}, "
                        "and the device alone would reverse it")
@@ -491,8 +300,8 @@ def accounts_text(label: str, measured: float, predicted: float, model: str,
         return share, (f"{head}: the device model predicts more than this host shows ({share:.0%} of the "
                        "log-ratio); something on this host hides part of the device's difference")
     rest = measured / predicted
-    return share, (f"{head}: the device model explains {_x(predicted)} of the {_x(measured)} measured "
-                   f"({share:.0%} of the log-ratio); the rest, {_x(rest)}, is {host_side}")
+    return share, (f"{head}: the device model explains {x_text(predicted)} of the {x_text(measured)} measured "
+                   f"({share:.0%} of the log-ratio); the rest, {x_text(rest)}, is {host_side}")
 
 
 def figure_rows(section: PaperSection, runs: list[StoredRun], cells: list[StoredCell]) -> list[FigureRow]:
@@ -503,7 +312,7 @@ def figure_rows(section: PaperSection, runs: list[StoredRun], cells: list[Stored
         if f.value is not None:
             built.append((f, [], None))
         else:
-            pairs, model = _pairs(f, runs, cells)
+            pairs, model = figure_pairs(f, runs, cells)
             built.append((f, pairs, model))
     tested = [p for f, pairs, _ in built if f.versus_model is None for p in pairs
               if p.p is not None and p.measured_ratio is not None]
@@ -598,9 +407,9 @@ def build(study: StudyData) -> list[ModelSection]:
             "prediction", "How much the device accounts for",
             ["paper's figure", "measured ratio", "predicted ratio (model)", "device's share of the log-ratio",
              "left to the host (measured / predicted)"],
-            [[r.claim, _x(r.measured_ratio or 0), f"{_x(r.predicted_ratio or 0)} ({r.model})",
+            [[r.claim, x_text(r.measured_ratio or 0), f"{x_text(r.predicted_ratio or 0)} ({r.model})",
               f"{r.device_share:.0%}" if r.device_share is not None else "—",
-              _x((r.measured_ratio or 0) / (r.predicted_ratio or 1))] for r in accounted],
+              x_text((r.measured_ratio or 0) / (r.predicted_ratio or 1))] for r in accounted],
             " ".join(f"{s}." for s in sentences) + " " + ACCOUNTS_NOTE))
     statements = [f"Deviation from the paper: {d}" for d in section.deviations]
     if study.study.quick and study.cells:
