@@ -10,6 +10,7 @@ from ..analysis.contrasts import ratio_ci
 from ..analysis.stats import summarize
 from ..metrics import display_name
 from ..stored import STATUS_OK, AutoFacts, StoredCell, StoredRun, StudyRow
+from .case_definitions import device_sections
 from .data import SCHEMA, Bar, Caveat, ChartData, Estimate, FailedRun, Finding, Report, SummaryRow, Versus
 from .hosts import warning_lines as host_warning_lines
 from .labels import (
@@ -23,6 +24,7 @@ from .labels import (
     rank_groups_note,
     verdict_text,
     versus_sentence,
+    with_devices,
 )
 from .members import warning_lines as member_warning_lines
 from .provenance_facts import facts_by_group
@@ -196,6 +198,8 @@ def build_report(study: StudyRow, runs: list[StoredRun], cells: list[StoredCell]
     """The whole report of one stored study, from the store's records only. The trace
     plots are left empty: reading trace files is not free (report.outputs adds them)."""
     auto = study.facts.get("auto")
+    # Entries on several devices (seed-004: one SSD, RAID0, RAID5) are ranked per device.
+    cells, runs = with_devices(cells, runs, device_sections(study.spec_text))
     table, rows = _summary_table(runs, cells, metric, auto)
     filesystems = table.filesystems
     tables, sections = build_sections(StudyData(runs, cells, study.paper, auto, study))
