@@ -76,7 +76,7 @@ def rendered_text(renderables: list[Any]) -> str:
     """What rich prints for ``renderables``, as plain text."""
     from rich.console import Console
 
-    console = Console(record=True, width=260, file=open(os.devnull, "w"))
+    console = Console(record=True, width=400, file=open(os.devnull, "w"))  # wide: no header wraps
     for r in renderables:
         console.print(r)
     return console.export_text()
