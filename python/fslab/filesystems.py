@@ -235,6 +235,16 @@ def names_a_device(argument: str) -> str | None:
     return None
 
 
+def names_a_path(argument: str) -> str | None:
+    """A file an mkfs or mount argument names (absolute, under home, or climbing out with
+    ``..``), or None: mkfs and mount run as root, and a path is never the device under test."""
+    for part in [argument, *argument.replace(",", "=").split("=")]:
+        candidate = part.strip()
+        if candidate.startswith(("/", "~")) or ".." in candidate.split("/"):
+            return candidate
+    return None
+
+
 def validate_filesystems(spec: StudySpec, source: str) -> None:
     for name, section in spec.filesystems.items():
         key = section.type or name
@@ -253,6 +263,14 @@ def validate_filesystems(spec: StudySpec, source: str) -> None:
                         f"{value!r} names the device {device}: fslab only formats and mounts "
                         "the device under test (mkfs.btrfs would format every device listed; "
                         "logdev=, rtdev= and device= write to others). Use [device] for it.",
+                        source=source, field=f"filesystems.{name}.{option}[{i}]",
+                    )
+                path = names_a_path(value)
+                if path:
+                    raise SpecError(
+                        f"{value!r} names the path {path}: an mkfs or mount argument may not read or write "
+                        "files outside the device under test (a file given to mkfs.btrfs is formatted, "
+                        "journal_path= and logdev= write to it); remove it",
                         source=source, field=f"filesystems.{name}.{option}[{i}]",
                     )
         if section.kernel is not None and section.requested_backend(spec.study.backend) == "host":
