@@ -415,8 +415,9 @@ def read_job_files(source: Path, *, allow_exec: bool) -> dict[str, str]:
     """A user's job file and every file it includes (``include NAME``, relative to the
     including file, as fio resolves it), read and checked line by line: no option that
     leads outside the file system under test, none that runs a program unless
-    ``allow_exec``, no include outside the job file's folder. Returns the cell's inputs: the job file as ``job.fio`` (first), each
-    included file as ``include<N>-<its name>``, and every include line naming those.
+    ``allow_exec``, no include outside the job file's folder. Returns the cell's inputs:
+    the job file as ``job.fio`` (first), each included file as ``include<N>-<its name>``,
+    and every include line naming those.
     Raises SpecError naming the file and line."""
     files: dict[str, str] = {}
 
