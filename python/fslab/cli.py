@@ -4,6 +4,7 @@ FslabError becomes one message and exit status 2, in one place (``main``)."""
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -84,7 +85,7 @@ def plan(
         for job in p.jobs:
             write_job(job, jobs / f"{job.id}.json")
         err_console.print(f"wrote {len(p.jobs)} jobs to {jobs}: run one with "
-                          f"`fslab job run {jobs / p.jobs[0].id}.json --out DIR`" if p.jobs else
+                          f"`fslab job run {shlex.quote(str(jobs / p.jobs[0].id) + '.json')} --out DIR`" if p.jobs else
                           f"no jobs to write to {jobs}", highlight=False)
     if as_json:
         out = {
@@ -277,7 +278,8 @@ def run(
         console.print(
             f"{outcome.runs_done} runs in {outcome.wall_s:.0f} s ({outcome.runs_failed} failed); "
             f"results in {results.resolve()} (study {outcome.study_id}): "
-            f"`fslab report -r {results}`, `fslab export -r {results} --format csv`")
+            f"`fslab report -r {shlex.quote(str(results))}`, "
+            f"`fslab export -r {shlex.quote(str(results))} --format csv`", highlight=False, markup=False)
     else:
         print(outcome.study_id)
     if outcome.runs_failed_total:
@@ -285,7 +287,7 @@ def run(
         err_console.print(
             f"[red]{outcome.runs_failed_total} of {outcome.runs_done + outcome.runs_skipped_as_stored} runs "
             f"failed[/red] (reasons above; "
-            f"`fslab report -r {results}` shows them again); re-run them with "
+            f"`{escape(shlex.join(['fslab', 'report', '-r', str(results)]))}` shows them again); re-run them with "
             f"`{escape(continue_with.replace('--resume', '--retry-failed'))}`",
             highlight=False)
         raise typer.Exit(1)
@@ -320,7 +322,7 @@ def resume_command(study: str, results: Path, quick: bool, devices: list[str],
     parts += ["--executor", executor, *executor_flags] if executor else []
     for device in devices:
         parts += ["--destroy-data-on", device]
-    return " ".join(parts + ["--resume"])
+    return shlex.join(parts + ["--resume"])  # pasted into a shell: every part quoted
 
 
 def _print_report(results: Path, study_id: int | None, metric: list[str] | None, by_host: bool = False) -> None:

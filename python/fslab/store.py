@@ -506,9 +506,28 @@ _SQLITE_MAGIC = b"SQLite format 3\x00"
 _OUR_TABLES = {"studies", "cells", "runs", "metrics"}
 
 
+# What fio reads as its own syntax in a job file's path (its files and mount point live in
+# the results directory): ';' and '#' start a comment, '${' expands the environment. ':'
+# separates fio's directory lists and is escaped where fslab writes a directory (fio.py).
+FIO_SYNTAX = (";", "#", "${")
+
+
+def check_results_path(results_dir: Path) -> None:
+    """Refuse a results directory whose absolute path fio cannot take (every run would
+    fail after mkfs), before anything is made."""
+    text = str(results_dir.absolute())
+    bad = [c for c in FIO_SYNTAX if c in text] + (["a control character"] if not text.isprintable() else [])
+    if bad:
+        raise FslabError(f"results directory {text!r} holds {' and '.join(repr(b) if len(b) < 3 else b for b in bad)}, "
+                         f"which fio reads as job-file syntax (a comment or a variable), so every run would fail: "
+                         f"{FIX_RESULTS} whose path has none of {' '.join(FIO_SYNTAX)}")
+
+
 def ensure_results_dir(results_dir: Path) -> None:
     """Make the results directory (and missing parents) for writing, or say in one line
-    why it cannot be: a file in the way, no permission, a read-only file system."""
+    why it cannot be: a file in the way, no permission, a read-only file system, a path
+    fio cannot take (check_results_path)."""
+    check_results_path(results_dir)
     if results_dir.exists() and not results_dir.is_dir():
         raise FslabError(f"results directory {results_dir} is a file, not a directory: {FIX_RESULTS}")
     try:

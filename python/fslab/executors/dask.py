@@ -22,6 +22,7 @@ import contextlib
 import dataclasses
 import io
 import logging
+import shlex
 import tarfile
 import time
 import uuid
@@ -82,7 +83,7 @@ def check_placement(workers: dict[str, dict[str, Any]], jobs: list[Job], address
     if benches == 0:
         raise FslabError(f"the Dask scheduler at {address} has no fslab worker (none offers the "
                          f"resource bench=1; {len(workers)} worker(s) without it): start one with "
-                         f"`fslab worker {address} {access_flags}`")
+                         f"`fslab worker {shlex.quote(address)} {access_flags}`")
     for job in jobs:
         wanted = job.settings.machine_class
         if wanted and wanted not in offered:
@@ -90,7 +91,8 @@ def check_placement(workers: dict[str, dict[str, Any]], jobs: list[Job], address
             raise FslabError(
                 f"machine_class {wanted!r}: no worker of the scheduler at {address} offers it "
                 f"(classes offered: {classes or 'none'}); start one with "
-                f"`fslab worker {address} {access_flags} --class {wanted}` or change the study's machine_class")
+                f"`fslab worker {shlex.quote(address)} {access_flags} --class {shlex.quote(wanted)}` "
+                "or change the study's machine_class")
 
 
 @dataclasses.dataclass
@@ -180,7 +182,7 @@ class DaskExecutor:
         """Submit every job, then store each one's records as it ends."""
         from .dask_worker import run_job_task
 
-        check_placement(_workers(client), jobs, self.address, " ".join(self.access.flags()))
+        check_placement(_workers(client), jobs, self.address, shlex.join(self.access.flags()))
         for job in jobs:
             deadline = job_deadline_s(job, self.deadline_s)
             future = client.submit(run_job_task, job.to_json(), deadline, topic,

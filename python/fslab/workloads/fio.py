@@ -237,7 +237,7 @@ class FioWorkload(Workload):
             raise WorkloadFailed(f"the job carries no text of job_file {params['job_file']!r} "
                                  "(a job planned by an older fslab? plan it again)")
         job_path = write_job_files(ctx.inputs, ctx.artifact_dir, allow_exec=ctx.allow_exec)
-        return job_path, [f"--directory={ctx.workdir}"]
+        return job_path, [f"--directory={fio_directory(ctx.workdir)}"]
 
     def data_bytes(self, params: dict[str, Any], inputs: dict[str, str] | None = None) -> int | None:
         """Bytes of files the job lays out (size x numjobs); for a job file, what its jobs'
@@ -562,8 +562,14 @@ def _fio_options(params: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def fio_directory(path: Path) -> str:
+    """A directory as fio's ``directory`` option takes it: ':' separates several, so a ':'
+    in the path is escaped (fio's own escape, ``\\:``)."""
+    return str(path).replace(":", "\\:")
+
+
 def job_file_text(params: dict[str, Any], directory: Path) -> str:
-    lines = ["[global]", f"directory={directory}", "group_reporting=1", "", "[job]"]
+    lines = ["[global]", f"directory={fio_directory(directory)}", "group_reporting=1", "", "[job]"]
     for key, value in _fio_options(params).items():
         if not (_OPTION_NAME.match(key) and str(value).isprintable()):
             raise SpecError(f"{value!r} is not one line of printable text (a line break "
