@@ -633,7 +633,7 @@ def _register_optional_commands() -> None:
     import importlib
 
     for module in ("fslab.cli_simulate", "fslab.cli_trace", "fslab.cli_guest", "fslab.cli_compare",
-                   "fslab.cli_worker", "fslab.cli_lab"):
+                   "fslab.cli_worker", "fslab.cli_scheduler", "fslab.cli_lab"):
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError as exc:

@@ -620,12 +620,18 @@ def _create_database(path: Path) -> None:
 
 
 def _connect(path: Path, read_only: bool) -> sqlite3.Connection:
-    """A connection; read-only ones by URI (``mode=ro``). On a read-only file system SQLite
-    cannot make a WAL file's shared-memory index, so the file is opened as immutable
-    there: nothing can change it while we read."""
+    """A connection; read-only ones by URI (``mode=ro``), which create nothing beside the
+    file. A WAL database opened ``mode=ro`` makes its ``-wal`` and ``-shm`` files when they
+    are missing (and leaves them: only a writer removes them), so a file with no ``-wal``
+    (closed cleanly: everything is in the file itself, and no writer has it open, for a
+    writer's connection keeps its ``-wal``) is opened ``immutable``. With a ``-wal`` (a
+    study running, or killed) the reader goes through it, to see its last runs. On a
+    read-only file system SQLite cannot make the shared-memory index: immutable there too."""
     if not read_only:
         return sqlite3.connect(path, timeout=30)
     uri = f"file:{quote(str(path.resolve()))}?mode=ro"
+    if not path.with_name(path.name + "-wal").exists():
+        return sqlite3.connect(uri + "&immutable=1", uri=True, timeout=30)
     try:
         db = sqlite3.connect(uri, uri=True, timeout=30)
         db.execute("PRAGMA user_version").fetchone()
