@@ -60,7 +60,9 @@ def plan(
         "(read only, if it is there)")] = DEFAULT_RESULTS,
 ) -> None:
     """Show the cells and runs a study expands to, without running anything. Every check
-    `fslab run` makes that needs no root runs too: what a run would refuse exits 2 here.
+    `fslab run` makes that needs no root runs too, and every check of a disk of yours that
+    needs no write (not a block device, the root disk, mounted, in use, a signature): what a
+    run would refuse exits 2 here.
     Times and runs needed are estimated from the runs stored in the results directory."""
     from .backends import choose_backend
     from .plan import make_plan
@@ -71,7 +73,7 @@ def plan(
     study_dir = Path(source).parent.resolve() if Path(source).is_file() else Path.cwd()
     p = make_plan(spec, backends=choose_backend, quick=quick, source=source, study_dir=study_dir,
                   allow_exec=allow_exec)
-    check_plan(p, source=source)
+    check_plan(p, source=source, disks=True)
     import platform
 
     from .forecast import forecast, history_of
