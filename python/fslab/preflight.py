@@ -168,6 +168,14 @@ def _input_problems(plan: Plan) -> list[str]:
             if (cell.workload, cell.label) not in seen:
                 seen.add((cell.workload, cell.label))
                 problems += [f"{where}: {p}" for p in workload.preflight(cell.params, cell.inputs)]
+            fstype = FILESYSTEMS.get(cell.fs_type)
+            if isinstance(device_bytes, int) and device_bytes < fstype.min_device_bytes \
+                    and ("min", cell.filesystem) not in seen:
+                seen.add(("min", cell.filesystem))
+                problems.append(f"filesystems.{cell.filesystem}: {fstype.name} refuses a device below "
+                                f"{format_bytes(fstype.min_device_bytes)} ({fstype.min_device_why}); the device "
+                                f"is {format_bytes(device_bytes)}: raise device.size to at least "
+                                f"{format_bytes(fstype.min_device_bytes)}")
             data = workload.data_bytes(cell.params, cell.inputs)
             if (data and isinstance(device_bytes, int) and data > 0.9 * device_bytes
                     and (cell.filesystem, cell.label) not in seen):
