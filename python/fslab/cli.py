@@ -649,6 +649,9 @@ _register_optional_commands()
 
 
 def main() -> None:
+    from .pipes import install
+
+    install()  # a reader that goes away (`| head`) costs the output, never the study
     try:
         app()
     except FslabError as exc:
