@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shlex
 import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -248,6 +249,19 @@ def run(
 
         if isinstance(jobs_executor, DaskExecutor) and jobs_executor.access.warning():
             err_console.print(f"[yellow]{escape(jobs_executor.access.warning() or '')}[/yellow]", highlight=False)
+    if hasattr(jobs_executor, "on_waiting"):  # a Dask lab: no worker connected is said, not a stale ETA
+        said = {"at": 0.0}
+
+        def on_waiting(text: str | None) -> None:
+            if task and text:
+                progress.update(task["id"], eta=escape(text))
+            if text and (not said["at"] or (plain and time.monotonic() - said["at"] > 60)):
+                err_console.print(f"[yellow]{escape(text)}[/yellow]", highlight=False)
+                said["at"] = time.monotonic()
+            if text is None:
+                said["at"] = 0.0
+
+        jobs_executor.on_waiting = on_waiting
     access = [*(["--tls", str(tls)] if tls else []), *(["--insecure"] if insecure else [])]
     continue_with = resume_command(study, results, quick, destroy_data_on or [], allow_exec, executor, access)
     try:

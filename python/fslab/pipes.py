@@ -67,5 +67,5 @@ def install() -> None:
                              "stores every run; `fslab report -r DIR` shows the results\n")
             sys.stderr.flush()
 
-    sys.stderr = PipeSafe(sys.stderr, "stderr")  # type: ignore[assignment]
-    sys.stdout = PipeSafe(sys.stdout, "stdout", on_close=said)  # type: ignore[assignment]
+    sys.stderr = PipeSafe(sys.stderr, "stderr")
+    sys.stdout = PipeSafe(sys.stdout, "stdout", on_close=said)

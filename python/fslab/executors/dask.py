@@ -49,6 +49,7 @@ DRIVER_GRACE_S = 180.0  # past the deadline before the driver gives up on the wo
 SILENCE_S = 40.0
 CONNECT_TIMEOUT_S = 10.0
 POLL_S = 1.0
+WORKERS_CHECK_S = 5.0  # how often the driver asks whether any worker is connected, while none runs a job
 
 
 def job_deadline_s(job: Job, override: float | None = None) -> float:
@@ -112,6 +113,10 @@ class DaskExecutor:
         self.access = access
         self.address = access.address
         self.deadline_s = deadline_s
+        # Told while jobs wait with no worker connected (a text saying since when), and
+        # None once one is back: a driver must not show a stale "about 25 s left" then.
+        self.on_waiting: Callable[[str | None], None] | None = None
+        self._alone_since: float | None = None
 
     @staticmethod
     def from_url(url: str, tls: Path | None = None, insecure: bool = False) -> DaskExecutor:
@@ -189,10 +194,14 @@ class DaskExecutor:
                                    key=f"{topic}-{job.id}", resources=required_resources(job),
                                    retries=0, pure=False)
             pending[job.id] = _Pending(job, future, time.time(), deadline)
+        checked = 0.0
         while pending:
             self._wait(client, pending)
             self._note_starts(client, topic, pending)
-            workers = _workers(client) if any(p.started for p in pending.values()) else {}
+            workers: dict[str, Any] = {}
+            if any(p.started for p in pending.values()) or time.monotonic() - checked > WORKERS_CHECK_S:
+                workers, checked = _workers(client), time.monotonic()
+                self._say_when_alone(workers, len(pending))
             for job_id, item in list(pending.items()):
                 outcome = self._settle(client, item, workers)
                 if outcome is None:
@@ -201,6 +210,24 @@ class DaskExecutor:
                 folder = JobFolder(jobs_dir / job_id)
                 for record in outcome(folder):
                     on_record(record, folder)
+
+    def _say_when_alone(self, workers: dict[str, Any], waiting: int) -> None:
+        """Tell ``on_waiting`` that no worker that runs jobs is connected, and since when
+        (the first poll that found none), or that one is back."""
+        benches = [w for w in workers.values() if (w.get("resources") or {}).get("bench", 0) >= 1]
+        if benches:
+            if self._alone_since is not None and self.on_waiting is not None:
+                self.on_waiting(None)
+            self._alone_since = None
+            return
+        now = time.time()
+        if self._alone_since is None:
+            self._alone_since = now
+        if self.on_waiting is not None:
+            since = time.strftime("%H:%M:%S", time.localtime(self._alone_since))
+            self.on_waiting(f"no worker is connected to {self.address} since {since} "
+                            f"({now - self._alone_since:.0f} s); {waiting} job(s) wait: start one with "
+                            f"`fslab worker {shlex.quote(self.address)} {shlex.join(self.access.flags())}`")
 
     @staticmethod
     def _wait(client: Any, pending: dict[str, _Pending]) -> None:
