@@ -82,13 +82,13 @@ class Cluster:
 
 
 def scheduler_argv(net: Network, lab: Path | None) -> list[str]:
-    """The scheduler as the README starts it (`dask scheduler`, TLS with the lab's files)."""
-    argv = [str(Path(sys.executable).parent / "dask"), "scheduler", "--host", net.addresses["sched"],
-            "--port", str(PORT), "--no-dashboard"]
+    """The scheduler as the README starts it: `fslab scheduler` with the lab's files (TLS,
+    no HTTP), or a plaintext `dask scheduler` for --insecure."""
     if lab is not None:
-        argv += ["--protocol", "tls", "--tls-ca-file", str(lab / "ca.pem"), "--tls-cert", str(lab / "scheduler.pem"),
-                 "--tls-key", str(lab / "scheduler-key.pem")]
-    return argv
+        return [sys.executable, "-m", "fslab", "scheduler", "--tls", str(lab), "--host", net.addresses["sched"],
+                "--port", str(PORT)]
+    return [str(Path(sys.executable).parent / "dask"), "scheduler", "--host", net.addresses["sched"],
+            "--port", str(PORT), "--no-dashboard"]
 
 
 @contextlib.contextmanager

@@ -1,6 +1,7 @@
 """The `fslab` command as a user runs it: exit codes, messages, machine-readable output."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -95,13 +96,24 @@ def test_plan_states_a_seed_only_when_the_run_will_use_it(tmp_path):
     assert json.loads(fixed.stdout)["seed"] == 42
 
 
-def test_plan_of_an_array_on_named_disks_shows_no_member_images(tmp_path):
+def test_plan_of_an_array_on_named_disks_shows_no_member_images(device_support, tmp_path):
     """Named members are the user's disks: the default member_size (of member images) would
-    read as the disks' size."""
-    study = tmp_path / "named.toml"
-    study.write_text('[study]\nname = "x"\nbackend = "guest"\n[device]\nkind = "raid"\nlevel = 5\n'
-                     'members = ["/dev/sdx1", "/dev/sdx2", "/dev/sdx3"]\n[filesystems.ext4]\n[[workloads]]\n'
-                     'kind = "fio"\nname = "w"\nrw = "read"\nsize = "16M"\n')
-    done = fslab("plan", str(study))
+    read as the disks' size. (The disks must exist: plan checks them as run does.)"""
+    loops = []
+    try:
+        for i in range(3):
+            image = tmp_path / f"m{i}.img"
+            image.write_bytes(b"")
+            os.truncate(image, 64 << 20)
+            loops.append(subprocess.run(["losetup", "--find", "--show", str(image)], capture_output=True,
+                                        text=True, check=True).stdout.strip())
+        study = tmp_path / "named.toml"
+        study.write_text('[study]\nname = "x"\nbackend = "guest"\n[device]\nkind = "raid"\nlevel = 5\n'
+                         f'members = {json.dumps(loops)}\n[filesystems.ext4]\n[[workloads]]\n'
+                         'kind = "fio"\nname = "w"\nrw = "read"\nsize = "16M"\n')
+        done = fslab("plan", str(study))
+    finally:
+        for loop in loops:
+            subprocess.run(["losetup", "-d", loop], check=False)
     [line] = [x for x in done.stdout.splitlines() if x.startswith("device:")]
-    assert "members=['/dev/sdx1', '/dev/sdx2', '/dev/sdx3']" in line and "member_size" not in line
+    assert f"members={loops!r}" in line and "member_size" not in line

@@ -148,7 +148,7 @@ def labs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     done = subprocess.run([sys.executable, "-m", "fslab", "lab", "init", str(root / "lab")],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    assert "dask scheduler --protocol tls" in done.stdout and "fslab worker tls://" in done.stdout
+    assert "fslab scheduler --tls" in done.stdout and "fslab worker tls://" in done.stdout
     init_lab(root / "other", common_name="someone else")
     return root / "lab", root / "other"
 

@@ -149,6 +149,18 @@ def test_filesystem_arguments_naming_other_devices_are_refused(option, value):
     assert f"filesystems.ext4.{option}[" in str(err) and "/dev/" in str(err)
 
 
+@pytest.mark.parametrize("option,value", [
+    ("mkfs", '["/etc/passwd"]'),  # mkfs.btrfs formats every file it is given
+    ("mkfs", '["-d", "/root"]'),
+    ("mount", '["journal_path=/srv/journal"]'),
+    ("mount", '["noatime", "logdev=../../img"]'),
+])
+def test_filesystem_arguments_naming_any_path_are_refused(option, value):
+    text = BASE.replace("[filesystems.ext4]", f"[filesystems.ext4]\n{option} = {value}")
+    err = spec_error(text)
+    assert f"filesystems.ext4.{option}[" in str(err) and "names the path" in str(err)
+
+
 @pytest.mark.parametrize("line", ['filename = "/dev/sdz"', 'directory = "/tmp"',
                                   'filename = "../../etc/x"'])
 def test_fio_may_not_leave_the_filesystem_under_test(line):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import signal
 from pathlib import Path
 
@@ -155,7 +156,7 @@ def release_before_start(under: Path) -> list[str]:
         pids = ", ".join(str(p) for p in live)
         raise FslabError(f"fslab process {pids} is still running and holds resources in {under} (a job "
                          f"of an earlier run?): stop it (`kill {pids}`) and start again; "
-                         f"`fslab cleanup --under {under} --dry-run` lists what it holds")
+                         f"`fslab cleanup --under {shlex.quote(str(under))} --dry-run` lists what it holds")
     done: list[str] = []
     for leftover in dead:
         done += [f"{line} (left by fslab process {leftover.pid}, which died)"

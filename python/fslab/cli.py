@@ -4,7 +4,9 @@ FslabError becomes one message and exit status 2, in one place (``main``)."""
 from __future__ import annotations
 
 import json
+import shlex
 import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -59,7 +61,9 @@ def plan(
         "(read only, if it is there)")] = DEFAULT_RESULTS,
 ) -> None:
     """Show the cells and runs a study expands to, without running anything. Every check
-    `fslab run` makes that needs no root runs too: what a run would refuse exits 2 here.
+    `fslab run` makes that needs no root runs too, and every check of a disk of yours that
+    needs no write (not a block device, the root disk, mounted, in use, a signature): what a
+    run would refuse exits 2 here.
     Times and runs needed are estimated from the runs stored in the results directory."""
     from .backends import choose_backend
     from .plan import make_plan
@@ -70,7 +74,7 @@ def plan(
     study_dir = Path(source).parent.resolve() if Path(source).is_file() else Path.cwd()
     p = make_plan(spec, backends=choose_backend, quick=quick, source=source, study_dir=study_dir,
                   allow_exec=allow_exec)
-    check_plan(p, source=source)
+    check_plan(p, source=source, disks=True)
     import platform
 
     from .forecast import forecast, history_of
@@ -84,7 +88,7 @@ def plan(
         for job in p.jobs:
             write_job(job, jobs / f"{job.id}.json")
         err_console.print(f"wrote {len(p.jobs)} jobs to {jobs}: run one with "
-                          f"`fslab job run {jobs / p.jobs[0].id}.json --out DIR`" if p.jobs else
+                          f"`fslab job run {shlex.quote(str(jobs / p.jobs[0].id) + '.json')} --out DIR`" if p.jobs else
                           f"no jobs to write to {jobs}", highlight=False)
     if as_json:
         out = {
@@ -263,6 +267,19 @@ def run(
 
         if isinstance(jobs_executor, DaskExecutor) and jobs_executor.access.warning():
             err_console.print(f"[yellow]{escape(jobs_executor.access.warning() or '')}[/yellow]", highlight=False)
+    if hasattr(jobs_executor, "on_waiting"):  # a Dask lab: no worker connected is said, not a stale ETA
+        said = {"at": 0.0}
+
+        def on_waiting(text: str | None) -> None:
+            if task and text:
+                progress.update(task["id"], eta=escape(text))
+            if text and (not said["at"] or (plain and time.monotonic() - said["at"] > 60)):
+                err_console.print(f"[yellow]{escape(text)}[/yellow]", highlight=False)
+                said["at"] = time.monotonic()
+            if text is None:
+                said["at"] = 0.0
+
+        jobs_executor.on_waiting = on_waiting
     access = [*(["--tls", str(tls)] if tls else []), *(["--insecure"] if insecure else [])]
     continue_with = resume_command(study, results, quick, destroy_data_on or [], allow_exec, executor, access)
     try:
@@ -295,7 +312,8 @@ def run(
         console.print(
             f"{outcome.runs_done} runs in {outcome.wall_s:.0f} s ({outcome.runs_failed} failed); "
             f"results in {results.resolve()} (study {outcome.study_id}): "
-            f"`fslab report -r {results}`, `fslab export -r {results} --format csv`")
+            f"`fslab report -r {shlex.quote(str(results))}`, "
+            f"`fslab export -r {shlex.quote(str(results))} --format csv`", highlight=False, markup=False)
     else:
         print(outcome.study_id)
     if outcome.runs_failed_total:
@@ -303,7 +321,7 @@ def run(
         err_console.print(
             f"[red]{outcome.runs_failed_total} of {outcome.runs_done + outcome.runs_skipped_as_stored} runs "
             f"failed[/red] (reasons above; "
-            f"`fslab report -r {results}` shows them again); re-run them with "
+            f"`{escape(shlex.join(['fslab', 'report', '-r', str(results)]))}` shows them again); re-run them with "
             f"`{escape(continue_with.replace('--resume', '--retry-failed'))}`",
             highlight=False)
         raise typer.Exit(1)
@@ -338,7 +356,7 @@ def resume_command(study: str, results: Path, quick: bool, devices: list[str],
     parts += ["--executor", executor, *executor_flags] if executor else []
     for device in devices:
         parts += ["--destroy-data-on", device]
-    return " ".join(parts + ["--resume"])
+    return shlex.join(parts + ["--resume"])  # pasted into a shell: every part quoted
 
 
 def _print_report(results: Path, study_id: int | None, metric: list[str] | None, by_host: bool = False) -> None:
@@ -649,7 +667,7 @@ def _register_optional_commands() -> None:
     import importlib
 
     for module in ("fslab.cli_simulate", "fslab.cli_trace", "fslab.cli_guest", "fslab.cli_compare",
-                   "fslab.cli_worker", "fslab.cli_lab", "fslab.cli_models"):
+                   "fslab.cli_worker", "fslab.cli_scheduler", "fslab.cli_lab", "fslab.cli_models"):
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError as exc:
@@ -663,6 +681,9 @@ _register_optional_commands()
 
 
 def main() -> None:
+    from .pipes import install
+
+    install()  # a reader that goes away (`| head`) costs the output, never the study
     try:
         app()
     except FslabError as exc:

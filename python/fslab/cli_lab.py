@@ -3,6 +3,7 @@ certificates (fslab.executors.lab), and the commands that use them."""
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Annotated
 
@@ -33,16 +34,16 @@ def register(app: typer.Typer) -> None:
 
 
 def scheduler_commands(lab: Path, host: str = "SCHEDULER_IP", port: int = 8786) -> str:
-    """The three commands of a TLS lab, with this lab's files."""
+    """The three commands of a TLS lab, with this lab's files (each path shell-quoted). The
+    scheduler is fslab's: `dask scheduler` serves an HTTP dashboard without a login even
+    with --no-dashboard (fslab.executors.closed_http)."""
+    tls = shlex.quote(str(lab))
     return (
         f"\nGive each machine only its role's files (a directory like {lab}, root only, mode 0700): "
         "the scheduler's machine ca.pem, scheduler.pem and scheduler-key.pem; each test machine ca.pem, "
         "worker.pem and worker-key.pem; the machine you run studies from ca.pem, driver.pem and "
         "driver-key.pem. Keep ca-key.pem where no test runs. Dask does not tell roles apart: any "
         "certificate of this lab can submit jobs, so a machine holding a key holds that power.\nThen:\n"
-        f"  dask scheduler --protocol tls --host {host} --port {port} --tls-ca-file {lab}/ca.pem "
-        f"--tls-cert {lab}/scheduler.pem --tls-key {lab}/scheduler-key.pem --no-dashboard\n"
-        "    (Dask's dashboard is plain HTTP with no login: leave it off, or bind it to a trusted "
-        "address with --dashboard-address 127.0.0.1:8787)\n"
-        f"  fslab worker tls://{host}:{port} --tls {lab}          # on each test machine\n"
-        f"  fslab run STUDY --executor tls://{host}:{port} --tls {lab}")
+        f"  fslab scheduler --tls {tls} --host {host} --port {port}          # TLS only, no HTTP dashboard\n"
+        f"  fslab worker tls://{host}:{port} --tls {tls}          # on each test machine\n"
+        f"  fslab run STUDY --executor tls://{host}:{port} --tls {tls}")

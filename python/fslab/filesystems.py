@@ -94,6 +94,10 @@ class FilesystemType:
     # The kernel's own file-system type, where mount -t names something else (ntfs-3g
     # mounts through FUSE: the kernel needs fuseblk).
     kernel_type: str | None = None
+    # The smallest device its mkfs accepts (bytes; 0: none below the image floor), checked
+    # before anything is made. Measured on loop devices here (the tools' own messages).
+    min_device_bytes: int = 0
+    min_device_why: str = ""
 
     def make(self, device: DeviceHandle, user_args: list[str]) -> str:
         """Make the file system; returns mkfs's output (kept as an artifact)."""
@@ -189,10 +193,14 @@ for _name, _args in (("ext2", ("-F", "-q")), ("ext3", ("-F", "-q", *_EXT_EAGER))
 register_filesystem(FilesystemType(
     "xfs", "mkfs.xfs", ("-f", "-q"), _xfs_info, version_argv=("mkfs.xfs", "-V"),
     tools={"mkfs.xfs": "xfsprogs", "xfs_info": "xfsprogs"},
+    # mkfs.xfs 6.1: 299 MiB "Filesystem must be larger than 300MB", 300 MiB made.
+    min_device_bytes=300 << 20, min_device_why="mkfs.xfs: 'Filesystem must be larger than 300MB'",
 ))
 register_filesystem(FilesystemType(
     "btrfs", "mkfs.btrfs", ("-f", "-q"), _btrfs_info, version_argv=("mkfs.btrfs", "--version"),
     tools={"mkfs.btrfs": "btrfs-progs", "btrfs": "btrfs-progs"},
+    # btrfs-progs 6.2: "minimum size for each btrfs device is 114294784" (109 MiB).
+    min_device_bytes=114294784, min_device_why="mkfs.btrfs: 'minimum size for each btrfs device is 114294784'",
 ))
 # These need kernel modules this host lacks; they run on the guest backend (QEMU).
 for _name, _tool, _package, _args in (
@@ -235,6 +243,16 @@ def names_a_device(argument: str) -> str | None:
     return None
 
 
+def names_a_path(argument: str) -> str | None:
+    """A file an mkfs or mount argument names (absolute, under home, or climbing out with
+    ``..``), or None: mkfs and mount run as root, and a path is never the device under test."""
+    for part in [argument, *argument.replace(",", "=").split("=")]:
+        candidate = part.strip()
+        if candidate.startswith(("/", "~")) or ".." in candidate.split("/"):
+            return candidate
+    return None
+
+
 def validate_filesystems(spec: StudySpec, source: str) -> None:
     for name, section in spec.filesystems.items():
         key = section.type or name
@@ -253,6 +271,14 @@ def validate_filesystems(spec: StudySpec, source: str) -> None:
                         f"{value!r} names the device {device}: fslab only formats and mounts "
                         "the device under test (mkfs.btrfs would format every device listed; "
                         "logdev=, rtdev= and device= write to others). Use [device] for it.",
+                        source=source, field=f"filesystems.{name}.{option}[{i}]",
+                    )
+                path = names_a_path(value)
+                if path:
+                    raise SpecError(
+                        f"{value!r} names the path {path}: an mkfs or mount argument may not read or write "
+                        "files outside the device under test (a file given to mkfs.btrfs is formatted, "
+                        "journal_path= and logdev= write to it); remove it",
                         source=source, field=f"filesystems.{name}.{option}[{i}]",
                     )
         if section.kernel is not None and section.requested_backend(spec.study.backend) == "host":

@@ -44,16 +44,19 @@ def devices_in_use(plan: Plan) -> list[tuple[dict[str, Any], list[Cell]]]:
     return list(seen.values())
 
 
-def check_plan(plan: Plan, *, source: str = "study", host: bool = False, probe_dir: Path | None = None) -> None:
+def check_plan(plan: Plan, *, source: str = "study", host: bool = False, probe_dir: Path | None = None,
+               disks: bool = False) -> None:
     """Raise MissingCapability listing every missing tool or feature (with ``host``, also
     root, drop_caches, loop devices and tracefs), then SpecError listing every workload
-    input or size that would fail each run, and, with ``probe_dir``, every mkfs or mount
-    option the file systems reject (probe_filesystems, on scratch images made there)."""
+    input or size that would fail each run, with ``disks`` every refusal of a disk of the
+    user's (disk_problems: what `fslab plan` checks without writing; `fslab run` checks
+    them in device_identity), and, with ``probe_dir``, every mkfs or mount option the file
+    systems reject (probe_filesystems, on scratch images made there)."""
     problems = _capability_problems(plan) + (_host_problems(plan) if host else [])
     if problems:
         raise MissingCapability("this study cannot run here:\n  " + "\n  ".join(dict.fromkeys(problems)),
                                 fix="`fslab doctor` lists what is missing and how to install it")
-    problems = list(plan.problems) + _input_problems(plan)
+    problems = list(plan.problems) + (disk_problems(plan) if disks else []) + _input_problems(plan)
     if probe_dir is not None:
         problems += probe_filesystems(plan, probe_dir)
     if problems:
@@ -127,6 +130,30 @@ def _host_problems(plan: Plan) -> list[str]:
     return problems
 
 
+def disk_problems(plan: Plan) -> list[str]:
+    """Every refusal `fslab run` would make of a disk the study names (kind = "block", a
+    RAID's members) that needs no write: missing, not a block device, the root disk,
+    mounted, in use, a signature without ``force``. The --destroy-data-on confirmation is
+    run's alone. A check this user may not make (not root) is left to run."""
+    from .devices.block import check_device
+    from .errors import DeviceRefused
+
+    problems: list[str] = []
+    for device, _ in devices_in_use(plan):
+        kind = DEVICES.get(device["kind"])
+        if kind.user_disks is None:
+            continue
+        section = kind.parse(device)
+        for path in kind.user_disks(section):
+            try:
+                check_device(os.path.realpath(path), allow_signature=bool(getattr(section, "force", False)))
+            except DeviceRefused as exc:
+                problems.append(f"device ({path}): {exc}")
+            except PermissionError:
+                continue
+    return problems
+
+
 def _input_problems(plan: Plan) -> list[str]:
     """What would otherwise fail every run, found once: workload inputs (a job file fio
     rejects) and data larger than the device."""
@@ -141,6 +168,14 @@ def _input_problems(plan: Plan) -> list[str]:
             if (cell.workload, cell.label) not in seen:
                 seen.add((cell.workload, cell.label))
                 problems += [f"{where}: {p}" for p in workload.preflight(cell.params, cell.inputs)]
+            fstype = FILESYSTEMS.get(cell.fs_type)
+            if isinstance(device_bytes, int) and device_bytes < fstype.min_device_bytes \
+                    and ("min", cell.filesystem) not in seen:
+                seen.add(("min", cell.filesystem))
+                problems.append(f"filesystems.{cell.filesystem}: {fstype.name} refuses a device below "
+                                f"{format_bytes(fstype.min_device_bytes)} ({fstype.min_device_why}); the device "
+                                f"is {format_bytes(device_bytes)}: raise device.size to at least "
+                                f"{format_bytes(fstype.min_device_bytes)}")
             data = workload.data_bytes(cell.params, cell.inputs)
             if (data and isinstance(device_bytes, int) and data > 0.9 * device_bytes
                     and (cell.filesystem, cell.label) not in seen):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import shlex
 import shutil
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -124,6 +125,25 @@ def _remove_if_empty(results_dir: Path) -> None:
     shutil.rmtree(results_dir, ignore_errors=True)
 
 
+def _refuse_resuming_another(store: Store, source: str, quick: bool, results_dir: Path) -> None:
+    """--resume of a study file of which the folder holds nothing, beside an unfinished
+    study of another file: resuming means that one, never a new study of this file."""
+    if store.latest_of_source(source, quick) is not None:
+        return
+    others = [s for s in store.studies() if s.status != "complete" and (s.source, s.quick) != (source, quick)]
+    if not others:
+        return
+    other = others[-1]
+    stored, _ = store.run_counts(other.id)
+    again = ["fslab", "run", other.source.removeprefix("preset "), "-r", str(results_dir),
+             *(["--quick"] if other.quick else []), "--resume"]
+    raise FslabError(
+        f"--resume: {results_dir} holds no study of {source}{' (--quick)' if quick else ''}; the unfinished "
+        f"study there is study {other.id} ({other.name!r}, from {other.source}, {stored} of "
+        f"{other.planned_runs} runs stored). To continue it: `{shlex.join(again)}`; to start {source} as a "
+        f"new study, run it without --resume (or in a results folder of its own)")
+
+
 @_leaves_nothing_when_refused
 def run_study(
     study: str,
@@ -192,6 +212,7 @@ def run_study(
                     f"{finished.status}) was made from other inputs: changed since: "
                     f"{'; '.join(changed) or 'its identity'}. Nothing of this definition is stored to resume: "
                     f"run without --resume to start a new study (study {finished.id} stays as it is)")
+            _refuse_resuming_another(store, source, quick, results_dir)
             resume = False  # interrupted before anything was stored (e.g. in preflight): start it
         if resume and previous is None:
             raise FslabError(

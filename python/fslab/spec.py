@@ -12,6 +12,7 @@ models of its own) and ``[paper]`` (a paper's figures and the study's deviations
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -33,6 +34,12 @@ GUEST_KERNEL_SERIES = ("6.1", "6.12")
 AUTO_MIN, AUTO_MAX, AUTO_PRECISION = 3, 20, 0.05
 # Below this a guest's kernel and Python do not fit: also the floor of a --quick guest.
 GUEST_MIN_MEMORY = 256 << 20
+GUEST_MAX_MEMORY = 1 << 40  # QEMU's -m on this host's scale: beyond it, a typo
+SEED_MAX = (1 << 63) - 1  # the store keeps the seed as SQLite's signed 64-bit INTEGER
+# A file-system entry's label: it names a column, a compare side (`fslab compare ext4 xfs`)
+# and folders, so it is a plain name, never a path ('..') or empty.
+LABEL_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_+-]{0,63}$"
+_LABEL = re.compile(LABEL_PATTERN)
 
 
 def check_guest_kernel(value: str) -> str:
@@ -52,9 +59,18 @@ class StrictSection(BaseModel):
 _Strict = StrictSection
 
 
+def one_line(value: str, what: str) -> str:
+    """A name shown in tables and headings: one line of printable text, not only spaces."""
+    if not value.strip():
+        raise ValueError(f"{what} is empty: give it a name")
+    if not value.isprintable():
+        raise ValueError(f"{what} must be one line of printable text (no line breaks or control characters)")
+    return value
+
+
 class StudySection(_Strict):
-    name: str = Field(min_length=1)
-    description: str = ""
+    name: str = Field(min_length=1, max_length=200, description="the study's name, shown in every report")
+    description: str = Field(default="", max_length=10000)
     paper: str | None = Field(
         default=None, pattern=r"^[A-Za-z0-9_.-]+$", description="the published study this study reproduces, "
         "by the name of its preset (e.g. 'seed-003'): report sections that belong to that paper "
@@ -74,7 +90,8 @@ class StudySection(_Strict):
                                 "that are questions too (\"direct=0/1\"): each pair of cells differing only "
                                 "in that axis is tested like the file systems of a case")
     order: Literal["shuffled", "in-order"] = "shuffled"
-    seed: int | None = Field(default=None, description="order seed; drawn and recorded if absent")
+    seed: int | None = Field(default=None, ge=0, le=SEED_MAX, description="order seed, 0 to 2^63-1; drawn "
+                             "and recorded if absent")
     backend: StudyBackend = Field(default="auto", description="where each file system runs: host, guest, "
                                   "auto (the host where its kernel can, else the guest) or shared (like auto, "
                                   "but one backend for every entry, so they can be compared)")
@@ -87,10 +104,19 @@ class StudySection(_Strict):
     guest_memory: int = Field(default=1 << 30, description="the guest's memory (its page cache "
                               "follows it: keep the data-to-memory ratio of the study)")
 
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        return one_line(value, "the study's name")
+
     @field_validator("guest_memory", mode="before")
     @classmethod
     def _guest_memory(cls, value: Any) -> int:
-        return parse_size(value)
+        size = parse_size(value)
+        if not GUEST_MIN_MEMORY <= size <= GUEST_MAX_MEMORY:
+            raise ValueError(f"must be from {GUEST_MIN_MEMORY >> 20} MiB (the guest's kernel and Python) to "
+                             f"{GUEST_MAX_MEMORY >> 40} TiB, e.g. guest_memory = \"1GiB\"")
+        return size
 
     @field_validator("repetitions", mode="before")
     @classmethod
@@ -199,7 +225,7 @@ class WorkloadSection(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
 
     kind: str
-    name: str = Field(min_length=1)
+    name: str = Field(min_length=1, max_length=100, description="the workload's name in tables and reports")
     axes: dict[str, list[Any]] = Field(default_factory=dict)
     zip: list[list[str]] = Field(
         default_factory=list, description="groups of axes that vary together instead of crossed"
@@ -210,15 +236,33 @@ class WorkloadSection(BaseModel):
         default=None, description="this workload's aging; 'none' runs it on an un-aged file system "
         "even when [study] sets aging")
 
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        one_line(value, "the workload's name")
+        if "/" in value or value.strip() in (".", ".."):
+            raise ValueError("a workload's name is not a path: no '/', not '.' or '..'")
+        return value
+
     @field_validator("memory", mode="before")
     @classmethod
     def _memory(cls, value: Any) -> int | None:
-        return None if value is None else parse_size(value)
+        if value is None:
+            return None
+        size = parse_size(value)
+        if size < 1 << 20:
+            raise ValueError("a memory limit below 1 MiB leaves the tool no room; give e.g. memory = \"512MiB\"")
+        return size
 
     @field_validator("timeout", mode="before")
     @classmethod
     def _timeout(cls, value: Any) -> float | None:
-        return None if value is None else parse_duration_s(value)
+        if value is None:
+            return None
+        seconds = parse_duration_s(value)
+        if not 0 < seconds <= 7 * 86400:
+            raise ValueError("must be above 0 and at most a week (seconds, or e.g. '10min')")
+        return seconds
 
     @field_validator("axes")
     @classmethod
@@ -296,6 +340,16 @@ class StudySpec(_Strict):
             device = self.device_of(name)
             seen.setdefault(repr(sorted(device.model_dump().items(), key=str)), device)
         return list(seen.values())
+
+    @field_validator("filesystems")
+    @classmethod
+    def _labels(cls, entries: dict[str, FilesystemSection]) -> dict[str, FilesystemSection]:
+        for label in entries:
+            if not _LABEL.match(label):
+                raise ValueError(f"file-system label {label!r} is not a plain name: use letters, digits, '-', "
+                                 "'_' and '+' (starting with a letter or digit, at most 64), e.g. "
+                                 "[filesystems.ext4-noatime] with type = 'ext4'")
+        return entries
 
     @model_validator(mode="after")
     def _unique_workload_names(self) -> StudySpec:

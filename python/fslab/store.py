@@ -506,9 +506,28 @@ _SQLITE_MAGIC = b"SQLite format 3\x00"
 _OUR_TABLES = {"studies", "cells", "runs", "metrics"}
 
 
+# What fio reads as its own syntax in a job file's path (its files and mount point live in
+# the results directory): ';' and '#' start a comment, '${' expands the environment. ':'
+# separates fio's directory lists and is escaped where fslab writes a directory (fio.py).
+FIO_SYNTAX = (";", "#", "${")
+
+
+def check_results_path(results_dir: Path) -> None:
+    """Refuse a results directory whose absolute path fio cannot take (every run would
+    fail after mkfs), before anything is made."""
+    text = str(results_dir.absolute())
+    bad = [c for c in FIO_SYNTAX if c in text] + (["a control character"] if not text.isprintable() else [])
+    if bad:
+        raise FslabError(f"results directory {text!r} holds {' and '.join(repr(b) if len(b) < 3 else b for b in bad)}, "
+                         f"which fio reads as job-file syntax (a comment or a variable), so every run would fail: "
+                         f"{FIX_RESULTS} whose path has none of {' '.join(FIO_SYNTAX)}")
+
+
 def ensure_results_dir(results_dir: Path) -> None:
     """Make the results directory (and missing parents) for writing, or say in one line
-    why it cannot be: a file in the way, no permission, a read-only file system."""
+    why it cannot be: a file in the way, no permission, a read-only file system, a path
+    fio cannot take (check_results_path)."""
+    check_results_path(results_dir)
     if results_dir.exists() and not results_dir.is_dir():
         raise FslabError(f"results directory {results_dir} is a file, not a directory: {FIX_RESULTS}")
     try:
@@ -601,12 +620,18 @@ def _create_database(path: Path) -> None:
 
 
 def _connect(path: Path, read_only: bool) -> sqlite3.Connection:
-    """A connection; read-only ones by URI (``mode=ro``). On a read-only file system SQLite
-    cannot make a WAL file's shared-memory index, so the file is opened as immutable
-    there: nothing can change it while we read."""
+    """A connection; read-only ones by URI (``mode=ro``), which create nothing beside the
+    file. A WAL database opened ``mode=ro`` makes its ``-wal`` and ``-shm`` files when they
+    are missing (and leaves them: only a writer removes them), so a file with no ``-wal``
+    (closed cleanly: everything is in the file itself, and no writer has it open, for a
+    writer's connection keeps its ``-wal``) is opened ``immutable``. With a ``-wal`` (a
+    study running, or killed) the reader goes through it, to see its last runs. On a
+    read-only file system SQLite cannot make the shared-memory index: immutable there too."""
     if not read_only:
         return sqlite3.connect(path, timeout=30)
     uri = f"file:{quote(str(path.resolve()))}?mode=ro"
+    if not path.with_name(path.name + "-wal").exists():
+        return sqlite3.connect(uri + "&immutable=1", uri=True, timeout=30)
     try:
         db = sqlite3.connect(uri, uri=True, timeout=30)
         db.execute("PRAGMA user_version").fetchone()

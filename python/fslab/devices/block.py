@@ -10,6 +10,7 @@ import contextlib
 import errno
 import json
 import os
+import shlex
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -138,7 +139,7 @@ def _confirmed(section: BlockSection, allowed: frozenset[str]) -> str:
     if section.path not in allowed and real not in allowed:
         raise DeviceRefused(
             f"{section.path} is a real device and its data will be destroyed: confirm with "
-            f"`fslab run ... --destroy-data-on {section.path}`"
+            f"`fslab run ... --destroy-data-on {shlex.quote(section.path)}`"
         )
     return real
 

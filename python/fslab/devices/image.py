@@ -56,7 +56,8 @@ class ImageSection(StrictSection):
     @model_validator(mode="after")
     def _check(self) -> ImageSection:
         if self.size < 64 << 20:
-            raise ValueError("an image device needs at least 64MiB (btrfs and xfs refuse less)")
+            raise ValueError("an image device needs at least 64MiB (and each file system its own floor: "
+                             "btrfs 109 MiB, xfs 300 MiB; fslab plan checks them)")
         return self
 
 

@@ -22,6 +22,7 @@ import contextlib
 import dataclasses
 import io
 import logging
+import shlex
 import tarfile
 import time
 import uuid
@@ -48,6 +49,7 @@ DRIVER_GRACE_S = 180.0  # past the deadline before the driver gives up on the wo
 SILENCE_S = 40.0
 CONNECT_TIMEOUT_S = 10.0
 POLL_S = 1.0
+WORKERS_CHECK_S = 5.0  # how often the driver asks whether any worker is connected, while none runs a job
 
 
 def job_deadline_s(job: Job, override: float | None = None) -> float:
@@ -82,7 +84,7 @@ def check_placement(workers: dict[str, dict[str, Any]], jobs: list[Job], address
     if benches == 0:
         raise FslabError(f"the Dask scheduler at {address} has no fslab worker (none offers the "
                          f"resource bench=1; {len(workers)} worker(s) without it): start one with "
-                         f"`fslab worker {address} {access_flags}`")
+                         f"`fslab worker {shlex.quote(address)} {access_flags}`")
     for job in jobs:
         wanted = job.settings.machine_class
         if wanted and wanted not in offered:
@@ -90,7 +92,8 @@ def check_placement(workers: dict[str, dict[str, Any]], jobs: list[Job], address
             raise FslabError(
                 f"machine_class {wanted!r}: no worker of the scheduler at {address} offers it "
                 f"(classes offered: {classes or 'none'}); start one with "
-                f"`fslab worker {address} {access_flags} --class {wanted}` or change the study's machine_class")
+                f"`fslab worker {shlex.quote(address)} {access_flags} --class {shlex.quote(wanted)}` "
+                "or change the study's machine_class")
 
 
 @dataclasses.dataclass
@@ -110,6 +113,10 @@ class DaskExecutor:
         self.access = access
         self.address = access.address
         self.deadline_s = deadline_s
+        # Told while jobs wait with no worker connected (a text saying since when), and
+        # None once one is back: a driver must not show a stale "about 25 s left" then.
+        self.on_waiting: Callable[[str | None], None] | None = None
+        self._alone_since: float | None = None
 
     @staticmethod
     def from_url(url: str, tls: Path | None = None, insecure: bool = False) -> DaskExecutor:
@@ -180,17 +187,21 @@ class DaskExecutor:
         """Submit every job, then store each one's records as it ends."""
         from .dask_worker import run_job_task
 
-        check_placement(_workers(client), jobs, self.address, " ".join(self.access.flags()))
+        check_placement(_workers(client), jobs, self.address, shlex.join(self.access.flags()))
         for job in jobs:
             deadline = job_deadline_s(job, self.deadline_s)
             future = client.submit(run_job_task, job.to_json(), deadline, topic,
                                    key=f"{topic}-{job.id}", resources=required_resources(job),
                                    retries=0, pure=False)
             pending[job.id] = _Pending(job, future, time.time(), deadline)
+        checked = 0.0
         while pending:
             self._wait(client, pending)
             self._note_starts(client, topic, pending)
-            workers = _workers(client) if any(p.started for p in pending.values()) else {}
+            workers: dict[str, Any] = {}
+            if any(p.started for p in pending.values()) or time.monotonic() - checked > WORKERS_CHECK_S:
+                workers, checked = _workers(client), time.monotonic()
+                self._say_when_alone(workers, len(pending))
             for job_id, item in list(pending.items()):
                 outcome = self._settle(client, item, workers)
                 if outcome is None:
@@ -199,6 +210,24 @@ class DaskExecutor:
                 folder = JobFolder(jobs_dir / job_id)
                 for record in outcome(folder):
                     on_record(record, folder)
+
+    def _say_when_alone(self, workers: dict[str, Any], waiting: int) -> None:
+        """Tell ``on_waiting`` that no worker that runs jobs is connected, and since when
+        (the first poll that found none), or that one is back."""
+        benches = [w for w in workers.values() if (w.get("resources") or {}).get("bench", 0) >= 1]
+        if benches:
+            if self._alone_since is not None and self.on_waiting is not None:
+                self.on_waiting(None)
+            self._alone_since = None
+            return
+        now = time.time()
+        if self._alone_since is None:
+            self._alone_since = now
+        if self.on_waiting is not None:
+            since = time.strftime("%H:%M:%S", time.localtime(self._alone_since))
+            self.on_waiting(f"no worker is connected to {self.address} since {since} "
+                            f"({now - self._alone_since:.0f} s); {waiting} job(s) wait: start one with "
+                            f"`fslab worker {shlex.quote(self.address)} {shlex.join(self.access.flags())}`")
 
     @staticmethod
     def _wait(client: Any, pending: dict[str, _Pending]) -> None:

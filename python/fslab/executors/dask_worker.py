@@ -218,6 +218,7 @@ def serve(access: Access, machine_class: str | None, *, name: str | None, host: 
 
     from distributed import Worker
 
+    from .closed_http import without_http
     from .lab import probe
 
     probe(access)
@@ -228,7 +229,8 @@ def serve(access: Access, machine_class: str | None, *, name: str | None, host: 
     clear_leftovers(scratch)
 
     async def main() -> None:
-        async with Worker(access.address, nthreads=1, resources=worker_resources(machine_class),
+        # No HTTP server: Dask's would listen on every address with no login (closed_http).
+        async with without_http(Worker)(access.address, nthreads=1, resources=worker_resources(machine_class),
                           name=name, host=host, local_directory=str(scratch / "dask"),
                           security=access.security()) as worker:
             await worker.finished()

@@ -4,7 +4,7 @@ only machines holding the lab's files take part in a Dask study.
 ``fslab lab init DIR`` writes (directory 0700, private keys 0600)::
 
     ca.pem, ca-key.pem                 the lab's CA (keep ca-key.pem off the test machines)
-    scheduler.pem, scheduler-key.pem   for `dask scheduler --protocol tls ...`
+    scheduler.pem, scheduler-key.pem   for `fslab scheduler --tls DIR --host HOST`
     worker.pem, worker-key.pem         for `fslab worker tls://HOST:PORT --tls DIR`
     driver.pem, driver-key.pem         for `fslab run --executor tls://HOST:PORT --tls DIR`
 
@@ -206,7 +206,7 @@ def probe(access: Access, timeout_s: float = PROBE_TIMEOUT_S, reach_s: float = R
                 f"lab's {CA_FILE}, {access.lab.cert.name} and {access.lab.key.name} here") from None
         except OSError as exc:
             raise FslabError(f"the scheduler at {access.address} closed the TLS connection: {exc}; "
-                             "is it a TLS scheduler (dask scheduler --protocol tls)?") from None
+                             "is it a TLS scheduler (`fslab scheduler --tls DIR`)?") from None
 
 
 def init_lab(directory: Path, days: int = DEFAULT_DAYS, common_name: str = "fslab lab") -> list[Path]:

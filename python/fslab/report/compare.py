@@ -200,7 +200,21 @@ def _tried_dir(text: str) -> str:
 
 
 def resolve_sides(a: str, b: str, results: Path, study: int | None) -> tuple[Side, Side]:
-    """A and B as results directories / DIR:STUDY, or as two file systems of one study."""
+    """A and B as results directories / DIR:STUDY, or as two file systems of one study.
+    Two sides that are the same runs (a study with itself) are refused: they can only
+    agree."""
+    sa, sb = _resolve_sides(a, b, results, study)
+    same = [(Path(s.results).resolve(), s.study_id, s.filesystem, s.host) for s in (sa, sb)]
+    if same[0] == same[1]:
+        what = (f"file system {sa.filesystem!r} of study {sa.study_id}" if sa.filesystem else
+                f"host {sa.host!r} of study {sa.study_id}" if sa.host else f"study {sa.study_id}")
+        raise FslabError(f"compare {a} {b}: both sides are {what} in {same[0][0]}, the same runs: compared "
+                         "with itself it can only agree. Compare two studies (DIR or DIR:STUDY each), or two "
+                         f"file systems of one study.\n{VALID_ARGUMENTS}")
+    return sa, sb
+
+
+def _resolve_sides(a: str, b: str, results: Path, study: int | None) -> tuple[Side, Side]:
     def as_study(text: str) -> Side | None:
         path, _, sid = text.rpartition(":") if ":" in text else (text, "", "")
         if sid and not sid.isdigit():

@@ -9,6 +9,7 @@ folder's name (``<cell>-r<repetition>``) in the study asked for (the newest by d
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -90,7 +91,7 @@ def find_run(results: Path, wanted: str, study_id: int | None) -> tuple[StudyRow
     exists = "; ".join(f"study {s}: run ids {_ranges(ids)}" for s, ids in known.items()) or "no stored runs"
     example = f" or an artifact folder name such as {folders[0]}" if folders else ""
     raise FslabError(f"--run {wanted}: no such run in {results} ({exists}). Pass a run id{example}; "
-                     f"`fslab export -r {results} --format csv` lists every run with its run_id")
+                     f"`fslab export -r {shlex.quote(str(results))} --format csv` lists every run with its run_id")
 
 
 def fio_summary(text: str) -> list[str]:

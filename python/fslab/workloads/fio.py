@@ -29,6 +29,7 @@ from . import (
     register_workload,
 )
 from .fio_clients import client_metrics, hosts_file, parse_clients
+from .fio_paths import path_problem, section_problem
 
 RW_CHOICES = ("read", "write", "rw", "readwrite", "randread", "randwrite", "randrw",
               "trim", "randtrim", "trimwrite")
@@ -205,9 +206,15 @@ class FioWorkload(Workload):
         they travel in the job, and an edited file is another cell."""
         if "job_file" not in params:
             return {}
-        source = Path(params["job_file"])
-        if not source.is_absolute():
-            source = study_dir / source
+        given = str(params["job_file"])
+        if given.startswith(("/", "~")) or ".." in Path(given).parts:
+            raise ParamError("job_file", f"{given!r} is outside the study file's folder: copy the job file "
+                             "beside the study file (or below it) and name it relatively, e.g. 'job.fio' "
+                             "(its text is stored with the results)")
+        source = study_dir / given
+        if source.exists() and not source.resolve().is_relative_to(study_dir.resolve()):
+            raise ParamError("job_file", f"{given!r} leads outside the study file's folder (a link to "
+                             f"{source.resolve()}): copy the job file itself beside the study file")
         if not source.is_file():
             raise ParamError("job_file", f"{params['job_file']!r} not found (looked at {source})")
         try:
@@ -230,7 +237,7 @@ class FioWorkload(Workload):
             raise WorkloadFailed(f"the job carries no text of job_file {params['job_file']!r} "
                                  "(a job planned by an older fslab? plan it again)")
         job_path = write_job_files(ctx.inputs, ctx.artifact_dir, allow_exec=ctx.allow_exec)
-        return job_path, [f"--directory={ctx.workdir}"]
+        return job_path, [f"--directory={fio_directory(ctx.workdir)}"]
 
     def data_bytes(self, params: dict[str, Any], inputs: dict[str, str] | None = None) -> int | None:
         """Bytes of files the job lays out (size x numjobs); for a job file, what its jobs'
@@ -348,16 +355,9 @@ def _check_direct_alignment(out: dict[str, Any], given: dict[str, Any]) -> None:
 
 
 def _outside_mount(key: str, value: str) -> str | None:
-    """Why an option would make fio touch files outside the file system under test (or a
-    raw device), or None. fslab sets the directory; file names must stay inside it."""
-    if key in ("directory", "opendir"):
-        return "fslab sets the directory to the mounted file system under test; remove it"
-    if key in ("filename", "filename_format"):
-        for name in value.split(":"):
-            if name.startswith("/") or ".." in name.split("/"):
-                return (f"{value!r} leads outside the file system under test; use a name "
-                        "relative to it (fio may not write to devices fslab was not given)")
-    return None
+    """Why an option would make fio touch files outside the file system under test and the
+    run's folder (or a raw device), or None: fio_paths holds the table."""
+    return path_problem(key, value)
 
 
 ALLOW_EXEC_FIX = ("fio would run it as root: remove it, or pass --allow-exec to `fslab run` "
@@ -415,8 +415,9 @@ def read_job_files(source: Path, *, allow_exec: bool) -> dict[str, str]:
     """A user's job file and every file it includes (``include NAME``, relative to the
     including file, as fio resolves it), read and checked line by line: no option that
     leads outside the file system under test, none that runs a program unless
-    ``allow_exec``. Returns the cell's inputs: the job file as ``job.fio`` (first), each
-    included file as ``include<N>-<its name>``, and every include line naming those.
+    ``allow_exec``, no include outside the job file's folder. Returns the cell's inputs:
+    the job file as ``job.fio`` (first), each included file as ``include<N>-<its name>``,
+    and every include line naming those.
     Raises SpecError naming the file and line."""
     files: dict[str, str] = {}
 
@@ -431,7 +432,11 @@ def read_job_files(source: Path, *, allow_exec: bool) -> dict[str, str]:
             where = f"line {number}"
             name = _include_target(stripped)
             if name is not None:
-                target = Path(name) if Path(name).is_absolute() else path.parent / name
+                target = path.parent / name
+                if Path(name).is_absolute() or not target.resolve().is_relative_to(source.parent.resolve()):
+                    raise SpecError(f"include: {name!r} is outside the job file's folder; keep included "
+                                    "files beside the job file (or below it) and name them relatively",
+                                    source=str(path), field=where)
                 if depth >= _INCLUDE_DEPTH:
                     raise SpecError("includes nest too deeply (a loop?)", source=str(path), field=where)
                 if not target.is_file():
@@ -441,6 +446,9 @@ def read_job_files(source: Path, *, allow_exec: bool) -> dict[str, str]:
                 continue
             out.append(line)
             if not stripped or stripped[0] in ";#[":
+                problem = section_problem(stripped) if stripped.startswith("[") else None
+                if problem:
+                    raise SpecError(problem, source=str(path), field=where)
                 continue
             key, _, value = stripped.partition("=")
             problem = _line_problem(key.strip(), value.strip(), allow_exec)
@@ -471,7 +479,11 @@ def write_job_files(inputs: dict[str, str], directory: Path, *, allow_exec: bool
                 out.append(f"include {(directory / target).resolve()}")
                 continue
             out.append(line)
-            if stripped and stripped[0] not in ";#[":
+            if stripped.startswith("["):
+                problem = section_problem(stripped)
+                if problem:
+                    raise SpecError(problem, source=name, field=f"line {number}")
+            elif stripped and stripped[0] not in ";#":
                 key, _, value = stripped.partition("=")
                 problem = _line_problem(key.strip(), value.strip(), allow_exec)
                 if problem:
@@ -550,8 +562,14 @@ def _fio_options(params: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def fio_directory(path: Path) -> str:
+    """A directory as fio's ``directory`` option takes it: ':' separates several, so a ':'
+    in the path is escaped (fio's own escape, ``\\:``)."""
+    return str(path).replace(":", "\\:")
+
+
 def job_file_text(params: dict[str, Any], directory: Path) -> str:
-    lines = ["[global]", f"directory={directory}", "group_reporting=1", "", "[job]"]
+    lines = ["[global]", f"directory={fio_directory(directory)}", "group_reporting=1", "", "[job]"]
     for key, value in _fio_options(params).items():
         if not (_OPTION_NAME.match(key) and str(value).isprintable()):
             raise SpecError(f"{value!r} is not one line of printable text (a line break "

@@ -1,0 +1,79 @@
+"""Every field of the study schema has a range and an error naming it: a seed the store
+cannot keep, labels that are paths or empty, names of several lines, memory and time limits
+that cannot be; refused when the study is read, so a run leaves nothing behind."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from fslab.errors import SpecError
+from fslab.runner import run_study
+from fslab.study import parse_spec
+
+BASE = """
+[study]
+name = "ranges"
+{study}
+[filesystems.{label}]
+type = "null"
+[[workloads]]
+kind = "null"
+name = "{workload}"
+{workload_extra}
+"""
+
+
+def spec_error(study: str = "", label: str = "plain", workload: str = "w", workload_extra: str = "") -> SpecError:
+    text = BASE.format(study=study, label=label, workload=workload, workload_extra=workload_extra)
+    with pytest.raises(SpecError) as err:
+        parse_spec(tomllib.loads(text), "study.toml")
+    return err.value
+
+
+@pytest.mark.parametrize("study,field", [
+    ("seed = 18446744073709551615", "study.seed"), ("seed = -1", "study.seed"),
+    ('guest_memory = "1MiB"', "study.guest_memory"), ('guest_memory = "64TiB"', "study.guest_memory"),
+    ('name = "two\\nlines"', "study.name"), ('name = "   "', "study.name"),
+])
+def test_study_fields_out_of_range(study: str, field: str) -> None:
+    err = _renamed(study) if study.startswith("name") else spec_error(study=study)
+    assert f"{field}:" in str(err) and "study.toml" in str(err)
+
+
+def _renamed(line: str) -> SpecError:
+    """The study file with its name replaced by ``line``."""
+    text = BASE.replace('name = "ranges"', line).format(study="", label="plain", workload="w", workload_extra="")
+    with pytest.raises(SpecError) as err:
+        parse_spec(tomllib.loads(text), "study.toml")
+    return err.value
+
+
+@pytest.mark.parametrize("label", ['".."', '""', '"a/b"', '"-x"', '"ext4 noatime"'])
+def test_labels_that_are_paths_or_empty_are_refused(label: str) -> None:
+    err = spec_error(label=label)
+    assert "is not a plain name" in str(err) and "filesystems" in str(err)
+
+
+@pytest.mark.parametrize("workload,extra,field", [
+    ("..", "", "workloads[0].name"), ("a/b", "", "workloads[0].name"), ("x\\ty", "", "workloads[0].name"),
+    ("w", 'memory = "1k"', "workloads[0].memory"), ("w", "timeout = 0", "workloads[0].timeout"),
+    ("w", 'timeout = "30d"', "workloads[0].timeout"),
+])
+def test_workload_fields_out_of_range(workload: str, extra: str, field: str) -> None:
+    assert f"{field}:" in str(spec_error(workload=workload, workload_extra=extra))
+
+
+def test_a_seed_the_store_cannot_keep_leaves_nothing(tmp_path: Path) -> None:
+    study = tmp_path / "s.toml"
+    study.write_text(BASE.format(study="seed = 18446744073709551615\ndrop_caches = false", label="plain",
+                                 workload="w", workload_extra="").replace(
+        "[filesystems.plain]", f'[device]\nkind = "fake"\ndirectory = "{tmp_path / "fake"}"\n[filesystems.plain]'))
+    with pytest.raises(SpecError, match="study.seed"):
+        run_study(str(study), results_dir=tmp_path / "r")
+    assert not (tmp_path / "r").exists()
+    study.write_text(study.read_text().replace("18446744073709551615", str((1 << 63) - 1)))
+    done = run_study(str(study), results_dir=tmp_path / "r")  # the largest seed it keeps
+    assert done.runs_done == 3 and done.runs_failed == 0
