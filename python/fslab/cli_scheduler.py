@@ -16,7 +16,7 @@ def register(app: typer.Typer) -> None:
 def scheduler(
     tls: Annotated[Path, typer.Option("--tls", help="the lab's certificates (`fslab lab init DIR`): ca.pem, scheduler.pem, scheduler-key.pem")],
     host: Annotated[str, typer.Option(help="the address to listen on (the one workers and drivers reach)")],
-    port: Annotated[int, typer.Option(help="the TLS port")] = 8786,
+    port: Annotated[int, typer.Option(help="the TLS port", min=1, max=65535)] = 8786,
 ) -> None:
     """Run the lab's Dask scheduler until stopped with Ctrl-C: mutual TLS with the lab's
     certificates on HOST:PORT and no other port (Dask's HTTP dashboard, which has no login,
