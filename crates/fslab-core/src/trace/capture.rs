@@ -148,7 +148,7 @@ impl Held {
 
     /// A zeroed slot of `n` bytes at the end of the last block (a new block if full).
     fn slot(&mut self, n: usize) -> &mut [u8] {
-        let need_block = self.blocks.last().map_or(true, |b| b.capacity() - b.len() < n);
+        let need_block = self.blocks.last().is_none_or(|b| b.capacity() - b.len() < n);
         if need_block {
             self.blocks.push(Vec::with_capacity(BLOCK_BYTES.max(n)));
         }
