@@ -280,17 +280,25 @@ def synthetic_trace(n: int, seed: int = 4):
     return Trace({k: v[order] for k, v in cols.items()}, ["fio"], {"lost_events": 0, "complete": True})
 
 
-def bench_analysis(n: int = 20_000_000) -> None:
+def bench_analysis(n: int = 20_000_000, repetitions: int = 3) -> None:
+    """Wall time and the analysing thread's CPU time (the native pass runs on the calling
+    thread); on a shared machine the wall rate swings with other load, the CPU rate far
+    less, so the verdict uses the CPU rate (median of the repetitions)."""
     from fslab.analysis.traces import analyze
 
     trace = synthetic_trace(n)
-    t0 = time.perf_counter()
-    r = analyze(trace)
-    dt = time.perf_counter() - t0
+    wall, cpu = [], []
+    for _ in range(repetitions):
+        t0, c0 = time.perf_counter(), time.thread_time()
+        r = analyze(trace)
+        wall.append(time.perf_counter() - t0)
+        cpu.append(time.thread_time() - c0)
     assert r["requests"]["write"] == n // 2
-    rate = n / dt
-    print(f"analysis of {n:,} events: {dt:.2f} s = {rate / 1e6:.1f} M events/s")
-    print(f"trace_analysis_rate_per_target_ratio {rate / ANALYSIS_TARGET:.2f} (target >= 1.00 = "
+    rate = n / statistics.median(cpu)
+    print(f"analysis of {n:,} events, median of {repetitions}: {statistics.median(wall):.2f} s wall = "
+          f"{n / statistics.median(wall) / 1e6:.1f} M events/s, {statistics.median(cpu):.2f} s CPU = "
+          f"{rate / 1e6:.1f} M events/s of CPU")
+    print(f"trace_analysis_rate_per_target_ratio {rate / ANALYSIS_TARGET:.2f} (CPU rate; target >= 1.00 = "
           f"{ANALYSIS_TARGET / 1e6:.0f} M events/s) {'PASS' if rate >= ANALYSIS_TARGET else 'FAIL'}")
 
 
