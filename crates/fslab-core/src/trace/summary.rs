@@ -48,67 +48,92 @@ impl std::hash::Hash for ReqKey {
 /// Issued, not yet completed requests: open addressing with linear probing and
 /// backward-shift deletion (no tombstones, so a table that sees millions of inserts and
 /// removals stays as short as the queue), indexed by the high bits of one multiply.
+/// A slot is 32 bytes, aligned: (sector, dev/op word with bit 63 = occupied, issue time,
+/// further issues of the same key waiting in `extra`).
+#[derive(Clone, Copy, Default)]
+#[repr(C, align(32))]
+struct Slot {
+    sector: u64,
+    devop: u64,
+    t: u64,
+    dup: u64,
+}
+
+const OCCUPIED: u64 = 1 << 63;
+
+fn devop(k: &ReqKey) -> u64 {
+    OCCUPIED | ((k.0 as u64) << 8) | k.2 as u64
+}
+
 struct Outstanding {
-    slots: Vec<Option<(ReqKey, u64, u32)>>,
+    slots: Vec<Slot>,
     shift: u32,
     len: usize,
 }
 
 impl Outstanding {
     fn new() -> Outstanding {
-        Outstanding { slots: vec![None; 1024], shift: 64 - 10, len: 0 }
+        Outstanding { slots: vec![Slot::default(); 1024], shift: 64 - 10, len: 0 }
     }
 
-    fn home(&self, k: &ReqKey) -> usize {
-        let v = k.1 ^ ((k.0 as u64) << 40) ^ ((k.2 as u64) << 58);
-        (v.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> self.shift) as usize
+    #[inline]
+    fn home_of(&self, sector: u64, dop: u64) -> usize {
+        ((sector ^ dop.rotate_left(40)).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> self.shift) as usize
     }
 
+    #[inline]
     fn find(&self, k: &ReqKey) -> Option<usize> {
         let mask = self.slots.len() - 1;
-        let mut i = self.home(k);
+        let d = devop(k);
+        let mut i = self.home_of(k.1, d);
         loop {
-            match &self.slots[i] {
-                None => return None,
-                Some((key, _, _)) if key == k => return Some(i),
-                _ => i = (i + 1) & mask,
+            let s = &self.slots[i];
+            if s.devop == 0 {
+                return None;
             }
+            if s.sector == k.1 && s.devop == d {
+                return Some(i);
+            }
+            i = (i + 1) & mask;
         }
     }
 
     fn insert(&mut self, k: ReqKey, t: u64) {
         if (self.len + 1) * 2 > self.slots.len() {
-            let grown = vec![None; self.slots.len() * 2];
+            let grown = vec![Slot::default(); self.slots.len() * 2];
             let old = std::mem::replace(&mut self.slots, grown);
             self.shift -= 1;
-            self.len = 0;
-            for (key, t0, dup) in old.into_iter().flatten() {
-                self.insert(key, t0);
-                let i = self.find(&key).unwrap();
-                self.slots[i].as_mut().unwrap().2 = dup;
+            for s in old.into_iter().filter(|s| s.devop != 0) {
+                self.place(s);
             }
         }
+        self.place(Slot { sector: k.1, devop: devop(&k), t, dup: 0 });
+        self.len += 1;
+    }
+
+    #[inline]
+    fn place(&mut self, s: Slot) {
         let mask = self.slots.len() - 1;
-        let mut i = self.home(&k);
-        while self.slots[i].is_some() {
+        let mut i = self.home_of(s.sector, s.devop);
+        while self.slots[i].devop != 0 {
             i = (i + 1) & mask;
         }
-        self.slots[i] = Some((k, t, 0));
-        self.len += 1;
+        self.slots[i] = s;
     }
 
     fn remove_at(&mut self, mut i: usize) {
         let mask = self.slots.len() - 1;
-        self.slots[i] = None;
+        self.slots[i] = Slot::default();
         self.len -= 1;
         // shift later members of the cluster back into the hole when their home allows
         let mut j = (i + 1) & mask;
-        while let Some((key, _, _)) = self.slots[j] {
-            let h = self.home(&key);
+        while self.slots[j].devop != 0 {
+            let h = self.home_of(self.slots[j].sector, self.slots[j].devop);
             // move j to i unless h lies cyclically in (i, j]
             let stays = if i <= j { i < h && h <= j } else { i < h || h <= j };
             if !stays {
-                self.slots[i] = self.slots[j].take();
+                self.slots[i] = self.slots[j];
+                self.slots[j] = Slot::default();
                 i = j;
             }
             j = (j + 1) & mask;
@@ -165,7 +190,42 @@ pub fn dist_from_hist(h: &BTreeMap<u64, u64>, pcts: &[f64]) -> Dist {
     }
 }
 
-/// Summary of raw values (reordered in place by selection, O(n)).
+/// The value of 0-based rank `rank` in sorted order, without moving anything: 16 bits of
+/// the value at a time, a histogram pass over the values that share the bits found so
+/// far narrows to the bucket holding the rank (at most four passes; fewer when the values
+/// span fewer bits, e.g. latencies in ns).
+fn radix_select(v: &[u64], min: u64, max: u64, mut rank: usize) -> u64 {
+    if min == max {
+        return min;
+    }
+    // only the bits where min and max differ vary among the values
+    let top = 64 - (min ^ max).leading_zeros();
+    let mut prefix = if top == 64 { 0 } else { min >> top << top }; // shared high bits
+    let mut fixed_above = top; // bits at and above this position are known
+    let mut hist = vec![0u64; 1 << 16];
+    while fixed_above > 0 {
+        let width = fixed_above.min(16);
+        let shift = fixed_above - width;
+        hist.iter_mut().for_each(|h| *h = 0);
+        let mask = (1u64 << width) - 1;
+        for &x in v {
+            // values outside the prefix found so far are not in the bucket
+            if fixed_above == 64 || x >> fixed_above == prefix >> fixed_above {
+                hist[((x >> shift) & mask) as usize] += 1;
+            }
+        }
+        let mut b = 0;
+        while hist[b] as usize <= rank {
+            rank -= hist[b] as usize;
+            b += 1;
+        }
+        prefix |= (b as u64) << shift;
+        fixed_above = shift;
+    }
+    prefix
+}
+
+/// Summary of raw values (read only; the signature keeps `&mut` for its callers).
 pub fn dist_from_values(v: &mut [u64], pcts: &[f64]) -> Dist {
     let n = v.len() as u64;
     if n == 0 {
@@ -179,27 +239,10 @@ pub fn dist_from_values(v: &mut [u64], pcts: &[f64]) -> Dist {
         min = min.min(x);
         max = max.max(x);
     }
-    // Ranks in ascending order, each selected in the part above the previous one: after
-    // a selection at r everything right of r is >= v[r], so later ranks need only that.
-    let ranks: Vec<usize> = pcts.iter().map(|&p| (crate::stats::nearest_rank(n, p) - 1) as usize).collect();
-    let mut order: Vec<usize> = (0..ranks.len()).collect();
-    order.sort_by_key(|&i| ranks[i]);
-    let mut pct = vec![0.0; ranks.len()];
-    let mut lo = 0usize;
-    let mut last: Option<(usize, u64)> = None;
-    for i in order {
-        let r = ranks[i];
-        let value = match last {
-            Some((lr, lv)) if lr == r => lv,
-            _ => {
-                let x = *v[lo..].select_nth_unstable(r - lo).1;
-                lo = r + 1;
-                x
-            }
-        };
-        last = Some((r, value));
-        pct[i] = value as f64;
-    }
+    let pct = pcts
+        .iter()
+        .map(|&p| radix_select(v, min, max, (crate::stats::nearest_rank(n, p) - 1) as usize) as f64)
+        .collect();
     Dist { count: n, min: min as f64, max: max as f64, mean: sum as f64 / n as f64, pct }
 }
 
@@ -284,7 +327,7 @@ pub fn summarize(
                 match issued.find(&key) {
                     None => issued.insert(key, time_ns[i]),
                     Some(at) => {
-                        issued.slots[at].as_mut().unwrap().2 += 1;
+                        issued.slots[at].dup += 1;
                         extra.entry(key).or_default().push_back(time_ns[i]);
                     }
                 }
@@ -306,14 +349,14 @@ pub fn summarize(
             }
             if o != OP_FLUSH {
                 if let Some(at) = issued.find(&key) {
-                    let v = issued.slots[at].as_mut().unwrap();
-                    let t0 = v.1;
-                    if v.2 == 0 {
+                    let v = &mut issued.slots[at];
+                    let t0 = v.t;
+                    if v.dup == 0 {
                         issued.remove_at(at);
                     } else {
-                        v.2 -= 1;
+                        v.dup -= 1;
                         let q = extra.get_mut(&key).unwrap();
-                        v.1 = q.pop_front().unwrap();
+                        v.t = q.pop_front().unwrap();
                         if q.is_empty() {
                             extra.remove(&key);
                         }
@@ -370,7 +413,7 @@ mod tests {
                     reference.insert((k.0, k.1, k.2), step);
                 }
                 Some(i) if !grow || x % 4 == 0 => {
-                    assert_eq!(t.slots[i].unwrap().1, reference[&(k.0, k.1, k.2)]);
+                    assert_eq!(t.slots[i].t, reference[&(k.0, k.1, k.2)]);
                     t.remove_at(i);
                     reference.remove(&(k.0, k.1, k.2));
                 }
@@ -380,7 +423,7 @@ mod tests {
         }
         for (&(d, s, o), &v) in &reference {
             let i = t.find(&ReqKey(d, s, o)).expect("every entry found");
-            assert_eq!(t.slots[i].unwrap().1, v);
+            assert_eq!(t.slots[i].t, v);
         }
     }
 
@@ -397,5 +440,16 @@ mod tests {
         }
         assert_eq!(d.min, sorted[0] as f64);
         assert_eq!(d.max, *sorted.last().unwrap() as f64);
+        // values over all 64 bits, repeated values, and a single value
+        let mut wide: Vec<u64> = vec![u64::MAX, 0, 1 << 63, 5, 5, 5, u64::MAX - 1, 1 << 20, 77];
+        let mut sorted = wide.clone();
+        sorted.sort_unstable();
+        let n = sorted.len() as u64;
+        let all: Vec<f64> = (0..=100).map(|p| p as f64).collect();
+        let d = dist_from_values(&mut wide, &all);
+        for (p, got) in all.iter().zip(&d.pct) {
+            assert_eq!(*got, sorted[(crate::stats::nearest_rank(n, *p) - 1) as usize] as f64, "p{p}");
+        }
+        assert_eq!(dist_from_values(&mut [7, 7, 7], &[50.0]).pct, vec![7.0]);
     }
 }
