@@ -35,7 +35,8 @@ class RawTraceCapture:
     """Readers of every CPU's trace_pipe_raw, decoding block_rq_* events as they arrive."""
 
     def __init__(self, paths: list[str], header_page: str, formats: list[tuple[str, int]],
-                 page_size: int = 4096, idle_sleep_ms: int = 5) -> None: ...
+                 page_size: int = 4096, nap_ms: int = 1000, hold_bytes: int = 64 << 20,
+                 read_during_run: bool = True) -> None: ...
     def finish(self) -> dict[str, Any]: ...
 
 def trace_parse_raw_pages(data: bytes, header_page: str, formats: list[tuple[str, int]],

@@ -139,3 +139,23 @@ def test_report_traces_writes_seed004_figures(study, tmp_path: Path, monkeypatch
         assert x.max() == pytest.approx(max(_stored(runs, fs, "trace_write_size_max_bytes")) / 1024)
     # Figure 3: bars, not lines; the axis labels carry n.
     assert "fig3_io_counts_randwrite.png" in saved
+
+
+def test_tracing_cost_is_stated_per_request_from_the_runs_that_measured_it() -> None:
+    """The trace table's note: reader CPU and events per completed request, per file
+    system, summed over the runs that stored the reader's CPU (older runs are left out)."""
+    from fslab.report.sections.trace_tables import tracing_cost
+
+    def run(cpu_ns: float | None, events: float, writes: float, flushes: float) -> dict:
+        m = {"trace_events_count": events, "trace_write_requests_count": writes,
+             "trace_flush_requests_count": flushes}
+        if cpu_ns is not None:
+            m["trace_reader_cpu_during_run_ns"] = cpu_ns
+        return {"metrics": {k: {"value": v} for k, v in m.items()}}
+
+    text = tracing_cost({"ext4": [run(3000.0, 250.0, 90.0, 10.0), run(1000.0, 150.0, 100.0, 0.0),
+                                  run(None, 999.0, 999.0, 0.0)],
+                         "xfs": [run(None, 10.0, 5.0, 0.0)]})
+    assert text == ("tracing cost (summed over the runs, per request completed): "
+                    "ext4 20 ns reader CPU and 2.0 events per request (n=2 runs)")
+    assert tracing_cost({"xfs": [run(None, 10.0, 5.0, 0.0)]}) is None

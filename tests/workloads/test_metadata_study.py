@@ -120,6 +120,10 @@ def test_study_of_the_four_through_fslab_run(device_support, tmp_path: Path) -> 
     for name in ("fsmark", "dbench", "sysbench"):
         m = stored(name)
         assert m["trace_write_requests_count"] > 0 and m["device_write_requests_count"] > 0, name
+        # what tracing took is stored beside: the reader's CPU while the run went on and
+        # every event (at least an issue and a complete per completed request)
+        assert m["trace_reader_cpu_during_run_ns"] >= 0, name
+        assert m["trace_events_count"] >= 2 * m["trace_write_requests_count"], name
     assert stored("fsmark")["trace_flush_requests_count"] >= 300  # an fsync per file
     # sysbench ran in the workload's 64 MiB cgroup
     assert runs["sysbench"]["provenance"]["memory_limit"]["limit_bytes"] == 64 << 20

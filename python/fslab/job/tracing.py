@@ -27,6 +27,9 @@ declare_metrics("block trace", {
     "lost_events_count": MetricKind("events", False, "trace events the kernel dropped (0 = complete trace)"),
     "write_amplification_ratio": MetricKind("B/B", False, "bytes written to the device per byte the workload wrote"),
     "requests_count": MetricKind("requests", False, "requests completed by the device", ranked=False),
+    "reader_cpu_during_run_ns": MetricKind("ns", False,
+                                           "CPU time the trace reader took while the workload ran", ranked=False),
+    "events_count": MetricKind("events", False, "trace events recorded", ranked=False),
 })
 
 ARTIFACT_NAME = "trace.parquet"
@@ -59,6 +62,12 @@ class RunTrace:
             if written:
                 result["write_amplification"] = result["device_bytes_written"] / written
             flat.update({prefix + name.removeprefix("trace_"): v for name, v in summary_metrics(result).items()})
+        # What tracing took: the reader's CPU while the workload ran (the kernel's own
+        # tracepoint cost is per event, so the event count carries it; bench/bench_trace).
+        reader = self.meta.get("reader") or {}
+        if "cpu_ns_during" in reader:
+            flat["trace_reader_cpu_during_run_ns"] = float(reader["cpu_ns_during"])
+        flat["trace_events_count"] = float(self.meta.get("events_total", self.result["events"]))
         note = None
         if not self.result["complete"]:
             note = f"incomplete trace: {self.result['lost_events']} events lost"

@@ -13,7 +13,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
 use super::analyze::match_requests;
-use super::capture::{RawCapture, ReaderStats};
+use super::capture::{RawCapture, ReaderPlan, ReaderStats};
 use super::format::{BlockLayout, EventFormat};
 use super::page::{parse_page, PageHeader, Records};
 use super::summary::{dist_from_hist, dist_from_values, summarize, Dist};
@@ -54,6 +54,10 @@ fn records_dict<'py>(py: Python<'py>, r: &Records, st: &ReaderStats) -> PyResult
     s.set_item("skipped", st.skipped)?;
     s.set_item("pages_with_missed", st.pages_with_missed)?;
     s.set_item("missed_stored", st.missed_stored)?;
+    s.set_item("cpu_ns_during", st.cpu_ns_during)?;
+    s.set_item("cpu_ns_after", st.cpu_ns_after)?;
+    s.set_item("drains_during", st.drains_during)?;
+    s.set_item("decodes_during", st.decodes_during)?;
     d.set_item("stats", s)?;
     Ok(d)
 }
@@ -67,13 +71,17 @@ struct PyRawTraceCapture {
 #[pymethods]
 impl PyRawTraceCapture {
     /// paths: per-CPU trace_pipe_raw files; header_page: text of events/header_page;
-    /// formats: (format file text, event kind code); page_size in bytes.
+    /// formats: (format file text, event kind code); page_size: the sub-buffer size in
+    /// bytes; nap_ms: longest sleep between looks at the buffer; hold_bytes: raw bytes a
+    /// CPU's reader keeps before decoding them during the run.
     #[new]
-    #[pyo3(signature = (paths, header_page, formats, page_size=4096, idle_sleep_ms=5))]
-    fn new(paths: Vec<String>, header_page: &str, formats: Vec<(String, u8)>, page_size: usize, idle_sleep_ms: u64) -> PyResult<Self> {
+    /// read_during_run=False leaves everything in the kernel's buffer until finish.
+    #[pyo3(signature = (paths, header_page, formats, page_size=4096, nap_ms=1000, hold_bytes=64 << 20, read_during_run=true))]
+    fn new(paths: Vec<String>, header_page: &str, formats: Vec<(String, u8)>, page_size: usize, nap_ms: u64, hold_bytes: usize,
+           read_during_run: bool) -> PyResult<Self> {
         let l = layouts(&formats)?;
-        let inner = RawCapture::start(&paths, PageHeader::parse(header_page), l, page_size, Duration::from_millis(idle_sleep_ms))
-            .map_err(PyOSError::new_err)?;
+        let plan = ReaderPlan { page_size, nap: Duration::from_millis(nap_ms), hold_bytes, read_during_run };
+        let inner = RawCapture::start(&paths, PageHeader::parse(header_page), l, plan).map_err(PyOSError::new_err)?;
         Ok(PyRawTraceCapture { inner: Some(inner) })
     }
 

@@ -34,6 +34,116 @@ impl Hasher for FastHasher {
 
 pub type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FastHasher>>;
 
+/// A request's identity (dev, sector, op), hashed with one multiply instead of one per
+/// field: the issue map is touched twice per request, the hottest thing in the pass.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct ReqKey(u32, u64, u8);
+
+impl std::hash::Hash for ReqKey {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.1 ^ ((self.0 as u64) << 40) ^ ((self.2 as u64) << 58));
+    }
+}
+
+/// Issued, not yet completed requests: open addressing with linear probing and
+/// backward-shift deletion (no tombstones, so a table that sees millions of inserts and
+/// removals stays as short as the queue), indexed by the high bits of one multiply.
+/// A slot is 32 bytes, aligned: (sector, dev/op word with bit 63 = occupied, issue time,
+/// further issues of the same key waiting in `extra`).
+#[derive(Clone, Copy, Default)]
+#[repr(C, align(32))]
+struct Slot {
+    sector: u64,
+    devop: u64,
+    t: u64,
+    dup: u64,
+}
+
+const OCCUPIED: u64 = 1 << 63;
+
+fn devop(k: &ReqKey) -> u64 {
+    OCCUPIED | ((k.0 as u64) << 8) | k.2 as u64
+}
+
+struct Outstanding {
+    slots: Vec<Slot>,
+    shift: u32,
+    len: usize,
+}
+
+impl Outstanding {
+    fn new() -> Outstanding {
+        Outstanding { slots: vec![Slot::default(); 1024], shift: 64 - 10, len: 0 }
+    }
+
+    #[inline]
+    fn home_of(&self, sector: u64, dop: u64) -> usize {
+        ((sector ^ dop.rotate_left(40)).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> self.shift) as usize
+    }
+
+    #[inline]
+    fn find(&self, k: &ReqKey) -> Option<usize> {
+        let mask = self.slots.len() - 1;
+        let d = devop(k);
+        let mut i = self.home_of(k.1, d);
+        loop {
+            let s = &self.slots[i];
+            if s.devop == 0 {
+                return None;
+            }
+            if s.sector == k.1 && s.devop == d {
+                return Some(i);
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    fn insert(&mut self, k: ReqKey, t: u64) {
+        if (self.len + 1) * 2 > self.slots.len() {
+            let grown = vec![Slot::default(); self.slots.len() * 2];
+            let old = std::mem::replace(&mut self.slots, grown);
+            self.shift -= 1;
+            for s in old.into_iter().filter(|s| s.devop != 0) {
+                self.place(s);
+            }
+        }
+        self.place(Slot { sector: k.1, devop: devop(&k), t, dup: 0 });
+        self.len += 1;
+    }
+
+    #[inline]
+    fn place(&mut self, s: Slot) {
+        let mask = self.slots.len() - 1;
+        let mut i = self.home_of(s.sector, s.devop);
+        while self.slots[i].devop != 0 {
+            i = (i + 1) & mask;
+        }
+        self.slots[i] = s;
+    }
+
+    fn remove_at(&mut self, mut i: usize) {
+        let mask = self.slots.len() - 1;
+        self.slots[i] = Slot::default();
+        self.len -= 1;
+        // shift later members of the cluster back into the hole when their home allows
+        let mut j = (i + 1) & mask;
+        while self.slots[j].devop != 0 {
+            let h = self.home_of(self.slots[j].sector, self.slots[j].devop);
+            // move j to i unless h lies cyclically in (i, j]
+            let stays = if i <= j { i < h && h <= j } else { i < h || h <= j };
+            if !stays {
+                self.slots[i] = self.slots[j];
+                self.slots[j] = Slot::default();
+                i = j;
+            }
+            j = (j + 1) & mask;
+        }
+    }
+}
+
+/// Request sizes below this many sectors are counted in an array (no hashing).
+const SMALL_SIZES: usize = 2048;
+
 /// Slots of the direct-mapped cache of recent data write completions that a FUA twin
 /// may repeat (a twin follows its data completion after one flush, so recent is enough).
 const TWIN_SLOTS: usize = 1 << 16;
@@ -80,21 +190,60 @@ pub fn dist_from_hist(h: &BTreeMap<u64, u64>, pcts: &[f64]) -> Dist {
     }
 }
 
-/// Summary of raw values (reordered in place by selection, O(n)).
+/// The value of 0-based rank `rank` in sorted order, without moving anything: 16 bits of
+/// the value at a time, a histogram pass over the values that share the bits found so
+/// far narrows to the bucket holding the rank (at most four passes; fewer when the values
+/// span fewer bits, e.g. latencies in ns).
+fn radix_select(v: &[u64], min: u64, max: u64, mut rank: usize) -> u64 {
+    if min == max {
+        return min;
+    }
+    // only the bits where min and max differ vary among the values
+    let top = 64 - (min ^ max).leading_zeros();
+    let mut prefix = if top == 64 { 0 } else { min >> top << top }; // shared high bits
+    let mut fixed_above = top; // bits at and above this position are known
+    let mut hist = vec![0u64; 1 << 16];
+    while fixed_above > 0 {
+        let width = fixed_above.min(16);
+        let shift = fixed_above - width;
+        hist.iter_mut().for_each(|h| *h = 0);
+        let mask = (1u64 << width) - 1;
+        for &x in v {
+            // values outside the prefix found so far are not in the bucket
+            if fixed_above == 64 || x >> fixed_above == prefix >> fixed_above {
+                hist[((x >> shift) & mask) as usize] += 1;
+            }
+        }
+        let mut b = 0;
+        while hist[b] as usize <= rank {
+            rank -= hist[b] as usize;
+            b += 1;
+        }
+        prefix |= (b as u64) << shift;
+        fixed_above = shift;
+    }
+    prefix
+}
+
+/// Summary of raw values (read only; the signature keeps `&mut` for its callers).
 pub fn dist_from_values(v: &mut [u64], pcts: &[f64]) -> Dist {
     let n = v.len() as u64;
     if n == 0 {
         return Dist::default();
     }
-    let sum: f64 = v.iter().map(|&x| x as f64).sum();
-    let min = *v.iter().min().unwrap() as f64;
-    let max = *v.iter().max().unwrap() as f64;
-    let mut pct = Vec::new();
-    for &p in pcts {
-        let rank = (crate::stats::nearest_rank(n, p) - 1) as usize;
-        pct.push(*v.select_nth_unstable(rank).1 as f64);
+    // one pass for sum, min and max (an integer sum: exact, and the order of a float sum
+    // would change the last bits of the mean)
+    let (mut sum, mut min, mut max) = (0u128, u64::MAX, 0u64);
+    for &x in v.iter() {
+        sum += x as u128;
+        min = min.min(x);
+        max = max.max(x);
     }
-    Dist { count: n, min, max, mean: sum / n as f64, pct }
+    let pct = pcts
+        .iter()
+        .map(|&p| radix_select(v, min, max, (crate::stats::nearest_rank(n, p) - 1) as usize) as f64)
+        .collect();
+    Dist { count: n, min: min as f64, max: max as f64, mean: sum as f64 / n as f64, pct }
 }
 
 /// Per-direction (read, write) results.
@@ -133,9 +282,15 @@ pub fn summarize(
     let mut s = Summary::default();
     let data_ev = if event.contains(&EV_ISSUE) { EV_ISSUE } else { EV_COMPLETE };
     s.used_issue_events = data_ev == EV_ISSUE;
-    let mut issued: FastMap<(u32, u64, u8), (u64, u32)> = FastMap::default();
-    let mut extra: FastMap<(u32, u64, u8), VecDeque<u64>> = FastMap::default();
-    issued.reserve(4096);
+    let mut issued = Outstanding::new();
+    let mut extra: FastMap<ReqKey, VecDeque<u64>> = FastMap::default();
+    let mut small_sizes = vec![[0u64; SMALL_SIZES]; 2];
+    // Room for the common case (half the events are a direction's data requests) without
+    // regrowing: capacity that is never written costs no memory.
+    for d in s.dirs.iter_mut() {
+        d.seeks.reserve(time_ns.len() / 2);
+        d.latency_ns.reserve(time_ns.len() / 2);
+    }
     let mut twins: Vec<Option<(u32, u64, u8)>> = vec![None; TWIN_SLOTS];
     let mut flag_hist = [0u64; 256];
     let mut task_vec: Vec<(u64, u64)> = vec![(0, 0); 1 << 16];
@@ -148,7 +303,11 @@ pub fn summarize(
             if let Some(d) = dir {
                 let nr = nr_sector[i] as u64;
                 let dd = &mut s.dirs[d];
-                *dd.sizes.entry(nr).or_default() += 1;
+                if (nr as usize) < SMALL_SIZES {
+                    small_sizes[d][nr as usize] += 1;
+                } else {
+                    *dd.sizes.entry(nr).or_default() += 1;
+                }
                 if let Some(pe) = prev_end[d] {
                     dd.transitions += 1;
                     let st = sector[i];
@@ -162,12 +321,15 @@ pub fn summarize(
                 t.1 += nr * 512;
             }
         }
-        let key = (dev[i], sector[i], o);
+        let key = ReqKey(dev[i], sector[i], o);
         if e == EV_ISSUE {
             if o != OP_FLUSH {
-                match issued.get_mut(&key) {
-                    None => { issued.insert(key, (time_ns[i], 0)); }
-                    Some(v) => { v.1 += 1; extra.entry(key).or_default().push_back(time_ns[i]); }
+                match issued.find(&key) {
+                    None => issued.insert(key, time_ns[i]),
+                    Some(at) => {
+                        issued.slots[at].dup += 1;
+                        extra.entry(key).or_default().push_back(time_ns[i]);
+                    }
                 }
             }
         } else if e == EV_COMPLETE {
@@ -186,14 +348,15 @@ pub fn summarize(
                 twins[slot(&tkey)] = Some(tkey);
             }
             if o != OP_FLUSH {
-                if let Some(v) = issued.get_mut(&key) {
-                    let t0 = v.0;
-                    if v.1 == 0 {
-                        issued.remove(&key);
+                if let Some(at) = issued.find(&key) {
+                    let v = &mut issued.slots[at];
+                    let t0 = v.t;
+                    if v.dup == 0 {
+                        issued.remove_at(at);
                     } else {
-                        v.1 -= 1;
+                        v.dup -= 1;
                         let q = extra.get_mut(&key).unwrap();
-                        v.0 = q.pop_front().unwrap();
+                        v.t = q.pop_front().unwrap();
                         if q.is_empty() {
                             extra.remove(&key);
                         }
@@ -202,6 +365,13 @@ pub fn summarize(
                         s.dirs[d].latency_ns.push(time_ns[i].saturating_sub(t0));
                     }
                 }
+            }
+        }
+    }
+    for (dd, small) in s.dirs.iter_mut().zip(small_sizes.iter()) {
+        for (nr, &k) in small.iter().enumerate() {
+            if k > 0 {
+                *dd.sizes.entry(nr as u64).or_default() += k;
             }
         }
     }
@@ -216,4 +386,70 @@ pub fn summarize(
         }
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outstanding_table_agrees_with_a_hash_map_through_growth_and_removals() {
+        // a deterministic pseudo-random mix: inserts (some at colliding sectors) and
+        // removals, with up to ~3000 entries at once (the table grows from 1024 slots)
+        let mut t = Outstanding::new();
+        let mut reference: HashMap<(u32, u64, u8), u64> = HashMap::new();
+        let mut x: u64 = 12345;
+        for step in 0..200_000u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let k = ReqKey((x % 3) as u32, (x >> 8) % 4096 * 8, (x % 2) as u8);
+            let grow = step < 100_000;
+            let at = t.find(&k);
+            assert_eq!(at.is_some(), reference.contains_key(&(k.0, k.1, k.2)));
+            match at {
+                None if grow || x % 3 == 0 => {
+                    t.insert(k, step);
+                    reference.insert((k.0, k.1, k.2), step);
+                }
+                Some(i) if !grow || x % 4 == 0 => {
+                    assert_eq!(t.slots[i].t, reference[&(k.0, k.1, k.2)]);
+                    t.remove_at(i);
+                    reference.remove(&(k.0, k.1, k.2));
+                }
+                _ => {}
+            }
+            assert_eq!(t.len, reference.len());
+        }
+        for (&(d, s, o), &v) in &reference {
+            let i = t.find(&ReqKey(d, s, o)).expect("every entry found");
+            assert_eq!(t.slots[i].t, v);
+        }
+    }
+
+    #[test]
+    fn percentiles_taken_in_any_order_match_a_full_sort() {
+        let mut v: Vec<u64> = (0..10_001u64).map(|i| (i * 7919) % 10_007).collect();
+        let mut sorted = v.clone();
+        sorted.sort_unstable();
+        let pcts = [99.0, 50.0, 90.0, 50.0, 100.0, 0.0];
+        let d = dist_from_values(&mut v, &pcts);
+        let n = sorted.len() as u64;
+        for (p, got) in pcts.iter().zip(&d.pct) {
+            assert_eq!(*got, sorted[(crate::stats::nearest_rank(n, *p) - 1) as usize] as f64);
+        }
+        assert_eq!(d.min, sorted[0] as f64);
+        assert_eq!(d.max, *sorted.last().unwrap() as f64);
+        // values over all 64 bits, repeated values, and a single value
+        let mut wide: Vec<u64> = vec![u64::MAX, 0, 1 << 63, 5, 5, 5, u64::MAX - 1, 1 << 20, 77];
+        let mut sorted = wide.clone();
+        sorted.sort_unstable();
+        let n = sorted.len() as u64;
+        let all: Vec<f64> = (0..=100).map(|p| p as f64).collect();
+        let d = dist_from_values(&mut wide, &all);
+        for (p, got) in all.iter().zip(&d.pct) {
+            assert_eq!(*got, sorted[(crate::stats::nearest_rank(n, *p) - 1) as usize] as f64, "p{p}");
+        }
+        assert_eq!(dist_from_values(&mut [7, 7, 7], &[50.0]).pct, vec![7.0]);
+    }
 }

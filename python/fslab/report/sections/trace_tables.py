@@ -55,11 +55,32 @@ def trace_table(label: str, by_fs: dict[str, list[StoredRun]]) -> TableSection:
                 if loss:
                     table.alerts.append((len(table.rows), len(columns) - 1))
             table.rows.append([fs if i == 0 else "", op + suffix, str(n), *cells, status])
+    notes = [cost] if (cost := tracing_cost(by_fs)) else []
     if arrays:
-        table.note = (f"md arrays ({', '.join(arrays)}): read/write/... rows are {MD_DEVICE.text}, queued "
+        notes.append(f"md arrays ({', '.join(arrays)}): read/write/... rows are {MD_DEVICE.text}, queued "
                       f"to it (block_bio_queue); '(members)' rows are {MEMBERS.text}, completed by them "
                       "(block_rq_*)")
+    table.note = "\n".join(notes)
     return table
+
+
+def tracing_cost(by_fs: dict[str, list[StoredRun]]) -> str | None:
+    """What tracing took from each column, per request the device completed: the trace
+    reader's CPU while the workload ran and the events the kernel recorded (each costs the
+    workload the kernel's tracepoint time, measured by `python -m bench trace`)."""
+    parts = []
+    for fs, runs in by_fs.items():
+        # runs stored before fslab measured the reader have no number: left out
+        measured = [r for r in runs if values([r], "trace_reader_cpu_during_run_ns")]
+        cpu = sum(values(measured, "trace_reader_cpu_during_run_ns"))
+        events = sum(values(measured, "trace_events_count"))
+        requests = sum(sum(values(measured, f"trace_{op}_requests_count")) for op in OPS)
+        if requests:
+            parts.append(f"{fs} {cpu / requests:.0f} ns reader CPU and {events / requests:.1f} events "
+                         f"per request (n={len(measured)} runs)")
+    if not parts:
+        return None
+    return ("tracing cost (summed over the runs, per request completed): " + "; ".join(parts))
 
 
 def _pred(runs: list[StoredRun], model: str, suffix: str, scale: float = 1.0) -> list[float]:
