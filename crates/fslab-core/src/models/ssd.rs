@@ -434,7 +434,8 @@ impl DeviceModel for Ssd {
         ])
     }
 
-    /// Over-provisioning as asked, as simulated (physical blocks are whole blocks per
+    /// The rate limits (host link, channels, programs) and write buffer simulated;
+    /// over-provisioning as asked, as simulated (physical blocks are whole blocks per
     /// plane, so 0.07 may become 0.078) and as usable by data (each plane keeps
     /// `gc_free_blocks` free and one block open); the steady-state write amplification
     /// (second half of the host writes, after the warm-up that follows preconditioning).
@@ -448,6 +449,15 @@ impl DeviceModel for Ssd {
         out.insert("over_provisioning_requested", self.cfg.over_provisioning);
         out.insert("over_provisioning_simulated", physical / logical - 1.0);
         out.insert("over_provisioning_usable", (physical - reserved) / logical - 1.0);
+        // The rate limits no pattern may beat: the host link, the flash channels together,
+        // and every plane programming a page at once (GC only lowers it); the write buffer
+        // that lets a burst run ahead of the flash.
+        let c = &self.cfg;
+        out.insert("link_mb_per_s", c.link_mb_per_s);
+        out.insert("channels_mb_per_s", c.channels as f64 * c.channel_mb_per_s);
+        let planes = (c.channels * c.dies_per_channel * c.planes_per_die) as f64;
+        out.insert("program_mb_per_s_max", planes * c.page_bytes as f64 * 1e3 / c.t_prog_ns.max(1) as f64);
+        out.insert("buffer_bytes", (self.ring.len() as u64 * UNIT_BYTES) as f64);
         if let Some((wa, host_units)) = f.steady_write_amplification() {
             out.insert("write_amplification_steady", wa);
             out.insert("steady_window_host_bytes", (host_units * UNIT_BYTES) as f64);
