@@ -286,11 +286,12 @@ impl Ssd {
         let ppd = self.cfg.planes_per_die;
         let first = self.batch_die * ppd;
         self.batch_planes.clear();
-        self.batch_planes.extend(first..first + ppd);
-        if ppd > 1 {
-            let least = (first..first + ppd).map(|p| self.ftl.load(p, 1)).min().unwrap_or(0);
-            let slack = (self.ftl.units_per_block / 4) as u64;
-            self.batch_planes.retain(|&p| self.ftl.load(p, 1) <= least + slack);
+        let (least, most) = self.ftl.load_range(first, ppd);
+        let cap = least + (self.ftl.units_per_block / 4) as u64;
+        for p in first..first + ppd {
+            if most <= cap || self.ftl.load(p, 1) <= cap {
+                self.batch_planes.push(p);
+            }
         }
         self.batch_units = self.units_per_page * self.batch_planes.len() as u32;
     }
