@@ -17,7 +17,8 @@ def test_hdd_trace_that_fits_in_the_write_cache_is_flagged() -> None:
     facts = cached["model_facts"]
     # 8 MB of writes fit in the 32 MiB cache: every write is acknowledged from it, so the
     # "disk" does 4,820 IOPS at 207 µs each (pinned: command overhead + link time).
-    assert facts == {"write_cache": 1.0, "cache_bytes": 32 << 20, "write_cache_absorbed_fraction": 1.0}
+    assert facts == {"write_cache": 1.0, "cache_bytes": 32 << 20, "write_cache_absorbed_fraction": 1.0,
+                     "link_mb_per_s": 550.0, "media_mb_per_s_max": 190.0}
     assert cached["latency_us"]["p50"] == pytest.approx(207.447) == cached["latency_us"]["p99"]
     assert cached["iops"] == pytest.approx(4820.5, abs=0.1)
     warning = cache_warning("hdd-7200", facts["write_cache_absorbed_fraction"], facts)

@@ -155,6 +155,7 @@ def test_seed004_controller_cache_does_not_slow_random_small_writes() -> None:
     assert c["member_read_bytes"] < 4200 * c["member_reads"]
     # With as many stripes as cached units, few writes share a stripe: read-modify-write
     # per unit as without a cache, a little faster because the cache still holds the
-    # last 8 MiB when the run ends.
-    assert cached["mb_per_s"] == pytest.approx(179.8, rel=0.02)
-    assert plain["mb_per_s"] == pytest.approx(147.3, rel=0.02)
+    # last 8 MiB when the run ends (re-pinned from 179.8 when the members' planes were
+    # kept balanced and host data crossed the array's link).
+    assert cached["mb_per_s"] == pytest.approx(175.0, rel=0.02)
+    assert plain["mb_per_s"] == pytest.approx(144.2, rel=0.02)  # was 147.3 (same re-pin)

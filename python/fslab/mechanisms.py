@@ -8,7 +8,8 @@ What the whole is depends on the model (documented beside each model in the core
 - SSD: the summed work of its resources — controller, host link, flash channels, and
   flash planes reading, programming, copying for garbage collection and erasing;
 - RAID: the summed time of the I/Os the array sent its members (issue to completion),
-  by why it sent them — host data, read-modify-write, reconstruct-write, full stripes.
+  by why it sent them — host data, read-modify-write, reconstruct-write, full stripes —
+  plus the controller's host link moving the host's data.
 
 A share is a mechanism's part of that whole. Several mechanisms can make one cause in
 words (a read-modify-write reads, then writes): ``cause_shares`` adds them up.
@@ -94,7 +95,8 @@ def mechanism_of(suffix: str) -> str | None:
 WHOLE = {
     "hdd": "the drive's work time (arm operations and cache answers)",
     "ssd": "the summed work time of controller, host link, flash channels and planes",
-    "raid": "the summed time of the member I/Os (issue to completion), by why the array sent them",
+    "raid": "the summed time of the member I/Os (issue to completion), by why the array sent them, "
+            "plus the controller's host link",
 }
 
 

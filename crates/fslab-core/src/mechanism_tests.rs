@@ -58,7 +58,7 @@ fn raid5_full_stripe_writes_read_nothing() {
     let stripe = 7 * 65536;
     let out = run(&raid5(8.0, 0.0), SyntheticSpec { rw: "write".into(), bs: stripe, count: 300, span: 7 << 30, ..Default::default() }, 4);
     let m = &out.time_by_mechanism_ns;
-    assert_eq!(m["full_stripe_write"], total(m), "{m:?}");
+    assert_eq!(m["full_stripe_write"] + m["host_link"], total(m), "{m:?}");
     assert_eq!(m["parity_rmw_read"] + m["reconstruct_read"] + m["data_read"], 0, "{m:?}");
 }
 
@@ -78,7 +78,9 @@ fn raid_member_time_at_depth_one_is_the_host_latency() {
     let out = run(&p, SyntheticSpec { rw: "randread".into(), count: 2000, span: 4 << 30, ..Default::default() }, 1);
     let m = &out.time_by_mechanism_ns;
     assert_eq!(total(m), out.latencies_ns.iter().sum::<u64>());
-    assert_eq!(m["data_read"], total(m));
+    assert_eq!(m["data_read"] + m["host_link"], total(m));
+    // The host link (the members' four 550 MB/s links together) moved every byte once.
+    assert_eq!(m["host_link"], 2000 * (4096.0_f64 * 1000.0 / 2200.0).round() as u64);
 }
 
 fn hdd_without_cache() -> Params {
@@ -88,12 +90,15 @@ fn hdd_without_cache() -> Params {
 #[test]
 fn hdd_parts_add_up_to_the_latency_of_uncached_requests_at_depth_one() {
     // No cache, one request at a time: the arm starts on each request as it arrives, so
-    // a request's latency is its command, seek, rotation and transfer (with the link).
-    for rw in ["randread", "randwrite", "read"] {
+    // a read's latency is its command, seek, rotation and transfer (with the link after
+    // it). A write's data crosses the link while the arm positions: its link time is work
+    // beside the latency, not in it.
+    let link_4k = (4096.0_f64 * 1000.0 / 550.0).round() as u64;
+    for (rw, overlapped) in [("randread", 0), ("randwrite", link_4k), ("read", 0), ("write", link_4k)] {
         let spec = SyntheticSpec { rw: rw.into(), count: 500, span: 400 << 30, ..Default::default() };
         let out = run(&hdd_without_cache(), spec, 1);
         let m = &out.time_by_mechanism_ns;
-        assert_eq!(total(m), out.latencies_ns.iter().sum::<u64>(), "{rw}: {m:?}");
+        assert_eq!(total(m), out.latencies_ns.iter().sum::<u64>() + 500 * overlapped, "{rw}: {m:?}");
         assert_eq!(m["cache"], 0, "{rw}: {m:?}");
     }
 }
@@ -168,4 +173,35 @@ fn parts_reset_with_the_counters() {
         m.reset_counters();
         assert_eq!(total(&m.time_by_mechanism()), 0);
     }
+}
+
+#[test]
+fn hdd_cache_answers_pay_the_link_and_queue_on_it() {
+    // 20 MiB of writes fit the 32 MiB write cache: each is acknowledged once its data
+    // crossed the 550 MB/s link, one after another, never all at once.
+    let p = params(&[("kind", t("hdd"))]);
+    let spec = SyntheticSpec { rw: "write".into(), bs: 1 << 20, count: 20, span: 100 << 30, ..Default::default() };
+    let reqs = generate(&spec).unwrap();
+    let link = ((1u64 << 20) as f64 * 1000.0 / 550.0).round() as u64;
+    let mut m = build(&p).unwrap();
+    let burst = replay(m.as_mut(), &reqs, Mode::Open).unwrap();
+    assert_eq!(burst.elapsed_ns, 200_000 + 20 * link);
+    let out = run(&p, spec, 1);
+    // One at a time: each latency is the command overhead and the link, all of it cache time.
+    assert!(out.latencies_ns.iter().all(|&l| l == 200_000 + link), "{:?}", out.latencies_ns);
+    assert_eq!(out.time_by_mechanism_ns["cache"], out.latencies_ns.iter().sum::<u64>());
+}
+
+#[test]
+fn raid_controller_cache_hits_pay_its_link() {
+    let mut p = raid5(8.0, (64u64 << 20) as f64);
+    p.insert("link_mb_per_s".into(), n(1000.0));
+    let out = run(&p, SyntheticSpec { rw: "randwrite".into(), count: 4000, span: 7 << 30, ..Default::default() }, 32);
+    let s = out.summary();
+    assert!(s.mb_per_s <= 1000.0, "{} MB/s through a 1000 MB/s controller link", s.mb_per_s);
+    assert_eq!(out.time_by_mechanism_ns["host_link"], 4000 * (4096.0_f64 * 1000.0 / 1000.0).round() as u64);
+    // Unstated, the link is the members' eight 550 MB/s links together.
+    let out = run(&raid5(8.0, (64u64 << 20) as f64), SyntheticSpec { rw: "randwrite".into(), count: 4000, span: 7 << 30, ..Default::default() }, 32);
+    assert_eq!(out.facts["link_mb_per_s"], 8.0 * 550.0);
+    assert!(out.summary().mb_per_s <= 4400.0);
 }

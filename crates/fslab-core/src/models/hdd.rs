@@ -5,7 +5,9 @@
 //!
 //! The arm is the one busy resource; the model asks the engine to wake it when the arm
 //! finishes an operation, then picks the next. Read-ahead runs while the arm is idle
-//! after a read and stops when the arm is needed elsewhere.
+//! after a read and stops when the arm is needed elsewhere. The host link is a second,
+//! serial resource: every byte the host reads or writes crosses it once, cache answers
+//! included, so no pattern is faster than `link_mb_per_s`.
 
 use std::collections::VecDeque;
 
@@ -141,6 +143,8 @@ pub struct Hdd {
     cur_cyl: u64,
     cur_head: u64,
     busy: bool,
+    /// When the host link is next free (it moves one transfer at a time).
+    link_free: Ns,
     in_flight: Option<Work>,
     queue: VecDeque<Pending>,
     dirty: VecDeque<Dirty>,
@@ -210,6 +214,7 @@ impl Hdd {
             cur_cyl: 0,
             cur_head: 0,
             busy: false,
+            link_free: 0,
             in_flight: None,
             queue: VecDeque::new(),
             dirty: VecDeque::new(),
@@ -297,6 +302,15 @@ impl Hdd {
 
     fn link_ns(&self, bytes: u64) -> Ns {
         (bytes as f64 * 1000.0 / self.cfg.link_mb_per_s).round() as Ns
+    }
+
+    /// Move `bytes` over the host link once the data is ready at `ready` (and the link is
+    /// free): returns when the transfer ends, and its duration.
+    fn link_transfer(&mut self, ready: Ns, bytes: u64) -> (Ns, Ns) {
+        let link = self.link_ns(bytes);
+        let end = ready.max(self.link_free) + link;
+        self.link_free = end;
+        (end, link)
     }
 
     /// Stop read-ahead at time `t`: the segment keeps what was read by then (or promised).
@@ -398,6 +412,7 @@ impl Hdd {
         let (i, host) = choice.expect("non-empty queue");
         let (work, lba, sectors, start_t) = if host {
             let q = self.queue.remove(i).unwrap();
+            self.t.command += self.cfg.cmd_overhead_ns;
             (Work::Host(q), q.lba, q.sectors, t + self.cfg.cmd_overhead_ns)
         } else {
             let d = self.dirty.remove(i).unwrap();
@@ -409,13 +424,22 @@ impl Hdd {
         }
         let (seek, rotation) = self.positioning(start_t, &p);
         let ms = start_t as f64 + seek + rotation;
-        let media_end = (ms + sectors as f64 * p.ns_per_sector).ceil() as Ns;
+        let mut media_end = (ms + sectors as f64 * p.ns_per_sector).ceil() as Ns;
         // The arm's busy time [t, media_end) split exactly: rounding goes to the transfer.
         let (seek_ns, rotation_ns) = (seek.round() as Ns, rotation.round() as Ns);
-        self.t.command += start_t - t;
         self.t.seek += seek_ns;
         self.t.rotation += rotation_ns;
         self.t.transfer += (media_end - start_t).saturating_sub(seek_ns + rotation_ns);
+        if let Work::Host(q) = work {
+            if q.op == Op::Write {
+                // A write that bypasses the cache streams its data over the link while the
+                // arm positions (the link outruns the platters); the write cannot end before
+                // its last byte arrived (an arm waiting for it does no work).
+                let (link_end, link) = self.link_transfer(start_t, sectors * SECTOR_BYTES);
+                self.t.transfer += link;
+                media_end = media_end.max(link_end);
+            }
+        }
         let end_place = self.locate(lba + sectors - 1);
         self.cur_cyl = end_place.cyl;
         self.cur_head = end_place.head;
@@ -423,9 +447,9 @@ impl Hdd {
         match work {
             Work::Host(q) if q.op == Op::Read => {
                 self.media_read_bytes += bytes;
-                let link = self.link_ns(bytes);
+                let (done, link) = self.link_transfer(media_end, bytes);
                 self.t.transfer += link;
-                ctx.complete(q.tag, media_end + link);
+                ctx.complete(q.tag, done);
             }
             Work::Host(q) => {
                 self.media_write_bytes += bytes;
@@ -484,9 +508,9 @@ impl DeviceModel for Hdd {
                 self.host_read_bytes += req.bytes;
                 if let Some(ready) = self.cache_hit(now + self.cfg.cmd_overhead_ns, lba, sectors) {
                     self.cache_hits += 1;
-                    let link = self.link_ns(req.bytes);
+                    let (done, link) = self.link_transfer(ready, req.bytes);
                     self.t.cache += self.cfg.cmd_overhead_ns + link;
-                    ctx.complete(tag, ready + link);
+                    ctx.complete(tag, done);
                     return;
                 }
                 self.queue.push_back(Pending { tag, op: Op::Read, lba, sectors, arrival: now });
@@ -503,9 +527,10 @@ impl DeviceModel for Hdd {
                         _ => self.dirty.push_back(Dirty { lba, sectors }),
                     }
                     self.cache_absorbed_write_bytes += req.bytes;
-                    let link = self.link_ns(req.bytes);
+                    // Acknowledged once the data is in the cache, i.e. once it crossed the link.
+                    let (done, link) = self.link_transfer(now + self.cfg.cmd_overhead_ns, req.bytes);
                     self.t.cache += self.cfg.cmd_overhead_ns + link;
-                    ctx.complete(tag, now + self.cfg.cmd_overhead_ns + link);
+                    ctx.complete(tag, done);
                 } else {
                     self.queue.push_back(Pending { tag, op: Op::Write, lba, sectors, arrival: now });
                 }
@@ -534,9 +559,9 @@ impl DeviceModel for Hdd {
                     if let Some(ready) = self.cache_hit(now, q.lba, q.sectors) {
                         self.cache_hits += 1;
                         self.queue.remove(i);
-                        let link = self.link_ns(q.sectors * SECTOR_BYTES);
+                        let (done, link) = self.link_transfer(ready, q.sectors * SECTOR_BYTES);
                         self.t.cache += link;
-                        ctx.complete(q.tag, ready + link);
+                        ctx.complete(q.tag, done);
                         continue;
                     }
                 }
@@ -563,8 +588,9 @@ impl DeviceModel for Hdd {
     /// `seek`: arm movement (or head switch); `rotation`: waiting for the sector to
     /// come under the head; `transfer`: reading or writing the platters (read-ahead into
     /// the cache included, up to where it stopped or, if still going, to the last data
-    /// promised to a hit), plus the host link of reads from the platters; `cache`:
-    /// requests the cache answered without the arm (read hits, write-cache
+    /// promised to a hit), plus the host link of reads from the platters and of writes
+    /// that bypass the write cache (their data crosses the link while the arm positions);
+    /// `cache`: requests the cache answered without the arm (read hits, write-cache
     /// acknowledgements: their command and link time). Arm time covers every arm
     /// operation, including destages of the write cache after their writes were
     /// acknowledged. Parts overlap in wall-clock time (the cache answers while the arm
@@ -581,7 +607,8 @@ impl DeviceModel for Hdd {
         ])
     }
 
-    /// The cache settings every prediction assumes, and how much of the written data the
+    /// The cache settings every prediction assumes, the rate limits (host link, fastest
+    /// zone of the platters), and how much of the written data the
     /// write cache acknowledged before it reached the platters: near 1, the prediction
     /// measures the cache (a short trace of small random writes can fit entirely), not
     /// the disk.
@@ -589,6 +616,9 @@ impl DeviceModel for Hdd {
         let mut f = crate::models::Facts::new();
         f.insert("write_cache", if self.cfg.write_cache { 1.0 } else { 0.0 });
         f.insert("cache_bytes", self.cfg.cache_bytes as f64);
+        // The limits no pattern may beat: the host link, and the platters' fastest zone.
+        f.insert("link_mb_per_s", self.cfg.link_mb_per_s);
+        f.insert("media_mb_per_s_max", self.cfg.outer_mb_per_s);
         if self.host_write_bytes > 0 {
             f.insert("write_cache_absorbed_fraction", self.cache_absorbed_write_bytes as f64 / self.host_write_bytes as f64);
         }

@@ -6,6 +6,11 @@
 //! read-modify-write (read old data and parity, write both) or reconstruct-write (read
 //! the untouched data, write new data and parity), whichever needs fewer member I/Os.
 //!
+//! The controller's host link is a serial resource every host byte crosses once: write
+//! data on its way in (before a cached write is acknowledged), read data on its way out
+//! (after the members delivered it). Its rate is `link_mb_per_s`; unset (0), the members'
+//! own links together (software RAID has no link of its own; nothing is faster than them).
+//!
 //! Member completions and wake-ups come back through the outer context as wake tokens:
 //! low bit 0 = completion of sub-I/O (token >> 1), low bit 1 = a member's own wake-up.
 
@@ -73,8 +78,11 @@ struct Part {
 struct Parent {
     tag: u64,
     parts: u32,
-    /// Completion is reported no earlier than this (controller cache latency).
+    /// Completion is reported no earlier than this (write data over the link, controller
+    /// cache latency).
     min_done: Ns,
+    /// Bytes to send to the host once the members delivered them (reads).
+    read_bytes: u64,
 }
 
 /// Parent of destages the host does not wait for.
@@ -104,6 +112,10 @@ pub struct Raid {
     free_subs: Vec<u32>,
     cache_bytes: u64,
     cache_latency_ns: Ns,
+    /// The controller's host link, decimal MB/s (stated, or the members' links together).
+    link_mb_per_s: f64,
+    link_free: Ns,
+    link_ns_total: u64,
     dirty: std::collections::HashMap<u64, DirtyStripe>,
     dirty_order: std::collections::VecDeque<u64>,
     dirty_units: u64,
@@ -127,6 +139,8 @@ impl Raid {
         let chunk = r.int("chunk_bytes", 512 << 10, 4096, 1 << 30)?;
         let cache_bytes = r.int("cache_bytes", 0, 0, 1 << 40)?;
         let cache_latency_ns = r.ns("cache_latency_ns", 20_000)?;
+        // 0: the members' links together (see the module docs).
+        let stated_link = r.num("link_mb_per_s", 0.0, 0.0, 1e7)?;
         r.finish()?;
         if level != 0 && level != 5 {
             return Err(CoreError::BadParam { name: "level".into(), reason: "only RAID0 and RAID5 are modelled".into() });
@@ -148,7 +162,15 @@ impl Raid {
             members.push(build(&p)?);
         }
         let member_capacity = members[0].capacity_bytes() / chunk * chunk;
+        let link_mb_per_s = if stated_link > 0.0 {
+            stated_link
+        } else {
+            members.iter().map(|m| m.facts().get("link_mb_per_s").copied().unwrap_or(f64::INFINITY)).sum()
+        };
         Ok(Raid {
+            link_mb_per_s,
+            link_free: 0,
+            link_ns_total: 0,
             level,
             chunk,
             members,
@@ -179,6 +201,19 @@ impl Raid {
         })
     }
 
+    /// Move `bytes` over the controller's host link from `ready` on (once the link is
+    /// free); returns when the transfer ends.
+    fn link_transfer(&mut self, ready: Ns, bytes: u64) -> Ns {
+        if !self.link_mb_per_s.is_finite() {
+            return ready;
+        }
+        let link = (bytes as f64 * 1000.0 / self.link_mb_per_s).round() as Ns;
+        self.link_ns_total += link;
+        let end = ready.max(self.link_free) + link;
+        self.link_free = end;
+        end
+    }
+
     fn data_members(&self) -> u64 {
         self.members.len() as u64 - if self.level == 5 { 1 } else { 0 }
     }
@@ -194,7 +229,7 @@ impl Raid {
     }
 
     fn new_parent(&mut self, tag: u64) -> u32 {
-        let p = Parent { tag, parts: 0, min_done: 0 };
+        let p = Parent { tag, parts: 0, min_done: 0, read_bytes: 0 };
         if let Some(i) = self.free_parents.pop() {
             self.parents[i as usize] = p;
             i
@@ -264,7 +299,11 @@ impl Raid {
         let pa = &mut self.parents[parent as usize];
         pa.parts -= 1;
         if pa.parts == 0 {
-            ctx.complete(pa.tag, now.max(pa.min_done));
+            let (tag, mut done, read_bytes) = (pa.tag, now.max(pa.min_done), pa.read_bytes);
+            if read_bytes > 0 {
+                done = self.link_transfer(done, read_bytes);
+            }
+            ctx.complete(tag, done);
             self.free_parents.push(parent);
         }
     }
@@ -331,7 +370,8 @@ impl Raid {
         let unit = 4096u64;
         let stripe_units = self.data_members() * self.chunk / unit;
         let words = stripe_units.div_ceil(64) as usize;
-        self.parents[parent as usize].min_done = now + self.cache_latency_ns;
+        let pa = &mut self.parents[parent as usize];
+        pa.min_done = pa.min_done.max(now) + self.cache_latency_ns;
         let first = req.offset() / unit;
         let last = (req.offset() + req.bytes).div_ceil(unit);
         for u in first..last {
@@ -471,6 +511,7 @@ impl DeviceModel for Raid {
             Op::Read | Op::Trim => {
                 if req.op == Op::Read {
                     self.host_read_bytes += req.bytes;
+                    self.parents[parent as usize].read_bytes = req.bytes;
                 }
                 let cause = if req.op == Op::Read { Cause::DataRead } else { Cause::Trim };
                 for (stripe, pieces) in self.split(req.offset(), req.bytes) {
@@ -483,6 +524,9 @@ impl DeviceModel for Raid {
             }
             Op::Write => {
                 self.host_write_bytes += req.bytes;
+                // The data crosses the link before the write completes (a cached one is
+                // acknowledged after it, members stream it on as it arrives).
+                self.parents[parent as usize].min_done = self.link_transfer(now, req.bytes);
                 if self.cache_bytes > 0 && !req.fua {
                     self.cached_write(now, parent, req, ctx);
                 } else {
@@ -524,9 +568,13 @@ impl DeviceModel for Raid {
         }
     }
 
-    /// The members' settings (the first member's: all are built alike).
+    /// The members' settings (the first member's: all are built alike), and the array's
+    /// host link in place of a member's (`link_mb_per_s`: stated, or the members' together).
     fn facts(&self) -> crate::models::Facts {
-        self.members[0].facts().into_iter().filter(|(k, _)| !k.starts_with("write_amplification")).collect()
+        let mut f: crate::models::Facts =
+            self.members[0].facts().into_iter().filter(|(k, _)| !k.starts_with("write_amplification")).collect();
+        f.insert("link_mb_per_s", self.link_mb_per_s);
+        f
     }
 
     fn error(&self) -> Option<String> {
@@ -548,6 +596,7 @@ impl DeviceModel for Raid {
         self.rcw_writes = 0;
         self.destages = 0;
         self.cause_ns = [0; CAUSES.len()];
+        self.link_ns_total = 0;
     }
 
     /// Member-I/O time, in ns, by why the array sent the I/O: for each I/O to a member,
@@ -558,9 +607,12 @@ impl DeviceModel for Raid {
     /// reading, then writing, old/new data and parity; `reconstruct_read` /
     /// `reconstruct_write`: reconstruct-write reading the untouched data, then writing
     /// new data and parity; `trim`, `flush`: passed on to the members. Writes the
-    /// controller cache absorbs count when they are destaged.
+    /// controller cache absorbs count when they are destaged. Plus `host_link`: the
+    /// controller's host link moving the host's data (each byte once).
     fn time_by_mechanism(&self) -> Mechanisms {
-        CAUSES.iter().zip(self.cause_ns).map(|(&name, ns)| (name, ns)).collect()
+        let mut m: Mechanisms = CAUSES.iter().zip(self.cause_ns).map(|(&name, ns)| (name, ns)).collect();
+        m.insert("host_link", self.link_ns_total);
+        m
     }
 
     fn counters(&self) -> Counters {

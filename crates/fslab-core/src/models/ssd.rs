@@ -11,11 +11,12 @@
 //! per plane, so the asked fraction is rounded up (0.07 -> 0.078 at 4 x 69 blocks); each
 //! plane keeps `gc_free_blocks` free blocks and one open block that hold no data, so the
 //! spare GC can use is smaller again (0.031 there), and more so the more planes there are.
-//! Host units go to the planes in turn wherever their old copy lived, so the planes'
-//! shares of valid data wander; a plane above its share copies more (greedy write
-//! amplification is convex in the spare) or fills up (a model error). Both explain why
-//! this model's write amplification lies above a single-pool greedy simulator at the same
-//! OP; with the same rules an independent simulator agrees (tests/test_ftl_reference.py).
+//! Host data goes to the less loaded of the next two dies in turn, and a plane holding a
+//! quarter block more than its die's least loaded one sits a program out, so the planes'
+//! shares of valid data stay balanced: each plane is then a greedy pool of its own blocks
+//! and its share of the data, and an independent simulator of that pool agrees
+//! (tests/test_ftl_reference.py). Left to wander, a plane above its share copies more
+//! (greedy write amplification is convex in the spare) or fills up.
 
 use crate::engine::Ctx;
 use crate::error::{CoreError, Result};
@@ -98,7 +99,10 @@ pub struct Ssd {
     /// Channel of each plane (and of each die), so the hot path needs no division.
     plane_channel: Vec<u32>,
     die_channel: Vec<u32>,
+    /// Units of the current batch when full: a page for each plane in `batch_planes`.
     batch_units: u32,
+    /// The planes of `batch_die` the current batch programs, in slot order.
+    batch_planes: Vec<u32>,
     unit_ch_ns: Ns,
     /// Host link time of one 4 KiB unit (the common request size, computed once).
     link_unit_ns: Ns,
@@ -122,8 +126,8 @@ pub struct Ssd {
     link_ns_total: u64,
     /// 4 KiB units moved over a flash channel (host reads and programs).
     channel_units: u64,
-    /// Multi-plane program operations of host data (each busies every plane of a die).
-    program_batches: u64,
+    /// Plane programs of host data (a multi-plane program counts each plane it busies).
+    program_planes: u64,
     gc_copy_ns: u64,
     erase_ns: u64,
 }
@@ -174,6 +178,7 @@ impl Ssd {
             plane_channel: (0..planes).map(|p| p / cfg.planes_per_die % cfg.channels).collect(),
             die_channel: (0..cfg.channels * cfg.dies_per_channel).map(|d| d % cfg.channels).collect(),
             batch_units,
+            batch_planes: (0..cfg.planes_per_die).collect(),
             ctrl_free: 0,
             link_free: 0,
             ch_free: vec![0; cfg.channels as usize],
@@ -190,7 +195,7 @@ impl Ssd {
             controller_ns: 0,
             link_ns_total: 0,
             channel_units: 0,
-            program_batches: 0,
+            program_planes: 0,
             gc_copy_ns: 0,
             erase_ns: 0,
             ftl,
@@ -229,6 +234,20 @@ impl Ssd {
         *p = (*p).max(at) + busy;
     }
 
+    /// The die that takes the next batch of host data: the less loaded (valid data of its
+    /// fullest plane) of the next two in turn, which keeps the planes' shares balanced.
+    #[inline]
+    fn next_die(&self, die: u32) -> u32 {
+        let next = |d: u32| if d + 1 == self.dies { 0 } else { d + 1 };
+        let ppd = self.cfg.planes_per_die;
+        let (a, b) = (next(die), next(next(die)));
+        if self.ftl.load(b * ppd, ppd) < self.ftl.load(a * ppd, ppd) {
+            b
+        } else {
+            a
+        }
+    }
+
     /// Program the current (possibly partial) batch on its die.
     fn program_batch(&mut self) {
         if self.batch_slots.is_empty() {
@@ -236,27 +255,45 @@ impl Ssd {
         }
         let die = self.batch_die;
         let ch = self.die_channel[die as usize] as usize;
-        let xfer = self.unit_ch_ns * self.batch_slots.len() as u64;
-        self.channel_units += self.batch_slots.len() as u64;
-        self.program_batches += 1;
+        let units = self.batch_slots.len() as u32;
+        let xfer = self.unit_ch_ns * units as u64;
+        self.channel_units += units as u64;
         let xs = self.batch_ready.max(self.ch_free[ch]);
         let xe = xs + xfer;
         self.ch_free[ch] = xe;
-        let first = (die * self.cfg.planes_per_die) as usize;
-        let planes = &mut self.plane_free[first..first + self.cfg.planes_per_die as usize];
-        let start = planes.iter().fold(xe, |m, &t| m.max(t));
+        // The planes that received a page (all of the batch's when it is full).
+        let used = units.div_ceil(self.units_per_page) as usize;
+        self.program_planes += used as u64;
+        let start = self.batch_planes[..used].iter().fold(xe, |m, &p| m.max(self.plane_free[p as usize]));
         let end = start + self.cfg.t_prog_ns;
-        planes.iter_mut().for_each(|t| *t = end);
+        for &p in &self.batch_planes[..used] {
+            self.plane_free[p as usize] = end;
+        }
         for &slot in &self.batch_slots {
             self.ring[slot as usize] = end;
         }
         self.batch_slots.clear();
         self.drained_at = self.drained_at.max(end);
-        self.batch_die += 1;
-        if self.batch_die == self.dies {
-            self.batch_die = 0;
-        }
+        self.batch_die = self.next_die(self.batch_die);
+        self.open_batch();
         self.batch_ready = 0;
+    }
+
+    /// The planes of `batch_die` the next batch programs: every one, except a plane that
+    /// holds more valid data than the die's least loaded plane by over a quarter block
+    /// (it sits this program out, so the die's planes stay balanced too).
+    fn open_batch(&mut self) {
+        let ppd = self.cfg.planes_per_die;
+        let first = self.batch_die * ppd;
+        self.batch_planes.clear();
+        let (least, most) = self.ftl.load_range(first, ppd);
+        let cap = least + (self.ftl.units_per_block / 4) as u64;
+        for p in first..first + ppd {
+            if most <= cap || self.ftl.load(p, 1) <= cap {
+                self.batch_planes.push(p);
+            }
+        }
+        self.batch_units = self.units_per_page * self.batch_planes.len() as u32;
     }
 
     fn write(&mut self, now: Ns, req: &Request) -> Ns {
@@ -276,7 +313,7 @@ impl Ssd {
             done = done.max(accept);
             self.ring_head = if slot + 1 == self.ring.len() { 0 } else { slot + 1 };
             let idx = self.batch_slots.len() as u32;
-            let plane = self.batch_die * self.cfg.planes_per_die + self.per_page.div(idx);
+            let plane = self.batch_planes[self.per_page.div(idx) as usize];
             let work = self.ftl.write(lpn, plane);
             self.gc_time(plane, accept, work);
             self.batch_slots.push(slot as u32);
@@ -408,7 +445,7 @@ impl DeviceModel for Ssd {
         self.controller_ns = 0;
         self.link_ns_total = 0;
         self.channel_units = 0;
-        self.program_batches = 0;
+        self.program_planes = 0;
         self.gc_copy_ns = 0;
         self.erase_ns = 0;
     }
@@ -428,13 +465,14 @@ impl DeviceModel for Ssd {
             ("host_link", self.link_ns_total),
             ("channel", self.channel_units * self.unit_ch_ns),
             ("read", pages_read * self.cfg.t_read_ns),
-            ("program", self.program_batches * self.cfg.planes_per_die as u64 * self.cfg.t_prog_ns),
+            ("program", self.program_planes * self.cfg.t_prog_ns),
             ("gc_copy", self.gc_copy_ns),
             ("erase", self.erase_ns),
         ])
     }
 
-    /// Over-provisioning as asked, as simulated (physical blocks are whole blocks per
+    /// The rate limits (host link, channels, programs) and write buffer simulated;
+    /// over-provisioning as asked, as simulated (physical blocks are whole blocks per
     /// plane, so 0.07 may become 0.078) and as usable by data (each plane keeps
     /// `gc_free_blocks` free and one block open); the steady-state write amplification
     /// (second half of the host writes, after the warm-up that follows preconditioning).
@@ -448,6 +486,15 @@ impl DeviceModel for Ssd {
         out.insert("over_provisioning_requested", self.cfg.over_provisioning);
         out.insert("over_provisioning_simulated", physical / logical - 1.0);
         out.insert("over_provisioning_usable", (physical - reserved) / logical - 1.0);
+        // The rate limits no pattern may beat: the host link, the flash channels together,
+        // and every plane programming a page at once (GC only lowers it); the write buffer
+        // that lets a burst run ahead of the flash.
+        let c = &self.cfg;
+        out.insert("link_mb_per_s", c.link_mb_per_s);
+        out.insert("channels_mb_per_s", c.channels as f64 * c.channel_mb_per_s);
+        let planes = (c.channels * c.dies_per_channel * c.planes_per_die) as f64;
+        out.insert("program_mb_per_s_max", planes * c.page_bytes as f64 * 1e3 / c.t_prog_ns.max(1) as f64);
+        out.insert("buffer_bytes", (self.ring.len() as u64 * UNIT_BYTES) as f64);
         if let Some((wa, host_units)) = f.steady_write_amplification() {
             out.insert("write_amplification_steady", wa);
             out.insert("steady_window_host_bytes", (host_units * UNIT_BYTES) as f64);
