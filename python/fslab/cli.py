@@ -137,6 +137,15 @@ def plan(
         for text, names in users.items():
             where = f" ({', '.join(names)})" if len(users) > 1 else ""
             console.print("device: " + escape(text + where), highlight=False)
+        from .named_disks import named_disks
+
+        disks = list(dict.fromkeys(d.path for d in named_disks(spec)))
+        if disks:
+            import shlex
+
+            console.print(escape(f"your disks, formatted by `fslab run` only when each is confirmed: "
+                                 f"{' '.join(f'--destroy-data-on {shlex.quote(d)}' for d in disks)}"),
+                          highlight=False)
     for line in outlook.lines():
         console.print(escape(line), highlight=False)
     by_reason: dict[tuple[str, str], list[str]] = {}  # one line for the entries placed alike
@@ -171,7 +180,8 @@ def run(
         help="run the failed runs of this study's newest run again (failures stay as history)")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress output")] = False,
     destroy_data_on: Annotated[Optional[list[str]], typer.Option(
-        "--destroy-data-on", help="confirm that fslab may format this real block device")] = None,
+        "--destroy-data-on", help="confirm that fslab may format this real block device (once per disk "
+        "the study names: its [device], entries' own devices, array members)")] = None,
     allow_exec: Annotated[bool, typer.Option(
         "--allow-exec", help="allow workload options that run programs as root (fio exec_prerun, "
         "exec_postrun, ioengine=exec), inline or in a job file")] = False,
