@@ -632,8 +632,9 @@ def job_age(
 
     install_handlers()
     report = age_job(load_job(job_file), JobFolder(out.resolve()), (work or out / "work").resolve())
-    err_console.print(f"aged to {report.utilisation_reached:.1%} utilisation in {report.wall_s:.1f} s",
-                      highlight=False)
+    data = "" if report.data_fraction is None else f"{report.data_fraction:.1%} of the device as file data, "
+    err_console.print(f"aged to {data}{report.utilisation_reached:.1%} of the blocks in use (statfs) "
+                      f"in {report.wall_s:.1f} s", highlight=False)
 
 
 def _register_optional_commands() -> None:

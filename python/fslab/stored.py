@@ -43,7 +43,10 @@ class StoredMetric(TypedDict):
 class AgingData(TypedDict):
     """fslab.aging.AgingOption as a cell stores it."""
 
-    fill: float  # target utilisation, a fraction of all blocks
+    fill: float  # the target, measured as fill_by says
+    # "data": file data as a fraction of the device; "statfs": blocks in use (absent: stored
+    # before fill_by existed, when fill was a fraction of the blocks by statfs)
+    fill_by: NotRequired[str]
     pattern: str  # "random-holes" | "churn"
     seed: int
     file_sizes: str
