@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -70,15 +71,75 @@ def test_a_gap_of_a_resumed_study_is_not_taken_for_setup():
     assert TimeModel(rows).setup_estimate("guest", "ext4") == (40.0, 40.0, 40.0)
 
 
-def test_no_history_falls_back_to_stated_runtimes_and_says_what_is_unknown():
+def test_no_history_falls_back_to_stated_runtimes_and_built_in_priors_and_says_what_is_unknown():
+    """Nothing timed here: a host fio run is its stated runtime plus the overhead measured on
+    the development machine, each job's setup and each guest boot its built-in prior
+    (fslab.priors), all said; a run with nothing to go by is counted apart."""
+    from fslab.priors import GUEST_SETUP, HOST_RUN_OVERHEAD, HOST_SETUP
+
     timed = cell("t", "host", {"rw": "read", "size": 1 << 20, "time_based": 1, "runtime": 30})
     untimed = cell("u", "guest")
     estimate = TimeModel().estimate(jobs_of(timed, untimed))
-    assert estimate.seconds == 30 and estimate.from_declared == 1 and estimate.unknown == 1
+    assert estimate.seconds == pytest.approx(30 + HOST_RUN_OVERHEAD.mean + HOST_SETUP["ext4"].mean + GUEST_SETUP.mean)
+    assert estimate.low == pytest.approx(30 + HOST_RUN_OVERHEAD.low + HOST_SETUP["ext4"].low + GUEST_SETUP.low)
+    assert estimate.from_prior == 1 and estimate.from_declared == 0 and estimate.unknown == 1
+    assert estimate.setups_prior == 2 and estimate.setups_unknown == 0
     text = estimate.text()
-    assert text.startswith("at least about 30 s: 1 from their stated runtime only (file layout and setup not")
-    assert "1 guest boots not timed here yet: 20 s–60 s more at 20–60 s each without KVM" in text
-    assert "1 runs with nothing to go by" in text and "setting up 1 file system not timed here yet" in text
+    assert text.startswith("at least about 74 s")  # the guest run with nothing to go by is not in it
+    assert "1 from their stated runtime plus what a run adds for layout and start (1.2–3 s on the host" in text
+    assert "1 guest boots not timed here yet, included at 20–60 s each" in text
+    assert "setting up 1 file system not timed here yet, included from built-in priors" in text
+    assert "1 runs with nothing to go by" in text
+
+
+def test_priors_only_where_they_were_measured():
+    """A fake device or another workload than fio: no prior is assumed, the estimate says
+    what it leaves out and stays a lower bound."""
+    null = cell("n", "host", {"sleep": 0.5}, kind="null")
+    jobs = [j.__class__(**{**j.__dict__, "settings": JobSettings(device={"kind": "fake"})}) for j in jobs_of(null)]
+    estimate = TimeModel().estimate(jobs)
+    assert estimate.setups_unknown == 1 and estimate.setups_prior == 0 and estimate.from_prior == 0
+    assert not estimate.complete and "no built-in prior for this device" in estimate.text()
+
+
+def test_a_host_fio_study_with_no_history_is_estimated_whole_and_says_its_precision():
+    """The plan of a host fio study on an image device, no history: 'about', not 'at least';
+    and what ±precision it can promise at a typical spread."""
+    from fslab.forecast import forecast
+    from fslab.noise import half_width_at, runs_for_precision
+    from fslab.plan import make_plan
+    from fslab.priors import TYPICAL_CV
+    from fslab.study import parse_spec
+
+    text = """
+[study]
+name = "x"
+repetitions = "auto"
+[device]
+kind = "image"
+size = "1GiB"
+[filesystems.ext4]
+[filesystems.xfs]
+[[workloads]]
+kind = "fio"
+name = "w"
+rw = "randwrite"
+bs = "4k"
+size = "64M"
+runtime = 3
+time_based = 1
+"""
+    plan = make_plan(parse_spec(tomllib.loads(text), "x.toml"), backends=lambda *_: ("host", None))
+    outlook = forecast(plan, [], "here", "none")
+    assert outlook.time_max.complete and outlook.time_max.setups_prior == 40
+    # 40 runs of 3 s + 2 s, 40 ext4/xfs setups: what the real study of this plan took (271 s) is in range.
+    assert outlook.time_max.low <= 271 <= outlook.time_max.high
+    lines = "\n".join(outlook.lines())
+    assert "at most about" in lines and "not included" not in lines
+    needed = runs_for_precision(TYPICAL_CV, 0.05)
+    width = half_width_at(TYPICAL_CV, 20)
+    assert width is not None
+    assert f"±5% needs about {needed} runs per cell and 20 runs per cell give about ±{width:.0%}" in lines
 
 
 def test_the_countdown_learns_from_this_studys_runs_as_they_arrive():

@@ -160,9 +160,9 @@ def test_seed_004_runs_each_file_system_on_one_device_raid0_and_raid5(guest_avai
     assert {c.backend for c in plan.cells} == {"guest"} and plan.uncompared() is None
     assert len({c.id for c in plan.cells}) == 6
     # Each device on the model of the paper's device (tests/test_predictions.py checks each entry).
-    assert spec.study.simulate == ["sata-mlc-ssd"]
+    assert spec.study.simulate == ["samsung-840pro-256", "sata-mlc-ssd"]
     assert {job.settings.simulate for job in plan.jobs if job.settings.device["kind"] == "raid"} == {
-        ("raid0-8x-sata-mlc-ssd", "raid0-8x-wb"), ("raid5-8x-sata-mlc-ssd", "raid5-8x-wb")}
+        (f"raid{n}-8x-samsung-840pro-256", f"raid{n}-8x-wb", f"raid{n}-8x-sata-mlc-ssd") for n in (0, 5)}
 
 
 def test_a_file_systems_own_device_is_validated_with_its_path() -> None:

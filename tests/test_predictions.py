@@ -224,11 +224,12 @@ def test_each_entry_may_name_the_models_of_its_own_device() -> None:
     spec, source, _ = load_spec("seed-004")
     plan = make_plan(spec, backends=choose_backend, quick=True, source=source)
     models = {job.cell.filesystem: job.settings.simulate for job in plan.jobs}
-    assert models == {"ext4": ("sata-mlc-ssd",), "f2fs": ("sata-mlc-ssd",),
-                      "ext4-raid0": ("raid0-8x-sata-mlc-ssd", "raid0-8x-wb"),
-                      "f2fs-raid0": ("raid0-8x-sata-mlc-ssd", "raid0-8x-wb"),
-                      "ext4-raid5": ("raid5-8x-sata-mlc-ssd", "raid5-8x-wb"),
-                      "f2fs-raid5": ("raid5-8x-sata-mlc-ssd", "raid5-8x-wb")}
+    one = ("samsung-840pro-256", "sata-mlc-ssd")
+    raid = {lvl: (f"raid{lvl}-8x-samsung-840pro-256", f"raid{lvl}-8x-wb", f"raid{lvl}-8x-sata-mlc-ssd")
+            for lvl in (0, 5)}
+    assert models == {"ext4": one, "f2fs": one, "ext4-raid0": raid[0], "f2fs-raid0": raid[0],
+                      "ext4-raid5": raid[5], "f2fs-raid5": raid[5]}
+    assert spec.models["raid5-8x-wb"].base == "perc-h710p-raid5-8x-840pro"  # the named controller, cache scaled
     bad = {**_spec(True, ["hdd-7200"]), "filesystems": {"ext4": {"simulate": ["ssd-9000"]}}}
     with pytest.raises(SpecError, match=r"filesystems\.ext4\.simulate\[0\]: unknown device model 'ssd-9000'"):
         parse_spec(bad, "t.toml")

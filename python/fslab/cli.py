@@ -14,7 +14,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from .errors import ExecutorLost, FslabError, ResultsUnwritable
+from .errors import ExecutorLost, FslabError, ResultsUnwritable, SpecError
 
 if TYPE_CHECKING:
     from .estimate import TimeEstimate
@@ -33,7 +33,7 @@ err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
 
 DEFAULT_RESULTS = Path("fslab-results")
 ResultsOpt = Annotated[Path, typer.Option("--results", "-r", help="results directory")]
-StudyOpt = Annotated[Optional[int], typer.Option("--study", "-s", help="study id (default: newest)")]
+StudyOpt = Annotated[Optional[int], typer.Option("--study", "-s", min=1, help="study id (default: newest)")]
 
 
 def _cell_rows(plan: Plan) -> list[dict[str, object]]:
@@ -172,9 +172,16 @@ def _seed_text(seed: int | None, order: str) -> str:
 
 @app.command()
 def run(
-    study: Annotated[str, typer.Argument(help="study file or preset name (`fslab list --presets`)")],
+    study: Annotated[Optional[str], typer.Argument(
+        help="study file or preset name (`fslab list --presets`); or none, with --fs and --fio")] = None,
     quick: Annotated[bool, typer.Option(help="smoke run: smaller sizes, shorter runtimes, 2 repetitions")] = False,
     results: ResultsOpt = DEFAULT_RESULTS,
+    fs: Annotated[Optional[str], typer.Option(
+        "--fs", help="a one-line study: the file systems to compare, e.g. ext4,xfs (with --fio)")] = None,
+    fio: Annotated[Optional[str], typer.Option(
+        "--fio", help="a one-line study: fio options, e.g. 'rw=randwrite bs=4k fsync=1'; the study file it runs "
+        "(repetitions = \"auto\", image device) is written to the results directory or --save")] = None,
+    save: Annotated[Optional[Path], typer.Option(help="where a one-line study's file is written")] = None,
     resume: Annotated[bool, typer.Option(help="continue an interrupted run of this study")] = False,
     retry_failed: Annotated[bool, typer.Option(
         help="run the failed runs of this study's newest run again (failures stay as history)")] = False,
@@ -196,6 +203,17 @@ def run(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 
     from .runner import run_study
+
+    if (fs is None) != (fio is None) or (fs is not None) == (study is not None):
+        raise SpecError("give a study file (or preset), or a one-line study: --fs ext4,xfs --fio 'rw=randwrite bs=4k'",
+                        field="run")
+    if study is None:  # the one-line study: written first, then run like any study file
+        from .oneline import write_study
+
+        assert fs is not None and fio is not None
+        study = str(write_study(fs, fio, save, results, allow_exec=allow_exec))
+        if not quiet:
+            err_console.print(f"study file: {escape(study)} (edit it and run `fslab run` on it again)", highlight=False)
 
     # Time left comes from fslab.estimate (runs of the same workload and backend, setups
     # and guest boots counted per job), not from rich's average over all runs so far.
@@ -642,7 +660,7 @@ def _register_optional_commands() -> None:
     import importlib
 
     for module in ("fslab.cli_simulate", "fslab.cli_trace", "fslab.cli_guest", "fslab.cli_compare",
-                   "fslab.cli_worker", "fslab.cli_lab"):
+                   "fslab.cli_worker", "fslab.cli_lab", "fslab.cli_models"):
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError as exc:

@@ -21,7 +21,7 @@ def compare(
     b: Annotated[str, typer.Argument(help="B: the same kind as A")],
     results: Annotated[Path, typer.Option("--results", "-r", help="results directory (file system names)")] = Path(
         "fslab-results"),
-    study: Annotated[Optional[int], typer.Option("--study", "-s", help="study id (default: newest)")] = None,
+    study: Annotated[Optional[int], typer.Option("--study", "-s", min=1, help="study id (default: newest)")] = None,
     metric: Annotated[Optional[list[str]], typer.Option(
         help="metric to compare (repeatable; default: each case's primary metric)")] = None,
     test: Annotated[str, typer.Option(help="welch or mann-whitney")] = "welch",

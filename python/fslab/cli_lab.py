@@ -18,7 +18,7 @@ def register(app: typer.Typer) -> None:
     @lab.command("init")
     def init_cmd(
         directory: Annotated[Path, typer.Argument(help="where the lab's CA and certificates go (made 0700)")],
-        days: Annotated[int, typer.Option(help="how long the certificates are valid")] = 825,
+        days: Annotated[int, typer.Option(min=1, help="how long the certificates are valid, days")] = 825,
     ) -> None:
         """Make a lab CA and certificates for the scheduler, workers and drivers (keys 0600),
         and print the commands that use them."""

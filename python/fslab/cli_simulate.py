@@ -21,7 +21,7 @@ def register(app: typer.Typer) -> None:
     def simulate(
         trace: Annotated[Optional[Path], typer.Argument(help="request list: .csv (time_ns,op,sector,bytes) or trace .parquet")] = None,
         model: Annotated[str, typer.Option("--model", "-m", help="model preset, e.g. hdd-7200, sata-mlc-ssd, raid5-8x-sata-mlc-ssd")] = "sata-mlc-ssd",
-        qd: Annotated[int, typer.Option("--qd", help="closed-loop queue depth (requests outstanding)")] = 1,
+        qd: Annotated[int, typer.Option("--qd", min=1, help="closed-loop queue depth (requests outstanding, at least 1; --open-loop for none)")] = 1,
         open_loop: Annotated[bool, typer.Option("--open-loop", help="issue at the trace's own timestamps instead")] = False,
         synthetic: Annotated[Optional[str], typer.Option("--synthetic", help="stream in place of a trace: rw=randwrite,bs=4k,count=N,span=BYTES,seed=S")] = None,
         set_: Annotated[Optional[list[str]], typer.Option("--set", help="override a model parameter: NAME=VALUE (repeatable)")] = None,

@@ -74,7 +74,7 @@ def register(app: typer.Typer) -> None:
         device: Annotated[str, typer.Option("--device", "-d", help="block device to trace, e.g. /dev/loop3")],
         out: Annotated[Optional[Path], typer.Option("--out", "-o", help="trace file (.parquet)")] = None,
         method: Annotated[str, typer.Option(help="reader: raw (per-CPU pages), text (trace_pipe) or auto")] = "auto",
-        buffer_kb: Annotated[int, typer.Option(help="ring buffer per CPU, KiB")] = 16384,
+        buffer_kb: Annotated[int, typer.Option(min=4, help="ring buffer per CPU, KiB (at least 4)")] = 16384,
         as_json: Annotated[bool, typer.Option("--json", help="print the metrics as JSON")] = False,
     ) -> None:
         """Trace DEVICE while COMMAND runs: `fslab trace capture -d /dev/loop3 -- fio job.fio`."""
@@ -123,7 +123,7 @@ def register(app: typer.Typer) -> None:
     def analyze_cmd(
         files: Annotated[list[Path], typer.Argument(help="traces in any supported format")],
         as_json: Annotated[bool, typer.Option("--json", help="one JSON object per trace, one per line")] = False,
-        workload_bytes: Annotated[Optional[int], typer.Option(help="bytes the workload wrote (for write amplification)")] = None,
+        workload_bytes: Annotated[Optional[int], typer.Option(min=1, help="bytes the workload wrote (for write amplification)")] = None,
         cdf: Annotated[bool, typer.Option(help="include the size CDFs in the JSON")] = False,
     ) -> None:
         """I/O counts, sizes, sequentiality, seeks, latency and issuing tasks of each trace."""

@@ -8,12 +8,14 @@ An average over all runs so far misleads in a study that mixes 5-second host run
 
 1. the same cell (same file system, workload parameters, backend) timed before;
 2. the same workload parameters on the same backend, on any file system;
-3. the workload's stated runtime (a time-based fio job): its layout and setup not known;
+3. the workload's stated runtime (a time-based fio job), plus the overhead a run adds to
+   it on its backend as measured on fslab's development machine (fslab.priors);
 4. else no basis: the run is counted apart, never as zero seconds silently.
 
 A job's setup is the gap between the end of the previous run and its first run's start
 (mkfs, mount, aging, a guest's boot, and the previous job's teardown), by backend and file
-system, else by backend. The range given is what the sum would be if every run and setup
+system, else by backend, else the built-in prior for that backend and file system
+(fslab.priors: measured there, said so in the text). The range given is what the sum would be if every run and setup
 took as long as the quicker or the slower quarter of its kind did.
 """
 
@@ -26,6 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .priors import GUEST_RUN_OVERHEAD, GUEST_SETUP, HOST_RUN_OVERHEAD, run_overhead_prior, setup_prior
+
 if TYPE_CHECKING:
     from .job.model import Cell, Job
     from .job.record import RunRecord
@@ -34,9 +38,8 @@ if TYPE_CHECKING:
 # A gap longer than this before a job's first run is not setup: the study was stopped and
 # resumed later (a guest under TCG that ages its image takes minutes; not half an hour).
 MAX_SETUP_S = 1800.0
-# A guest's boot when no guest run has been timed here: 20–60 s under TCG (measured on the
-# development machine; README, "The guest backend").
-UNTIMED_BOOT_S = (20, 60)
+# A guest's boot when no guest run has been timed here (fslab.priors.GUEST_SETUP).
+UNTIMED_BOOT_S = (int(GUEST_SETUP.low), int(GUEST_SETUP.high))
 
 
 class _Seen:
@@ -80,10 +83,12 @@ class TimeEstimate:
     runs: int = 0
     from_study: int = 0  # runs whose kind this study has timed
     from_history: int = 0  # runs timed only in earlier studies of the results directory
-    from_declared: int = 0  # only the workload's stated runtime: layout and setup not included
+    from_declared: int = 0  # only the workload's stated runtime: layout not included (a guest's)
+    from_prior: int = 0  # the stated runtime plus the built-in prior of a host run's overhead
     unknown: int = 0  # no basis at all: not in ``seconds``
     jobs: int = 0
-    setups_unknown: int = 0  # jobs whose setup was never timed: not in ``seconds``
+    setups_unknown: int = 0  # jobs whose setup was never timed and has no prior: not in ``seconds``
+    setups_prior: int = 0  # jobs whose setup was never timed here: the built-in prior is in ``seconds``
     guest_boots: int = 0  # guest jobs: a boot each (in ``seconds`` when their setup was timed)
     guest_boots_untimed: int = 0
 
@@ -127,20 +132,29 @@ class TimeEstimate:
             basis.append(f"{self.from_study} runs like ones timed in this study")
         if self.from_history:
             basis.append(f"{self.from_history} like ones timed in earlier studies here")
+        if self.from_prior:
+            basis.append(f"{self.from_prior} from their stated runtime plus what a run adds for layout and start "
+                         f"({HOST_RUN_OVERHEAD.low:g}–{HOST_RUN_OVERHEAD.high:g} s on the host, "
+                         f"{GUEST_RUN_OVERHEAD.low:g}–{GUEST_RUN_OVERHEAD.high:g} s in a TCG guest: built-in priors "
+                         "measured on fslab's development machine)")
         if self.from_declared:
-            basis.append(f"{self.from_declared} from their stated runtime only (file layout and setup not included)")
+            basis.append(f"{self.from_declared} from their stated runtime only (file layout not included)")
         parts = [head + ": " + ", ".join(basis)]
         timed_boots = self.guest_boots - self.guest_boots_untimed
         if timed_boots:
             parts.append(f"{timed_boots} guest boot{'s' * (timed_boots != 1)} included, as timed here")
         if self.guest_boots_untimed:
             low, high = (self.guest_boots_untimed * s for s in UNTIMED_BOOT_S)
-            parts.append(f"{self.guest_boots_untimed} guest boots not timed here yet: {duration_text(low)}–"
-                         f"{duration_text(high)} more at {UNTIMED_BOOT_S[0]}–{UNTIMED_BOOT_S[1]} s each without KVM")
-        setups = self.setups_unknown - self.guest_boots_untimed
-        if setups > 0:
-            parts.append(f"setting up {setups} file system{'s' * (setups != 1)} not timed here yet (a few seconds "
-                         "each)")
+            parts.append(f"{self.guest_boots_untimed} guest boots not timed here yet, included at "
+                         f"{UNTIMED_BOOT_S[0]}–{UNTIMED_BOOT_S[1]} s each ({duration_text(low)}–{duration_text(high)}; "
+                         "a built-in prior for TCG, KVM is quicker)")
+        setups = self.setups_prior - self.guest_boots_untimed
+        if setups > 0:  # (guest boots always have a prior, so they are all among setups_prior)
+            parts.append(f"setting up {setups} file system{'s' * (setups != 1)} not timed here yet, included from "
+                         "built-in priors (1–7 s each on the host)")
+        if self.setups_unknown:
+            parts.append(f"setting up {self.setups_unknown} file system{'s' * (self.setups_unknown != 1)} not timed "
+                         "here yet, not included (no built-in prior for this device)")
         if self.unknown:
             parts.append(f"{self.unknown} runs with nothing to go by (they end when their work is done), not counted")
         return "; ".join(parts)
@@ -212,9 +226,12 @@ class TimeModel:
             if seen is not None and seen.values:
                 return ("study" if seen.study else "history", *seen.stats())
         declared = self._declared_s(cell)
-        if declared is not None:
+        if declared is None:
+            return None
+        overhead = run_overhead_prior(cell.backend, cell.workload_kind)
+        if overhead is None:
             return ("declared", declared, declared, declared)
-        return None
+        return ("prior", declared + overhead.mean, declared + overhead.low, declared + overhead.high)
 
     def setup_estimate(self, backend: str, fs_type: str) -> tuple[float, float, float] | None:
         for key in (("fs", backend, fs_type), ("backend", backend)):
@@ -232,10 +249,15 @@ class TimeModel:
                 guest = job.backend == "guest"
                 out.guest_boots += guest
                 setup = self.setup_estimate(job.backend, job.cell.fs_type)
-                if setup is None:
-                    out.setups_unknown += 1
+                if setup is None:  # nothing timed here: the built-in prior (fslab.priors), said so
+                    prior = setup_prior(job.backend, job.cell.fs_type, job.settings.device.get("kind"))
                     out.guest_boots_untimed += guest
-                else:
+                    if prior is None:
+                        out.setups_unknown += 1
+                    else:
+                        setup = prior.as_tuple()
+                        out.setups_prior += 1
+                if setup is not None:
                     out.seconds, out.low, out.high = out.seconds + setup[0], out.low + setup[1], out.high + setup[2]
             for run in job.runs:
                 out.runs += 1
@@ -249,6 +271,8 @@ class TimeModel:
                     out.from_study += 1
                 elif basis == "history":
                     out.from_history += 1
+                elif basis == "prior":
+                    out.from_prior += 1
                 else:
                     out.from_declared += 1
         return out

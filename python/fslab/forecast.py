@@ -15,6 +15,7 @@ from .estimate import TimeEstimate, TimeModel
 from .job.model import Job, Run
 from .noise import NoiseSeen, half_width_at, noise_seen, runs_for_precision
 from .plan import Plan
+from .priors import TYPICAL_CV, TYPICAL_CV_SOURCE
 from .spec import AUTO_PRECISION
 from .stored import HistoryRun
 
@@ -41,6 +42,7 @@ class Forecast:
     time_likely: TimeEstimate | None = None
     fixed_n: int | None = None  # a fixed study's runs per cell
     history_source: str = ""  # where the history came from, or why there is none
+    runs_max_per_cell: int = 0  # an auto study's max_repetitions
 
     def lines(self) -> list[str]:
         out: list[str] = []
@@ -64,10 +66,21 @@ class Forecast:
                          else f"; {self.fixed_n} run per cell gives no interval")
             out.append("noise: " + line)
         for kind, backend in self.unseen:
-            out.append(f"noise: no run-to-run spread of {kind} on the {backend} backend seen on this host yet "
-                       "(nothing to say how many runs it needs; repetitions = \"auto\" finds out)")
+            out.append(f"noise: no run-to-run spread of {kind} on the {backend} backend seen on this host yet; "
+                       + self.typical_text())
         out.append(f"history: {self.history_source}")
         return out
+
+    def typical_text(self) -> str:
+        """What precision the plan can promise at a typical spread, before any is seen here."""
+        needed = runs_for_precision(TYPICAL_CV, self.precision)
+        n = self.fixed_n if self.fixed_n is not None else self.runs_max_per_cell
+        width = half_width_at(TYPICAL_CV, n) if n else None
+        promise = (f"{n} runs per cell give about ±{width:.0%}" if width is not None
+                   else f"{n} run per cell gives no interval")
+        return (f"at a typical {TYPICAL_CV:.1%} CV ({TYPICAL_CV_SOURCE}) ±{self.precision:.0%} needs about "
+                f"{needed} runs per cell and {promise}"
+                + ("" if self.fixed_n is not None else " (max_repetitions); repetitions = \"auto\" finds out"))
 
     def to_json(self) -> dict[str, Any]:
         def est(e: TimeEstimate | None) -> dict[str, Any] | None:
@@ -82,7 +95,8 @@ class Forecast:
                 "noise": [{"workload_kind": n.workload_kind, "backend": n.backend, "host": n.host, "cv": n.cv,
                            "cells": n.cells, "runs": n.runs, "runs_needed": n.runs_needed(self.precision)}
                           for n in self.noise],
-                "precision": self.precision, "history": self.history_source}
+                "precision": self.precision, "history": self.history_source,
+                "typical_noise": self.typical_text() if self.unseen else None}
 
 
 def forecast(plan: Plan, history: Sequence[HistoryRun], host: str, history_source: str) -> Forecast:
@@ -100,7 +114,7 @@ def forecast(plan: Plan, history: Sequence[HistoryRun], host: str, history_sourc
     rule = plan.auto
     first = _only(plan.jobs, lambda r: r.repetition < rule.min_n)
     out = Forecast(sum(len(j.runs) for j in first), len(plan.runs), model.estimate(first), model.estimate(plan.jobs),
-                   precision, noise, unseen, history_source=history_source)
+                   precision, noise, unseen, history_source=history_source, runs_max_per_cell=rule.max_n)
     if not unseen:
         likely: dict[str, int] = {}
         for cell in plan.cells:
@@ -117,8 +131,9 @@ def history_of(results: Path) -> tuple[list[HistoryRun], str]:
     from .store import DB_NAME, Store
 
     if not (results / DB_NAME).is_file():
-        return [], (f"no results in {results} yet: times are the workloads' stated runtimes only "
-                    "(earlier studies in another results directory are read with -r DIR)")
+        return [], (f"no results in {results} yet: times are the workloads' stated runtimes and fslab's built-in "
+                    "priors for setup, layout and guest boots (fslab.priors; earlier studies in another results "
+                    "directory are read with -r DIR)")
     with Store(results, read_only=True) as store:
         rows = store.history()
         studies = len({r["study_id"] for r in rows})

@@ -17,6 +17,10 @@ class MetricKind:
     unit: str
     higher_is_better: bool
     description: str
+    # False: no better direction, so reports never rank it. A device's request or sector
+    # count grows with how long a time-based run ran: the file system that did less work
+    # would look 'best'. Its rate (work per second) is the ranked figure.
+    ranked: bool = True
 
 
 class UndeclaredMetric(KeyError):
@@ -35,10 +39,12 @@ def declare_metrics(owner: str, kinds: dict[str, MetricKind]) -> None:
     with another unit or direction is an error: one name, one meaning."""
     for suffix, kind in kinds.items():
         known = _BY_SUFFIX.get(suffix)
-        if known is not None and (known.unit, known.higher_is_better) != (kind.unit, kind.higher_is_better):
+        if known is not None and (known.unit, known.higher_is_better, known.ranked) != (
+                kind.unit, kind.higher_is_better, kind.ranked):
             raise ValueError(f"metric suffix {suffix!r} of {owner} is already declared by "
                              f"{_OWNER[suffix]} as [{known.unit}], "
-                             f"{'higher' if known.higher_is_better else 'lower'} is better")
+                             f"{'higher' if known.higher_is_better else 'lower'} is better"
+                             f"{'' if known.ranked else ', not ranked'}")
         _BY_SUFFIX.setdefault(suffix, kind)
         _OWNER.setdefault(suffix, owner)
 
@@ -50,6 +56,19 @@ def kind_of(name: str) -> MetricKind:
             return _BY_SUFFIX[suffix]
     raise UndeclaredMetric(f"metric {name!r} has no declared unit: the plug-in that produces it "
                            "must declare its suffix (fslab.metrics.declare_metrics)")
+
+
+COUNT_NOT_RANKED = ("a count of what the device did: it grows with how long a time-based run ran, "
+                    "so it is shown, not ranked")
+
+
+def is_ranked(name: str) -> bool:
+    """Whether reports rank a metric (a best, differences to it); True for a name no
+    declaration covers (a stored metric of a plug-in not loaded here)."""
+    try:
+        return kind_of(name).ranked
+    except UndeclaredMetric:
+        return True
 
 
 def unit_of(name: str) -> str:
@@ -67,8 +86,10 @@ def check_declared(owner: str, names: list[str]) -> None:
 declare_metrics("run", {
     "wall_s": MetricKind("s", False, "wall time"),
     "overhead_s": MetricKind("s", False, "time spent outside the workload"),
-    "requests_count": MetricKind("requests", False, "requests completed by the device"),
-    "sectors_count": MetricKind("sectors", False, "512-byte sectors moved by the device"),
+    "requests_count": MetricKind("requests", False, "requests completed by the device; " + COUNT_NOT_RANKED,
+                                 ranked=False),
+    "sectors_count": MetricKind("sectors", False, "512-byte sectors moved by the device; " + COUNT_NOT_RANKED,
+                                ranked=False),
 })
 
 

@@ -98,7 +98,7 @@ def cache_warning(model: str, absorbed: float | None, facts: Mapping[str, float]
             "measure the cache, not the disk (a longer trace, or write_cache=0, shows the disk)")
 
 declare_metrics("device-model predictions", {
-    "requests_count": MetricKind("requests", False, "requests completed by the device"),
+    "requests_count": MetricKind("requests", False, "requests completed by the device", ranked=False),
     "requests_per_s": MetricKind("requests/s", True, "requests the device completed per second"),
     "iops": MetricKind("IOPS", True, "I/O operations per second"),
     "bw_bytes_per_s": MetricKind("B/s", True, "bandwidth"),

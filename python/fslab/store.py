@@ -34,7 +34,7 @@ from urllib.parse import quote
 
 from .errors import STUDY_LEVEL_ERRNOS, FslabError, ResultsUnwritable
 from .job.record import RunRecord
-from .metrics import MetricKind
+from .metrics import MetricKind, is_ranked
 from .stored import (
     STATUS_OK,
     AutoFacts,
@@ -686,5 +686,5 @@ def stored_metric_kind(runs: Sequence[StoredRun], name: str) -> MetricKind:
         metric = run["metrics"].get(name)
         if metric is not None:
             better = metric.get("higher_is_better")
-            return MetricKind(metric["unit"], True if better is None else better, name)
-    return MetricKind("?", True, name)
+            return MetricKind(metric["unit"], True if better is None else better, name, is_ranked(name))
+    return MetricKind("?", True, name, is_ranked(name))

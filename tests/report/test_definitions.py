@@ -63,3 +63,22 @@ def test_metric_given_twice_tabulates_both_in_the_order_given(tmp_path) -> None:
     short = subprocess.run([*fslab, "--metric", "wall", "--json", "-"], capture_output=True, text=True, timeout=60)
     assert short.returncode == 0, short.stderr
     assert [r["metric"] for r in json.loads(short.stdout)["rows"]] == ["wall_s"]
+
+
+def test_the_memory_limit_is_the_one_the_runs_ran_under() -> None:
+    """Seed 000's Bonnie++ ran in its own 512 MiB cgroup (its ``ram``) while the study set
+    no memory: 'What was run' said 'none'. It says what each run's provenance records."""
+    from fslab.stored import StoredRun
+
+    def run(provenance: dict) -> StoredRun:
+        return {"cell": cell(0, None), "provenance": provenance}  # type: ignore[typeddict-item]
+
+    own = {"tool_info": {"memory_limit": {"limit_bytes": 512 << 20, "source": "bonnie ram", "cgroup": "/x"}}}
+    [definition, _] = workload_tables([cell(0, None)], [run(own), run(own)])
+    assert dict(tuple(r) for r in definition.rows)["memory limit"] == \
+        "512 MiB (536,870,912 B), the workload's own cgroup (bonnie ram)"
+    studys = {"memory_limit": {"limit_bytes": 256 << 20, "cgroup": "/y", "cgroup_version": 2}}
+    [definition, _] = workload_tables([cell(0, 256 << 20)], [run(studys)])
+    assert dict(tuple(r) for r in definition.rows)["memory limit"] == "256 MiB (268,435,456 B)"
+    [definition, _] = workload_tables([cell(0, None)], [run({})])
+    assert dict(tuple(r) for r in definition.rows)["memory limit"] == "none"

@@ -50,6 +50,18 @@ def test_a_difference_the_io_does_not_carry_is_said_so() -> None:
     assert "the block traces do not explain it" in line and "host-side time" in line
 
 
+def test_host_side_time_in_a_guest_under_tcg_says_the_emulated_cpu_inflates_it() -> None:
+    same = {"trace_write_requests_count": 1000.0, "trace_write_size_median_bytes": 4096.0}
+    runs = [run("ext4", v, **same) for v in (1000.0, 1010.0, 990.0)]
+    runs += [run("xfs", v, **same) for v in (1500.0, 1490.0, 1510.0)]
+    [line] = explanations(runs, [cell("ext4"), cell("xfs")])
+    assert "TCG" not in line
+    for r in runs:
+        r["provenance"] = {"guest": {"accelerator": "tcg"}}
+    [line] = explanations(runs, [cell("ext4"), cell("xfs")])
+    assert "host-side time" in line and "a QEMU guest under TCG" in line
+
+
 def test_no_significant_difference_no_explanation() -> None:
     runs = [run("ext4", v) for v in (1000.0, 1200.0, 800.0)] + [run("xfs", v) for v in (1050.0, 900.0, 1150.0)]
     assert explanations(runs, [cell("ext4"), cell("xfs")]) == []

@@ -288,3 +288,36 @@ def test_a_verdict_never_contradicts_its_interval() -> None:
     assert verdict_text(False, -0.1, -0.01, 3, sequential=True).endswith("group-sequential test's α spending")
     assert verdict_text(True, -0.1, 0.02, 1).startswith(f"{SIGNIFICANT} (") and "reaches 0" in \
         verdict_text(True, -0.1, 0.02, 1)
+
+
+def test_entries_on_different_devices_are_ranked_within_their_device(tmp_path: Path) -> None:
+    """seed-004's shape: ext4 and xfs on the study's device, and again on a device of their
+    own: each device is a rank group with its own best, never one column's device against
+    another's (the own-device pair's far higher numbers would otherwise be every best)."""
+    other = tmp_path / "other"
+    other.mkdir()
+    own = f'device = {{ kind = "fake", directory = "{other}" }}'
+    filesystems = f"""
+[filesystems.ext4]
+[filesystems.xfs]
+[filesystems.ext4-own]
+type = "ext4"
+{own}
+[filesystems.xfs-own]
+type = "xfs"
+{own}
+"""
+    values = {"ext4": VALUES["ext4"], "xfs": VALUES["xfs"], "ext4-own": VALUES["f2fs"], "xfs-own": VALUES["jfs"]}
+    results = store_study(tmp_path, filesystems, values)
+    report = load_report(results, None)
+    [row] = report.rows
+    assert len(report.rank_groups) == 2
+    assert sorted(report.rank_groups.values()) == [["ext4", "xfs"], ["ext4-own", "xfs-own"]]
+    assert set(row.bests.values()) == {"ext4", "ext4-own"}
+    versus = {e.filesystem: e.versus_best for e in row.estimates}
+    assert versus["xfs"].reference == "ext4" and versus["xfs-own"].reference == "ext4-own"
+    assert "Ranked within each backend and device" in report.legend
+    # A study on one device keeps its groups as they were: by backend alone.
+    (tmp_path / "one").mkdir()
+    assert list(load_report(store_study(tmp_path / "one", HOST_AND_GUEST, VALUES), None).rank_groups) == [
+        "host", "guest 6.1"]

@@ -154,8 +154,10 @@ def test_plan_shows_options_device_and_estimate(tmp_path: Path) -> None:
 
 
 def test_png_svg_charts_mark_intervals_below_zero(tmp_path: Path) -> None:
-    """`fslab report --charts`: an interval that reaches below zero for values that are all
-    positive is drawn to the axis with a marker and its lower end written under the chart."""
+    """`fslab report --charts`: an interval that reaches below zero for values that cannot be
+    negative but are not all positive (a zero among them: no log scale) is drawn to the axis
+    with a marker and its lower end written under the chart; positive values get their
+    log-scale interval, which stays above zero (no marker)."""
     from fslab.analysis.stats import summarize
     from fslab.report.charts import write_charts
     from fslab.report.units import fmt
@@ -166,12 +168,14 @@ def test_png_svg_charts_mark_intervals_below_zero(tmp_path: Path) -> None:
         return {"run_id": rep, "cell": cell, "repetition": rep, "status": "ok", "provenance": {},
                 "metrics": {"iops": {"value": value, "unit": "IOPS", "note": None, "higher_is_better": True}}}
 
-    runs = [run("wide", 1.0, 0), run("wide", 50.0, 1), run("narrow", 40.0, 0), run("narrow", 42.0, 1)]
-    cells = [runs[0]["cell"], runs[2]["cell"]]
+    runs = [run("wide", 0.0, 0), run("wide", 50.0, 1), run("narrow", 40.0, 0), run("narrow", 42.0, 1),
+            run("positive", 1.0, 0), run("positive", 50.0, 1)]
+    cells = [runs[0]["cell"], runs[2]["cell"], runs[4]["cell"]]
     [svg] = [p for p in write_charts(runs, cells, tmp_path) if p.suffix == ".svg"]
     text = svg.read_text()
-    s = summarize([1.0, 50.0])
+    s = summarize([0.0, 50.0])
     assert s.mean - s.ci_half_width < 0  # n = 2 and a wide spread: the t interval crosses zero
-    assert 'id="crosses|wide|' in text and "crosses|narrow" not in text
+    assert not s.log_scale and summarize([1.0, 50.0]).log_scale
+    assert 'id="crosses|wide|' in text and "crosses|narrow" not in text and "crosses|positive" not in text
     assert 'id="crosses-note"' in text
     assert f"lower ends: wide, all: {fmt(s.mean - s.ci_half_width)}" in text  # matplotlib keeps text in comments

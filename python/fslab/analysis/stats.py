@@ -1,7 +1,12 @@
 """Statistics across repetitions.
 
 Methods (each tested against published values in tests/test_stats.py):
-- Confidence interval of a mean: Student's t interval, mean ± t(0.975, n-1) · s/√n.
+- Confidence interval of a mean: Student's t interval, mean ± t(0.975, n-1) · s/√n. For
+  a sample of positive values whose Student interval would reach below zero (few runs,
+  much spread: a latency cannot be negative), the interval is taken on the log scale
+  instead: log x̄ ± t(0.975, n-1) · s/(√n · x̄), by the delta method (the standard error of
+  log x̄ is about that of x̄ over x̄; Casella & Berger 2002, §5.5.4), then exponentiated,
+  so it stays above zero and is asymmetric (``Summary.log_scale``).
 - Difference of two means: Welch's unequal-variances t-test (Welch 1947), with the
   Welch–Satterthwaite degrees of freedom; sample sizes may differ.
 - Non-parametric alternative: Mann–Whitney U, two-sided (Mann & Whitney 1947). Exact
@@ -50,9 +55,19 @@ class Summary:
     median: float
     minimum: float
     maximum: float
+    # The log-scale interval, set only where the Student interval of positive values would
+    # reach below zero: then it is the interval (``ci``), and reports say "log scale".
+    log_ci: tuple[float, float] | None = None
+
+    @property
+    def log_scale(self) -> bool:
+        return self.log_ci is not None
 
     @property
     def ci(self) -> tuple[float, float] | None:
+        """The 95% interval of the mean: Student's t, or on the log scale (``log_scale``)."""
+        if self.log_ci is not None:
+            return self.log_ci
         if self.ci_half_width is None:
             return None
         return (self.mean - self.ci_half_width, self.mean + self.ci_half_width)
@@ -76,8 +91,22 @@ def summarize(values: Sequence[float], confidence: float = CONFIDENCE) -> Summar
         return Summary(n, mean, None, None, mean, mean, mean)
     sd = float(data.std(ddof=1))
     t = float(sps.t.ppf(0.5 + confidence / 2, n - 1))
-    return Summary(n, mean, sd, t * sd / math.sqrt(n), float(np.median(data)),
-                   float(data.min()), float(data.max()))
+    half_width = t * sd / math.sqrt(n)
+    log_ci = None
+    if float(data.min()) > 0 and mean - half_width < 0:  # a positive quantity: keep its interval above 0
+        log_ci = log_scale_interval(mean, sd, n, confidence)
+    return Summary(n, mean, sd, half_width, float(np.median(data)), float(data.min()), float(data.max()), log_ci)
+
+
+def log_scale_interval(mean: float, sd: float, n: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """The interval of a positive mean on the log scale: exp(log x̄ ± t · s/(√n · x̄)) (delta
+    method). Always above zero; the ratio high/mean equals mean/low. Raises ValueError for a
+    mean that is not positive or n < 2."""
+    if mean <= 0 or n < 2:
+        raise ValueError(f"a log-scale interval needs a positive mean and n >= 2 (mean {mean}, n {n})")
+    t = float(sps.t.ppf(0.5 + confidence / 2, n - 1))
+    factor = math.exp(t * sd / (math.sqrt(n) * mean))
+    return (mean / factor, mean * factor)
 
 
 @dataclass(frozen=True)

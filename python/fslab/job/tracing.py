@@ -26,7 +26,7 @@ declare_metrics("block trace", {
     "latency_p99_ns": MetricKind("ns", False, "99th percentile issue-to-complete latency"),
     "lost_events_count": MetricKind("events", False, "trace events the kernel dropped (0 = complete trace)"),
     "write_amplification_ratio": MetricKind("B/B", False, "bytes written to the device per byte the workload wrote"),
-    "requests_count": MetricKind("requests", False, "requests completed by the device"),
+    "requests_count": MetricKind("requests", False, "requests completed by the device", ranked=False),
 })
 
 ARTIFACT_NAME = "trace.parquet"

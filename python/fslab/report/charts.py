@@ -88,12 +88,14 @@ def draw(chart: Chart, path_stem: Path) -> list[Path]:
             if summary is None:
                 continue
             ns.add(summary.n)
-            err = (summary.ci_half_width or 0.0) / divisor
             height = summary.mean / divisor
+            # Student's t, or on the log scale where that would reach below zero (stats.summarize)
+            low, high = summary.ci or (summary.mean, summary.mean)
+            err, err_up = (summary.mean - low) / divisor, (high - summary.mean) / divisor
             x = j - 0.4 + width * (i + 0.5)
-            # An interval reaching below zero (few runs, wide spread) is drawn to zero, where
-            # a hollow red marker says it goes on; the note under the chart gives its end.
-            yerr = [[min(err, height)], [err]]
+            # An interval reaching below zero (values that can be negative) is drawn to zero,
+            # where a hollow red marker says it goes on; the note under the chart gives its end.
+            yerr = [[min(err, height)], [err_up]]
             bars = ax.bar(x, height, width, yerr=yerr, capsize=2, color=f"C{i}", label=fs if j == 0 else None)
             bars.patches[0].set_gid(f"bar|{fs}|{case}")
             if height - err < 0 <= min(chart.values[(fs, case)]):
@@ -102,7 +104,9 @@ def draw(chart: Chart, path_stem: Path) -> list[Path]:
                 crossing.append(f"{fs}{', ' + case if case else ''}: {fmt(height - err)}")
     n_text = "n=" + "/".join(str(n) for n in sorted(ns)) if ns else "no data"
     ax.set_ylabel(f"{chart.metric} [{unit_label}]")
-    ax.set_title(f"{chart.title}\nmean ± 95% CI over repetitions ({n_text})", fontsize=9)
+    logged = any(s.log_scale for s in means.values())
+    ax.set_title(f"{chart.title}\nmean and 95% CI over repetitions ({n_text})"
+                 + ("; asymmetric whiskers: the interval on the log scale" if logged else ""), fontsize=9)
     ax.legend(fontsize=8)
     ax.grid(axis="y", alpha=0.3)
     ax.set_ylim(bottom=0)

@@ -7,6 +7,12 @@ whole family of comparisons, Hedges' g; "no significant difference" said as such
 warning for every provenance fact that differs between the sides besides the variable
 under test, because such a difference can explain a result as well as the variable can.
 
+One study, one test: two file systems of one ``repetitions = "auto"`` study are compared
+with the group-sequential test that decided when the study stopped (report.stopping: the
+same p and verdict as ``fslab report``), for the metric that test looked at (each case's
+primary metric). Anything else of an auto study — another metric, two studies, two hosts —
+is outside that design: it gets the fixed-sample test, and the comparison says so and why.
+
 Cases are paired by file system (comparing studies or hosts), workload name and axis
 values, and then only when they were defined alike (report.case_definitions: every
 workload parameter, job-file text, memory limit, timeout, device section, mkfs and mount
@@ -33,8 +39,9 @@ from ..analysis.stats import (
     welch_t,
 )
 from ..errors import FslabError
-from ..metrics import display_name
-from ..stored import STATUS_OK, StoredCell, StoredMetric, StoredRun, StudyRow
+from ..metrics import display_name, is_ranked
+from ..stopping import StoppingRule, scaled_p
+from ..stored import STATUS_OK, AutoFacts, AutoPairFacts, StoredCell, StoredMetric, StoredRun, StudyRow
 from .case_definitions import (
     DEVICE_PLACES,
     MODE_VARIABLES,
@@ -85,6 +92,8 @@ class Side:
     host: str | None = None  # the runs one machine of the study ran (host axis), or None
     # file-system entry -> its [device] section as field -> text (case_definitions)
     devices: dict[str, dict[str, str]] = field(default_factory=dict)
+    # the study's stopping decisions when it ran with repetitions = "auto" (StudyFacts.auto)
+    auto: AutoFacts | None = None
 
     @property
     def mode(self) -> str:
@@ -111,6 +120,9 @@ class MetricComparison:
     # excludes 0: labels.verdict_text), "no verdict: …"
     verdict: str
     significant: bool = False
+    # "welch-t, holm", or the study's own "welch-t, group-sequential (...)" (report.stopping)
+    method: str = ""
+    ranked: bool = True  # False: a metric with no better direction (a count): 'B higher/lower'
 
 
 @dataclass
@@ -146,6 +158,9 @@ class Comparison:
     variables: list[str] = field(default_factory=list)  # named with --variable
     cases_compared: int = 0
     not_compared: list[NotCompared] = field(default_factory=list)
+    # How the p values were found when a side is an auto study: which rows took its
+    # group-sequential test, and, for the others, why its design could not be used.
+    design: str = ""
 
     @property
     def warnings(self) -> list[Difference]:
@@ -153,7 +168,7 @@ class Comparison:
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "warnings": [asdict(d) for d in self.warnings],
-                "variable_under_test": variable_text(self),
+                "variable_under_test": variable_text(self), "method_note": method_note(self),
                 "not_compared_text": not_compared_lines(self)}
 
 
@@ -194,7 +209,7 @@ def resolve_sides(a: str, b: str, results: Path, study: int | None) -> tuple[Sid
             return None
         row, runs, cells = _load(Path(path or text), int(sid) if sid else None)
         return Side(text, str(path or text), row.id, row.name, row.quick, None, runs, cells,
-                    devices=device_sections(row.spec_text))
+                    devices=device_sections(row.spec_text), auto=row.facts.get("auto"))
 
     sa, sb = as_study(a), as_study(b)
     if sa and sb:
@@ -214,7 +229,8 @@ def resolve_sides(a: str, b: str, results: Path, study: int | None) -> tuple[Sid
     if a in machines and b in machines and not {a, b} & set(names):
         def host_side(name: str) -> Side:
             return Side(name, str(results), row.id, row.name, row.quick, None,
-                        [r for r in runs if host_of(r) == name], cells, host=name, devices=devices)
+                        [r for r in runs if host_of(r) == name], cells, host=name, devices=devices,
+                        auto=row.facts.get("auto"))
 
         return host_side(a), host_side(b)
     for name in (a, b):
@@ -227,7 +243,8 @@ def resolve_sides(a: str, b: str, results: Path, study: int | None) -> tuple[Sid
     def fs_side(name: str) -> Side:
         return Side(name, str(results), row.id, row.name, row.quick, name,
                     [r for r in runs if r["cell"]["filesystem"] == name],
-                    [c for c in cells if c["filesystem"] == name], devices=devices)
+                    [c for c in cells if c["filesystem"] == name], devices=devices,
+                    auto=row.facts.get("auto"))
 
     return fs_side(a), fs_side(b)
 
@@ -347,6 +364,7 @@ def compare(a: Side, b: Side, metrics: list[str] | None = None, test: str = "wel
                          f"(A has {len(va)}, B has {len(vb)}); compare studies of the same study file's "
                          "workloads, or name --metric")
     pending: list[tuple[MetricComparison, float]] = []
+    sequential = _sequential_pairs(a, b) if test == "welch" else {}
     for key in keys:
         (x, meta), (y, _) = va[key], vb[key]
         sx, sy = summarize(x), summarize(y)
@@ -360,9 +378,16 @@ def compare(a: Side, b: Side, metrics: list[str] | None = None, test: str = "wel
             low, high = (None, None) if r.low is None or r.high is None else (r.low - 1, r.high - 1)
         except ValueError:
             pass
+        pair = sequential.get(key)
+        if pair is not None:  # the study's own test: no Holm on top (the rule split α itself)
+            out.rows.append(_sequential_row(key, unit, better, mean_pm(sx, divisor), mean_pm(sy, divisor),
+                                            sx.n, sy.n, rel, low, high, hedges_g(y, x), pair, a.auto))
+            continue
         p, why = _test(x, y, test)
         row = MetricComparison(key[0], key[1], unit, better, mean_pm(sx, divisor), mean_pm(sy, divisor),
-                               sx.n, sy.n, rel, low, high, p, None, hedges_g(y, x), why)
+                               sx.n, sy.n, rel, low, high, p, None, hedges_g(y, x), why,
+                               method="welch-t, holm" if test == "welch" else "mann-whitney, holm",
+                               ranked=is_ranked(key[1]))
         out.rows.append(row)
         if p is not None:
             pending.append((row, p))
@@ -374,9 +399,84 @@ def compare(a: Side, b: Side, metrics: list[str] | None = None, test: str = "wel
             row.verdict = verdict_text(False, row.low, row.high, len(pending), test=test_name)
         else:
             up = (row.relative or 0) > 0
-            row.verdict = "B better" if up == row.higher_is_better else "B worse"
+            if not row.ranked:  # no better direction: say which way, not which is better
+                row.verdict = "B higher" if up else "B lower"
+            else:
+                row.verdict = "B better" if up == row.higher_is_better else "B worse"
     out.differences = named + differences(a, b, counted, variables)
+    out.design = design_text(a, b, out, test)
     return out
+
+
+def _sequential_pairs(a: Side, b: Side) -> dict[tuple[str, str], AutoPairFacts]:
+    """(case key, metric) -> the pair the stopping rule of their auto study tested, for two
+    file systems of one study: the comparisons whose test is the study's own design."""
+    if a.mode != "file systems" or a.auto is None or (a.results, a.study_id) != (b.results, b.study_id):
+        return {}
+    pairs = {frozenset((p["a"], p["b"])): p for p in a.auto["pairs"] if p["kind"] == "filesystems"}
+    ids_b = {case_key(b, c): c["id"] for c in b.cells}
+    out = {}
+    for cell in a.cells:
+        key = case_key(a, cell)
+        pair = pairs.get(frozenset((cell["id"], ids_b.get(key, ""))))
+        if pair is not None:
+            out[(key, cell["primary_metric"])] = pair
+    return out
+
+
+def _sequential_row(key: tuple[str, str], unit: str, better: bool, a_text: str, b_text: str, n_a: int, n_b: int,
+                    rel: float | None, low: float | None, high: float | None, g: float | None,
+                    pair: AutoPairFacts, auto: AutoFacts | None) -> MetricComparison:
+    """A comparison as the study's stopping rule decided it (report.stopping): its last
+    look's p rescaled to the family α, significant exactly when the rule's test rejected."""
+    from .stopping import method_text
+
+    assert auto is not None
+    rule = StoppingRule.from_json(auto["rule"])
+    p = scaled_p(pair, rule.alpha)
+    method = method_text(rule, pair)
+    if p is None:
+        why = ("no verdict: no spread in either group (zero variance): Welch's t is undefined" if pair["looks"]
+               else "no verdict: fewer than 3 runs per group when the cells stopped")
+        return MetricComparison(key[0], key[1], unit, better, a_text, b_text, n_a, n_b, rel, low, high,
+                                None, None, None, why, method=method)
+    significant = bool(pair["significant"])
+    if significant:
+        verdict = "B better" if ((rel or 0) > 0) == better else "B worse"
+    else:
+        verdict = verdict_text(False, low, high, 1, sequential=True)
+    return MetricComparison(key[0], key[1], unit, better, a_text, b_text, n_a, n_b, rel, low, high,
+                            pair["looks"][-1]["p_value"], p, g, verdict, significant, method)
+
+
+def design_text(a: Side, b: Side, c: Comparison, test: str) -> str:
+    """How the p values relate to the studies' designs, in words ('' when neither side was
+    repeated until answered)."""
+    autos = [s for s in (a, b) if s.auto is not None]
+    if not autos:
+        return ""
+    if a.mode == "file systems":
+        autos = autos[:1]  # one study
+    sequential = [r for r in c.rows if "group-sequential" in r.method]
+    fixed = [r for r in c.rows if "group-sequential" not in r.method]
+    parts = []
+    if sequential:
+        parts.append(f"{len(sequential)} comparison(s) use the study's own test: the group-sequential Welch's t "
+                     "that decided when the study stopped (the same p and verdict as `fslab report`; p rescaled "
+                     "so that p < α means significant; no Holm on top: the rule split α over the pairs itself).")
+    if fixed:
+        named = " and ".join(f"study {s.study_id} ({s.study_name})" for s in autos)
+        if a.mode != "file systems":
+            why = (f"the stopping rule compared the file systems within a study, never two {a.mode}, so its "
+                   "design does not cover this comparison")
+        elif test != "welch":
+            why = "the study's design is Welch's t, group-sequential; --test mann-whitney asks for another test"
+        else:
+            why = "the stopping rule tested only each case's primary metric"
+        parts.append(f"{named} repeated until answered (repetitions = \"auto\"): sample sizes chosen by "
+                     f"looking at the data. {len(fixed)} comparison(s) use a fixed-sample test on them because "
+                     f"{why}; such a p is approximate (it does not account for the stopping).")
+    return " ".join(parts)
 
 
 def _side_facts(side: Side, filesystem: str | None = None, cases: set[str] | None = None) -> dict[str, str]:
@@ -442,11 +542,14 @@ def _rel_text(row: MetricComparison) -> str:
 
 
 def table_rows(c: Comparison) -> tuple[list[str], list[list[str]]]:
+    sequential = any("group-sequential" in r.method for r in c.rows)
+    head = ("group-sequential" if all("group-sequential" in r.method for r in c.rows) else
+            f"{c.test}, Holm / group-sequential") if sequential else f"{c.test}, Holm"
     columns = ["case", "metric [unit]", "A", "B", "B vs A (95% CI)",
-               f"p ({c.test}, Holm)", "Hedges' g", "verdict"]
+               f"p ({head})", "Hedges' g", "verdict"]
     rows = []
     for r in c.rows:
-        arrow = "↑" if r.higher_is_better else "↓"
+        arrow = "·" if not r.ranked else "↑" if r.higher_is_better else "↓"
         rows.append([r.key, f"{display_name(r.metric)} [{r.display_unit}] {arrow}", r.a_text, r.b_text, _rel_text(r),
                      "—" if r.p_adjusted is None else p_text(r.p_adjusted),
                      "—" if r.effect_size is None else fmt(r.effect_size), r.verdict])
@@ -518,9 +621,12 @@ def left_out_line(c: Comparison) -> str | None:
 
 
 def method_note(c: Comparison) -> str:
+    """What each number of the comparison is, and which test gave each p."""
     test = "Welch's t-test" if c.test == "welch" else "Mann–Whitney U (two-sided)"
+    holm_family = sum(r.p_value is not None and "group-sequential" not in r.method for r in c.rows)
+    fixed = (f"p: {test}, Holm-corrected over the {holm_family} fixed-sample tested comparisons "
+             f"(α = {ALPHA:.2f}). ") if holm_family or not c.design else ""
     return (f"B vs A: (mean B − mean A) / mean A in %, with the {CONFIDENCE:.0%} interval of that same "
-            "difference (delta method on the log ratio of means). "
-            f"p: {test}, Holm-corrected over all {sum(r.p_value is not None for r in c.rows)} tested "
-            f"comparisons (α = {ALPHA:.2f}). Hedges' g: standardised difference B − A. Values: mean ± "
-            "half-width of the 95% Student-t interval (n runs).")
+            "difference (delta method on the log ratio of means). " + fixed +
+            "Hedges' g: standardised difference B − A. Values: mean ± half-width of the 95% Student-t "
+            "interval (n runs)." + (f" {c.design}" if c.design else ""))

@@ -64,6 +64,7 @@ class SummaryRow:
     notes: list[str] = field(default_factory=list)  # failed runs, runs without a number
     fs_notes: dict[str, list[str]] = field(default_factory=dict)  # the same, short, per column
     caveats: dict[str, list[str]] = field(default_factory=dict)  # column -> marks of its Caveats
+    ranked: bool = True  # False: no better direction (a count; metrics.MetricKind.ranked): no best
 
 
 @dataclass

@@ -163,8 +163,10 @@ def render_html(report: Report) -> str:
 
     parts.append('<section id="charts"><h2>Charts</h2>'
                  f'<p>{legend_html(report.filesystems)}</p><p class="note">Bars: mean; whiskers: 95% '
-                 "Student-t interval; dots: each run. A hollow red circle marks an interval that reaches "
-                 "below zero (possible with few runs and much spread): it is drawn to the axis only, and "
+                 "Student-t interval, or, where that would reach below zero for runs that are all positive "
+                 "(few runs, much spread), the interval on the log scale (delta method), which stays above "
+                 "zero; dots: each run. A hollow red circle marks an interval that still reaches below zero "
+                 "(values that can be negative): it is drawn to the axis only, and "
                  "its lower end is in the bar's tooltip."
                  + (f" Bars of different backends ({escape(', '.join(report.rank_groups))}) stand side by side "
                     "to save space, not to be compared." if len(report.rank_groups) > 1 else "")

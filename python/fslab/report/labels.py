@@ -4,8 +4,11 @@ HTML, Markdown and JSON agree."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from ..analysis.stats import CONFIDENCE, Summary
-from ..stored import StoredCell
+from ..stored import StoredCell, StoredRun
 from .units import fmt
 
 
@@ -19,7 +22,10 @@ def mean_pm(summary: Summary, divisor: float = 1.0, n_expected: int | None = Non
     """'mean ± half-width (n=k)' in display units; '(n=k)' is left out when it equals
     ``n_expected`` (a table that states n per row), and '± …' when n < 2."""
     text = fmt(summary.mean / divisor)
-    if summary.ci_half_width is not None:
+    if summary.log_ci is not None:  # positive values whose ± would reach below zero
+        low, high = summary.log_ci
+        text += f" ({fmt(low / divisor)} to {fmt(high / divisor)}, log scale)"
+    elif summary.ci_half_width is not None:
         # Runs that agree to the last bits (a deterministic replay) leave rounding noise,
         # not a spread: '± 0', never '± 1.73e-13'.
         width = 0.0 if summary.ci_half_width <= 1e-9 * abs(summary.mean) else summary.ci_half_width
@@ -61,12 +67,52 @@ def interval_note() -> str:
 
 def rank_group(cell: StoredCell) -> str:
     """The group a cell's column is ranked in: "host", or "guest KERNEL" ("guest" for cells
-    stored before cells carried a kernel). Columns of different groups ran on another
-    kernel or emulated hardware, so the report never ranks or tests one against another."""
+    stored before cells carried a kernel), and its device where the study's entries ran on
+    several (``cell["device"]``, see ``with_devices``). Columns of different groups ran on
+    another kernel, emulated hardware or another device, so the report never ranks or tests
+    one against another."""
     if cell.get("backend", "host") == "host":
-        return "host"
-    kernel = cell.get("kernel")
-    return f"guest {kernel}" if kernel else "guest"
+        group = "host"
+    else:
+        kernel = cell.get("kernel")
+        group = f"guest {kernel}" if kernel else "guest"
+    device = cell.get("device")
+    return f"{group}, {device_label(device)}" if device else group
+
+
+def device_label(device: Mapping[str, Any]) -> str:
+    """A device section in a few words: 'RAID5 of 8 (chunk 512 KiB, member_size 1 GiB)',
+    'image (size 4 GiB)'. Sizes come as bytes (case_definitions.device_sections)."""
+    kind = str(device.get("kind", "image"))
+    head = f"RAID{device.get('level', '?')} of {device.get('disks', '?')}" if kind == "raid" else kind
+    rest = [f"{k} {_size_text(v)}" for k, v in device.items()
+            if k not in ("kind", "level", "disks") and v not in (None, "", "not set")]
+    return head + (f" ({', '.join(rest)})" if rest else "")
+
+
+def _size_text(value: Any) -> str:
+    text = str(value)
+    if text.isdigit() and int(text) >= 1024:
+        n = int(text)
+        for div, unit in ((1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
+            if n >= div and n % (div // 1024 or 1) == 0:
+                return f"{n / div:g} {unit}"
+    return text
+
+
+def with_devices(cells: list[StoredCell], runs: list[StoredRun],
+                 devices: Mapping[str, dict[str, str]]) -> tuple[list[StoredCell], list[StoredRun]]:
+    """The cells (and the runs' cells) with their entry's device (entry -> its [device]
+    section as text, its own or the study's) where the entries ran on more than one device,
+    so tables rank within a device; unchanged (no device key) where all ran on one."""
+    if len({tuple(sorted(d.items())) for d in devices.values()}) < 2:
+        return cells, runs
+
+    def add(cell: StoredCell) -> StoredCell:
+        device = devices.get(cell["filesystem"])
+        return cell if device is None or cell.get("device") else {**cell, "device": dict(device)}
+
+    return [add(c) for c in cells], [{**r, "cell": add(r["cell"])} for r in runs]
 
 
 def rank_groups_note(groups: dict[str, list[str]]) -> str:
@@ -75,8 +121,10 @@ def rank_groups_note(groups: dict[str, list[str]]) -> str:
     if len(groups) < 2:
         return ""
     named = "; ".join(f"{name} ({', '.join(columns)})" for name, columns in groups.items())
-    return (f"Ranked within each backend: {named} — each has its own best; columns of different backends "
-            "or guest kernels are not compared (guest and host numbers are not comparable).")
+    devices = any(", " in name for name in groups)
+    return (f"Ranked within each backend{' and device' if devices else ''}: {named} — each has its own best; "
+            f"columns of different backends{', devices' if devices else ''} or guest kernels are not compared "
+            f"(guest and host numbers are not comparable{'; nor are two devices' if devices else ''}).")
 
 
 # --- One effect, one phrasing -------------------------------------------------------------
@@ -108,6 +156,15 @@ def difference_text(relative: float, low: float | None, high: float | None) -> s
     same quantity; without an interval just the difference."""
     interval = interval_text(low, high)
     return f"{percent(relative)} ({interval})" if interval else percent(relative)
+
+
+TIED = "tied best"
+
+
+def is_tie(mean: float, best: float) -> bool:
+    """Whether a mean equals the best to the table's precision: its difference would print
+    as +0.0% (percent() shows one decimal)."""
+    return best != 0 and abs(mean / best - 1) < 0.0005
 
 
 def difference_mark(relative: float, significant: bool, decided: bool) -> str:

@@ -7,8 +7,10 @@ draws what this builds, so they cannot disagree about a number."""
 from __future__ import annotations
 
 from ..analysis.contrasts import ratio_ci
+from ..analysis.stats import summarize
 from ..metrics import display_name
 from ..stored import STATUS_OK, AutoFacts, StoredCell, StoredRun, StudyRow
+from .case_definitions import device_sections
 from .data import SCHEMA, Bar, Caveat, ChartData, Estimate, FailedRun, Finding, Report, SummaryRow, Versus
 from .hosts import warning_lines as host_warning_lines
 from .labels import (
@@ -22,6 +24,7 @@ from .labels import (
     rank_groups_note,
     verdict_text,
     versus_sentence,
+    with_devices,
 )
 from .members import warning_lines as member_warning_lines
 from .provenance_facts import facts_by_group
@@ -96,7 +99,7 @@ def rows_from_table(table: TableData, cells: list[StoredCell] | None = None) -> 
             fs_notes.setdefault(fs, []).append(f"{k} failed")
         workload, case = where.get(row.label, (row.label, "all"))
         out.append(SummaryRow(row.label, workload, case, row.metric, row.unit, unit, divisor,
-                              row.higher_is_better, dict(row.bests), estimates, notes, fs_notes))
+                              row.higher_is_better, dict(row.bests), estimates, notes, fs_notes, ranked=row.ranked))
     return out
 
 
@@ -160,9 +163,8 @@ def _charts(rows: list[SummaryRow], filesystems: list[str]) -> list[ChartData]:
             for est in row.estimates:
                 if est.filesystem not in chart.filesystems:
                     chart.filesystems.append(est.filesystem)
-                low = high = None
-                if est.half_width is not None:
-                    low, high = (est.mean - est.half_width) / d, (est.mean + est.half_width) / d
+                interval = summarize(est.values).ci  # on the log scale where ± would cross zero
+                low, high = (None, None) if interval is None else (interval[0] / d, interval[1] / d)
                 crosses = low is not None and low < 0 and min(est.values) >= 0
                 chart.bars.append(Bar(est.filesystem, row.case, est.n, est.mean / d, low, high,
                                       [v / d for v in est.values], crosses))
@@ -196,6 +198,8 @@ def build_report(study: StudyRow, runs: list[StoredRun], cells: list[StoredCell]
     """The whole report of one stored study, from the store's records only. The trace
     plots are left empty: reading trace files is not free (report.outputs adds them)."""
     auto = study.facts.get("auto")
+    # Entries on several devices (seed-004: one SSD, RAID0, RAID5) are ranked per device.
+    cells, runs = with_devices(cells, runs, device_sections(study.spec_text))
     table, rows = _summary_table(runs, cells, metric, auto)
     filesystems = table.filesystems
     tables, sections = build_sections(StudyData(runs, cells, study.paper, auto, study))

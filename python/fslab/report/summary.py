@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from ..metrics import display_name
 from .data import Report, SummaryRow
-from .labels import caveat_line, difference_mark
+from .labels import TIED, caveat_line, difference_mark, is_tie
+from .tables import MIN_N_TO_RANK
 
 
 def row_cells(row: SummaryRow, filesystems: list[str]) -> list[str]:
@@ -20,8 +21,12 @@ def row_cells(row: SummaryRow, filesystems: list[str]) -> list[str]:
         e = by_fs.get(fs)
         if e is not None:
             parts.append(e.text)
-            if row.bests.get(e.group) == fs:
-                parts.append("best")
+            best = row.bests.get(e.group)
+            if best == fs or (best is not None and e.versus_best is not None and is_tie(e.mean, by_fs[best].mean)):
+                # a tie (equal means to 0.1%) has no single best: each tied column says so
+                tied = any(o is not e and o.group == e.group and o.n >= MIN_N_TO_RANK and is_tie(o.mean, e.mean)
+                           for o in row.estimates)
+                parts.append(TIED if tied else "best")
             elif e.versus_best is not None:
                 v = e.versus_best
                 parts.append(difference_mark(v.relative, v.significant, v.p_adjusted is not None))
@@ -37,8 +42,10 @@ def caveat_lines(report: Report) -> list[str]:
 
 
 def metric_text(row: SummaryRow) -> str:
-    """'iops [IOPS] ↑': the metric without its unit suffix, the unit shown, the better direction."""
-    return f"{display_name(row.metric)} [{row.display_unit}] {'↑' if row.higher_is_better else '↓'}"
+    """'iops [IOPS] ↑': the metric without its unit suffix, the unit shown, the better direction
+    ('·': none, a count that is not ranked)."""
+    arrow = "·" if not row.ranked else "↑" if row.higher_is_better else "↓"
+    return f"{display_name(row.metric)} [{row.display_unit}] {arrow}"
 
 
 def summary_table(report: Report) -> tuple[list[str], list[list[str]]]:

@@ -14,8 +14,12 @@ from ..analysis.stats import MIN_N_FOR_VERDICT, Comparison, Summary, compare_gro
 from ..store import stored_metric_kind
 from ..stored import StoredCell, StoredRun
 from .labels import NO_VERDICT as NO_VERDICT  # re-exported: the table's mark, named where tables are
-from .labels import cell_label, difference_mark, mean_pm, rank_group
+from .labels import TIED, cell_label, difference_mark, is_tie, mean_pm, rank_group
 from .labels import fs_column as column
+
+# A column needs this many runs to be ranked ("best", or a difference to the best): one run
+# has no interval, so calling it best (or 3% behind) claims what it cannot show.
+MIN_N_TO_RANK = 2
 
 
 @dataclass
@@ -32,6 +36,7 @@ class RowData:
     bests: dict[str, str] = field(default_factory=dict)  # rank group -> its best column (2+ columns)
     comparisons: dict[str, Comparison] = field(default_factory=dict)  # column -> against its group's best
     families: dict[str, int] = field(default_factory=dict)  # rank group -> comparisons in its Holm family
+    ranked: bool = True  # False: the metric has no better direction (a count; metrics.MetricKind.ranked)
 
     def best_for(self, fs: str) -> str | None:
         """The best column of ``fs``'s group, which ``fs`` is compared with (None: alone in it)."""
@@ -84,7 +89,7 @@ def build_table(runs: Sequence[StoredRun], metric: MetricChoice = None,
             if key not in rows:
                 name = _row_metric(cell, requested)
                 kind = stored_metric_kind(runs, name)
-                rows[key] = RowData(cell_label(cell), name, kind.unit, kind.higher_is_better)
+                rows[key] = RowData(cell_label(cell), name, kind.unit, kind.higher_is_better, ranked=kind.ranked)
     for run in runs:
         cell = run["cell"]
         add_column(cell)  # a run of a cell the list left out still has its column
@@ -117,10 +122,11 @@ def rank_within_groups(row: RowData) -> None:
     pick = max if row.higher_is_better else min
     members: dict[str, list[str]] = {}
     for fs in row.summaries:
-        members.setdefault(row.group_of[fs], []).append(fs)
+        if row.summaries[fs].n >= MIN_N_TO_RANK:  # one run has no interval: its mean is not ranked
+            members.setdefault(row.group_of[fs], []).append(fs)
     row.bests, row.comparisons, row.families = {}, {}, {}
     for name, columns in members.items():
-        if len(columns) < 2:  # alone in its group: nothing to rank it against
+        if not row.ranked or len(columns) < 2:  # unranked metric, or nothing to rank it against
             continue
         best = pick(columns, key=lambda fs: row.summaries[fs].mean)
         row.bests[name] = best
@@ -138,11 +144,13 @@ def cell_text(row: RowData, fs: str, divisor: float) -> str:
         if best is not None and fs != best:
             reference = row.summaries[best].mean
             comparison = row.comparisons.get(fs)
-            if reference and comparison is not None:
+            if reference and comparison is not None and is_tie(summary.mean, reference):
+                parts.append(TIED)  # +0.0% beside a 'best' would name one best of two equal means
+            elif reference and comparison is not None:
                 parts.append(difference_mark(summary.mean / reference - 1, comparison.significant,
                                              not comparison.untested))
         elif best is not None:
-            parts.append("best")
+            parts.append(best_mark(row, fs))
     if fs in row.no_number:
         parts.append(f"{len(row.no_number[fs])}x {row.no_number[fs][0]}")
     if fs in row.failed:
@@ -150,13 +158,27 @@ def cell_text(row: RowData, fs: str, divisor: float) -> str:
     return "  ".join(parts) if parts else "—"
 
 
+def best_mark(row: RowData, fs: str) -> str:
+    """'best', or 'tied best' when another column of its group has the same mean to the
+    table's precision (its difference would read +0.0%): a tie has no single best."""
+    mean = row.summaries[fs].mean
+    group = row.group_of.get(fs)
+    tied = any(other != fs and row.group_of.get(other) == group and is_tie(s.mean, mean)
+               for other, s in row.summaries.items() if s.n >= MIN_N_TO_RANK)
+    return TIED if tied else "best"
+
+
 LEGEND = (
     "Metrics are named without their unit suffix (write_clat_p99 is write_clat_p99_ns), in the unit "
     "shown in brackets. ↑/↓: higher/lower is better. "
-    "Values: mean ± half-width of the 95% confidence interval (Student t) over n runs. "
-    "'best' marks the best mean of the row among the columns of one backend (and guest kernel); the "
+    "Values: mean ± half-width of the 95% confidence interval (Student t) over n runs; where that "
+    "interval of positive values would reach below zero, it is given as 'low to high, log scale' (the "
+    "delta method on the log of the mean: it stays above zero). "
+    "'best' marks the best mean of the row among the columns of one backend (and guest kernel) with at "
+    f"least {MIN_N_TO_RANK} runs ('tied best' where columns share that mean to 0.1%); the "
     "other columns of that backend give their difference to it, (mean − best) / best in %, "
-    "* where it is significant (Welch's t-test, Holm-corrected within the row's backend, α = 0.05).\n"
+    "* where it is significant (Welch's t-test, Holm-corrected within the row's backend, α = 0.05). "
+    "A column of one run, or a metric without a better direction (·, a count), is not ranked.\n"
     f"{NO_VERDICT} no significance verdict: fewer than {MIN_N_FOR_VERDICT} runs in a group, or no spread "
     "in either group (zero variance), where a t-test cannot answer honestly."
 )

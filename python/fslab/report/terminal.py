@@ -103,6 +103,8 @@ def render_terminal(report: Report) -> list[RenderableType]:
         title += " — QUICK run (scaled down: a smoke test, not for conclusions)"
     out: list[RenderableType] = [summary_renderable(report.filesystems, report.rows, escape(title))]
     out += [Text(line, style="yellow") for line in caveat_lines(report)]  # under the table, before the legend
+    # Each difference of the table with its 95% interval (the cells show only the difference).
+    out += [Text(f"• {f.text}", style="" if f.significant else "dim") for f in report.findings]
     out.append(Text(report.legend, style="dim"))
     out += [section_renderable(t) for t in report.tables]  # each workload's predictions after its trace
     out += [model_section_renderable(m) for m in report.sections]

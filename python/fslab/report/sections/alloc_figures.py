@@ -114,8 +114,8 @@ def _latency_chart(g: _Group, op: str, paper: bool) -> ChartData | None:
 def _bar(col: str, case: str, values: list[float], divisor: float) -> Bar:
     s = summarize(values)
     low = high = None
-    if s.ci_half_width is not None:
-        low, high = (s.mean - s.ci_half_width) / divisor, (s.mean + s.ci_half_width) / divisor
+    if s.ci is not None:  # Student's t, or on the log scale where it would reach below zero
+        low, high = s.ci[0] / divisor, s.ci[1] / divisor
     return Bar(col, case, s.n, s.mean / divisor, low, high, [v / divisor for v in values],
                low is not None and low < 0 and min(values) >= 0)
 

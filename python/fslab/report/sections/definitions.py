@@ -84,10 +84,32 @@ def filesystem_table(cells: Sequence[StoredCell], spec_text: str = "") -> TableS
                         ["entry", "type", "mkfs options", "mount options", "backend", "device"], rows)
 
 
+def _limits_in_effect(runs: Sequence[StoredRun]) -> dict[str, set[str]]:
+    """Workload -> the memory limits its runs ran under, as their provenance records them:
+    the study's cgroup (``memory_limit``), or one the workload made itself (Bonnie++'s
+    ``ram``: ``tool_info.memory_limit``), so the report never says 'none' of a run that ran
+    in a cgroup."""
+    out: dict[str, set[str]] = {}
+    for run in runs:
+        provenance = run.get("provenance") or {}
+        study_limit = provenance.get("memory_limit") or {}
+        own = (provenance.get("tool_info") or {}).get("memory_limit") or {}
+        if study_limit.get("limit_bytes"):
+            text = bytes_text(int(study_limit["limit_bytes"]))
+        elif own.get("limit_bytes"):
+            text = f"{bytes_text(int(own['limit_bytes']))}, the workload's own cgroup ({own.get('source', 'its own')})"
+        else:
+            text = "none"
+        out.setdefault(run["cell"]["workload"], set()).add(text)
+    return out
+
+
 def workload_tables(cells: Sequence[StoredCell], runs: Sequence[StoredRun] = ()) -> list[TableSection]:
-    """Per workload: every parameter (an axis's values listed together), the memory limit,
-    timeout and aging (what its fill measured); the aged state its runs started from (both
-    measures, from ``runs``); then the text of each file it read (a fio job file), line by line."""
+    """Per workload: every parameter (an axis's values listed together), the memory limit
+    its runs ran under (the cells' own where no run is stored yet), timeout and aging (what
+    its fill measured); the aged state its runs started from (both measures, from ``runs``);
+    then the text of each file it read (a fio job file), line by line."""
+    in_effect = _limits_in_effect(runs)
     by_workload: dict[str, list[StoredCell]] = {}
     for c in cells:
         by_workload.setdefault(c["workload"], []).append(c)
@@ -103,8 +125,9 @@ def workload_tables(cells: Sequence[StoredCell], runs: Sequence[StoredRun] = ())
         rows += [[key, _value(value)] for key, value in first.get("params", {}).items() if key not in axes]
         rows += [[key, "axis: " + " | ".join(values)] for key, values in axes.items()]
         memory = {c.get("memory_bytes") for c in group}
-        rows.append(["memory limit", ", ".join("none" if m is None else bytes_text(m) for m in sorted(
-            memory, key=lambda m: -1 if m is None else m))])
+        asked = ", ".join("none" if m is None else bytes_text(m) for m in sorted(
+            memory, key=lambda m: -1 if m is None else m))
+        rows.append(["memory limit", ", ".join(sorted(in_effect[name])) if name in in_effect else asked])
         timeouts = {c.get("timeout_s") for c in group}
         rows.append(["timeout", ", ".join("the workload's default" if t is None else f"{t:g} s"
                                           for t in sorted(timeouts, key=lambda t: -1 if t is None else t))])

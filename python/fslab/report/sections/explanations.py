@@ -234,6 +234,9 @@ def explain(a_name: str, b_name: str, a: Sequence[StoredRun], b: Sequence[Stored
         text = (f"the {source} do not explain it — requests, sizes, sequential share "
                 f"and flushes are within {RATIO_ALIKE:g}x (or {POINTS_ALIKE:.0%} points) of each other, so the "
                 "difference is in host-side time (CPU, page cache, locking), which they do not show")
+        if any(((r.get("provenance") or {}).get("guest") or {}).get("accelerator") == "tcg" for r in (*a, *b)):
+            text += (" — here the CPU of a QEMU guest under TCG (software emulation), which inflates every "
+                     "CPU-bound cost")
     else:
         text = f"{a_name}: " + "; ".join(words for _, words in facts)
         text += f" (from the {source}, mean over runs)"

@@ -3,12 +3,18 @@ stored study file, its deviations from the paper listed first, then one row per 
 figure: the paper's number / fslab's measurement (mean ± 95% interval, n) / fslab's
 prediction on the device model named / whether the shape holds. Any study may carry one.
 
-The shape of a ratio figure (A over B) is the direction of A against B. fslab's direction
+A ratio's sides may differ in file-system entry, workload, case, metric or device model
+(fslab.paper); a group claim (several entries, or ``across`` cases) is judged pair by pair
+and its row says in how many pairs it holds.
+
+The shape of a ratio figure (A over B) is the direction of A against B, and its size. fslab's direction
 is Welch's t-test of the logarithms of A's runs against B's (a ratio is a difference of
 logs; rates spread multiplicatively), Holm-corrected over the distinct pairs of cells the
 section tests, α = 0.05, only within one backend (and guest kernel): "holds" when significant and the
 paper's way; "does not hold" when significant the other way, or when the paper says
 "about 1x" and fslab finds a significant difference; otherwise "cannot tell (why)". A
+ratio the paper gives a size for holds only within 2x of it (paper_judge); outside, the row
+says how far off and which way, predicted ratios alike. A
 single figure (a value on the paper's hardware) has no shape of its own. A ratio between
 two device models of one cell is not measured here; its row says which way the models point.
 
@@ -16,10 +22,11 @@ How much the device accounts for: where a ratio is both measured (R_m) and predi
 the workload's own metric replayed on the model, ``pred_<model>_<metric>``), the device's
 share is ln R_p / ln R_m — the part of the measured log-ratio the model reproduces. The
 device explains R_p of the R_m measured; the rest, R_m / R_p, is what the models leave out
-(host CPU, md's stripe handling, the page cache). A share below 0 means the model points
-the other way; above 1, the model predicts more than this host shows. No share is given
-when the measured ratio does not differ significantly from 1 (nothing to account for); one
-without a verdict (too few runs, other backends) is given and says so.
+(host CPU, the page cache, md's stripe handling where the study has md). A share below 0
+means the model points the other way; above 1, the model predicts more than this host
+shows. A share is computed only for a significant measured difference: not when it is
+not significant or has no verdict (a share of noise), and not for runs in a guest under
+TCG (software emulation: the emulator's CPU sets the measured ratio). The row says which.
 """
 
 from __future__ import annotations
@@ -28,32 +35,49 @@ import math
 import tomllib
 from dataclasses import asdict, dataclass
 from importlib import resources
+from statistics import fmean
 from typing import Any
 
 from pydantic import ValidationError
 
-from ...analysis.contrasts import ratio_ci
-from ...analysis.stats import CONFIDENCE, MIN_N_FOR_VERDICT, NoVerdict, holm, summarize, welch_t
-from ...paper import UNITS, PaperFigure, PaperSection
-from ...predictions import metric_name
-from ...stored import STATUS_OK, StoredCell, StoredRun
+from ...analysis.stats import CONFIDENCE, holm, summarize
+from ...paper import SIZE_TOLERANCE, UNITS, PaperFigure, PaperSection
+from ...paper import Side as PaperSide
+from ...stored import StoredCell, StoredRun
 from ..data import ModelSection, TableSection
-from ..labels import cell_label, rank_group
 from ..units import fmt
 from .base import SECTIONS, Section, StudyData
+from .paper_judge import (
+    as_given,
+    paper_direction,
+    paper_ratio_text,
+    size_judgement,
+    unmeasured_verdict,
+)
+from .paper_pairs import (
+    Pair,
+    cell_of,
+    figure_pairs,
+    models_of,
+    ratio_text,
+    runs_of,
+    values_of,
+    x_text,
+)
 
 ALPHA = 1 - CONFIDENCE
 ID = "paper-beside-fslab"
-HOST_SIDE = "host-side costs the models leave out (CPU, md's stripe handling, the page cache)"
+TCG = ("the runs ran in a QEMU guest under TCG (software emulation, CPU-bound): the emulator's CPU cost sets "
+       "the measured ratio, not the device")
 
 
-@dataclass
-class Side:
-    """One cell's runs for a figure: its measured values and those predicted on a model."""
-    label: str
-    group: str
-    measured: list[float]
-    predicted: list[float]
+def host_side_text(runs: list[StoredRun], cells: list[StoredCell]) -> str:
+    """What the models leave out, naming only what this study has: md's stripe handling
+    only where an entry ran on md RAID (its cells say so, or its runs traced members)."""
+    md = any((c.get("device") or {}).get("kind") == "raid" for c in cells) or any(
+        name.startswith("trace_members_") for r in runs for name in r["metrics"])
+    return ("host-side costs the models leave out (CPU, the page cache" + (", md's stripe handling" if md else "")
+            + ")")
 
 
 @dataclass
@@ -73,6 +97,9 @@ class FigureRow:
     predicted_ratio: float | None = None
     device_share: float | None = None
     accounts: str = ""
+    size_holds: bool | None = None  # the measured ratio within 2x of the paper's (None: no size or no test)
+    pairs_holding: int | None = None  # a group claim: pairs that hold, of pairs_compared
+    pairs_compared: int | None = None
 
 
 def paper_section(spec_text: str) -> PaperSection | None:
@@ -97,236 +124,221 @@ def shipped_paper_section(source: str) -> PaperSection | None:
         return None
 
 
-def _same(a: Any, b: Any) -> bool:
-    return bool(a == b or str(a) == str(b))
-
-
-def _cell(cells: list[StoredCell], figure: PaperFigure, filesystem: str) -> StoredCell | None:
-    found = [c for c in cells if c["workload"] == figure.workload and c["filesystem"] == filesystem
-             and all(_same(c["axes"].get(k), v) for k, v in figure.case.items())]
-    return found[0] if len(found) == 1 else None
-
-
-def _models(runs: list[StoredRun], metric: str) -> list[str]:
-    """Models the runs have the workload's own ``metric`` predicted on, in stored order."""
-    out: list[str] = []
-    for run in runs:
-        for name in run["metrics"]:
-            if name.startswith("pred_") and name.endswith("_" + metric):
-                model = name[len("pred_"):-len(metric) - 1]
-                if "_" not in model and model not in out:
-                    out.append(model)
-    return out
-
-
-def _values(runs: list[StoredRun], name: str) -> list[float]:
-    out = []
-    for run in runs:
-        m = run["metrics"].get(name)
-        if m is not None and m["value"] is not None:
-            out.append(float(m["value"]))
-    return out
-
-
-def _side(runs: list[StoredRun], cell: StoredCell, metric: str, model: str | None) -> Side:
-    mine = [r for r in runs if r["cell"]["id"] == cell["id"] and r["status"] == STATUS_OK]
-    return Side(cell_label(cell) + f" ({cell['filesystem']})", rank_group(cell), _values(mine, metric),
-                _values(mine, metric_name(model, metric)) if model else [])
-
-
-def _x(ratio: float) -> str:
-    return f"{fmt(ratio)}x"
-
-
-def _as_given(number: float) -> str:
-    """A paper's number as the paper prints it (125.9, 1.4, 50), not rounded to fslab's digits."""
-    return f"{number:,g}"
-
-
-def _paper_ratio(f: PaperFigure) -> str:
-    assert f.ratio is not None
-    if f.ratio == 1 and f.relation != "about":
-        return "higher (> 1x)" if f.relation == "more than" else "lower (< 1x)"
-    return f"{f.relation} {_as_given(f.ratio)}x"
-
-
-def _paper_direction(f: PaperFigure) -> int:
-    """+1: the paper has the numerator higher, -1: lower, 0: equal ("about 1x"). A ratio
-    near 1 still says which is higher: a paper that calls a 1% gap a win is judged on it."""
-    assert f.ratio is not None
-    if f.relation == "more than" and f.ratio >= 1:
-        return 1
-    if f.relation == "less than" and f.ratio <= 1:
-        return -1
-    return 0 if f.ratio == 1 else (1 if f.ratio > 1 else -1)
-
-
 def _summary_text(values: list[float], factor: float, unit: str) -> str:
     s = summarize([v / factor for v in values])
     pm = f" ± {fmt(s.ci_half_width)}" if s.ci_half_width is not None else ""
     return f"{fmt(s.mean)}{pm} {unit} (n={s.n})"
 
 
-def _ratio_text(num: list[float], den: list[float]) -> tuple[str, float | None, float | None, float | None]:
-    try:
-        r = ratio_ci(num, den)
-    except ValueError as exc:
-        return f"— ({exc})", None, None, None
-    interval = f" (95% CI {fmt(r.low)}–{fmt(r.high)}x)" if r.low is not None and r.high is not None else ""
-    return f"{_x(r.ratio)}{interval}, n={r.n_numerator}/{r.n_denominator}", r.ratio, r.low, r.high
+def _interval_misses(f: PaperFigure, low: float, high: float) -> bool:
+    """The whole interval more than SIZE_TOLERANCE from the paper's ratio, on one side."""
+    assert f.ratio is not None
+    below, above = high < f.ratio / SIZE_TOLERANCE, low > f.ratio * SIZE_TOLERANCE
+    return below if f.relation == "more than" else above if f.relation == "less than" else below or above
+
+
+def _shape(f: PaperFigure, ratio: float, p: float, low: float | None = None,
+           high: float | None = None) -> tuple[str, bool | None]:
+    """The verdict on a tested ratio: direction (Welch, Holm-adjusted p) and size. Without a
+    significant difference, a paper's size the whole 95% interval stays more than 2x away
+    from is still refused: "about 10x" against a ratio known to lie within 0.9–1.1x."""
+    paper, ours = paper_direction(f), (1 if ratio > 1 else -1)
+    ok, size = size_judgement(f, ratio)
+    if p >= ALPHA:
+        if paper == 0:
+            return f"holds (no significant difference, p={p:.2g}, as the paper's about-equal)", None
+        if low is not None and high is not None and ok is False and _interval_misses(f, low, high):
+            return (f"does not hold by size (no significant difference, p={p:.2g}; its 95% interval "
+                    f"{fmt(low)}–{fmt(high)}x is more than 2x from the paper's: {size})"), False
+        return f"cannot tell (no significant difference, p={p:.2g})", None
+    if paper == 0:
+        return f"does not hold (the paper has them about equal; fslab: {x_text(ratio)}, p={p:.2g})", False
+    if paper != ours:
+        return f"does not hold (fslab finds it {'higher' if ours > 0 else 'lower'}, p={p:.2g})", False
+    way = f"{'higher' if ours > 0 else 'lower'} as the paper's, p={p:.2g}"
+    if ok is False:
+        return f"does not hold by size ({way}; but {size})", False
+    return f"holds ({way}{'; ' + size if size else ''})", ok
 
 
 def _value_row(f: PaperFigure, runs: list[StoredRun], cells: list[StoredCell]) -> FigureRow:
     assert f.value is not None and f.unit is not None
     _, factor = UNITS[f.unit]
-    cell = _cell(cells, f, f.filesystem)
-    paper = f"{_as_given(f.value)} {f.unit}"
+    side = PaperSide(f.workload, f.denominator, tuple(sorted(f.case.items())), f.metric)
+    cell = cell_of(cells, side)
+    paper = f"{as_given(f.value)} {f.unit}"
     if cell is None:
         return FigureRow(f.claim, f.source, paper, "— (no such cell stored)", "—", f.model,
                          "cannot tell (no stored cell)")
-    model = f.model or next(iter(_models([r for r in runs if r["cell"]["id"] == cell["id"]], f.metric)), None)
-    side = _side(runs, cell, f.metric, model)
-    measured = _summary_text(side.measured, factor, f.unit) if side.measured else "— (no run with a number)"
-    predicted = (f"{_summary_text(side.predicted, factor, f.unit)} on {model}" if side.predicted
-                 else "— (not predicted)")
+    model = f.model or next(iter(models_of(runs_of(runs, cell), f.metric)), None)
+    values = values_of(runs, cell, side, model)
+    measured = "— (no run with a number)"
+    if values.measured:
+        measured = (f"{_summary_text(values.measured, factor, f.unit)} "
+                    f"({fmt(fmean(values.measured) / factor / f.value)}x the paper's)")
+    predicted = "— (not predicted)"
+    if values.predicted:
+        k = fmean(values.predicted) / factor / f.value
+        predicted = f"{_summary_text(values.predicted, factor, f.unit)} on {model} ({fmt(k)}x the paper's)"
     return FigureRow(f.claim, f.source, paper, measured, predicted, model,
-                     "cannot tell (one figure on the paper's hardware: the ratio rows carry the shape)")
+                     "cannot tell (one figure of the paper's setup, not this one's: the ratio rows carry the shape)")
 
 
-def _model_ratio_row(f: PaperFigure, runs: list[StoredRun], cells: list[StoredCell]) -> FigureRow:
+def _model_ratio_row(f: PaperFigure, pairs: list[Pair], model: str | None) -> FigureRow:
     """The paper's two devices as two models of one cell: predicted only."""
-    cell = _cell(cells, f, f.filesystem)
     measured = "— (one device here: the paper's two devices are two device models)"
-    if cell is None:
-        return FigureRow(f.claim, f.source, _paper_ratio(f), measured, "—", f.model, "cannot tell (no stored cell)")
-    num = _side(runs, cell, f.metric, f.model).predicted
-    den = _side(runs, cell, f.metric, f.versus_model).predicted
-    if not num or not den:
-        return FigureRow(f.claim, f.source, _paper_ratio(f), measured,
+    [pair] = pairs
+    if pair.missing:
+        return FigureRow(f.claim, f.source, paper_ratio_text(f), measured, "—", f.model, "cannot tell (no stored cell)")
+    if not pair.num.predicted or not pair.den.predicted:
+        return FigureRow(f.claim, f.source, paper_ratio_text(f), measured,
                          f"— ({f.metric} is not predicted on {f.model} and {f.versus_model}: the models "
                          "predict the workload's own rate only where it names one)", f.model,
                          "cannot tell (neither measured nor predicted)")
-    text, ratio, _, _ = _ratio_text(num, den)
-    way = ("the paper's way" if ratio is not None and _paper_direction(f) * math.log(ratio) > 0
-           else "not the paper's way")
-    return FigureRow(f.claim, f.source, _paper_ratio(f), measured, f"{text}, {f.model} over {f.versus_model}",
+    text, ratio, _, _ = ratio_text(pair.num.predicted, pair.den.predicted)
+    way = unmeasured_verdict(f, ratio) if ratio is not None else "no ratio"
+    return FigureRow(f.claim, f.source, paper_ratio_text(f), measured, f"{text}, {f.model} over {f.versus_model}",
                      f.model, f"cannot tell (not measured; the models point {way})", predicted_ratio=ratio)
 
 
-def _fs_ratio_row(f: PaperFigure, runs: list[StoredRun], cells: list[StoredCell]) -> tuple[FigureRow, Side, Side]:
-    assert f.versus is not None
-    a, b = _cell(cells, f, f.filesystem), _cell(cells, f, f.versus)
-    paper = _paper_ratio(f)
-    empty = Side("", "", [], [])
-    if a is None or b is None:
-        return (FigureRow(f.claim, f.source, paper, "— (no such cell stored)", "—", f.model,
-                          "cannot tell (no stored cell)"), empty, empty)
-    mine = [r for r in runs if r["cell"]["id"] in (a["id"], b["id"])]
-    common = [m for m in _models([r for r in mine if r["cell"]["id"] == a["id"]], f.metric)
-              if m in _models([r for r in mine if r["cell"]["id"] == b["id"]], f.metric)]
-    model = f.model or next(iter(common), None)
-    num, den = _side(runs, a, f.metric, model), _side(runs, b, f.metric, model)
-    row = FigureRow(f.claim, f.source, paper, "— (no run with a number)", "— (not predicted)", model, "")
-    if num.measured and den.measured:
-        row.measured, row.measured_ratio, row.measured_low, row.measured_high = _ratio_text(num.measured, den.measured)
-    if num.predicted and den.predicted:
-        text, row.predicted_ratio, _, _ = _ratio_text(num.predicted, den.predicted)
-        row.predicted = f"{text} on {model}"
-    return row, num, den
+def _predicted_text(f: PaperFigure, pair: Pair, model: str | None) -> str:
+    if pair.predicted_ratio is None:
+        return "— (not predicted)"
+    if pair.num_base is None:
+        text = ratio_text(pair.num.predicted, pair.den.predicted)[0]
+    else:
+        text = f"{x_text(pair.predicted_ratio)} (change over change)"
+    return f"{text} on {model}: {unmeasured_verdict(f, pair.predicted_ratio)}"
 
 
-def _p_value(num: Side, den: Side) -> tuple[float | None, str]:
-    """Welch's p of the two sides' measurements, or why there is none."""
-    if num.group != den.group:
-        return None, f"the two cells ran on different backends ({num.group}, {den.group}): never compared"
-    if min(len(num.measured), len(den.measured)) < MIN_N_FOR_VERDICT:
-        return None, f"fewer than {MIN_N_FOR_VERDICT} runs on a side"
-    if min(num.measured + den.measured) <= 0:
-        return None, "a value of zero or below: no logarithm"
-    try:
-        return welch_t([math.log(v) for v in num.measured], [math.log(v) for v in den.measured]).p_value, ""
-    except NoVerdict as exc:
-        return None, str(exc)
+def _single_row(f: PaperFigure, pair: Pair, model: str | None) -> FigureRow:
+    row = FigureRow(f.claim, f.source, paper_ratio_text(f), pair.measured_text, _predicted_text(f, pair, model),
+                    model, "", pair.measured_ratio, pair.measured_low, pair.measured_high,
+                    predicted_ratio=pair.predicted_ratio)
+    if pair.missing:
+        row.measured, row.predicted, row.shape = f"— ({pair.missing})", "—", "cannot tell (no stored cell)"
+    elif pair.p_adjusted is None or pair.measured_ratio is None:
+        row.shape = f"cannot tell ({pair.why or 'no ratio'})"
+    else:
+        row.p_adjusted = pair.p_adjusted
+        row.shape, row.size_holds = _shape(f, pair.measured_ratio, pair.p_adjusted, pair.measured_low,
+                                           pair.measured_high)
+    return row
 
 
-def _shape(f: PaperFigure, ratio: float, p: float) -> str:
-    paper, ours = _paper_direction(f), (1 if ratio > 1 else -1)
-    if p >= ALPHA:
-        if paper == 0:
-            return f"holds (no significant difference, p={p:.2g}, as the paper's about-equal)"
-        return f"cannot tell (no significant difference, p={p:.2g})"
-    if paper == 0:
-        return f"does not hold (the paper has them about equal; fslab: {_x(ratio)}, p={p:.2g})"
-    if paper == ours:
-        return f"holds ({'higher' if ours > 0 else 'lower'}, p={p:.2g})"
-    return f"does not hold (fslab finds it {'higher' if ours > 0 else 'lower'}, p={p:.2g})"
+def _group_row(f: PaperFigure, pairs: list[Pair], model: str | None) -> FigureRow:
+    """A group claim: each pair judged as a figure of its own; the row counts them."""
+    verdicts: list[tuple[Pair, str]] = []
+    for pair in pairs:
+        if pair.missing:
+            verdicts.append((pair, "missing"))
+        elif pair.p_adjusted is None or pair.measured_ratio is None:
+            verdicts.append((pair, "untested"))
+        else:
+            shape, _ = _shape(f, pair.measured_ratio, pair.p_adjusted, pair.measured_low, pair.measured_high)
+            verdicts.append((pair, shape.split(" (")[0]))
+    held = [p for p, v in verdicts if v == "holds"]
+    against = [p for p, v in verdicts if v.startswith("does not hold")]
+    open_ = [p for p, v in verdicts if v not in ("holds",) and not v.startswith("does not hold")]
+    ratios = [p.measured_ratio for p in pairs if p.measured_ratio is not None]
+    measured = (f"{len(ratios)} pair(s), ratios {x_text(min(ratios))} to {x_text(max(ratios))}" if ratios
+                else "— (no pair with numbers)")
+    predicted_ratios = [p.predicted_ratio for p in pairs if p.predicted_ratio is not None]
+    predicted = "— (not predicted)"
+    if predicted_ratios:
+        way = sum(1 for r in predicted_ratios if (r > 1) == (paper_direction(f) > 0))
+        predicted = (f"on {model}: {way} of {len(predicted_ratios)} pair(s) the paper's way (ratios "
+                     f"{x_text(min(predicted_ratios))} to {x_text(max(predicted_ratios))})")
+    decided = len(held) + len(against)
+    if decided == 0:
+        reasons = sorted({p.missing or p.why or ("no significant difference" if p.p_adjusted is not None
+                                                 else "no ratio") for p in open_})
+        shape = f"cannot tell (no pair decided: {'; '.join(reasons)})"
+    elif not against:
+        shape = f"holds in all {decided} decided pair(s)" + (f"; {len(open_)} undecided" if open_ else "")
+    else:
+        most = "mostly holds" if len(held) > len(against) else "does not hold"
+        shape = (f"{most}: holds in {len(held)} of {decided} decided pair(s); not in "
+                 + "; ".join(f"{p.label}: {x_text(p.measured_ratio or 0)}" for p in against[:3])
+                 + (" …" if len(against) > 3 else "")
+                 + (f"; {len(open_)} undecided" if open_ else ""))
+    return FigureRow(f.claim, f.source, paper_ratio_text(f) + f" in each of {len(pairs)} pair(s)", measured,
+                     predicted, model, shape, pairs_holding=len(held), pairs_compared=decided)
 
 
-def accounts_text(label: str, measured: float, predicted: float, model: str) -> tuple[float | None, str]:
+def _share(f: PaperFigure, pair: Pair, row: FigureRow, host_side: str) -> None:
+    """The device's share of a single pair's measured ratio, or why none is computed."""
+    if pair.predicted_ratio is None or not row.model or pair.missing or pair.num_base is not None:
+        return
+    what = f"{row.claim}"
+    if pair.num.tcg or pair.den.tcg:
+        row.accounts = f"{what}: no device's share computed: {TCG}"
+    elif pair.p_adjusted is None or pair.measured_ratio is None:
+        row.accounts = (f"{what}: no device's share computed: no verdict on the measured difference "
+                        f"({pair.why or 'no ratio'}), and a share of an untested difference may be a share of noise")
+    elif pair.p_adjusted >= ALPHA:
+        row.accounts = (f"{what}: no device's share computed: no significant measured difference "
+                        f"(p={pair.p_adjusted:.2g}) for the device to account for")
+    else:
+        row.device_share, row.accounts = accounts_text(what, pair.measured_ratio, pair.predicted_ratio,
+                                                       row.model, host_side)
+
+
+def accounts_text(label: str, measured: float, predicted: float, model: str,
+                  host_side: str = "host-side costs the models leave out (CPU, the page cache)",
+                  ) -> tuple[float | None, str]:
     """The device's share of a measured ratio (module docstring) and the sentence saying it."""
-    if measured <= 0 or predicted <= 0:
-        return None, f"{label}: no share (a ratio of zero)"
+    if measured <= 0 or predicted <= 0 or measured == 1:
+        return None, f"{label}: no share (a ratio of zero or of exactly 1)"
     lm, lp = math.log(measured), math.log(predicted)
     share = lp / lm
-    head = f"{label}: measured {_x(measured)}, {model} predicts {_x(predicted)}"
+    head = f"{label}: measured {x_text(measured)}, {model} predicts {x_text(predicted)}"
     if lp * lm < 0:
-        return share, (f"{head}: the model points the other way; the measured difference is {HOST_SIDE}, "
+        return share, (f"{head}: the model points the other way; the measured difference is {host_side}, "
                        "and the device alone would reverse it")
-    if share > 1:
+    if share > 1 + 1e-9:  # not a rounding of exactly 1
         return share, (f"{head}: the device model predicts more than this host shows ({share:.0%} of the "
                        "log-ratio); something on this host hides part of the device's difference")
     rest = measured / predicted
-    return share, (f"{head}: the device model explains {_x(predicted)} of the {_x(measured)} measured "
-                   f"({share:.0%} of the log-ratio); the rest, {_x(rest)}, is {HOST_SIDE}")
+    return share, (f"{head}: the device model explains {x_text(predicted)} of the {x_text(measured)} measured "
+                   f"({share:.0%} of the log-ratio); the rest, {x_text(rest)}, is {host_side}")
 
 
 def figure_rows(section: PaperSection, runs: list[StoredRun], cells: list[StoredCell]) -> list[FigureRow]:
-    rows: list[FigureRow] = []
-    tested: list[tuple[int, PaperFigure, float, float, frozenset[str]]] = []  # (row, figure, ratio, p, pair)
-    untested: list[tuple[int, PaperFigure, str, frozenset[str]]] = []  # (row, figure, why no test, pair)
+    """One row per figure, its pairs tested as one Holm family over the distinct pairs of
+    cells the section tests (a pair named by several figures is one test)."""
+    built: list[tuple[PaperFigure, list[Pair], str | None]] = []
     for f in section.figures:
         if f.value is not None:
-            rows.append(_value_row(f, runs, cells))
-        elif f.versus is None:
-            rows.append(_model_ratio_row(f, runs, cells))
+            built.append((f, [], None))
         else:
-            row, num, den = _fs_ratio_row(f, runs, cells)
-            rows.append(row)
-            if row.shape:
-                continue
-            p, why = _p_value(num, den)
-            if p is None or row.measured_ratio is None:
-                row.shape = f"cannot tell ({why or 'no ratio'})"
-                if num.group == den.group:  # never a share across backends
-                    untested.append((len(rows) - 1, f, why, frozenset((num.label, den.label))))
-            else:
-                tested.append((len(rows) - 1, f, row.measured_ratio, p, frozenset((num.label, den.label))))
-    pairs = list(dict.fromkeys(t[4] for t in tested))  # one family member per pair of cells
-    adjusted = dict(zip(pairs, holm([next(t[3] for t in tested if t[4] == pair) for pair in pairs])))
+            pairs, model = figure_pairs(f, runs, cells)
+            built.append((f, pairs, model))
+    tested = [p for f, pairs, _ in built if f.versus_model is None for p in pairs
+              if p.p is not None and p.measured_ratio is not None]
+    keys = list(dict.fromkeys(p.key for p in tested))
+    first = {key: next(p.p for p in tested if p.key == key and p.p is not None) for key in keys}
+    adjusted = dict(zip(keys, holm([first[k] for k in keys])))
+    for p in tested:
+        p.p_adjusted = adjusted[p.key]
+    host_side = host_side_text(runs, cells)
+    rows: list[FigureRow] = []
     accounted: set[frozenset[str]] = set()  # a pair's share is said once (A/B and B/A are one fact)
-    for k, f, ratio, _, pair in tested:
-        p_adj = adjusted[pair]
-        rows[k].p_adjusted = p_adj
-        rows[k].shape = _shape(f, ratio, p_adj)
-        row = rows[k]
-        if row.predicted_ratio is None or pair in accounted:
-            continue
-        accounted.add(pair)
-        if row.model and p_adj < ALPHA:
-            versus = f.versus or f.filesystem
-            row.device_share, row.accounts = accounts_text(f"{f.filesystem} over {versus} ({f.metric})",
-                                                           ratio, row.predicted_ratio, row.model)
+    for f, pairs, model in built:
+        if f.value is not None:
+            rows.append(_value_row(f, runs, cells))
+        elif f.versus_model is not None:
+            rows.append(_model_ratio_row(f, pairs, model))
+        elif f.is_group:
+            rows.append(_group_row(f, pairs, model))
         else:
-            row.accounts = (f"{f.filesystem} over {f.versus} ({f.metric}): no significant measured difference "
-                            f"(p={p_adj:.2g}) for the device to account for")
-    for k, f, why, pair in untested:  # a share without a verdict on the measured difference, said so
-        row = rows[k]
-        if row.measured_ratio is None or row.predicted_ratio is None or not row.model or pair in accounted:
-            continue
-        accounted.add(pair)
-        row.device_share, text = accounts_text(f"{f.filesystem} over {f.versus} ({f.metric})", row.measured_ratio,
-                                               row.predicted_ratio, row.model)
-        row.accounts = f"{text} (no verdict on the measured difference: {why})"
+            [pair] = pairs
+            row = _single_row(f, pair, model)
+            if pair.key not in accounted:
+                _share(f, pair, row, host_side)
+                if row.accounts:
+                    accounted.add(pair.key)
+            rows.append(row)
     return rows
 
 
@@ -336,11 +348,41 @@ LEGEND = (
     "method). fslab predicted: the runs' block traces replayed on the device model named (a model's number, "
     "not measured). Shape: the direction of fslab's measured difference (Welch's t-test on the logarithms "
     "of the runs' values, Holm-corrected over the pairs of cells this table tests, α = 0.05) against the "
-    "paper's, within one backend only.")
+    "paper's, within one backend only, and its size: a ratio within 2x of the paper's holds, otherwise the row "
+    "says how far off and which way ('more than X' holds from X/2 up). A group claim is judged pair by pair.")
 ACCOUNTS_NOTE = (
     "Device's share = ln(predicted ratio) / ln(measured ratio): the part of the measured log-ratio the "
-    "device model reproduces; the rest (measured / predicted) is what the models leave out. For ratios both "
-    "measured and predicted, unless the measured difference is not significant (then nothing to account for).")
+    "device model reproduces; the rest (measured / predicted) is what the models leave out. Computed only "
+    "for a significant measured difference (not for noise, an untested difference or runs under TCG).")
+# Parameters that size a run: what a --quick run scales down, said as it ran.
+SIZE_PARAMS = ("size", "file_size", "io_size", "ram", "char_size", "count", "runtime", "files")
+
+
+def _is_bytes(key: str, value: Any) -> bool:
+    return (key == "ram" or key.endswith("size")) and isinstance(value, int) and value >= 1024
+
+
+def quick_sizes(cells: list[StoredCell]) -> str:
+    """What a --quick run actually ran, per workload: its sizing parameters and memory
+    limit as stored in its cells (not the preset's full sizes the deviations speak of)."""
+    def bytes_text(n: int) -> str:
+        for div, unit in ((1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
+            if n >= div:
+                return f"{n / div:.4g} {unit}"
+        return f"{n} B"
+
+    parts: list[str] = []
+    for workload in dict.fromkeys(c["workload"] for c in cells):
+        mine = [c for c in cells if c["workload"] == workload]
+        params = mine[0].get("params", {})
+        sized = [f"{k}={bytes_text(v) if _is_bytes(k, v) else v}"
+                 for k in SIZE_PARAMS if (v := params.get(k)) not in (None, "auto")]
+        memory = {c.get("memory_bytes") for c in mine} - {None}
+        if memory:
+            sized.append("memory limit " + ", ".join(bytes_text(m) for m in sorted(m for m in memory if m)))
+        if sized:
+            parts.append(f"{workload}: {', '.join(sized)}")
+    return "; ".join(parts)
 
 
 def build(study: StudyData) -> list[ModelSection]:
@@ -365,18 +407,21 @@ def build(study: StudyData) -> list[ModelSection]:
             "prediction", "How much the device accounts for",
             ["paper's figure", "measured ratio", "predicted ratio (model)", "device's share of the log-ratio",
              "left to the host (measured / predicted)"],
-            [[r.claim, _x(r.measured_ratio or 0), f"{_x(r.predicted_ratio or 0)} ({r.model})",
+            [[r.claim, x_text(r.measured_ratio or 0), f"{x_text(r.predicted_ratio or 0)} ({r.model})",
               f"{r.device_share:.0%}" if r.device_share is not None else "—",
-              _x((r.measured_ratio or 0) / (r.predicted_ratio or 1))] for r in accounted],
+              x_text((r.measured_ratio or 0) / (r.predicted_ratio or 1))] for r in accounted],
             " ".join(f"{s}." for s in sentences) + " " + ACCOUNTS_NOTE))
     statements = [f"Deviation from the paper: {d}" for d in section.deviations]
+    if study.study.quick and study.cells:
+        statements.append(f"Deviation from the paper and from the deviations above: a --quick run, sizes as run: "
+                          f"{quick_sizes(study.cells)}")
     return [ModelSection(
         ID, "The paper beside fslab",
         f"{len(section.figures)} published figure(s) of the paper this study reproduces, beside what fslab "
         f"measured and predicted; {len(section.deviations)} deviation(s) from the paper's setup first."
         + (" The stored study file has no [paper] table: these are the shipped preset's, as it is now."
            if shipped else "")
-        + (" A --quick run: its sizes and runs are scaled down further than the deviations say."
+        + (f" A --quick run: it ran smaller than the deviations say ({quick_sizes(study.cells)})."
            if study.study.quick else ""),
         statements=statements, tables=tables,
         data={"deviations": list(section.deviations), "figures": [asdict(r) for r in rows]})]

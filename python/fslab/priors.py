@@ -1,0 +1,81 @@
+"""Built-in priors: what `fslab plan` and `fslab run` assume of the parts of a study's time
+that nothing in the results directory has timed yet (a job's setup, a run's overhead
+beyond its stated runtime, a guest's boot) and of its run-to-run noise. Each is a figure
+measured on fslab's development machine (a 2-core VM on a RAM-backed disk, shared with
+other work), with the range seen; the comment beside it says where it comes from. Once a
+study of the same kind has run in the results directory, its own times replace these.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Prior:
+    """A duration in seconds: the typical value and the range seen (quartiles, or the
+    extremes where there were only a few)."""
+
+    mean: float
+    low: float
+    high: float
+
+    def as_tuple(self) -> tuple[float, float, float]:
+        return (self.mean, self.low, self.high)
+
+
+# A host job's setup — the gap from the previous run's end to the job's first run: the
+# previous job's teardown, the sparse image and loop device, mkfs, mount.
+# ext4, xfs: median and quartiles of 39 jobs of a 40-run auto study (1 GiB image,
+#   fio randwrite 4 KiB fsync, 3 s runs): ext4 1.7 s (0.9–2.5), xfs 1.5 s (1.1–2.1); on a
+#   2 GiB image 3.3–4.8 s (4 jobs), so the high end is raised to cover it.
+# btrfs: 4 jobs of two small host studies, 2.2–7.0 s.
+# Any other file system: the span of the three.
+HOST_SETUP = {
+    "ext4": Prior(1.7, 0.9, 4.8),
+    "xfs": Prior(1.5, 1.1, 4.8),
+    "btrfs": Prior(4.5, 2.2, 7.0),
+}
+HOST_SETUP_OTHER = Prior(2.5, 0.9, 7.0)
+# A guest job's setup is dominated by its boot: 15–30 s under TCG on the development
+# machine (README, "The guest backend"), 20–60 s with mkfs and the previous guest's
+# shutdown; KVM boots in a few seconds, so this is the slow case.
+GUEST_SETUP = Prior(40.0, 20.0, 60.0)
+# A host run's wall time beyond its stated runtime (laying out fio's file, dropping caches,
+# fio's start and end): 1.9 s median for a 64 MiB file (40 runs), 3.0 s for 256 MiB (6
+# runs), 1.2 s for seed-002 --quick (300 runs of 1 s took 669 s with their setups, README).
+HOST_RUN_OVERHEAD = Prior(2.0, 1.2, 3.0)
+# A guest run's (TCG) wall time beyond its stated runtime: seed-002 --quick, all four file
+# systems in the guest (400 runs of 1 s, 8 jobs), took about 90 min end to end on the
+# development machine: (5,400 s − 8 boots x 40 s) / 400 runs − 1 s ≈ 11.7 s a run. One
+# study, so the range is wide: half to one and a half times that.
+GUEST_RUN_OVERHEAD = Prior(11.7, 5.9, 17.6)
+
+# Run-to-run spread before any has been seen on this host: the median coefficient of
+# variation over the 12 cells of the quickstart run in README.md (3 runs each; from 2.3%
+# for btrfs sequential writes to 24% for xfs buffered random writes).
+TYPICAL_CV = 0.083
+TYPICAL_CV_SOURCE = "median of the 12 cells of the quickstart run in README.md, 2.3% to 24%"
+
+
+# The device kinds and workload kinds the priors were measured on; for others (a real disk,
+# RAID, a fake device, another tool) nothing is assumed and the estimate says so.
+MEASURED_DEVICES = frozenset({"image"})
+MEASURED_WORKLOADS = frozenset({"fio"})
+
+
+def setup_prior(backend: str, fs_type: str, device_kind: str | None) -> Prior | None:
+    """The built-in prior of a job's setup on ``backend`` for ``fs_type`` on a device of
+    ``device_kind``; None where none was measured (a guest's boot dominates any device)."""
+    if backend == "guest":
+        return GUEST_SETUP
+    if backend != "host" or device_kind not in MEASURED_DEVICES:
+        return None
+    return HOST_SETUP.get(fs_type, HOST_SETUP_OTHER)
+
+
+def run_overhead_prior(backend: str, workload_kind: str) -> Prior | None:
+    """What a run adds to its stated runtime, or None where nothing is built in."""
+    if workload_kind not in MEASURED_WORKLOADS:
+        return None
+    return {"host": HOST_RUN_OVERHEAD, "guest": GUEST_RUN_OVERHEAD}.get(backend)
