@@ -38,7 +38,7 @@ def test_aged_image_made_once_copies_identical(device_support: None, tmp_path: P
     first = aged_image(key, make, cache, tmp_path / "rep1.img")
     original_sum = _sha256(next(cache.glob("aged-*.img")))
     assert len(made) == 1 and not first.cache_hit and first.make_s > 0
-    assert abs(first.report.utilisation_reached - 0.5) <= 0.02
+    assert abs((first.report.data_fraction or 0) - 0.5) <= 0.02 and first.report.device_bytes == size
 
     # Repetition 1 runs on its copy and changes it ...
     loop = attach(first.image)
@@ -89,7 +89,7 @@ def test_cleanup_after_sigkill_while_aging(device_support: None, tmp_path: Path)
         "from fslab.aging import AgingOption\n"
         f"d = Path({str(tmp_path)!r})\n"
         "make_aged_filesystem(d / 'fslab-0-agedtest.img', 1 << 30, 'ext4', [], [],\n"
-        "                     AgingOption(fill=0.9, seed=1, file_sizes='fixed:4KiB'), d)\n"
+        "                     AgingOption(fill=0.9, seed=1, file_sizes='fixed:4KiB', fill_by='statfs'), d)\n"
     )
     proc = subprocess.Popen([sys.executable, "-c", script])
     deadline = time.monotonic() + 60

@@ -56,7 +56,7 @@ def _listing(root) -> list[tuple[str, int]]:
 @pytest.mark.parametrize("fs_type", ["ext4", "xfs"])
 def test_random_holes_reaches_target(mounted_fs, fs_type: str) -> None:
     with mounted_fs(fs_type, size="512MiB") as (_, mnt):
-        report = age(mnt, AgingOption(fill=0.5, seed=7))
+        report = age(mnt, AgingOption(fill=0.5, seed=7, fill_by="statfs"))
         assert abs(report.utilisation_reached - 0.5) <= 0.02
         assert abs(utilisation(mnt) - 0.5) <= 0.02
         assert report.files_deleted > 0 and report.files == report.files_created - report.files_deleted
@@ -71,7 +71,7 @@ def test_random_holes_reaches_target(mounted_fs, fs_type: str) -> None:
 
 def test_churn_reaches_target(mounted_fs) -> None:
     with mounted_fs("ext4", size="256MiB") as (_, mnt):
-        report = age(mnt, AgingOption(fill=0.4, pattern="churn", rounds=3, seed=3))
+        report = age(mnt, AgingOption(fill=0.4, pattern="churn", rounds=3, seed=3, fill_by="statfs"))
         assert abs(report.utilisation_reached - 0.4) <= 0.02
         assert report.files_deleted > 0
 
@@ -93,16 +93,60 @@ def test_same_seed_same_files_different_seed_different(mounted_fs) -> None:
 def test_target_too_high_says_what_was_reached(mounted_fs) -> None:
     with mounted_fs("ext4", size="128MiB") as (_, mnt):
         with pytest.raises(AgingError, match=r"utilisation"):
-            age(mnt, AgingOption(fill=0.99, seed=1, file_sizes="fixed:1MiB"))
+            age(mnt, AgingOption(fill=0.99, seed=1, file_sizes="fixed:1MiB", fill_by="statfs"))
 
 
 def test_random_holes_reaches_target_on_btrfs(mounted_fs) -> None:
     """btrfs: statfs counts data and metadata chunks, which it allocates ahead; aging still
     lands within ±2% (or fails saying what was reached). Free space by FIEMAP inversion."""
     with mounted_fs("btrfs", size="512MiB") as (_, mnt):
-        report = age(mnt, AgingOption(fill=0.5, seed=7))
+        report = age(mnt, AgingOption(fill=0.5, seed=7, fill_by="statfs"))
         assert abs(report.utilisation_reached - 0.5) <= 0.02, report.utilisation_reached
         assert abs(utilisation(mnt) - 0.5) <= 0.02
         assert report.files_deleted > 0
         assert report.free_space["method"] == "fiemap-inversion" and report.free_space["free_extents"] > 1
         assert 0 < report.layout["layout_score"] <= 1.0
+
+
+def test_data_fill_holds_the_same_data_on_ext4_xfs_and_btrfs(mounted_fs) -> None:
+    """fill_by = "data" (the default): the same file data, and the same files, on every file
+    system of one device size; by statfs a 50%-aged xfs holds ~20% less data than ext4
+    (its per-AG reservations count as used, its log is outside f_blocks)."""
+    size = 512 << 20
+
+    def aged(fs_type: str, fill_by: str):  # type: ignore[no-untyped-def]
+        with mounted_fs(fs_type, size="512MiB") as (_, mnt):
+            report = age(mnt, AgingOption(fill=0.5, seed=7, fill_by=fill_by))
+            assert report.data_bytes == sum(n for _, n in _listing(mnt / "fslab-aging"))  # read back
+            return report
+
+    by_data = {fs: aged(fs, "data") for fs in ("ext4", "xfs", "btrfs")}
+    for fs, report in by_data.items():
+        assert report.device_bytes == size and report.fill_by == "data"
+        assert abs(report.data_bytes / size - 0.5) <= 0.02, (fs, report.data_bytes)
+        figures = report.metrics()  # both figures stored with every run
+        assert figures["aging_data_bytes"] == report.data_bytes
+        assert figures["aging_data_fraction"] == pytest.approx(report.data_bytes / size)
+        assert figures["aging_used_bytes"] == report.used_bytes
+        assert figures["aging_utilisation_fraction"] == report.utilisation_reached
+        assert report.used_bytes is not None and report.used_bytes > report.data_bytes  # metadata too
+    data = [r.data_bytes or 0 for r in by_data.values()]
+    assert max(data) / min(data) <= 1.01, data
+    assert len({r.file_set_sha256 for r in by_data.values()}) == 1  # the same files on each
+    # What statfs says differs: xfs counts its reservations as used.
+    assert by_data["xfs"].utilisation_reached > by_data["ext4"].utilisation_reached + 0.05
+    # The old definition: the same "50%" holds far less data on xfs.
+    by_statfs = {fs: aged(fs, "statfs") for fs in ("ext4", "xfs")}
+    assert (by_statfs["xfs"].data_bytes or 0) < 0.9 * (by_statfs["ext4"].data_bytes or 0)
+
+
+def test_data_fill_the_file_system_cannot_hold_says_so(mounted_fs) -> None:
+    with mounted_fs("xfs", size="512MiB") as (_, mnt):
+        with pytest.raises(AgingError, match=r"aging.fill = 0.9 of the 512 MiB.*offers files only"):
+            age(mnt, AgingOption(fill=0.9, seed=1))
+
+
+def test_churn_by_data_lands_on_the_data(mounted_fs) -> None:
+    with mounted_fs("ext4", size="256MiB") as (_, mnt):
+        report = age(mnt, AgingOption(fill=0.4, pattern="churn", rounds=3, seed=3))
+        assert report.files_deleted > 0 and report.data_bytes == round(0.4 * (256 << 20))

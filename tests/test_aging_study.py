@@ -5,6 +5,7 @@ free-space fragmentation is recorded before and after the workload."""
 from __future__ import annotations
 
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -69,8 +70,13 @@ def test_aged_study_reuses_one_aged_image(device_support: None, tmp_path: Path, 
     assert len(digests) == 1
     for run in aged:
         m = {k: v["value"] for k, v in run["metrics"].items()}
-        assert abs(m["aging_utilisation_fraction"] - 0.5) <= 0.02
+        # fill_by = "data" (the default): half the device's bytes as file data; what statfs
+        # counts as used (metadata too) is stored beside it
+        assert abs(m["aging_data_fraction"] - 0.5) <= 0.02 and m["aging_data_bytes"] == m["aging_data_fraction"] * (
+            256 << 20)
+        assert m["aging_utilisation_fraction"] > m["aging_data_fraction"]
         assert run["metrics"]["aging_utilisation_fraction"]["unit"] == "fraction"
+        assert run["provenance"]["aging"]["fill_by"] == "data"
         assert m["aging_files_count"] > 100
         # the aged file system's free space is cut up; the empty one's is not
         assert m["free_space_before_free_extents_count"] > 20
@@ -81,6 +87,16 @@ def test_aged_study_reuses_one_aged_image(device_support: None, tmp_path: Path, 
         assert "aging_utilisation_fraction" not in m and "aging" not in run["provenance"]
         assert m["free_space_before_free_extents_count"] < 20
         assert m["rand_write_lat_mean_ns"] > 0
+    # The report's "What was run" says what the fill measured and both figures reached.
+    markdown = tmp_path / "report.md"
+    done = subprocess.run([sys.executable, "-m", "fslab", "report", "-r", str(results), "--markdown", str(markdown)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    text = markdown.read_text()
+    assert 'to 50% of the device\'s bytes as file data (fill_by = "data"' in text
+    assert "alloc-aged: the aged state its runs started from" in text
+    state = next(line for line in text.splitlines() if line.startswith("| ext4 | 2 |"))
+    assert "128 MiB" in state and "50.0%" in state, state  # file data, its share, then statfs's count
 
 
 def test_aging_option_errors_name_the_field(tmp_path: Path) -> None:
@@ -134,9 +150,9 @@ def test_block_device_is_aged_in_place_and_unreachable_target_fails_the_run(loop
             runs = {r["cell"]["workload"]: r for r in store.runs(store.study().id)}
         aged = runs["alloc-aged"]
         assert aged["provenance"]["device"]["kind"] == "block"
-        assert abs(aged["metrics"]["aging_utilisation_fraction"]["value"] - 0.5) <= 0.02
+        assert abs(aged["metrics"]["aging_data_fraction"]["value"] - 0.5) <= 0.02  # of the disk's bytes
         failed = runs["alloc-too-full"]
-        assert failed["status"] == "failed" and "utilisation" in failed["error"]
+        assert failed["status"] == "failed" and "offers files only" in failed["error"]
     assert _leftovers(tmp_path) == []
 
 

@@ -173,9 +173,13 @@ def test_a_file_systems_own_device_is_validated_with_its_path() -> None:
     with pytest.raises(SpecError) as info:
         plan_of(base.replace('kernel = "6.12"', 'kernel = "6.12"\ndevice = { kind = "tape" }'))
     assert "filesystems.ext4-612.device.kind" in str(info.value) and "raid" in str(info.value)
+    # An entry's own device may be one of the user's disks (fslab.named_disks), named by
+    # one device only: here also an array member of the other entry.
     with pytest.raises(SpecError) as info:
-        plan_of(base.replace('kernel = "6.12"', 'kernel = "6.12"\ndevice = { kind = "block", path = "/dev/sdz" }'))
-    assert "filesystems.ext4-612.device.kind" in str(info.value) and "[device]" in str(info.value)
+        plan_of(base.replace('kernel = "6.12"', 'kernel = "6.12"\ndevice = { kind = "block", path = "/dev/sdz" }')
+                .replace('kernel = "6.1"', 'kernel = "6.1"\ndevice = { kind = "raid", level = 5, members = '
+                         '["/dev/sdx", "/dev/sdy", "/dev/sdz"] }'))
+    assert "filesystems.ext4-61.device.members[2] (/dev/sdz) and filesystems.ext4-612.device.path" in str(info.value)
 
 
 def test_plan_estimate_counts_a_boot_per_guest_job_and_says_when_time_is_unknown(

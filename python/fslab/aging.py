@@ -8,11 +8,28 @@ verified — before a workload measures it.
 * ``churn`` (Geriatrix-style): fill to the target, then ``rounds`` times delete randomly
   chosen files holding a quarter of the target and create new ones up to it again.
 
-*Utilisation* is the fraction of all the file system's blocks in use (statfs:
-``1 - f_bfree / f_blocks``), so it includes metadata and, on ext*, counts root's reserve
-as free. The target is reached within ±2% or ``AgingError`` says what was reached.
-The same option (seed included) on the same file system gives the same files in the
-same order; the report carries a digest of that list.
+What ``fill`` measures (``fill_by``):
+
+* ``"data"`` (the default): the files aging leaves hold ``fill`` of the *device's* bytes
+  (a 4 GiB device aged to 0.5 holds 2 GiB of file data, on every file system). This is
+  the aged state a comparison needs: every file system of a study starts from the same
+  data, and what its own metadata and reservations cost is part of what is measured, not
+  taken off what it holds. The count is exact (file sizes, not statfs), so no top-ups
+  steered by writeback timing are needed and, below the overfill ceiling on every file
+  system, the same seed gives the same files on each.
+* ``"statfs"``: the fraction of all the file system's blocks in use (statfs:
+  ``1 - f_bfree / f_blocks``), metadata included and, on ext*, root's reserve counted as
+  free. Not comparable across file systems: on a 512 MiB device a 50%-aged xfs (its log
+  outside f_blocks, its per-AG reservations counted as used) holds ~20% less data than a
+  50%-aged ext4. Kept for studies that mean the file system's own fullness.
+  ("Free space as the allocator sees it" was not chosen: equal free space again means
+  unequal data, and btrfs's f_bavail is an estimate that moves with chunk allocation.)
+
+Both figures — file data held and statfs blocks in use — are stored with every aged run
+(``aging_data_bytes``, ``aging_data_fraction``, ``aging_used_bytes``,
+``aging_utilisation_fraction``). The target is reached within ±2% or ``AgingError`` says
+what was reached. The same option (seed included) on the same file system gives the same
+files in the same order; the report carries a digest of that list.
 """
 
 from __future__ import annotations
@@ -33,11 +50,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from .errors import FslabError, Scope, SpecError
 from .fragmentation import free_space_histogram, summarize_layout, syncfs
 from .metrics import MetricKind, declare_metrics
-from .units import parse_size
+from .units import format_bytes, parse_size
 
 AGING_DIR = "fslab-aging"
 FILES_PER_DIR = 512
-TOLERANCE = 0.02  # the promised accuracy, in utilisation (fraction of blocks)
+TOLERANCE = 0.02  # the promised accuracy, as a fraction of the device (data) or of the blocks (statfs)
+# fill_by = "data": random-holes overfills halfway from the target to this share of the
+# device (or to the file system's free space at the start, if less), the same on every
+# file system that has room, so they get the same files.
+OVERFILL_CEILING = 0.8
 QUANTUM = 0.002  # top-ups come in steps of this share of all blocks
 CHURN_FRACTION = 0.25  # share of the target each churn round deletes and rewrites
 MAX_TOP_UPS = 8
@@ -110,7 +131,13 @@ class AgingOption(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    fill: float = Field(gt=0, lt=1, description="target utilisation, a fraction of all blocks")
+    fill: float = Field(gt=0, lt=1, description="the aged state: with fill_by = \"data\" the files "
+                        "left hold this fraction of the device's bytes; with \"statfs\" this fraction of "
+                        "the file system's blocks is in use")
+    fill_by: Literal["data", "statfs"] = Field(
+        default="data", description="what fill measures: \"data\" (file data as a fraction of the device: "
+        "the same data on every file system, comparable) or \"statfs\" (blocks in use, metadata and "
+        "reservations included: a 50%-aged xfs holds less data than a 50%-aged ext4)")
     pattern: Literal["random-holes", "churn"] = "random-holes"
     seed: int = Field(default=0, ge=0, lt=1 << 63)
     file_sizes: str = "lognormal:64KiB:1.5"
@@ -172,8 +199,8 @@ class AgingReport:
     fs_type: str | None
     block_size_bytes: int
     utilisation_start: float
-    utilisation_target: float
-    utilisation_reached: float
+    utilisation_target: float | None  # fill_by = "statfs": the fill; None when the fill was of data
+    utilisation_reached: float  # statfs: share of the blocks in use, metadata included
     files: int  # files left by aging
     files_created: int
     files_deleted: int
@@ -182,6 +209,18 @@ class AgingReport:
     layout: dict[str, Any]
     free_space: dict[str, Any]
     file_set: list[tuple[str, int]] = field(repr=False, default_factory=list)  # (path, bytes) created, in order
+    # Absent from reports of older fslab versions, which aged by statfs only.
+    fill_by: str = "statfs"  # what the fill measured (AgingOption.fill_by)
+    device_bytes: int | None = None  # the device's size, the denominator of a data fill
+    data_bytes: int | None = None  # file data aging left: the sum of its files' sizes
+    used_bytes: int | None = None  # statfs: blocks in use x block size, metadata included
+
+    @property
+    def data_fraction(self) -> float | None:
+        """File data left as a fraction of the device (what fill_by = "data" aims at)."""
+        if self.data_bytes is None or not self.device_bytes:
+            return None
+        return self.data_bytes / self.device_bytes
 
     @property
     def file_set_sha256(self) -> str:
@@ -215,14 +254,23 @@ class AgingReport:
             out[f"{prefix}layout_score"] = float(self.layout["layout_score"])
         if self.layout.get("fragments_per_file_mean") is not None:
             out[f"{prefix}fragments_per_file_mean"] = float(self.layout["fragments_per_file_mean"])
+        if self.data_bytes is not None:
+            out[f"{prefix}data_bytes"] = float(self.data_bytes)
+        if self.data_fraction is not None:
+            out[f"{prefix}data_fraction"] = self.data_fraction
+        if self.used_bytes is not None:
+            out[f"{prefix}used_bytes"] = float(self.used_bytes)
         return out
 
 
 # The verified aged state (AgingReport.metrics) and free-space facts (executor).
 declare_metrics("aging", {
-    "utilisation_fraction": MetricKind("fraction", False, "share of the file system's blocks in use"),
+    "utilisation_fraction": MetricKind("fraction", False, "share of the file system's blocks in use (statfs)"),
+    "data_bytes": MetricKind("B", False, "file data left by aging (the sum of its files' sizes)"),
+    "data_fraction": MetricKind("fraction", False, "file data left by aging, as a share of the device's bytes"),
+    "used_bytes": MetricKind("B", False, "bytes in use by statfs after aging (metadata included)"),
     "files_count": MetricKind("files", False, "files present"),
-    "written_bytes": MetricKind("B", False, "bytes written"),
+    "written_bytes": MetricKind("B", False, "bytes written while aging (deleted files included)"),
     "free_extents_count": MetricKind("extents", False, "free-space extents (more = more scattered)"),
     "layout_score": MetricKind("fraction", True, "share of file blocks contiguous with their predecessor"),
     "fragments_per_file_mean": MetricKind("fragments", False, "mean physically contiguous runs per file"),
@@ -234,10 +282,27 @@ def utilisation(mountpoint: Path) -> float:
     return 1.0 - st.f_bfree / st.f_blocks
 
 
-class _Ager:
-    """The state of one aging pass: the files alive, the RNG, what was written."""
+def device_bytes_of(mountpoint: Path) -> int | None:
+    """The size of the block device mounted at ``mountpoint`` (sysfs); None when its
+    source is not a block device this kernel lists."""
+    from .mounts import mount_at
 
-    def __init__(self, mountpoint: Path, option: AgingOption):
+    entry = mount_at(mountpoint)
+    if entry is None or not entry.source.startswith("/"):
+        return None
+    try:
+        name = Path(os.path.realpath(entry.source)).name
+        return int(Path(f"/sys/class/block/{name}/size").read_text()) * 512
+    except (OSError, ValueError):
+        return None
+
+
+class _Ager:
+    """The state of one aging pass: the files alive, the RNG, what was written. It steers
+    by ``planned``, counted in ``unit`` bytes: file-system blocks (fill_by = "statfs") or
+    bytes of file data (fill_by = "data")."""
+
+    def __init__(self, mountpoint: Path, option: AgingOption, device_bytes: int | None = None):
         self.root = mountpoint / AGING_DIR
         self.option = option
         self.rng = random.Random(option.seed)
@@ -246,7 +311,12 @@ class _Ager:
         self.mountpoint = mountpoint
         self.block = st.f_frsize
         self.total_blocks = st.f_blocks
-        self.cap = min(option.max_file_size, max(self.block, st.f_blocks * st.f_frsize // 32))
+        if device_bytes is None:
+            self.unit = self.block
+            self.cap = min(option.max_file_size, max(self.block, st.f_blocks * st.f_frsize // 32))
+        else:  # in bytes of the device, the same on every file system
+            self.unit = 1
+            self.cap = min(option.max_file_size, max(4096, device_bytes // 32))
         data = self.rng.randbytes(DATA_BYTES)
         self.data = memoryview(data + data)  # any file starts anywhere and reads on
         self.alive: list[tuple[str, int]] = []  # (relative path, bytes)
@@ -264,7 +334,11 @@ class _Ager:
         return st.f_blocks - st.f_bfree
 
     def _blocks(self, nbytes: int) -> int:
-        return -(-nbytes // self.block)
+        return -(-nbytes // self.unit)
+
+    def data_on_disk(self) -> int:
+        """The file data aging left, read back from the files (not from the plan)."""
+        return sum(os.stat(self.root / rel).st_size for rel, _ in self.alive)
 
     def create(self, nbytes: int) -> None:
         index = self.next_index
@@ -307,7 +381,7 @@ class _Ager:
         while self.planned < target_blocks:
             size = self.sizes.draw(self.rng, self.cap)
             if exact:
-                size = min(size, (target_blocks - self.planned) * self.block)
+                size = min(size, (target_blocks - self.planned) * self.unit)
             self.create(size)
 
     def delete_to(self, target_blocks: int) -> None:
@@ -321,17 +395,81 @@ class _Ager:
             self.planned -= self._blocks(nbytes)
 
 
-def age(mountpoint: Path, option: AgingOption) -> AgingReport:
+def age(mountpoint: Path, option: AgingOption, device_bytes: int | None = None) -> AgingReport:
     """Age the file system mounted at ``mountpoint`` to ``option`` and verify the result.
+    ``device_bytes``: the device's size for fill_by = "data" (default: read from sysfs).
 
-    Raises AgingError if the target cannot be reached within ±2% (the message gives the
-    utilisation reached), or if the file system is already fuller than the target."""
+    Raises AgingError if the target cannot be reached within ±2% (the message gives what
+    was reached), if the file system cannot hold it, or if it is already fuller."""
     from .mounts import mount_at
 
     started = time.monotonic()
     mountpoint = Path(mountpoint)
     start_util = utilisation(mountpoint)
-    ager = _Ager(mountpoint, option)
+    if option.fill_by == "data":
+        device_bytes = device_bytes or device_bytes_of(mountpoint)
+        if not device_bytes:
+            raise AgingError(f"cannot tell the size of the device mounted at {mountpoint}, which aging.fill is "
+                             "a fraction of: set aging.fill_by = \"statfs\" (a fraction of its blocks)")
+        ager = _Ager(mountpoint, option, device_bytes)
+        _age_by_data(ager, option, device_bytes)
+        data = ager.data_on_disk()
+        if abs(data / device_bytes - option.fill) > TOLERANCE:
+            raise AgingError(f"aging left {format_bytes(data)} of file data, not {option.fill:.0%} of the "
+                             f"{format_bytes(device_bytes)} device ± 2%: files changed beside it")
+    else:
+        ager = _Ager(mountpoint, option)
+        _age_by_statfs(ager, option, start_util)
+        data = ager.data_on_disk()
+    syncfs(mountpoint)
+    st = os.statvfs(mountpoint)
+    reached = utilisation(mountpoint)
+    wall = time.monotonic() - started
+    layout = summarize_layout(ager.root)
+    entry = mount_at(mountpoint)
+    return AgingReport(
+        option=option.model_dump(), fs_type=entry.fs_type if entry else None,
+        block_size_bytes=ager.block, utilisation_start=start_util,
+        utilisation_target=option.fill if option.fill_by == "statfs" else None, utilisation_reached=reached,
+        files=len(ager.alive), files_created=len(ager.created), files_deleted=ager.deleted,
+        bytes_written=ager.written, wall_s=wall, layout=layout.as_dict(),
+        free_space=free_space_histogram(mountpoint).as_dict(), file_set=ager.created,
+        fill_by=option.fill_by, device_bytes=device_bytes, data_bytes=data,
+        used_bytes=(st.f_blocks - st.f_bfree) * st.f_frsize,
+    )
+
+
+def _age_by_data(ager: _Ager, option: AgingOption, device_bytes: int) -> None:
+    """Steer by bytes of file data, exactly: the plan is the data (no statfs top-ups)."""
+    st = os.statvfs(ager.mountpoint)
+    offered = st.f_bavail * st.f_frsize  # what the file system offers files now
+    target = round(option.fill * device_bytes)
+    if target > offered:
+        raise AgingError(f"aging.fill = {option.fill:g} of the {format_bytes(device_bytes)} device is "
+                         f"{format_bytes(target)} of file data, but this file system offers files only "
+                         f"{format_bytes(offered)} (statfs): lower aging.fill or enlarge the device")
+    ager.planned = 0
+    if option.pattern == "random-holes":
+        ceiling = min(round(OVERFILL_CEILING * device_bytes), offered)
+        high = target + max(0, ceiling - target) // 2
+        low = max(0, target - (high - target) // 2)
+        ager.fill_to(high, exact=False)
+        syncfs(ager.mountpoint)  # place the files before deleting, so the holes are on disk
+        ager.delete_to(low)
+        syncfs(ager.mountpoint)
+    else:
+        ager.fill_to(target, exact=False)
+        for _ in range(option.churn_rounds):
+            syncfs(ager.mountpoint)
+            ager.delete_to(ager.planned - round(CHURN_FRACTION * target))
+            ager.fill_to(target, exact=False)
+        ager.delete_to(target)
+    ager.fill_to(target, exact=True)
+
+
+def _age_by_statfs(ager: _Ager, option: AgingOption, start_util: float) -> None:
+    """Steer by the file system's blocks in use (statfs), metadata included."""
+    mountpoint = ager.mountpoint
     total = ager.total_blocks
     target = round(option.fill * total)
     if start_util >= option.fill - TOLERANCE / 2:
@@ -369,14 +507,3 @@ def age(mountpoint: Path, option: AgingOption) -> AgingReport:
         raise AgingError(f"aging reached {reached:.1%} utilisation, not {option.fill:.0%} ± 2%: "
                          "the device is too small for these file sizes; enlarge it or lower "
                          "aging.max_file_size")
-    wall = time.monotonic() - started
-    layout = summarize_layout(ager.root)
-    entry = mount_at(mountpoint)
-    return AgingReport(
-        option=option.model_dump(), fs_type=entry.fs_type if entry else None,
-        block_size_bytes=ager.block, utilisation_start=start_util,
-        utilisation_target=option.fill, utilisation_reached=reached,
-        files=len(ager.alive), files_created=len(ager.created), files_deleted=ager.deleted,
-        bytes_written=ager.written, wall_s=wall, layout=layout.as_dict(),
-        free_space=free_space_histogram(mountpoint).as_dict(), file_set=ager.created,
-    )

@@ -141,6 +141,15 @@ def plan(
         for text, names in users.items():
             where = f" ({', '.join(names)})" if len(users) > 1 else ""
             console.print("device: " + escape(text + where), highlight=False)
+        from .named_disks import named_disks
+
+        disks = list(dict.fromkeys(d.path for d in named_disks(spec)))
+        if disks:
+            import shlex
+
+            console.print(escape(f"your disks, formatted by `fslab run` only when each is confirmed: "
+                                 f"{' '.join(f'--destroy-data-on {shlex.quote(d)}' for d in disks)}"),
+                          highlight=False)
     for line in outlook.lines():
         console.print(escape(line), highlight=False)
     by_reason: dict[tuple[str, str], list[str]] = {}  # one line for the entries placed alike
@@ -182,7 +191,8 @@ def run(
         help="run the failed runs of this study's newest run again (failures stay as history)")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress output")] = False,
     destroy_data_on: Annotated[Optional[list[str]], typer.Option(
-        "--destroy-data-on", help="confirm that fslab may format this real block device")] = None,
+        "--destroy-data-on", help="confirm that fslab may format this real block device (once per disk "
+        "the study names: its [device], entries' own devices, array members)")] = None,
     allow_exec: Annotated[bool, typer.Option(
         "--allow-exec", help="allow workload options that run programs as root (fio exec_prerun, "
         "exec_postrun, ioengine=exec), inline or in a job file")] = False,
@@ -658,8 +668,9 @@ def job_age(
 
     install_handlers()
     report = age_job(load_job(job_file), JobFolder(out.resolve()), (work or out / "work").resolve())
-    err_console.print(f"aged to {report.utilisation_reached:.1%} utilisation in {report.wall_s:.1f} s",
-                      highlight=False)
+    data = "" if report.data_fraction is None else f"{report.data_fraction:.1%} of the device as file data, "
+    err_console.print(f"aged to {data}{report.utilisation_reached:.1%} of the blocks in use (statfs) "
+                      f"in {report.wall_s:.1f} s", highlight=False)
 
 
 def _register_optional_commands() -> None:

@@ -10,7 +10,7 @@ its device, each cell its workload, parameters and input files), never the study
   `fslab run`;
 - ``probe_filesystems`` (``check_plan(probe_dir=...)``): makes and mounts each host file-system entry once on a scratch
   image (needs root): a rejected mkfs or mount option is found once, not in every run;
-- ``device_identity``: the checks and identity of a handed-over block device.
+- ``device_identity``: the checks and identities of every handed-over disk.
 """
 
 from __future__ import annotations
@@ -218,13 +218,13 @@ def probe_filesystems(plan: Plan, work_dir: Path) -> list[str]:
 
 
 def device_identity(plan: Plan, grant: Grant, resuming: bool) -> dict[str, str] | None:
-    """The checks of a handed-over device (mounted, in use, the root disk, a signature,
-    confirmed with --destroy-data-on) and its identity, which every job carries; None
-    when the study uses no such device."""
+    """The checks of every handed-over disk the study's devices name (the study's [device]
+    and entries' own: mounted, in use, the root disk, a signature, confirmed with
+    --destroy-data-on), all before the first mkfs, and their identities keyed by disk
+    path, which every job carries; None when the study names no disk of the user's."""
+    found: dict[str, str] = {}
     for device, _ in devices_in_use(plan):
         kind = DEVICES.get(device["kind"])
         if kind.preflight is not None:  # None: this section names no disk of the user's (an image array)
-            identity = kind.preflight(kind.parse(device), grant, resuming)
-            if identity is not None:
-                return identity
-    return None
+            found.update(kind.preflight(kind.parse(device), grant, resuming) or {})
+    return found or None

@@ -43,7 +43,10 @@ class StoredMetric(TypedDict):
 class AgingData(TypedDict):
     """fslab.aging.AgingOption as a cell stores it."""
 
-    fill: float  # target utilisation, a fraction of all blocks
+    fill: float  # the target, measured as fill_by says
+    # "data": file data as a fraction of the device; "statfs": blocks in use (absent: stored
+    # before fill_by existed, when fill was a fraction of the blocks by statfs)
+    fill_by: NotRequired[str]
     pattern: str  # "random-holes" | "churn"
     seed: int
     file_sizes: str
@@ -128,7 +131,9 @@ class HistoryRun(TypedDict):
 class StudyFacts(TypedDict, total=False):
     """What was recorded about a study when it was created (absent in older rows)."""
 
-    device_identity: dict[str, str] | None  # a handed-over disk's identity (fslab.devices.block)
+    # The handed-over disks' identities, by path: JSON of fslab.devices.block.identity (older
+    # rows: the one disk's identity itself, unkeyed).
+    device_identity: dict[str, str] | None
     paper: str | None  # ``[study] paper``: the published study it reproduces
     inputs: dict[str, str]  # the files its workloads read, by case and name: their SHA-256 (fslab.identity)
     revisions: list[StudyRevision]  # changes --retry-failed adopted, oldest first

@@ -92,13 +92,12 @@ def _validate_device(spec: StudySpec, source: str) -> None:
                             source=source, field=f"{where}.kind")
         kind = DEVICES.get(device.kind)
         try:
-            parsed = kind.parse(device)
+            kind.parse(device)
         except ValidationError as exc:
             raise _invalid(validation_lines(exc, where, kind.section), source) from None
-        if where != "device" and kind.user_disks is not None and kind.user_disks(parsed):
-            # A handed-over disk is checked once per study, as [device].
-            raise SpecError(f"a file system's own device cannot be a {device.kind!r} device on your own disks; "
-                            "give it as [device] (the study's one device)", source=source, field=f"{where}.kind")
+    from .named_disks import check_disks_named_once
+
+    check_disks_named_once(spec, source)
 
 
 def parse_spec(data: dict[str, Any], source: str, *, allow_exec: bool = False) -> StudySpec:

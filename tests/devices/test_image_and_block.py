@@ -1,6 +1,7 @@
 """Devices: loop images are made and released; a user's block device is refused unless
 it is confirmed, unmounted, unused, not the root device and free of signatures."""
 
+import json
 import os
 import stat
 import time
@@ -76,13 +77,16 @@ def test_block_device_with_signature_is_refused_unless_forced(loop_device, tmp_p
         with pytest.raises(DeviceRefused, match="ext4.*signature.*force"):
             preflight(block(dev.path), frozenset({dev.path}))
         recorded = preflight(block(dev.path, force=True), frozenset({dev.path}))
-        assert recorded["backing_file"].endswith(".img") and int(recorded["size_sectors"]) > 0
-        # Per-run provisioning (after preflight) accepts the file system fslab made...
-        grant = Grant(frozenset({dev.path}), recorded)
-        with provision_block(block(dev.path), tmp_path, "t", grant) as h:
-            assert h.path == os.path.realpath(dev.path)
+        assert list(recorded) == [dev.path]  # keyed by the disk's path: a study may name several
+        disk = json.loads(recorded[dev.path])
+        assert disk["backing_file"].endswith(".img") and int(disk["size_sectors"]) > 0
+        # Per-run provisioning (after preflight) accepts the file system fslab made, also
+        # by the unkeyed identity a study stored by an older fslab carries on resume...
+        for identity in (recorded, disk):
+            with provision_block(block(dev.path), tmp_path, "t", Grant(frozenset({dev.path}), identity)) as h:
+                assert h.path == os.path.realpath(dev.path)
         # ...but only on the disk preflight recorded (the identity the job carries).
-        other = Grant(frozenset({dev.path}), {**recorded, "size_sectors": "1"})
+        other = Grant(frozenset({dev.path}), {dev.path: json.dumps({**disk, "size_sectors": "1"})})
         with pytest.raises(DeviceRefused, match="not the disk this study started on"):
             with provision_block(block(dev.path), tmp_path, "t", other):
                 pass

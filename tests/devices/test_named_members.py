@@ -63,18 +63,3 @@ def test_members_are_named_once_and_say_how_many_disks() -> None:
         raid(["/dev/a", "/dev/b", "/dev/c"], disks=4)
     inner = DEVICES.get("raid").guest_section(raid(["/dev/a", "/dev/b", "/dev/c"]))
     assert inner["disks"] == 3 and "members" not in inner  # in the guest: its first 3 virtio disks
-
-
-def test_named_members_belong_to_the_studys_one_device(tmp_path: Path) -> None:
-    """Checked once per study as [device]; an image array may still be a file system's own."""
-    from fslab.errors import SpecError
-    from fslab.study import load_spec
-
-    base = ('[study]\nname = "x"\n[device]\nsize = "64MiB"\n[filesystems.f2fs]\ndevice = {device}\n'
-            '[[workloads]]\nkind = "null"\nname = "n"\n')
-    study = tmp_path / "s.toml"
-    study.write_text(base.format(device='{ kind = "raid", level = 5, members = ["/dev/a", "/dev/b", "/dev/c"] }'))
-    with pytest.raises(SpecError, match=r"filesystems.f2fs.device.kind.*give it as \[device\]"):
-        load_spec(str(study))
-    study.write_text(base.format(device='{ kind = "raid", level = 5, disks = 3, member_size = "64MiB" }'))
-    load_spec(str(study))

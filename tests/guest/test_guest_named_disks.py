@@ -105,3 +105,31 @@ def test_jfs_on_one_named_disk(guest_build: GuestBuild, loop_device, tmp_path: P
         assert blkid.stdout.strip() == "jfs"  # made on the named disk itself
         _no_qemu_left(tmp_path)
     assert _loops_under(tmp_path) == []
+
+
+def test_entries_on_their_own_named_disks_in_one_study(guest_build: GuestBuild, loop_device, tmp_path: Path) -> None:
+    """Seed 004's layout on the user's disks in one study: jfs on one disk and jfs on md
+    RAID5 over three others, each an entry's own device, each disk confirmed once and
+    handed to its own job's guest."""
+    with contextlib.ExitStack() as stack:
+        disk, *members = [stack.enter_context(loop_device("160MiB")).path for _ in range(4)]
+        study = tmp_path / "layout.toml"
+        entries = (f'[filesystems.jfs-disk]\ntype = "jfs"\ndevice = {{ kind = "block", path = "{disk}" }}\n'
+                   f'[filesystems.jfs-raid5]\ntype = "jfs"\ndevice = {{ kind = "raid", level = 5, chunk = "512KiB", '
+                   f'members = [{", ".join(repr(m).replace(chr(39), chr(34)) for m in members)}] }}\n')
+        study.write_text(STUDY.format(fs="unused", device='size = "64MiB"').replace(
+            "[filesystems.unused]\n", entries))
+        outcome = run_study(str(study), results_dir=tmp_path / "results", allowed_devices=frozenset([disk, *members]))
+        with Store(tmp_path / "results") as store:
+            runs = {r["cell"]["filesystem"]: r for r in store.runs(store.study().id)}
+        assert outcome.runs_failed == 0, [r["error"] for r in runs.values()]
+        assert runs["jfs-disk"]["provenance"]["device"]["kind"] == "vdisk"
+        _handed(runs["jfs-disk"], [disk])
+        array = runs["jfs-raid5"]["provenance"]["device"]
+        assert array["kind"] == "raid" and array["level"] == 5 and array["data_disks"] == 2
+        _handed(runs["jfs-raid5"], members)
+        for path in members:  # the array stopped in the guest, every member's superblock wiped
+            examine = subprocess.run(["mdadm", "--examine", path], capture_output=True, text=True)
+            assert examine.returncode != 0 and "No md superblock" in examine.stderr, examine.stdout
+        _no_qemu_left(tmp_path)
+    assert _loops_under(tmp_path) == []

@@ -80,9 +80,10 @@ def test_alloc_section_in_every_renderer(alloc_study: Path, tmp_path: Path) -> N
     state = section["tables"][-1]
     assert state["title"].startswith("Aged state")
     aged_rows = [r for r in state["rows"] if r[1] != "empty"]
-    # utilisation after aging: 50% ± 2, measured by statfs, in every aged row
+    # utilisation after aging, by statfs, in every aged row: the 50% of the device aging
+    # filled with file data (fill_by = "data") plus the file system's metadata
     for row in aged_rows:
-        assert 48 <= float(row[2].split("%")[0].split(" ")[0]) <= 52, row
+        assert 50 <= float(row[2].split("%")[0].split(" ")[0]) <= 60, row
     md = (tmp_path / "r.md").read_text()
     assert "## Allocation micro-benchmark: empty vs aged" in md and "| file system | case |" in md
 

@@ -105,7 +105,8 @@ class DeviceKind:
     ``section``: the pydantic model of its fields in ``[device]`` (besides ``kind``).
     ``provision(section, workdir, tag, grant)``: a context manager yielding a handle and
     always releasing the device. ``preflight(section, grant, resuming)``: once per study,
-    before any mkfs; returns the device's identity (or None) for the jobs to carry.
+    before any mkfs; returns the identities of the user's disks it names, keyed by disk
+    path (or None), for the jobs to carry.
     Capabilities: ``needs_root``, ``traceable`` (has a dev_t the block tracepoints see),
     ``tools`` (executable -> Debian package), ``image_file`` (its section has ``size`` and
     ``image_dir`` and the device is a loop-attached image file, so a job may start from a
@@ -135,8 +136,8 @@ class DeviceKind:
     # disks (before any image of guest_disks), checked again right before the guest
     # starts (the same checks as on the host); raises DeviceRefused. None: none.
     guest_passthrough: Callable[[Any, Grant], list[str]] | None = None
-    # The user's own disks a section names (checked once per study by ``preflight``, so
-    # only the study's [device] may name them). None: none.
+    # The user's own disks a section names (each checked once per study by ``preflight``;
+    # one device section per disk, fslab.study). None: none.
     user_disks: Callable[[Any], list[str]] | None = None
     # Bytes a file system on it can use at most, known before anything is made (a
     # section's size, an array's data disks, a handed-over disk's size). None: unknown.

@@ -158,18 +158,32 @@ def identity(sysfs_name: str) -> dict[str, str]:
     return facts
 
 
+def recorded_identity(grant: Grant, path: str) -> dict[str, str] | None:
+    """The identity preflight recorded of the disk at ``path``: a study's identities are
+    keyed by disk path (one study may name several disks: entries' own devices, an array's
+    members); a study stored by an older fslab holds its one disk's identity unkeyed."""
+    if grant.identity is None:
+        return None
+    if path in grant.identity:
+        return dict(json.loads(grant.identity[path]))
+    if "size_sectors" in grant.identity:  # unkeyed: the one disk of an older study
+        return dict(grant.identity)
+    return None
+
+
 def preflight(section: BlockSection, grant: Grant, resuming: bool = False) -> dict[str, str]:
     """Once per study, before anything is written: every check, signature included.
-    Returns the device's identity, which every job carries so that each run can check it
-    is still the same disk. A resumed study finds the file system it made itself, on the
-    disk it recorded (``grant.identity``)."""
+    Returns the device's identity keyed by its path (``{path: JSON of identity()}``), which
+    every job carries so that each run can check it is still the same disk. A resumed
+    study finds the file system it made itself, on the disk it recorded (``grant.identity``)."""
     # Refusals no confirmation can lift come first (missing, not a block device, the root
     # disk, mounted, in use): asking to confirm those would read like an invitation.
     check_device(os.path.realpath(section.path), allow_signature=True)
     handle = check_device(_confirmed(section, grant.allowed), allow_signature=section.force or resuming)
-    if resuming and grant.identity is not None:
-        _same_disk(section, handle, grant.identity)
-    return identity(handle.sysfs_name)
+    expected = recorded_identity(grant, section.path)
+    if resuming and expected is not None:
+        _same_disk(section, handle, expected)
+    return {section.path: json.dumps(identity(handle.sysfs_name), sort_keys=True)}
 
 
 def _same_disk(section: BlockSection, handle: DeviceHandle, expected: dict[str, str]) -> None:
@@ -184,15 +198,16 @@ def _same_disk(section: BlockSection, handle: DeviceHandle, expected: dict[str, 
 def checked(path: str, force: bool, grant: Grant) -> DeviceHandle:
     """The checks before each use of a handed-over disk: not missing, the root disk,
     mounted or in use; confirmed with --destroy-data-on; the disk preflight recorded
-    (``grant.identity``, keyed by the path for an array's members)."""
+    (``grant.identity``, keyed by the disk's path)."""
     # The signature was checked in preflight; later runs find the file system fslab made,
     # so each run checks instead that the disk at the path is still the one recorded.
     check_device(os.path.realpath(path), allow_signature=True)
     handle = check_device(_confirmed(BlockSection(path=path, force=force), grant.allowed), allow_signature=True)
-    if grant.identity is None:
+    expected = recorded_identity(grant, path)
+    if expected is None:
         raise DeviceRefused(f"{path} was not checked before this job (the job carries no "
                             "identity of the disk): run the study through `fslab run`")
-    _same_disk(BlockSection(path=path, force=force), handle, grant.identity)
+    _same_disk(BlockSection(path=path, force=force), handle, expected)
     return handle
 
 

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import re
 import time
 from collections.abc import Iterator
@@ -263,16 +262,8 @@ def preflight(section: RaidSection, grant: Grant, resuming: bool = False) -> dic
         return None
     found: dict[str, str] = {}
     for member in section.members:
-        member_grant = Grant(grant.allowed, _member_identity(grant, member))
-        found[member] = json.dumps(block_preflight(BlockSection(path=member, force=section.force),
-                                                   member_grant, resuming), sort_keys=True)
+        found.update(block_preflight(BlockSection(path=member, force=section.force), grant, resuming))
     return found
-
-
-def _member_identity(grant: Grant, member: str) -> dict[str, str] | None:
-    if grant.identity is None or member not in grant.identity:
-        return None
-    return dict(json.loads(grant.identity[member]))
 
 
 def passthrough(section: RaidSection, grant: Grant) -> list[str]:
@@ -280,8 +271,7 @@ def passthrough(section: RaidSection, grant: Grant) -> list[str]:
     array is built on them, under the guest backend they are handed to the guest whole."""
     from .block import checked
 
-    return [checked(m, section.force, Grant(grant.allowed, _member_identity(grant, m))).path
-            for m in section.members]
+    return [checked(m, section.force, grant).path for m in section.members]
 
 
 def capacity(section: RaidSection) -> int | None:

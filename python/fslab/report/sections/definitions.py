@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ...stored import StoredCell, StoredRun, StudyRow
+from ..aged_state import aged_state_table, aging_definition
 from ..data import ModelSection, TableSection
 from ..provenance_facts import bytes_text
 from .base import SECTIONS, Section, StudyData
@@ -105,8 +106,9 @@ def _limits_in_effect(runs: Sequence[StoredRun]) -> dict[str, set[str]]:
 
 def workload_tables(cells: Sequence[StoredCell], runs: Sequence[StoredRun] = ()) -> list[TableSection]:
     """Per workload: every parameter (an axis's values listed together), the memory limit
-    its runs ran under (the cells' own where no run is stored yet) and timeout; then the
-    text of each file it read (a fio job file), line by line."""
+    its runs ran under (the cells' own where no run is stored yet), timeout and aging (what
+    its fill measured); the aged state its runs started from (both measures, from ``runs``);
+    then the text of each file it read (a fio job file), line by line."""
     in_effect = _limits_in_effect(runs)
     by_workload: dict[str, list[StoredCell]] = {}
     for c in cells:
@@ -129,9 +131,15 @@ def workload_tables(cells: Sequence[StoredCell], runs: Sequence[StoredRun] = ())
         timeouts = {c.get("timeout_s") for c in group}
         rows.append(["timeout", ", ".join("the workload's default" if t is None else f"{t:g} s"
                                           for t in sorted(timeouts, key=lambda t: -1 if t is None else t))])
+        agings = {json.dumps(c.get("aging"), sort_keys=True): c.get("aging") for c in group}
+        if any(agings.values()):
+            rows.append(["aging", "; ".join(aging_definition(a) for a in agings.values())])
         tables.append(TableSection("workload", f"workload {name}", ["parameter", "value"], rows,
                                    note="as the workload's tool reads them: sizes in bytes (fio's own reading "
                                    "of '4k' or '16M'), times in seconds"))
+        state = aged_state_table(name, group, runs)
+        if state is not None:
+            tables.append(state)
         for file_name, text in (first.get("inputs") or {}).items():
             lines = [[str(k + 1), line] for k, line in enumerate(text.splitlines())]
             tables.append(TableSection("workload", f"workload {name}: {file_name} as run", ["line", "text"],
