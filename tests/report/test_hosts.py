@@ -55,7 +55,7 @@ def test_two_hosts_of_one_study_compare_like_any_other_axis(tmp_path, monkeypatc
             run["metrics"] = {"iops": {"value": v, "unit": "IOPS", "note": None, "higher_is_better": True}}
             runs.append(run)
     (tmp_path / "fslab.sqlite").write_bytes(b"")
-    row = SimpleNamespace(id=1, name="s", quick=False, spec_text="")
+    row = SimpleNamespace(id=1, name="s", quick=False, spec_text="", facts={})
     monkeypatch.setattr(cmp, "_load", lambda results, study: (row, runs, [cell]))
     a, b = cmp.resolve_sides("a", "b", tmp_path, None)
     assert (a.host, b.host, len(a.runs), len(b.runs)) == ("a", "b", 3, 3)
