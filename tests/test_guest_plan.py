@@ -162,7 +162,7 @@ def test_seed_004_runs_each_file_system_on_one_device_raid0_and_raid5(guest_avai
     # Each device on the model of the paper's device (tests/test_predictions.py checks each entry).
     assert spec.study.simulate == ["samsung-840pro-256"]
     assert {job.settings.simulate for job in plan.jobs if job.settings.device["kind"] == "raid"} == {
-        (f"raid{n}-8x-samsung-840pro-256", f"raid{n}-8x-wb") for n in (0, 5)}
+        (f"raid{n}-8x-md", f"raid{n}-8x-wb") for n in (0, 5)}
 
 
 def test_a_file_systems_own_device_is_validated_with_its_path() -> None:

@@ -225,7 +225,7 @@ def test_each_entry_may_name_the_models_of_its_own_device() -> None:
     plan = make_plan(spec, backends=choose_backend, quick=True, source=source)
     models = {job.cell.filesystem: job.settings.simulate for job in plan.jobs}
     one = ("samsung-840pro-256",)
-    raid = {lvl: (f"raid{lvl}-8x-samsung-840pro-256", f"raid{lvl}-8x-wb")
+    raid = {lvl: (f"raid{lvl}-8x-md", f"raid{lvl}-8x-wb")
             for lvl in (0, 5)}
     assert models == {"ext4": one, "f2fs": one, "ext4-raid0": raid[0], "f2fs-raid0": raid[0],
                       "ext4-raid5": raid[5], "f2fs-raid5": raid[5]}
