@@ -70,12 +70,12 @@ def _busiest(result: dict[str, Any], params: dict[str, Any]) -> str:
     elapsed = float(result.get("elapsed_ns") or 0)
     if not by or elapsed <= 0:
         return "—"
-    if params.get("kind") == "raid":  # member I/O time by cause: a share, not a utilisation
+    if params.get("kind") == "raid":  # the array's time by cause (members and host link): a share
         total = sum(by.values())
         if not total:
             return "controller cache (no member I/O)"
         top = max(by, key=lambda k: by[k])
-        return f"{top} {by[top] / total:.0%} of member time"
+        return f"{top} {by[top] / total:.0%} of the array's time"
     units = _units(params)
     util = {k: v / elapsed / units.get(k, 1.0) for k, v in by.items()}
     top = max(util, key=lambda k: util[k])
