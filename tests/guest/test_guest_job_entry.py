@@ -1,5 +1,5 @@
 """The job entry in the guest: a job planned on the host runs unchanged through
-`python -m fslab job run JOB --out DIR` in the guest (job in and records out through 9p
+`python -m fslab.job run JOB --out DIR` in the guest (job in and records out through 9p
 shares mounted at the same paths), and its record says it ran on the guest's kernel."""
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def test_a_planned_job_runs_in_the_guest(guest_build: GuestBuild, tmp_path: Path
     # The image lives on a virtio disk formatted in the guest: the guest's /tmp is tmpfs,
     # where a loop device cannot use direct I/O.
     scratch = sparse_image(tmp_path / "scratch.img", 2 * GiB)
-    entry = [sys.executable, "-m", "fslab", "job", "run", str(job), "--out", str(out)]
+    entry = [sys.executable, "-m", "fslab.job", "run", str(job), "--out", str(out)]  # the backend's entry
     script = ("mkfs.ext4 -F -q /dev/vda && mkdir -p /tmp/fslab-images && "
               "mount /dev/vda /tmp/fslab-images && " + shlex.join(entry))
     config = GuestConfig(memory_bytes=1 * GiB, disks=(scratch,), run_root=tmp_path,

@@ -37,6 +37,7 @@ from ...signals import shielded
 from ...spec import GUEST_MIN_MEMORY
 from . import paths
 from .build import GuestBuild, build
+from .init_script import PYCACHE_GUEST, PYCACHE_TAG
 from .kvm import kvm_verdict
 from .reaper import GuestState, kill_qemu, process_start_ticks
 
@@ -88,7 +89,7 @@ class GuestConfig:
                                 "a disk file system or use disk_cache = \"writeback\"",
                                 field="disk_cache")
         for tag, folder in self.shares.items():
-            if tag in ("hostroot", "modules", "fslabctl") or not tag.replace("_", "").isalnum():
+            if tag in ("hostroot", "modules", "fslabctl", PYCACHE_TAG) or not tag.replace("_", "").isalnum():
                 raise SpecError(f"share tag {tag!r} is reserved or not alphanumeric",
                                 field="shares")
             if not Path(folder).is_absolute() or not Path(folder).is_dir():
@@ -192,13 +193,15 @@ class Guest:
         argv = [qemu, "-machine", "q35", "-m", str(c.memory_bytes // MiB), "-smp", str(c.cpus),
                 "-nodefaults", "-display", "none", "-no-reboot", "-no-user-config",
                 "-serial", f"file:{_q(self.console_path)}",
-                "-kernel", str(self.build.vmlinuz), "-initrd", str(self.build.initramfs),
+                "-kernel", str(self.build.boot_kernel), "-initrd", str(self.build.initramfs),
                 "-append", "console=ttyS0 panic=-1 loglevel=4 rdinit=/init",
                 "-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,"
                            "multidevs=remap",
                 "-virtfs", f"local,path={_q(self.build.modules)},mount_tag=modules,"
                            "security_model=none,readonly=on",
-                "-virtfs", f"local,path={_q(folder / 'ctl')},mount_tag=fslabctl,security_model=none"]
+                "-virtfs", f"local,path={_q(folder / 'ctl')},mount_tag=fslabctl,security_model=none",
+                "-virtfs", f"local,path={_q(paths.pycache_dir())},mount_tag={PYCACHE_TAG},"
+                           "security_model=none"]
         # TCG's default CPU model (qemu64) lacks SSE4.2 and POPCNT, which wheels such as
         # pyarrow's take for granted ("Illegal instruction"); "max" offers all TCG can do.
         argv += ["-accel", "kvm", "-cpu", "host"] if self.kvm else ["-accel", "tcg", "-cpu", c.tcg_cpu]
@@ -230,8 +233,9 @@ class Guest:
         self._folder = Path(tempfile.mkdtemp(prefix=f"guest-{os.getpid()}-", dir=root))
         ctl = self._folder / "ctl"
         ctl.mkdir()
-        (ctl / "shares").write_text("".join(f"{tag} {path}\n"
-                                            for tag, path in self.config.shares.items()))
+        paths.pycache_dir().mkdir(parents=True, exist_ok=True)
+        shares = {**self.config.shares, PYCACHE_TAG: PYCACHE_GUEST}
+        (ctl / "shares").write_text("".join(f"{tag} {path}\n" for tag, path in shares.items()))
         self.console_path = self.config.console_path or self._folder / "console.log"
         self.console_path.parent.mkdir(parents=True, exist_ok=True)
         self.console_path.write_bytes(b"")
