@@ -77,7 +77,8 @@ def test_no_history_falls_back_to_stated_runtimes_and_says_what_is_unknown():
     assert estimate.seconds == 30 and estimate.from_declared == 1 and estimate.unknown == 1
     text = estimate.text()
     assert text.startswith("at least about 30 s: 1 from their stated runtime only (file layout and setup not")
-    assert "1 guest boots not timed here yet: 20 s–60 s more at 20–60 s each without KVM" in text
+    assert ("1 guest boots not timed here yet: 10 s–40 s more at 10–40 s each without KVM (TCG), "
+            "2 s–6 s at 2–6 s each with KVM") in text
     assert "1 runs with nothing to go by" in text and "setting up 1 file system not timed here yet" in text
 
 

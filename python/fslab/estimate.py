@@ -34,9 +34,12 @@ if TYPE_CHECKING:
 # A gap longer than this before a job's first run is not setup: the study was stopped and
 # resumed later (a guest under TCG that ages its image takes minutes; not half an hour).
 MAX_SETUP_S = 1800.0
-# A guest's boot when no guest run has been timed here: 20–60 s under TCG (measured on the
-# development machine; README, "The guest backend").
-UNTIMED_BOOT_S = (20, 60)
+# What a guest job adds before its first run (a boot and the job entry's start) when no
+# guest run has been timed here, by accelerator. TCG: 10–40 s, as bench/bench_guest.py
+# measured it on the development machine (2 cores, quiet to busy; README, "The guest
+# backend"). KVM: 2–6 s, the host's own import time plus a boot at native speed: an
+# assumption, since that machine has no KVM to measure with.
+UNTIMED_BOOT_S = {"tcg": (10, 40), "kvm": (2, 6)}
 
 
 class _Seen:
@@ -134,9 +137,12 @@ class TimeEstimate:
         if timed_boots:
             parts.append(f"{timed_boots} guest boot{'s' * (timed_boots != 1)} included, as timed here")
         if self.guest_boots_untimed:
-            low, high = (self.guest_boots_untimed * s for s in UNTIMED_BOOT_S)
-            parts.append(f"{self.guest_boots_untimed} guest boots not timed here yet: {duration_text(low)}–"
-                         f"{duration_text(high)} more at {UNTIMED_BOOT_S[0]}–{UNTIMED_BOOT_S[1]} s each without KVM")
+            n = self.guest_boots_untimed
+            (tcg_low, tcg_high), (kvm_low, kvm_high) = UNTIMED_BOOT_S["tcg"], UNTIMED_BOOT_S["kvm"]
+            parts.append(f"{n} guest boots not timed here yet: {duration_text(n * tcg_low)}–"
+                         f"{duration_text(n * tcg_high)} more at {tcg_low}–{tcg_high} s each without KVM "
+                         f"(TCG), {duration_text(n * kvm_low)}–{duration_text(n * kvm_high)} at "
+                         f"{kvm_low}–{kvm_high} s each with KVM (used where /dev/kvm boots a stock kernel)")
         setups = self.setups_unknown - self.guest_boots_untimed
         if setups > 0:
             parts.append(f"setting up {setups} file system{'s' * (setups != 1)} not timed here yet (a few seconds "
