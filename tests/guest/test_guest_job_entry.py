@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from fslab.backends.guest import paths
 from fslab.backends.guest.build import GuestBuild
 from fslab.backends.guest.launcher import GiB, GuestConfig, run_in_guest
+from fslab.job import execute
 
 from .conftest import sparse_image
 
@@ -70,3 +72,7 @@ def test_a_planned_job_runs_in_the_guest(guest_build: GuestBuild, tmp_path: Path
     iops = {m["name"]: m["value"] for m in record["metrics"]}["write_iops"]
     assert iops > 0
     assert (out / record["artifact_dir"] / "fio.json").exists()
+    # The guest's bytecode lands in the host's cache, for the next guest to read.
+    source = Path(execute.__file__).resolve()
+    tag = sys.implementation.cache_tag
+    assert (paths.pycache_dir() / source.parent.relative_to("/") / f"{source.stem}.{tag}.pyc").exists()
