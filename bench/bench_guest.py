@@ -130,6 +130,10 @@ def _run_overhead_s(backend: str, folder: Path) -> float:
     return outcome.wall_s / STUDY_RUNS - 1.0
 
 
+# The guest imports what this process imports (a checkout named by PYTHONPATH, else the venv's).
+GUEST_ENV = {"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else None
+
+
 def main() -> None:
     guest_build = build("6.1")
     with tempfile.TemporaryDirectory(prefix="fslab-bench-guest-", dir="/var/tmp") as tmp:
@@ -161,10 +165,10 @@ def main() -> None:
             print(f"per-command overhead: guest {guest_true * 1000:.0f} ms, host {host_true * 1000:.1f} ms "
                   f"(median of n={COMMANDS} each): ratio {guest_true / host_true:,.0f}x")
 
-            g.run(ENTRY_IMPORT, 600)  # the first import in a fresh cache writes the bytecode
-            guest_import = statistics.median(g.run(ENTRY_IMPORT, 600).wall_s for _ in range(ROUNDS))
+            g.run(ENTRY_IMPORT, 600, env=GUEST_ENV)  # the first import in a fresh cache writes the bytecode
+            guest_import = statistics.median(g.run(ENTRY_IMPORT, 600, env=GUEST_ENV).wall_s for _ in range(ROUNDS))
             host_import = statistics.median(_timed(ENTRY_IMPORT) for _ in range(ROUNDS))
-            guest_cli = statistics.median(g.run(CLI_IMPORT, 600).wall_s for _ in range(ROUNDS))
+            guest_cli = statistics.median(g.run(CLI_IMPORT, 600, env=GUEST_ENV).wall_s for _ in range(ROUNDS))
             host_cli = statistics.median(_timed(CLI_IMPORT) for _ in range(ROUNDS))
             print(f"job-entry import (fslab.job.entry, fslab.job.execute): guest {guest_import:.2f} s, "
                   f"host {host_import:.2f} s (median of n={ROUNDS} each): ratio "
