@@ -27,9 +27,14 @@ modules come from the unpacked package through a second share, and the guest's m
 
 The cache key is a hash of every input: the kernel package and version, the modules put
 in the initramfs, busybox (its size and mtime), the init and agent scripts and
-BUILDER_VERSION; a build is reused until one of them changes. Older builds are kept (1.4
-MB each) so that a guest starting from one is never pulled from under QEMU; `fslab guest
-clean` removes them.
+BUILDER_VERSION; a build is reused until one of them changes. Older builds are kept (the
+initramfs, 1.4 MB, and the unpacked kernel, about 66 MB for 6.1) so that a guest starting
+from one is never pulled from under QEMU; `fslab guest clean` removes them.
+
+The kernel is booted unpacked: Debian's vmlinuz is an xz-compressed bzImage whose
+decompressor, run emulated under TCG, took several seconds of every boot; the ELF inside
+has a PVH entry, which QEMU boots directly (``unpack_kernel``). Measured here under TCG,
+host busy: QEMU start to the agent's ready 12.6-13.9 s unpacked, 18.2-25.5 s as bzImage.
 """
 
 from __future__ import annotations
