@@ -53,8 +53,8 @@ from . import cpio, paths
 from .init_script import render_agent, render_init
 from .kernel import KernelTree, fetch_kernel
 
-# 2: cgroup v2 with memory in the guest; 3: /tmp overlaid, not hidden; 4: the bytecode
-# share, and the kernel unpacked for a PVH boot
+# 2: cgroup v2 with memory in the guest; 3: /tmp overlaid, not hidden; 4: the kernel
+# unpacked for a PVH boot, loop in the initramfs, console marks
 BUILDER_VERSION = 4
 # What init needs before it can mount the host's root: virtio PCI, 9p over virtio, the
 # overlay for /etc, /var and /root, and virtio disks; and loop, which nothing would load

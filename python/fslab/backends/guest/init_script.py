@@ -7,12 +7,6 @@ the kernel's modules (tag ``modules``) at /lib/modules/<release>, the control fo
 then switch_roots into the host's root and runs the agent with busybox (copied to
 /run/fslab, since /bin/sh of the host is dash and the initramfs is gone by then).
 
-Python's bytecode goes to a share of its own (tag ``fslabpyc``, at PYCACHE_GUEST): the
-host's root is read-only in the guest, so without it every import in every guest compiles
-its sources again (``__pycache__`` beside a source cannot be written, and a host that
-sets PYTHONDONTWRITEBYTECODE never wrote one). The first guest fills it; later ones only
-read it.
-
 The agent runs numbered commands the host drops into the control folder: ``cmd-N.sh`` is
 run by /bin/sh with stdout to ``out-N`` and stderr to ``err-N``; its exit status is
 written to ``status-N`` (via a rename, so the host never reads half a number). A file
@@ -27,8 +21,6 @@ from __future__ import annotations
 # /tmp is overlaid, not hidden: a checkout and its venv may live there (CI clones do), and
 # the guest must run the very fslab the host runs.
 OVERLAID = ("etc", "var", "root", "tmp")
-PYCACHE_TAG = "fslabpyc"
-PYCACHE_GUEST = "/run/fslab/pycache"  # PYTHONPYCACHEPREFIX of every command in the guest
 TMPFS = ("run", "mnt", "media", "srv")
 
 INIT = r"""#!/bin/busybox sh
@@ -121,7 +113,6 @@ export HOME=/root LANG=C.UTF-8 TERM=dumb
 # pydantic looks for plugins through every installed package's metadata at its first
 # model: seconds under TCG, for plugins no job uses.
 export PYDANTIC_DISABLE_PLUGINS=__all__
-if $B grep -q "^@PYCACHE_TAG@ " $C/shares 2>/dev/null; then export PYTHONPYCACHEPREFIX=@PYCACHE_GUEST@; fi
 cd /
 read -r up rest < /proc/uptime
 read -r _ _ release _ < /proc/version
@@ -150,4 +141,4 @@ def render_init() -> str:
 
 
 def render_agent() -> str:
-    return AGENT.replace("@PYCACHE_TAG@", PYCACHE_TAG).replace("@PYCACHE_GUEST@", PYCACHE_GUEST)
+    return AGENT

@@ -35,8 +35,3 @@ def run_dir(root: Path | None = None) -> Path:
     """Live guests: one folder per guest with its state file and control share."""
     return (root or cache_root()) / "run"
 
-
-def pycache_dir(root: Path | None = None) -> Path:
-    """Python bytecode the guests compile (PYTHONPYCACHEPREFIX in the guest): written by
-    the first guest that imports a module, read by every later one."""
-    return (root or cache_root()) / "pycache"
