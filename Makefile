@@ -1,4 +1,5 @@
-# fslab: `make demo` runs the quickstart study, `make test` runs the tests (and lint: ruff, mypy).
+# fslab: `make demo` runs the quickstart study, `make test` runs the tests (and lint: ruff, mypy),
+# `make test-fast` the host tier alone (no QEMU guest tests) for day-to-day work.
 # Each target runs `setup` first, so either alone is enough on a fresh machine.
 
 PYTHON ?= python3
@@ -10,7 +11,7 @@ APT_PACKAGES := fio bonnie++ fsmark dbench sysbench postmark e2fsprogs xfsprogs 
 # Only real sources: generated .rs files under target/ must not trigger a reinstall.
 RUST_SOURCES := $(shell find crates -name target -prune -o \( -name '*.rs' -o -name Cargo.toml -o -name Cargo.lock \) -print 2>/dev/null)
 
-.PHONY: setup system-packages demo test bench lint clean
+.PHONY: setup system-packages demo test test-fast bench lint clean
 
 setup: system-packages $(VENV)/.installed
 
@@ -36,6 +37,10 @@ demo: setup
 test: setup lint
 	cd crates/fslab-core && cargo test -q
 	$(BIN)/pytest -q
+
+# The host tier: every test but those that boot a QEMU guest (marker `guest`).
+test-fast: setup
+	$(BIN)/pytest -q -m "not guest"
 
 bench: setup
 	$(BIN)/python -m bench

@@ -111,12 +111,14 @@ def test_record_round_trips_through_json(tmp_path):
     assert names["wall_s"].higher_is_better is False
 
 
-def test_fslab_job_run_writes_records_as_runs_end(tmp_path):
-    """The command a guest or a remote worker calls: own process, records.jsonl, artifacts."""
+@pytest.mark.parametrize("entry", [["fslab", "job"], ["fslab.job"]], ids=["cli", "light"])
+def test_fslab_job_run_writes_records_as_runs_end(tmp_path, entry):
+    """The command a guest or a remote worker calls: own process, records.jsonl, artifacts.
+    A guest starts the light entry (`python -m fslab.job`), which imports no CLI library."""
     plan = null_plan(tmp_path, fresh="repetition")
     job = plan.jobs[0]
     write_job(job, tmp_path / "job.json")
-    done = subprocess.run([sys.executable, "-m", "fslab", "job", "run", str(tmp_path / "job.json"),
+    done = subprocess.run([sys.executable, "-m", *entry, "run", str(tmp_path / "job.json"),
                            "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     records = list(JobFolder(tmp_path / "out").records())
@@ -124,6 +126,18 @@ def test_fslab_job_run_writes_records_as_runs_end(tmp_path):
         (r.cell.id, r.repetition, r.sequence) for r in job.runs]
     assert all(r.status == "ok" for r in records)
     assert "3 runs ok, 0 failed" in done.stderr
+
+
+def test_light_job_entry_imports_no_cli_library_and_names_a_bad_job_file(tmp_path):
+    (tmp_path / "job.json").write_text("{}")
+    script = ("import runpy, sys; sys.argv = ['x', 'run', sys.argv[1], '--out', sys.argv[2]]\n"
+              "try:\n    runpy.run_module('fslab.job', run_name='__main__')\n"
+              "except SystemExit as exc:\n"
+              "    print(exc.code, sorted(m for m in ('typer', 'click', 'rich') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "job.json"), str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip() == "2 []", done.stderr
+    assert f"{tmp_path / 'job.json'}: not a valid fslab job" in done.stderr
 
 
 def test_plan_writes_every_job_as_json(tmp_path):

@@ -171,13 +171,20 @@ def _stored(results: Path) -> int:
         return 0
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("sig,fresh", [(signal.SIGINT, "run"), (signal.SIGTERM, "repetition")])
 def test_interrupt_cleans_up_and_resume_completes(device_support, tmp_path, sig, fresh):
     study = write_study(tmp_path, fresh=fresh, runtime=2)
     results = tmp_path / "results"
     fslab = [sys.executable, "-m", "fslab.cli"]
+    # A suite started with SIGINT ignored (nohup, a background job) would pass that on:
+    # the child gets the default handler back, as a run started from a terminal has it.
     proc = subprocess.Popen([*fslab, "run", str(study), "-r", str(results), "-q"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_default_sigint)
     deadline = time.monotonic() + 120
     while _stored(results) < 1 and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.1)

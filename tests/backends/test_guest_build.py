@@ -4,13 +4,15 @@ key (no QEMU, no download: a kernel tree is laid out by hand in a temp folder)."
 from __future__ import annotations
 
 import gzip
+import lzma
 import stat
+import struct
 from pathlib import Path
 
 import pytest
 
 from fslab.backends.guest import cpio
-from fslab.backends.guest.build import cache_key, module_closure
+from fslab.backends.guest.build import cache_key, module_closure, unpack_kernel
 from fslab.backends.guest.kernel import KernelTree, fetch_kernel, from_path
 from fslab.errors import MissingCapability, SpecError
 
@@ -103,3 +105,33 @@ def test_a_kernel_path_without_modules_is_refused(tmp_path: Path) -> None:
         fetch_kernel(str(image), tmp_path)
     with pytest.raises(SpecError, match='use "6.1", "6.12" or a path'):
         fetch_kernel("5.10", tmp_path)
+
+
+def _elf_with_note(name: bytes, note_type: int) -> bytes:
+    """A 64-bit ELF whose one program header is a PT_NOTE holding one note."""
+    desc = struct.pack("<Q", 0x1000000)
+    note = struct.pack("<III", len(name) + 1, len(desc), note_type) + name + b"\0" * (4 - len(name) % 4) + desc
+    header = b"\x7fELF" + bytes([2, 1, 1]) + bytes(9) + struct.pack("<HHIQQQIHHHHHH", 2, 62, 1, 0, 64, 0, 0,
+                                                                       64, 56, 1, 0, 0, 0)
+    phdr = struct.pack("<IIQQQQQQ", 4, 4, 64 + 56, 0, 0, len(note), len(note), 4)
+    return header + phdr + note
+
+
+@pytest.mark.parametrize("name,note_type,boots", [(b"Xen", 18, True), (b"Xen", 5, False), (b"GNU", 18, False)])
+def test_the_kernel_is_unpacked_only_with_a_pvh_entry(tmp_path: Path, name: bytes, note_type: int,
+                                                      boots: bool) -> None:
+    elf = _elf_with_note(name, note_type)
+    bzimage = tmp_path / "vmlinuz"
+    bzimage.write_bytes(b"MZ setup code" + bytes(500) + lzma.compress(elf, format=lzma.FORMAT_XZ) + b"tail")
+    unpacked = unpack_kernel(bzimage, tmp_path / "vmlinux")
+    assert (unpacked is not None) == boots
+    if boots:
+        assert unpacked == tmp_path / "vmlinux" and unpacked.read_bytes() == elf
+    else:
+        assert not (tmp_path / "vmlinux").exists()
+
+
+def test_a_kernel_without_an_xz_payload_is_booted_as_it_is(tmp_path: Path) -> None:
+    bzimage = tmp_path / "vmlinuz"
+    bzimage.write_bytes(b"MZ" + bytes(100) + gzip.compress(_elf_with_note(b"Xen", 18)))
+    assert unpack_kernel(bzimage, tmp_path / "vmlinux") is None

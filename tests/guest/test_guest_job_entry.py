@@ -1,9 +1,10 @@
 """The job entry in the guest: a job planned on the host runs unchanged through
-`python -m fslab job run JOB --out DIR` in the guest (job in and records out through 9p
+`python -m fslab.job run JOB --out DIR` in the guest (job in and records out through 9p
 shares mounted at the same paths), and its record says it ran on the guest's kernel."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shlex
 import subprocess
@@ -14,6 +15,7 @@ import pytest
 
 from fslab.backends.guest.build import GuestBuild
 from fslab.backends.guest.launcher import GiB, GuestConfig, run_in_guest
+from fslab.job import execute
 
 from .conftest import sparse_image
 
@@ -56,7 +58,7 @@ def test_a_planned_job_runs_in_the_guest(guest_build: GuestBuild, tmp_path: Path
     # The image lives on a virtio disk formatted in the guest: the guest's /tmp is tmpfs,
     # where a loop device cannot use direct I/O.
     scratch = sparse_image(tmp_path / "scratch.img", 2 * GiB)
-    entry = [sys.executable, "-m", "fslab", "job", "run", str(job), "--out", str(out)]
+    entry = [sys.executable, "-m", "fslab.job", "run", str(job), "--out", str(out)]  # the backend's entry
     script = ("mkfs.ext4 -F -q /dev/vda && mkdir -p /tmp/fslab-images && "
               "mount /dev/vda /tmp/fslab-images && " + shlex.join(entry))
     config = GuestConfig(memory_bytes=1 * GiB, disks=(scratch,), run_root=tmp_path,
@@ -70,3 +72,5 @@ def test_a_planned_job_runs_in_the_guest(guest_build: GuestBuild, tmp_path: Path
     iops = {m["name"]: m["value"] for m in record["metrics"]}["write_iops"]
     assert iops > 0
     assert (out / record["artifact_dir"] / "fio.json").exists()
+    # fslab's bytecode was written on the host, beside its sources, for the guest to read.
+    assert Path(importlib.util.cache_from_source(execute.__file__)).exists()

@@ -12,7 +12,6 @@ from typing import Any
 
 from ..devices import DeviceHandle
 from ..metrics import MetricKind, declare_metrics
-from ..trace.formats import ARRAY_DEV, MEMBER_DEVS
 from .record import Metric
 
 # Metrics of a traced run (fslab.analysis.traces.summary_metrics).
@@ -81,6 +80,8 @@ class RunTrace:
                "events": self.meta.get("events_total", self.result["events"]),
                "method": self.meta.get("capture_method"), "reader": self.meta.get("reader")}
         if self.members_result is not None:
+            from ..trace.formats import ARRAY_DEV, MEMBER_DEVS  # numpy: only where a trace was taken
+
             out["array"] = {"trace_metrics": "the md device: bios queued to it (block_bio_queue)",
                             "trace_members_metrics": "its member devices: requests (block_rq_*)",
                             "md_dev": self.meta.get(ARRAY_DEV), "member_devs": self.meta.get(MEMBER_DEVS)}
@@ -95,7 +96,7 @@ def traced(enabled: bool, dev: DeviceHandle, artifact_dir: Path) -> Iterator[Run
         return
     from ..analysis.traces import analyze
     from ..trace.capture import DEFAULT_EVENTS, TraceCapture
-    from ..trace.formats import members_view, write_parquet
+    from ..trace.formats import ARRAY_DEV, MEMBER_DEVS, members_view, write_parquet
 
     rt = RunTrace(artifact_dir / ARTIFACT_NAME)
     members = [m.dev_t for m in dev.members]

@@ -14,6 +14,7 @@ suffix -> MetricKind) and its ``capabilities``; registration checks the declarat
 
 from __future__ import annotations
 
+import contextvars
 import importlib
 import pkgutil
 from dataclasses import dataclass, field
@@ -231,13 +232,29 @@ def _refuse_exec(workload: Workload, section: WorkloadSection, *, source: str, f
                             "`fslab run` if you trust this study file", source=source, field=where)
 
 
+# While a workload registers, its example is validated without asking its tool (fio
+# --parse-only): that would cost every import of fslab a process start, about 1 s in a
+# guest under TCG, for an example the workload's tests already run through the tool.
+_REGISTERING = contextvars.ContextVar("registering", default=False)
+
+
+def tools_may_be_asked() -> bool:
+    """False while a workload's own example is checked at import: validate parameters
+    without running the tool."""
+    return not _REGISTERING.get()
+
+
 def register_workload(workload: Workload) -> Workload:
     """Register a workload; its tools and metrics are declared, and its example's primary
     metrics checked, here — an undeclared metric fails at import, not in every run."""
     declare_tools(workload.tools, f"{workload.name} workloads")
     declare_metrics(workload.name, workload.metrics)
-    check_declared(f"workload {workload.name!r}",
-                   workload.primary_metrics(workload.validate(dict(workload.example))))
+    token = _REGISTERING.set(True)
+    try:
+        example = workload.validate(dict(workload.example))
+    finally:
+        _REGISTERING.reset(token)
+    check_declared(f"workload {workload.name!r}", workload.primary_metrics(example))
     return WORKLOADS.register(workload.name, workload)
 
 

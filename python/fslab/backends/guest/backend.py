@@ -77,7 +77,7 @@ class GuestBackend:
         job_file = folder.job_file
         console = folder.console_file
         deadline = GUEST_MARGIN_S + sum(r.cell.timeout_s or RUN_ALLOWANCE_S for r in job.runs)
-        argv = [sys.executable, "-m", "fslab", "job", "run", str(job_file), "--out", str(out_dir),
+        argv = [sys.executable, "-m", "fslab.job", "run", str(job_file), "--out", str(out_dir),
                 "--work", INNER_WORK]
         started = time.time()
         delivered: list[RunRecord] = []
@@ -168,7 +168,7 @@ def _aged_copy(job: Job, size: int, dest: Path, folder: JobFolder, work_dir: Pat
                 f.truncate(size)
             age_job = aging_out / "age-job.json"
             write_job(job, age_job)
-            argv = [sys.executable, "-m", "fslab", "job", "age", str(age_job), "--out", str(aging_out),
+            argv = [sys.executable, "-m", "fslab.job", "age", str(age_job), "--out", str(aging_out),
                     "--work", INNER_WORK]
             config = GuestConfig(kernel=settings.guest_kernel, memory_bytes=settings.guest_memory,
                                  disks=(image,), shares={"out": out_dir}, console_path=aging_out / CONSOLE_FILE,

@@ -72,7 +72,7 @@ def probe(build: GuestBuild, qemu: str) -> KvmVerdict:
         console = Path(tmp) / "console"
         argv = [qemu, "-machine", "q35", "-accel", "kvm", "-cpu", "host", "-m", "256",
                 "-nodefaults", "-display", "none", "-no-reboot",
-                "-serial", f"file:{console}", "-kernel", str(build.vmlinuz),
+                "-serial", f"file:{console}", "-kernel", str(build.boot_kernel),
                 "-initrd", str(build.initramfs),
                 "-append", "console=ttyS0 panic=-1 loglevel=4 rdinit=/init fslab.mode=probe"]
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,

@@ -34,3 +34,4 @@ def builds_dir(root: Path | None = None) -> Path:
 def run_dir(root: Path | None = None) -> Path:
     """Live guests: one folder per guest with its state file and control share."""
     return (root or cache_root()) / "run"
+
