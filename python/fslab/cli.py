@@ -148,8 +148,6 @@ def plan(
 
         disks = list(dict.fromkeys(d.path for d in named_disks(spec)))
         if disks:
-            import shlex
-
             console.print(escape(f"your disks, formatted by `fslab run` only when each is confirmed: "
                                  f"{' '.join(f'--destroy-data-on {shlex.quote(d)}' for d in disks)}"),
                           highlight=False)
