@@ -55,6 +55,14 @@ def test_a_bad_option_is_refused_naming_it_and_nothing_is_written(tmp_path: Path
     assert not (tmp_path / "results").exists()
 
 
+def test_an_option_that_runs_a_program_is_refused_in_the_one_line_study_s_words(tmp_path: Path) -> None:
+    # there is no study file to trust in a one-line study: the fix names --allow-exec only
+    with pytest.raises(SpecError) as caught:
+        write_study("ext4,xfs", "rw=randwrite exec_prerun=ls", None, tmp_path / "results")
+    assert "--allow-exec" in str(caught.value) and "study file" not in str(caught.value)
+    assert not (tmp_path / "results").exists()
+
+
 def test_run_takes_a_study_file_or_a_one_line_study_not_both(tmp_path: Path) -> None:
     for argv in (["run"], ["run", "quickstart", "--fs", "ext4,xfs", "--fio", "rw=read"],
                  ["run", "--fs", "ext4,xfs"]):

@@ -60,6 +60,18 @@ def test_a_results_path_fio_cannot_take_is_refused_before_anything_is_made(tmp_p
     assert not (tmp_path / name).exists()
 
 
+def test_plan_refuses_the_results_path_a_run_would_refuse(tmp_path):
+    # plan promises that what a run would refuse exits 2 there too
+    study = tmp_path / "s.toml"
+    study.write_text(NULL_STUDY.format(fake=tmp_path / "fake", fail="false"))
+    results = tmp_path / "a;b" / "r"
+    done = subprocess.run([*FSLAB, "plan", str(study), "-r", str(results)], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "COLUMNS": "400"})
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "fio reads as job-file syntax" in done.stderr and "--results" in done.stderr
+    assert not (tmp_path / "a;b").exists()
+
+
 def test_a_results_path_with_a_colon_runs_fio(device_support, tmp_path):
     study = tmp_path / "s.toml"
     study.write_text(FIO_STUDY.format(images=tmp_path / "images"))

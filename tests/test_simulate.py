@@ -50,6 +50,14 @@ def test_parse_synthetic() -> None:
     assert s == {"rw": "randwrite", "bs": 4096, "count": 1000, "span": 1 << 30, "seed": 3, "rate_iops": 500.0}
 
 
+@pytest.mark.parametrize("count", ["0", "-5", "1.5", "4k"])
+def test_synthetic_count_is_a_positive_number_of_requests(count: str) -> None:
+    # count=0 used to print a prediction of 0 IOPS and 0 us latency; 1.5 was "not a whole number of bytes"
+    with pytest.raises(SpecError, match="requests") as err:
+        parse_synthetic(f"rw=randread,count={count}", 1 << 30)
+    assert err.value.field == "--synthetic count" and "bytes" not in str(err.value)
+
+
 def test_csv_and_parquet_requests(tmp_path: Path) -> None:
     csv_path = tmp_path / "t.csv"
     csv_path.write_text("time_ns,op,sector,bytes\n0,R,0,4096\n1000,W,8,4096\n2000,FWFS,16,4096\n3000,F,0,0\n")

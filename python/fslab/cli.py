@@ -75,6 +75,9 @@ def plan(
     p = make_plan(spec, backends=choose_backend, quick=quick, source=source, study_dir=study_dir,
                   allow_exec=allow_exec)
     check_plan(p, source=source, disks=True)
+    from .store import check_results_path
+
+    check_results_path(results)  # a run into this folder would refuse it
     import platform
 
     from .forecast import forecast, history_of

@@ -331,6 +331,16 @@ _SYNTH_KEYS = {"rw", "bs", "count", "span", "offset", "seed", "rwmixread", "rate
                "poisson", "fsync", "fsync_every"}
 
 
+def _request_count(value: str) -> int:
+    try:
+        count = int(value)
+    except ValueError:
+        raise ValueError(f"{value!r} is not a whole number of requests; write e.g. count=100000") from None
+    if count < 1:
+        raise ValueError(f"{count} requests: a stream needs at least 1 request")
+    return count
+
+
 def parse_synthetic(spec: str, default_span: int) -> dict[str, Any]:
     """``rw=randwrite,bs=4k,count=100000,span=4GiB,seed=1`` -> the core's stream dict.
     Also: offset, rwmixread (% reads), rate (requests/s, open loop), poisson=1, fsync=N."""
@@ -341,7 +351,9 @@ def parse_synthetic(spec: str, default_span: int) -> dict[str, Any]:
         if not sep or key not in _SYNTH_KEYS:
             raise SpecError(f"{part!r}: use KEY=VALUE with KEY in {sorted(_SYNTH_KEYS)}", field="--synthetic")
         try:
-            if key in ("bs", "span", "offset", "count"):
+            if key == "count":  # a number of requests, not a size: no suffixes, at least one
+                out[key] = _request_count(value)
+            elif key in ("bs", "span", "offset"):
                 out[key] = parse_size(value)
             elif key in ("rate", "rate_iops", "rwmixread"):
                 out["rate_iops" if key == "rate" else key] = float(value)

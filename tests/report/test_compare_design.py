@@ -49,3 +49,21 @@ def test_a_fixed_repetition_study_has_no_design_note(tmp_path: Path) -> None:
     c = compare(*resolve_sides("ext4", "xfs", results, None))
     assert c.design == "" and c.rows[0].method == "welch-t, holm"
     assert c.rows[0].p_value == welch_t(VALUES["xfs"], VALUES["ext4"]).p_value
+
+
+def test_the_summary_of_an_auto_study_names_its_test(tmp_path: Path) -> None:
+    """The HTML and Markdown summaries said 'p: Welch's t-test, Holm-corrected' above a
+    table whose p values are the group-sequential test's."""
+    from fslab.report.html import render_html
+    from fslab.report.markdown import render_markdown
+
+    auto = load_report(store_study(tmp_path, TWO, VALUES, auto=RULE), None)
+    html = render_html(auto)
+    summary = html[html.index('id="summary"'):html.index('id="results"')]
+    markdown = render_markdown(auto)
+    md_summary = markdown[markdown.index("## Summary"):markdown.index("## Results")]
+    for text in (summary, md_summary):
+        assert "group-sequential" in text and "Holm-corrected" not in text
+    (tmp_path / "fixed").mkdir()
+    fixed = render_html(load_report(store_study(tmp_path / "fixed", TWO, VALUES), None))
+    assert "Holm-corrected" in fixed[fixed.index('id="summary"'):fixed.index('id="results"')]

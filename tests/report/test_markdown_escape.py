@@ -11,7 +11,8 @@ from fslab.report.outputs import load_report
 from fslab.runner import run_study
 
 HOSTILE_NAME = "<img src=x onerror=alert(1)>"
-HOSTILE_WORKLOAD = "![p](http://example.invalid/t.png)"
+# a workload name may hold no "/" (it names folders), so the link has none either
+HOSTILE_WORKLOAD = "![p](http:example.invalid)"
 
 STUDY = """
 [study]

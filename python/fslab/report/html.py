@@ -19,7 +19,7 @@ from .compare import (
 )
 from .data import ModelSection, Report, TableSection, TracePlot
 from .labels import interval_note
-from .summary import caveat_lines, summary_table
+from .summary import caveat_lines, sequential_p, summary_table
 from .svg import chart_svg, legend_html
 
 CSS = """
@@ -153,7 +153,7 @@ def render_html(report: Report) -> str:
     if undecided:
         parts.append('<h3>No verdict</h3><ul class="findings noverdict">'
                      + "".join(f"<li>{escape(f.text)}</li>" for f in undecided) + "</ul>")
-    parts.append(f'<p class="note">{escape(interval_note())}</p></section>')
+    parts.append(f'<p class="note">{escape(interval_note(sequential_p(report)))}</p></section>')
 
     columns, rows = summary_table(report)
     caveats = "".join(f'<p class="warn caveat">{escape(line)}</p>' for line in caveat_lines(report))

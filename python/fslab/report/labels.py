@@ -54,11 +54,16 @@ def p_text(p: float) -> str:
     return "p < 0.001" if p < 0.001 else f"p = {p:.2g}"
 
 
-def interval_note() -> str:
+def interval_note(sequential: bool = False) -> str:
+    """The summary's note; ``sequential``: the table's p values are the group-sequential
+    test's that decided an auto study's stops (report.stopping), not Welch's with Holm."""
+    test = ("the group-sequential Welch's t-test that decided when each cell stopped repeating, rescaled so "
+            "that p < α means significant (α = 0.05; see the note under the results)" if sequential else
+            "Welch's t-test, Holm-corrected within each row's backend (α = 0.05)")
     return (f"Intervals: {CONFIDENCE:.0%} Student-t interval of the mean over n runs; relative "
             "differences: (mean − best) / best, the best of the column's own backend (and guest kernel) in the "
-            "row, its interval by the delta method on the log ratio of means; p: Welch's t-test, Holm-corrected "
-            "within each row's backend (α = 0.05); effect size: Hedges' g. The interval is not corrected for "
+            f"row, its interval by the delta method on the log ratio of means; p: {test}; "
+            "effect size: Hedges' g. The interval is not corrected for "
             "multiple comparisons and is on the log scale while the test is on the raw values, so the two can "
             "disagree; the verdict is the test's, and says so where they do.")
 

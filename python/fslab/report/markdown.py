@@ -24,7 +24,7 @@ from .compare import (
 )
 from .data import ChartData, ModelSection, Report, TableSection
 from .labels import interval_note
-from .summary import caveat_lines, summary_table
+from .summary import caveat_lines, sequential_p, summary_table
 from .units import fmt
 
 # A backslash or backtick of the text would escape or open a code span; "](" would end a
@@ -125,7 +125,7 @@ def render_markdown(report: Report, figures: dict[str, str] | None = None) -> st
         out += ["**No significant difference**", ""] + [f"- {md_text(f.text)}" for f in rest] + [""]
     if undecided:
         out += ["**No verdict**", ""] + [f"- {md_text(f.text)}" for f in undecided] + [""]
-    out += [md_text(interval_note()), "", "## Results", ""]
+    out += [md_text(interval_note(sequential_p(report))), "", "## Results", ""]
     columns, rows = summary_table(report)
     out += [md_table(columns, rows), ""]
     out += [f"- {md_text(line)}" for line in caveat_lines(report)] + ([""] if report.caveats else [])

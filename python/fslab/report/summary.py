@@ -48,6 +48,12 @@ def metric_text(row: SummaryRow) -> str:
     return f"{display_name(row.metric)} [{row.display_unit}] {arrow}"
 
 
+def sequential_p(report: Report) -> bool:
+    """Whether the table's p values are an auto study's group-sequential test (report.stopping)."""
+    return any(e.versus_best is not None and "group-sequential" in e.versus_best.method
+               for row in report.rows for e in row.estimates)
+
+
 def summary_table(report: Report) -> tuple[list[str], list[list[str]]]:
     """(columns, rows) of the comparison table."""
     columns = ["workload", "metric [unit]", *report.filesystems]

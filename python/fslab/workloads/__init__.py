@@ -229,7 +229,7 @@ def _refuse_exec(workload: Workload, section: WorkloadSection, *, source: str, f
         why = workload.runs_program(key, value)
         if why:
             raise SpecError(f"{why}; it would run as root. Remove it, or pass --allow-exec to "
-                            "`fslab run` if you trust this study file", source=source, field=where)
+                            "`fslab run` if you trust what it runs", source=source, field=where)
 
 
 # While a workload registers, its example is validated without asking its tool (fio

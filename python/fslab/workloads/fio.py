@@ -363,7 +363,7 @@ def _outside_mount(key: str, value: str) -> str | None:
 
 
 ALLOW_EXEC_FIX = ("fio would run it as root: remove it, or pass --allow-exec to `fslab run` "
-                  "if you trust this study file")
+                  "if you trust what it runs")
 # fio engines that run or load code: `exec` runs `program`; `external:PATH` and a name
 # with a slash load a shared object (fio dlopen()s an engine it does not know).
 _EXEC_ENGINES = ("exec",)

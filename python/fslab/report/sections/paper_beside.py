@@ -402,7 +402,10 @@ def build(study: StudyData) -> list[ModelSection]:
     accounted = [r for r in rows if r.device_share is not None]
     sentences = [r.accounts for r in rows if r.accounts]
     tables = [table]
-    if sentences:  # the sentences in the note: every renderer draws it under the table
+    if sentences and not accounted:  # no share to tabulate: the sentences follow the figures' table
+        table.note += " How much the device accounts for: " + " ".join(f"{s}." for s in sentences) \
+            + " " + ACCOUNTS_NOTE
+    elif sentences:  # the sentences in the note: every renderer draws it under the table
         tables.append(TableSection(
             "prediction", "How much the device accounts for",
             ["paper's figure", "measured ratio", "predicted ratio (model)", "device's share of the log-ratio",
