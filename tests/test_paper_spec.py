@@ -371,3 +371,18 @@ def test_a_size_the_whole_interval_misses_is_refused_without_significance() -> N
                        relation="more than")
     assert _shape(more, 1.1, 0.3, 0.8, 20.0)[1] is False  # all of it below 25x
     assert _shape(more, 1.1, 0.3, 0.8, 30.0)[1] is None
+
+
+def test_a_predicted_direction_whose_interval_reaches_across_1_is_not_settled() -> None:
+    """A predicted 1.004x (95% CI 0.989-1.02x) is within 2x of a paper's 1.375x and on its
+    side of 1, but its interval includes 1: the verdict says the direction is not settled;
+    an interval clear of 1 says no such thing."""
+    from fslab.paper import PaperFigure
+    from fslab.report.sections.paper_judge import unmeasured_verdict
+
+    figure = PaperFigure(claim="c", source="s", workload="w", metric="m", filesystem="a", versus="b", ratio=1.375)
+    unsettled = unmeasured_verdict(figure, 1.004, 0.989, 1.02)
+    assert unsettled.startswith("the paper's way") and "interval includes 1" in unsettled
+    settled = unmeasured_verdict(figure, 1.30, 1.28, 1.33)
+    assert settled.startswith("the paper's way") and "interval" not in settled
+    assert "interval" not in unmeasured_verdict(figure, 1.004)  # no interval given, nothing claimed

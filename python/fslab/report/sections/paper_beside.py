@@ -195,8 +195,8 @@ def _model_ratio_row(f: PaperFigure, pairs: list[Pair], model: str | None) -> Fi
                          f"— ({f.metric} is not predicted on {f.model} and {f.versus_model}: the models "
                          "predict the workload's own rate only where it names one)", f.model,
                          "cannot tell (neither measured nor predicted)")
-    text, ratio, _, _ = ratio_text(pair.num.predicted, pair.den.predicted)
-    way = unmeasured_verdict(f, ratio) if ratio is not None else "no ratio"
+    text, ratio, low, high = ratio_text(pair.num.predicted, pair.den.predicted)
+    way = unmeasured_verdict(f, ratio, low, high) if ratio is not None else "no ratio"
     return FigureRow(f.claim, f.source, paper_ratio_text(f), measured, f"{text}, {f.model} over {f.versus_model}",
                      f.model, f"cannot tell (not measured; the models point {way})", predicted_ratio=ratio)
 
@@ -204,11 +204,12 @@ def _model_ratio_row(f: PaperFigure, pairs: list[Pair], model: str | None) -> Fi
 def _predicted_text(f: PaperFigure, pair: Pair, model: str | None) -> str:
     if pair.predicted_ratio is None:
         return "— (not predicted)"
+    low = high = None
     if pair.num_base is None:
-        text = ratio_text(pair.num.predicted, pair.den.predicted)[0]
+        text, _, low, high = ratio_text(pair.num.predicted, pair.den.predicted)
     else:
         text = f"{x_text(pair.predicted_ratio)} (change over change)"
-    return f"{text} on {model}: {unmeasured_verdict(f, pair.predicted_ratio)}"
+    return f"{text} on {model}: {unmeasured_verdict(f, pair.predicted_ratio, low, high)}"
 
 
 def _single_row(f: PaperFigure, pair: Pair, model: str | None) -> FigureRow:

@@ -68,8 +68,20 @@ def size_judgement(f: PaperFigure, ratio: float) -> tuple[bool | None, str]:
     return False, f"{times}: {fmt(1 / k)}x smaller a ratio than the paper's"
 
 
-def unmeasured_verdict(f: PaperFigure, ratio: float) -> str:
-    """A predicted (or otherwise untested) ratio against the paper's: direction and size."""
+def unmeasured_verdict(f: PaperFigure, ratio: float, low: float | None = None, high: float | None = None) -> str:
+    """A predicted (or otherwise untested) ratio against the paper's: direction and size.
+    With the ratio's 95% interval (``low``, ``high``), a direction whose interval reaches
+    across 1 is said to be unsettled, so a point estimate of 1.004x is not read as a way."""
+    return _point_verdict(f, ratio) + _unsettled(f, low, high)
+
+
+def _unsettled(f: PaperFigure, low: float | None, high: float | None) -> str:
+    if paper_direction(f) == 0 or low is None or high is None or not low <= 1 <= high:
+        return ""
+    return "; its 95% interval includes 1: the direction is not settled at this n"
+
+
+def _point_verdict(f: PaperFigure, ratio: float) -> str:
     paper = paper_direction(f)
     way = 1 if ratio > 1 else -1 if ratio < 1 else 0
     ok, size = size_judgement(f, ratio)
