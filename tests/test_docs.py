@@ -142,3 +142,10 @@ def test_readme_study_is_the_example_file_and_loads() -> None:
     spec, _, _ = load_spec(str(example))
     assert sorted(spec.filesystems) == ["ext4", "xfs"]
     assert spec.study.repetitions == "auto"
+
+
+def test_every_make_target_the_docs_name_exists() -> None:
+    makefile = (ROOT / "Makefile").read_text()
+    targets = set(re.findall(r"^([\w-]+):", makefile, re.MULTILINE))
+    named = {t for page in pages() for t in re.findall(r"`make ([\w-]+)", page.read_text())}
+    assert named and named <= targets, f"the docs name make targets the Makefile lacks: {named - targets}"

@@ -226,12 +226,14 @@ def commands() -> str:
                         for p in params if p.param_type_name == "argument")
         hidden = " (internal)" if command.hidden else ""
         lines = [f"### `{path}{' ' + args if args else ''}`{hidden}", "", _cell(_first_paragraph(command.help))]
-        options = [p for p in params if p.param_type_name == "option"]
-        if options:
-            lines += ["", "| option | what it does |", "|---|---|"]
-            for opt in options:
-                names = ", ".join(f"`{o}`" for o in [*opt.opts, *opt.secondary_opts])
-                lines.append(f"| {names} | {_cell(opt.help or '')} |")
+        if params:
+            lines += ["", "| argument or option | what it is |", "|---|---|"]
+            for param in params:
+                if param.param_type_name == "argument":
+                    names = f"`{param.name.upper()}`"
+                else:
+                    names = ", ".join(f"`{o}`" for o in [*param.opts, *param.secondary_opts])
+                lines.append(f"| {names} | {_cell(getattr(param, 'help', None) or '')} |")
         parts.append("\n".join(lines))
     return "\n\n".join(parts)
 
