@@ -136,7 +136,8 @@ def device_kinds() -> str:
                                          ("or the host where its kernel can", kind.host_probe is not None))
                  if on]
         tools = ", ".join(f"`{t}` ({pkg})" for t, pkg in sorted(kind.tools.items())) or "none"
-        parts.append(f"### `kind = \"{name}\"`\n\n{_cell(kind.description) or '(no description)'}\n\n"
+        text = _cell(kind.description).replace("``", "`")  # docstring markup to Markdown
+        parts.append(f"### `kind = \"{name}\"`\n\n{text or '(no description)'}\n\n"
                      f"Capabilities: {', '.join(flags) or 'none'}. Tools: {tools}.\n\n"
                      + _field_table(field_rows(kind.section, "device")))
     return "\n\n".join(parts)
@@ -152,8 +153,8 @@ def filesystems() -> str:
         if fs.guest_kernels:
             where += f"; guest kernels {', '.join(fs.guest_kernels)}"
         tools = ", ".join(f"`{t}` ({pkg})" for t, pkg in sorted(fs.tools.items())) or "—"
-        lines.append(f"| `{name}` | `{fs.mkfs_tool}` | {_cell(' '.join(fs.default_mkfs)) or '—'} | {where} "
-                     f"| {tools} |")
+        mkfs = f"`{fs.mkfs_tool}`" if fs.mkfs_tool else "none"
+        lines.append(f"| `{name}` | {mkfs} | {_cell(' '.join(fs.default_mkfs)) or '—'} | {where} | {tools} |")
     return "\n".join(lines)
 
 
