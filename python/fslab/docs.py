@@ -309,6 +309,10 @@ def write(root: Path | None = None) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
+    if not docs_dir().is_dir():
+        print(f"no docs/ folder at {docs_dir()}: run this from a source checkout of fslab (pip install -e .)",
+              file=sys.stderr)
+        return 2
     if argv[:1] == ["--check"]:
         old = stale()
         for part in old:
