@@ -16,9 +16,31 @@
 
 use crate::engine::Ctx;
 use crate::error::{CoreError, Result};
-use crate::models::{build, Counters, DeviceModel, Mechanisms};
+use crate::models::{build, Counters, DeviceModel, Kind, Mechanism, Mechanisms};
 use crate::params::{sub_params, ParamReader, Params};
 use crate::request::{Ns, Op, Request, SECTOR_BYTES};
+
+/// The RAID model in the kind table (`crate::models::KINDS`): `CAUSES` in order, then the
+/// controller's host link.
+pub const KIND: Kind = Kind {
+    name: "raid",
+    build: |p| Ok(Box::new(Raid::from_params(p)?)),
+    mechanisms: &[
+        Mechanism { name: "data_read", cause: "member data reads" },
+        Mechanism { name: "data_write", cause: "member data writes" },
+        Mechanism { name: "full_stripe_write", cause: "full-stripe writes" },
+        Mechanism { name: "parity_rmw_read", cause: "parity read-modify-write" },
+        Mechanism { name: "parity_rmw_write", cause: "parity read-modify-write" },
+        Mechanism { name: "reconstruct_read", cause: "parity reconstruct-write" },
+        Mechanism { name: "reconstruct_write", cause: "parity reconstruct-write" },
+        Mechanism { name: "trim", cause: "trims" },
+        Mechanism { name: "flush", cause: "flushes" },
+        Mechanism { name: "host_link", cause: "host-link transfer" },
+    ],
+    whole: "the summed time of the member I/Os (issue to completion), by why the array sent them, \
+            plus the controller's host link",
+    offered: true,
+};
 
 /// One piece of a stripe: (data member index, offset in its chunk, length), in bytes.
 type Piece = (u64, u64, u64);
