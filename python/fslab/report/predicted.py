@@ -29,11 +29,9 @@ def models_of(run: StoredRun) -> list[str]:
 
 
 def models_in(runs: Iterable[StoredRun]) -> list[str]:
-    """The models any of the runs was replayed on, in first-seen order."""
-    out: list[str] = []
-    for run in runs:
-        out += [m for m in models_of(run) if m not in out]
-    return out
+    """The models any of the runs was replayed on, sorted by name (the order reports list
+    them in)."""
+    return sorted({m for run in runs for m in models_of(run)})
 
 
 def mechanism_shares(run: StoredRun, model: str) -> dict[str, float]:
