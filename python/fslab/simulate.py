@@ -377,8 +377,6 @@ def parse_synthetic(spec: str, default_span: int) -> dict[str, Any]:
 
 def _label(result: dict[str, Any], model: str, params: Mapping[str, Any], qd: int, open_loop: bool,
            source: str) -> dict[str, Any]:
-    if params.get("kind") == "raid":  # a RAID prediction rests on its controller cache (0: none, as md)
-        result.setdefault("model_facts", {})["controller_cache_bytes"] = float(params.get("cache_bytes", 0))
     result.update({
         "prediction": True,
         "model": model,

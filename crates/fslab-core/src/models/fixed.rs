@@ -34,7 +34,7 @@ pub struct Fixed {
 
 impl Fixed {
     pub fn from_params(params: &Params) -> Result<Self> {
-        let r = ParamReader::new("test-fixed", params);
+        let r = ParamReader::new(KIND.name, params);
         let model = Fixed {
             capacity: r.int("capacity", 1 << 30, 1 << 20, 1 << 50)?,
             service_ns: r.ns("service_ns", 100_000)?,

@@ -56,7 +56,7 @@ pub struct HddConfig {
 
 impl HddConfig {
     pub fn from_params(params: &Params) -> Result<Self> {
-        let r = ParamReader::new("hdd", params);
+        let r = ParamReader::new(KIND.name, params);
         let cfg = HddConfig {
             capacity: r.int("capacity", 500_107_862_016, 1 << 20, 1 << 50)?,
             rpm: r.num("rpm", 7200.0, 1000.0, 20000.0)?,

@@ -155,7 +155,7 @@ pub struct Raid {
 
 impl Raid {
     pub fn from_params(params: &Params) -> Result<Self> {
-        let r = ParamReader::new("raid", params).with_foreign_prefix("member.");
+        let r = ParamReader::new(KIND.name, params).with_foreign_prefix("member.");
         let level = r.int("level", 5, 0, 5)? as u32;
         let n = r.int("members", 8, 2, 1024)? as usize;
         let chunk = r.int("chunk_bytes", 512 << 10, 4096, 1 << 30)?;
@@ -590,12 +590,15 @@ impl DeviceModel for Raid {
         }
     }
 
-    /// The members' settings (the first member's: all are built alike), and the array's
-    /// host link in place of a member's (`link_mb_per_s`: stated, or the members' together).
+    /// The members' settings (the first member's: all are built alike), the array's host
+    /// link in place of a member's (`link_mb_per_s`: stated, or the members' together) and
+    /// its controller's write-back cache (`controller_cache_bytes`, 0 for none).
     fn facts(&self) -> crate::models::Facts {
         let mut f: crate::models::Facts =
             self.members[0].facts().into_iter().filter(|(k, _)| !k.starts_with("write_amplification")).collect();
         f.insert("link_mb_per_s", self.link_mb_per_s);
+        // Every RAID prediction rests on it (0: none, every write goes to the members, as md).
+        f.insert("controller_cache_bytes", self.cache_bytes as f64);
         f
     }
 
@@ -691,6 +694,12 @@ mod tests {
         .map(|(k, v)| (k.to_string(), v))
         .collect();
         Raid::from_params(&p).unwrap()
+    }
+
+    #[test]
+    fn the_controller_cache_is_a_fact() {
+        assert_eq!(raid5_with_cache(0.0).facts()["controller_cache_bytes"], 0.0);
+        assert_eq!(raid5_with_cache((8u64 << 20) as f64).facts()["controller_cache_bytes"], (8u64 << 20) as f64);
     }
 
     #[test]

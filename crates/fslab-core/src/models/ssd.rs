@@ -72,7 +72,7 @@ pub struct SsdConfig {
 
 impl SsdConfig {
     pub fn from_params(params: &Params) -> Result<Self> {
-        let r = ParamReader::new("ssd", params);
+        let r = ParamReader::new(KIND.name, params);
         let cfg = SsdConfig {
             capacity: r.int("capacity", 16 << 30, 1 << 20, 1 << 44)?,
             over_provisioning: r.num("over_provisioning", 0.07, 0.001, 4.0)?,
