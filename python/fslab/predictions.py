@@ -13,9 +13,15 @@ Two kinds, never confused:
   Bonnie++'s tests (they run one after another in one trace) nor fio groups.
 - **the device's figures** (``pred_<model>_device_requests_per_s``, ``device_bw_bytes_per_s``,
   ``device_latency_*_ns``, ``device_requests_count``): requests as the model served them.
-  Results stored before these were named so say ``pred_<model>_iops`` etc.; reports read
-  them as device figures (``LEGACY_SUFFIXES``). Among them, where the model's time went:
-  ``pred_<model>_time_<mechanism>_share`` (``fslab.mechanisms``).
+  Among them, where the model's time went: ``pred_<model>_time_<mechanism>_share``
+  (``fslab.mechanisms``). Results stored before these were named so say
+  ``pred_<model>_iops`` etc.; the store reads them under today's names
+  (``fslab.store_compat``).
+
+Which models a run was replayed on is its provenance's ``predictions.models`` (model ->
+what its replay recorded, ``time_by_mechanism_ns`` among it): readers take the models and
+mechanisms from there and build metric names with ``metric_name``; nothing parses a
+model back out of a metric's name.
 
 Replay mode: **closed loop** at the concurrency the trace shows (the time-weighted mean
 number of requests in flight between issue and completion, per device of the trace),
@@ -39,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import FslabError, SimulationError, SpecError
 from .job.record import Metric
-from .mechanisms import mechanism_of, metric_suffix, shares, whole_of
+from .mechanisms import metric_suffix, shares, whole_of
 from .metrics import MetricKind, declare_metrics
 
 if TYPE_CHECKING:
@@ -51,11 +57,6 @@ MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9.-]*")
 # Stored per model: the device's figures (suffix -> how to take it from simulate_requests' result).
 SUFFIXES = ("device_requests_count", "device_requests_per_s", "device_bw_bytes_per_s", "device_latency_mean_ns",
             "device_latency_p50_ns", "device_latency_p99_ns", "device_latency_max_ns", "write_amplification_ratio")
-# What results stored before the device's figures were named so call them.
-LEGACY_SUFFIXES = {"requests_count": "device_requests_count", "iops": "device_requests_per_s",
-                   "bw_bytes_per_s": "device_bw_bytes_per_s", "latency_mean_ns": "device_latency_mean_ns",
-                   "latency_p50_ns": "device_latency_p50_ns", "latency_p99_ns": "device_latency_p99_ns",
-                   "latency_max_ns": "device_latency_max_ns"}
 # Stored only where the model has them (SSD: steady-state WA; HDD: write-cache share).
 OPTIONAL_SUFFIXES = ("write_amplification_steady_ratio", "write_cache_absorbed_fraction")
 # A prediction whose written bytes were this much acknowledged by a write cache measures
@@ -168,50 +169,14 @@ def metric_name(model: str, suffix: str) -> str:
     return f"{PREFIX}{model}_{suffix}"
 
 
-def split_name(name: str) -> tuple[str, str] | None:
-    """(model, suffix) of a prediction metric name, None for any other metric. Model names
-    have no underscore (hdd-7200, raid5-8x-sata-mlc-ssd): the suffix is the rest, a device
-    figure or one of the workload's own metrics. In a run stored before the device's
-    figures had their names, ``iops`` is the device's (``workload_predicted`` tells)."""
-    if not name.startswith(PREFIX) or "_" not in name[len(PREFIX):]:
-        return None
-    model, _, suffix = name[len(PREFIX):].partition("_")
-    return model, suffix
-
-
-def workload_predicted(metrics: Mapping[str, Any], model: str) -> bool:
-    """Whether a run's ``pred_<model>_<workload metric>`` are the workload's own (stored
-    since the device's figures are named ``device_*``) rather than the device's."""
-    return metric_name(model, "device_requests_count") in metrics
-
-
-def current_name(name: str, metrics: Mapping[str, Any]) -> str:
-    """A stored metric's name as fslab names it now: in a run stored before the device's
-    figures were named ``device_*``, ``pred_<model>_iops`` (and the other old names) were
-    the device's; they read as ``pred_<model>_device_requests_per_s`` and so on, so one
-    name never means two things across a store's runs."""
-    parsed = split_name(name)
-    if parsed is None or parsed[1] not in LEGACY_SUFFIXES or workload_predicted(metrics, parsed[0]):
-        return name
-    return metric_name(parsed[0], LEGACY_SUFFIXES[parsed[1]])
-
-
-def is_device_figure(suffix: str) -> bool:
-    """Whether a prediction suffix (from ``split_name``) is the device's, not the workload's."""
-    return suffix in SUFFIXES or suffix in OPTIONAL_SUFFIXES or mechanism_of(suffix) is not None
-
-
 def _values(result: dict[str, Any]) -> dict[str, float | None]:
-    lat = result["latency_us"]
+    lat = result["latency_ns"]
     facts = result.get("model_facts", {})
-    # latency_us from the core -> integer-ish nanoseconds, the unit fslab stores latency in
     return {
         "device_requests_count": result["requests"], "device_requests_per_s": result["iops"],
         "device_bw_bytes_per_s": result["mb_per_s"] * 1e6,
-        "device_latency_mean_ns": None if lat["mean"] is None else lat["mean"] * 1000,
-        "device_latency_p50_ns": None if lat["p50"] is None else lat["p50"] * 1000,
-        "device_latency_p99_ns": None if lat["p99"] is None else lat["p99"] * 1000,
-        "device_latency_max_ns": None if lat["max"] is None else lat["max"] * 1000,
+        "device_latency_mean_ns": lat["mean"], "device_latency_p50_ns": lat["p50"],
+        "device_latency_p99_ns": lat["p99"], "device_latency_max_ns": lat["max"],
         "write_amplification_ratio": result.get("write_amplification"),
         "write_amplification_steady_ratio": facts.get("write_amplification_steady"),
         "write_cache_absorbed_fraction": facts.get("write_cache_absorbed_fraction"),

@@ -35,6 +35,7 @@ from urllib.parse import quote
 from .errors import STUDY_LEVEL_ERRNOS, FslabError, ResultsUnwritable
 from .job.record import RunRecord
 from .metrics import MetricKind, is_ranked
+from .store_compat import current_metrics
 from .stored import (
     STATUS_OK,
     AutoFacts,
@@ -488,8 +489,8 @@ class Store:
                 run_id=r["id"], cell=_cell(r["cell_json"]), repetition=r["repetition"],
                 sequence=r["sequence"], status=r["status"], error=r["error"],
                 started_at=r["started_at"], finished_at=r["finished_at"],
-                provenance=json.loads(r["provenance_json"]), artifact_dir=r["artifact_dir"],
-                metrics=by_run.get(r["id"], {}),
+                provenance=(provenance := json.loads(r["provenance_json"])), artifact_dir=r["artifact_dir"],
+                metrics=current_metrics(by_run.get(r["id"], {}), provenance),  # old names read as today's
             )
             for r in rows
         ]
