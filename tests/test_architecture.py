@@ -137,17 +137,17 @@ def test_the_circle_check_finds_a_circle() -> None:
 def test_plan_imports_no_backend_and_the_job_model_no_plug_in() -> None:
     graph = import_graph()
     assert not any(t.startswith("fslab.backends") for t in graph["fslab.plan"])
-    assert graph["fslab.job.model"] == set()
-    assert graph["fslab.job.record"] <= {"fslab.errors", "fslab.metrics", "fslab.job.model"}
+    assert graph["fslab.jobdata.model"] == set()
+    assert graph["fslab.jobdata.record"] <= {"fslab.errors", "fslab.metrics", "fslab.jobdata.model"}
 
 
 def test_reading_records_loads_no_plug_in_backend_or_runner() -> None:
     """The store and reports read records: that must not load what runs jobs."""
-    code = ("import sys, fslab.job.record, fslab.job.folder, fslab.job.model, fslab.store; "
+    code = ("import sys, fslab.jobdata.record, fslab.job.folder, fslab.jobdata.model, fslab.store; "
             "print(' '.join(sorted(m for m in sys.modules if m.startswith('fslab'))))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     loaded = done.stdout.split()
-    assert "fslab.job.record" in loaded
+    assert "fslab.jobdata.record" in loaded
     heavy = [m for m in loaded if m.startswith(("fslab.runner", "fslab.executors", "fslab.backends",
                                                 "fslab.workloads", "fslab.devices", "fslab.plan",
                                                 "fslab.job.execute"))]

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import FslabError
-from .job.record import Metric
+from .jobdata.record import Metric
 from .predictions import (
     assumptions,
     cache_warning,

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import FslabError, SimulationError, SpecError
-from .job.record import Metric
+from .jobdata.record import Metric
 from .mechanisms import mechanism_of, metric_suffix, shares, whole_of
 from .metrics import MetricKind, declare_metrics
 

@@ -23,8 +23,8 @@ from .estimate import Countdown, TimeEstimate, TimeModel
 from .executors import Executor, open_executor
 from .identity import input_digests, retry_plan, study_digest, what_changed
 from .job.folder import JobFolder
-from .job.model import Grant, Job
-from .job.record import RunRecord
+from .jobdata.model import Grant, Job
+from .jobdata.record import RunRecord
 from .plan import Plan, make_plan
 from .preflight import check_plan, device_identity
 from .provenance import host_facts

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from .stored import AutoFacts, AutoLookFacts, AutoPairFacts
 
 if TYPE_CHECKING:
-    from .job.model import Cell
+    from .jobdata.model import Cell
 
 Reason = Literal["precision", "verdict", "max", "failing"]
 SPENDING_DEFAULT = "pocock"

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import quote
 
 from .errors import STUDY_LEVEL_ERRNOS, FslabError, ResultsUnwritable
-from .job.record import RunRecord
+from .jobdata.record import RunRecord
 from .metrics import MetricKind, is_ranked
 from .stored import (
     STATUS_OK,
@@ -49,7 +49,7 @@ from .stored import (
 )
 
 if TYPE_CHECKING:
-    from .job.model import Cell
+    from .jobdata.model import Cell
     from .plan import Plan
 
 DB_NAME = "fslab.sqlite"

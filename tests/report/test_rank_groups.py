@@ -26,7 +26,7 @@ from typer.testing import CliRunner
 from fslab.analysis.contrasts import ratio_ci
 from fslab.analysis.stats import compare_groups
 from fslab.cli import app
-from fslab.job.record import Metric, RunRecord
+from fslab.jobdata.record import Metric, RunRecord
 from fslab.plan import make_plan
 from fslab.report.compare import compare, resolve_sides, summary_lines, table_rows
 from fslab.report.html import render_html

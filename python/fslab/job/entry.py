@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import STUDY_LEVEL_ERRNOS, FslabError, ResultsUnwritable
+from ..jobdata.model import Job
+from ..jobdata.record import RunRecord
 from .folder import AGING_ERROR, AGING_RESULT, JobFolder
-from .model import Job
-from .record import RunRecord
 
 if TYPE_CHECKING:
     from ..aging import AgingReport

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from ..devices import DeviceHandle
+from ..jobdata.record import Metric
 from ..metrics import MetricKind, declare_metrics
-from .record import Metric
 
 # Metrics of a traced run (fslab.analysis.traces.summary_metrics).
 declare_metrics("block trace", {

@@ -33,8 +33,8 @@ if TYPE_CHECKING:
     from ...aged_images import AgedCopy
     from ...devices import DeviceKind
     from ...filesystems import FilesystemType
-    from ...job.model import Job
-    from ...job.record import RunRecord
+    from ...jobdata.model import Job
+    from ...jobdata.record import RunRecord
 
 # Time a guest gets besides its runs' own limits: boot, module loading, mkfs, teardown.
 GUEST_MARGIN_S = 300.0
