@@ -28,7 +28,8 @@ from .errors import SpecError
 from .filesystems import FILESYSTEMS, FilesystemType
 from .jobdata.model import Cell, Job, JobSettings, Run
 from .spec import BACKEND_PREFERENCE, GUEST_MIN_MEMORY, DeviceSection, StudyBackend, StudySpec, WorkloadSection
-from .stopping import StoppingRule, cell_infos, make_pairs
+from .stopping import cell_infos, make_pairs
+from .stopping_rule import StoppingRule
 from .workloads import WORKLOADS, ParamError, data_bytes, quick_memory
 
 # (file system, device kind, its parsed [device] section, the backend asked for: host |

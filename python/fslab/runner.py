@@ -29,7 +29,8 @@ from .plan import Plan, make_plan
 from .preflight import check_plan, device_identity
 from .provenance import host_facts
 from .signals import install_handlers
-from .stopping import Decisions, StoppingRule, cell_infos, decide
+from .stopping import Decisions, cell_infos, decide
+from .stopping_rule import StoppingRule
 from .store import DB_NAME, Store, ensure_results_dir
 from .stored import StudyFacts, StudyRevision, StudyRow
 from .study import load_spec

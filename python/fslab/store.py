@@ -676,8 +676,8 @@ def _migrate_1_to_2(db: sqlite3.Connection) -> None:
     """Schema 1 -> 2, in one transaction: the new columns, and for old rows the better
     direction of each metric and each cell's primary metric, from the plug-ins' own
     declarations (the only time the store consults them)."""
-    import fslab.job.tracing  # noqa: F401  (declares trace metrics)
     import fslab.predictions  # noqa: F401  (declares prediction metrics)
+    import fslab.trace_metrics  # noqa: F401  (declares trace metrics)
 
     from .metrics import UndeclaredMetric, kind_of
     from .workloads import WORKLOADS

@@ -33,7 +33,8 @@ from fslab.report.html import render_html
 from fslab.report.labels import caveat_mark, difference_text, percent
 from fslab.report.markdown import render_markdown
 from fslab.report.outputs import load_report
-from fslab.stopping import StoppingRule, cell_infos, decide
+from fslab.stopping import cell_infos, decide
+from fslab.stopping_rule import StoppingRule
 from fslab.store import Store
 from fslab.study import parse_spec
 

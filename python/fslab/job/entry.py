@@ -77,7 +77,8 @@ def age_job(job: Job, folder: JobFolder, work_dir: Path) -> AgingReport:
     error's message to aging-error.txt, so the host can say why."""
     import os
 
-    from ..aging import AgingOption, age
+    from ..aging import age
+    from ..aging_option import AgingOption
     from ..commands import run_command
     from ..devices import DEVICES
     from ..filesystems import FILESYSTEMS, mkfs, mounted

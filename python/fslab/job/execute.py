@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from ..aged_images import AGED_IMAGES_DIR, AgedCopy, aged_image_device
-from ..aging import AgingOption, age
+from ..aging import age
+from ..aging_option import AgingOption
 from ..cgroups import MemoryLimit, memory_limit
 from ..devices import DEVICES, DeviceHandle
 from ..errors import STUDY_LEVEL_ERRNOS, CommandFailed, FslabError, JobFailed, ResultsUnwritable, WorkloadFailed

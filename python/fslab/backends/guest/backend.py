@@ -145,7 +145,8 @@ def _aged_copy(job: Job, size: int, dest: Path, folder: JobFolder, work_dir: Pat
     a guest of its own (`fslab job age`) if the work directory's cache lacks it. The key
     adds the guest kernel: another kernel's allocator makes another state."""
     from ...aged_images import AGED_IMAGES_DIR, aged_image, image_key
-    from ...aging import AgingOption, AgingReport
+    from ...aging import AgingReport
+    from ...aging_option import AgingOption
     from ...errors import JobFailed
     from ...job.entry import write_job
     from ...job.folder import AGING_ERROR, AGING_RESULT
