@@ -168,9 +168,12 @@ def device_bytes_of(mountpoint: Path) -> int | None:
     entry = mount_at(mountpoint)
     if entry is None or not entry.source.startswith("/"):
         return None
+    # By device number, not name: a device-mapper node made without udev (the guest's
+    # emulated devices) is /dev/mapper/NAME, a name /sys/class/block does not list.
     try:
-        name = Path(os.path.realpath(entry.source)).name
-        return int(Path(f"/sys/class/block/{name}/size").read_text()) * 512
+        rdev = os.stat(entry.source).st_rdev
+        sysfs = Path(f"/sys/dev/block/{os.major(rdev)}:{os.minor(rdev)}/size")
+        return int(sysfs.read_text()) * 512 if rdev else None
     except (OSError, ValueError):
         return None
 

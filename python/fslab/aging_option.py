@@ -81,9 +81,12 @@ class AgingOption(BaseModel):
         default="data", description="what fill measures: \"data\" (file data as a fraction of the device: "
         "the same data on every file system, comparable) or \"statfs\" (blocks in use, metadata and "
         "reservations included: a 50%-aged xfs holds less data than a 50%-aged ext4)")
-    pattern: Literal["random-holes", "churn"] = "random-holes"
-    seed: int = Field(default=0, ge=0, lt=1 << 63)
-    file_sizes: str = "lognormal:64KiB:1.5"
+    pattern: Literal["random-holes", "churn"] = Field(
+        default="random-holes", description="random-holes: fill past the target, delete a random subset, "
+        "refill; churn: delete and rewrite a quarter of the target `rounds` times")
+    seed: int = Field(default=0, ge=0, lt=1 << 63, description="the seed of every random choice: the "
+                      "same seed gives the same files")
+    file_sizes: str = Field(default="lognormal:64KiB:1.5", description="the files' size distribution")
     rounds: int | None = Field(default=None, ge=1, le=1000, description="churn: delete/create rounds")
     max_file_size: int = Field(default=64 << 20, description="bytes; no file is larger")
 
