@@ -7,7 +7,8 @@ import os
 
 import pytest
 
-from fslab.aging import AgingError, AgingOption, FileSizes, age, parse_aging, utilisation
+from fslab.aging import AgingError, age, utilisation
+from fslab.aging_option import AgingOption, FileSizes, parse_aging
 from fslab.errors import SpecError
 
 

@@ -103,7 +103,7 @@ def test_a_new_preset_runs_everywhere_without_a_python_edit(presets: Path, tmp_p
     # A run's predictions: its trace replayed on the new model, named from the provenance.
     trace_path = tmp_path / "trace.parquet"
     write_parquet(load_trace(TRACE), trace_path)
-    metrics, prov = predict_run(trace_path, ["fixed-50us"], {})
+    metrics, prov = predict_run(trace_path, ["fixed-50us"], 1)
     by_name = {m.name: m for m in metrics}
     assert list(prov["models"]) == ["fixed-50us"]
     count = by_name[metric_name("fixed-50us", "device_requests_count")].value

@@ -14,7 +14,7 @@ from fslab.analysis.traces import match_requests
 from fslab.errors import SpecError
 from fslab.mechanisms import cause_of, metric_suffix
 from fslab.metrics import unit_of
-from fslab.predictions import SUFFIXES, metric_name, replay_queue_depth
+from fslab.predictions import SUFFIXES, metric_name
 from fslab.study import parse_spec
 from fslab.trace.formats import EV_COMPLETE, OP_FLUSH, read_parquet
 
@@ -44,12 +44,6 @@ def test_simulate_needs_trace() -> None:
     with pytest.raises(SpecError, match=r"study\.simulate: needs trace = true"):
         parse_spec(_spec(False, MODELS), "t.toml")
     assert parse_spec(_spec(False, []), "t.toml").study.simulate == []
-
-
-def test_replay_queue_depth() -> None:
-    assert replay_queue_depth({}) == 1
-    assert replay_queue_depth({"iodepth": 8, "numjobs": 2}) == 16
-    assert replay_queue_depth({"threads": 4}) == 4
 
 
 @pytest.mark.device
@@ -261,4 +255,4 @@ def test_trace_concurrency_counts_requests_in_flight(tmp_path: Path) -> None:
     trace, requests = read_run_trace(path)
     assert len(requests) == 2  # the two issues
     assert window_concurrency(trace) == [pytest.approx(4 / 3)]
-    assert window_concurrency(trace, [{"start_ns": 100, "end_ns": 301}]) == [pytest.approx(1.0)]
+    assert window_concurrency(trace, [(100, 301)]) == [pytest.approx(1.0)]

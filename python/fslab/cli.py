@@ -20,7 +20,7 @@ from .errors import ExecutorLost, FslabError, ResultsUnwritable, SpecError
 
 if TYPE_CHECKING:
     from .estimate import TimeEstimate
-    from .job.record import RunRecord
+    from .jobdata.record import RunRecord
     from .plan import Plan
     from .runner import PassOutcome, StudyProgress
     from .stored import StoredCell, StoredRun

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import FslabError, SimulationError, SpecError
-from .job.record import Metric
+from .jobdata.record import Metric
 from .mechanisms import metric_suffix, shares, whole_of
 from .metrics import MetricKind, declare_metrics
 
@@ -158,13 +158,6 @@ def validate_simulate(spec: Any, source: str) -> None:
                 raise SpecError(f"{name!r} is named twice", source=source, field=f"{field}[{i}]")
 
 
-def replay_queue_depth(params: Mapping[str, Any]) -> int:
-    """Requests the workload keeps outstanding: iodepth x (numjobs or threads), at least 1."""
-    depth = int(params.get("iodepth", 1) or 1)
-    jobs = int(params.get("numjobs", params.get("threads", 1)) or 1)
-    return max(1, depth) * max(1, jobs)
-
-
 def metric_name(model: str, suffix: str) -> str:
     return f"{PREFIX}{model}_{suffix}"
 
@@ -183,11 +176,11 @@ def _values(result: dict[str, Any]) -> dict[str, float | None]:
     }
 
 
-def window_concurrency(trace: Trace, spans: Sequence[Mapping[str, Any]] | None = None) -> list[float | None]:
+def window_concurrency(trace: Trace, spans: Sequence[tuple[int, int]] | None = None) -> list[float | None]:
     """The requests in flight between issue and completion that the trace shows: their
     time-weighted mean over the time any was in flight, per device of the trace (an md
     array's members each have their own queue; the array's own bios have no completion
-    event here) — within each span (``start_ns``/``end_ns`` on the trace's clock), or the
+    event here) — within each span ((start, end) in ns on the trace's clock), or the
     whole trace when ``spans`` is None. None where no request completed."""
     import numpy as np
 
@@ -202,10 +195,10 @@ def window_concurrency(trace: Trace, spans: Sequence[Mapping[str, Any]] | None =
     times, step = times[order], step[order]
     devices = max(1, len(np.unique(c["dev"][issue])))
     if spans is None:
-        spans = [{"start_ns": int(times[0]) if len(times) else 0, "end_ns": int(times[-1]) + 1 if len(times) else 0}]
+        spans = [(int(times[0]), int(times[-1]) + 1) if len(times) else (0, 0)]
     out: list[float | None] = []
     for span in spans:
-        lo, hi = np.searchsorted(times, [int(span["start_ns"]), int(span["end_ns"])], side="left")
+        lo, hi = np.searchsorted(times, [int(span[0]), int(span[1])], side="left")
         t, s = times[lo:hi], step[lo:hi]
         if len(t) < 2 or not (s < 0).any():
             out.append(None)
@@ -235,13 +228,14 @@ def replay_depth(app_qd: int, concurrency: float | None) -> int:
     return app_qd if concurrency is None else max(app_qd, int(concurrency))
 
 
-def predict_run(trace_path: Path, models: Sequence[str], params: Mapping[str, Any],
+def predict_run(trace_path: Path, models: Sequence[str], queue_depth: int,
                 trace_result: Mapping[str, Any] | None = None, work_rates: Mapping[str, float] | None = None,
                 work_s: float | None = None,
                 definitions: Mapping[str, Mapping[str, Any]] | None = None,
                 loaded: tuple[Trace, Requests] | None = None) -> tuple[list[Metric], dict[str, Any]]:
     """Replay one run's trace on each model (``loaded``: the trace as ``read_run_trace``
-    read it, so a caller that needs it twice reads it once). Returns (metrics, provenance): the device's
+    read it, so a caller that needs it twice reads it once; ``queue_depth``: the workload's own,
+    ``Workload.queue_depth``, the least it is replayed at). Returns (metrics, provenance): the device's
     figures (``pred_<model>_device_*``) and, for each of ``work_rates`` (the workload's
     metrics that are the rate of its work over ``work_s`` seconds, its own runtime), the
     same work over the model's time for the trace's requests. Every metric's note says it
@@ -257,11 +251,11 @@ def predict_run(trace_path: Path, models: Sequence[str], params: Mapping[str, An
         concurrency, error = window_concurrency(trace)[0], None
     except (FslabError, OSError, ValueError, KeyError) as exc:
         requests, concurrency, error = None, None, str(exc)
-    qd = replay_depth(replay_queue_depth(params), concurrency)
+    qd = replay_depth(queue_depth, concurrency)
     trace_note = None
     if trace_result is not None and not trace_result.get("complete", True):
         trace_note = f"incomplete trace: {trace_result.get('lost_events')} events lost"
-    prov: dict[str, Any] = {"mode": "closed-loop", "qd": qd, "qd_workload": replay_queue_depth(params),
+    prov: dict[str, Any] = {"mode": "closed-loop", "qd": qd, "qd_workload": queue_depth,
                             "trace_concurrency": concurrency, "models": {}}
     rates = {name: v for name, v in (work_rates or {}).items() if v is not None and work_s}
     metrics: list[Metric] = []

@@ -17,9 +17,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from .aging import AgingOption
+from .aging_option import AgingOption
 from .paper import PaperSection
-from .stopping import StoppingRule
+from .stopping_rule import StoppingRule
 from .units import parse_duration_s, parse_size
 
 Backend = Literal["auto", "host", "guest"]

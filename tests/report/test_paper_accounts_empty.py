@@ -9,7 +9,7 @@ import html
 import tomllib
 from pathlib import Path
 
-from fslab.job.record import Metric, RunRecord
+from fslab.jobdata.record import Metric, RunRecord
 from fslab.plan import make_plan
 from fslab.report.outputs import load_report
 from fslab.store import Store
