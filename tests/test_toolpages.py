@@ -4,6 +4,7 @@ nothing else does."""
 import os
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -42,3 +43,15 @@ def test_a_missing_tool_holds_nothing():
     with ToolPages() as kept:
         assert tool_files("no-such-tool-here") == []
         assert kept.hold(["no-such-tool-here"]) == 0
+
+
+@pytest.mark.parametrize("tool", ["fio", "mkfs.ext4"])
+def test_tool_files_are_what_the_loader_loads(tool):
+    """Read from the ELF headers, the same files ldd (the loader itself) lists."""
+    found = tool_files(tool)
+    if not found:
+        pytest.skip(f"{tool} is not installed")
+    listed = subprocess.run(["ldd", shutil.which(tool)], capture_output=True, text=True, check=True).stdout
+    loaded = {os.path.realpath(word) for word in listed.split() if word.startswith("/")}
+    assert {str(p) for p in found[1:]} == loaded
+    assert found[0] == Path(os.path.realpath(shutil.which(tool)))
