@@ -1,12 +1,13 @@
 """External commands: failures keep argv, exit code and stderr; a timeout kills the whole
 tree, including descendants that left the process group (as fio's job processes do)."""
 
+import os
 import subprocess
 import time
 
 import pytest
 
-from fslab.commands import require_tool, run_command
+from fslab.commands import require_tool, run_command, tool_version
 from fslab.errors import CommandFailed, MissingCapability
 
 
@@ -34,3 +35,24 @@ def test_timeout_kills_descendants_in_other_sessions():
     time.sleep(0.2)
     left = subprocess.run(["pgrep", "-f", f"sleep {marker}"], capture_output=True, text=True)
     assert left.stdout.strip() == ""
+
+
+def _versioned_tool(folder, version):
+    """A tool that prints ``version`` and counts its starts in a file beside it."""
+    tool = folder / "fakever"
+    tool.write_text(f"#!/bin/sh\necho x >> {folder / 'starts'}\necho 'fakever {version}'\n")
+    tool.chmod(0o755)
+    return tool
+
+
+def test_tool_version_is_asked_once_until_the_binary_changes(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    tool = _versioned_tool(tmp_path, "1.0")
+    assert tool_version(["fakever", "--version"]) == "fakever 1.0"
+    assert tool_version(["fakever", "--version"]) == "fakever 1.0"
+    assert (tmp_path / "starts").read_text().count("x") == 1
+    os.utime(tool, ns=(1, 1))  # another binary in its place (here: another mtime and size)
+    _versioned_tool(tmp_path, "2.00")
+    os.utime(tool, ns=(2, 2))
+    assert tool_version(["fakever", "--version"]) == "fakever 2.00"
+    assert (tmp_path / "starts").read_text().count("x") == 2

@@ -112,3 +112,21 @@ def test_a_file_system_runs_on_the_host_where_this_kernel_has_it() -> None:
                                           kernel_type="ext4")
     assert like_f2fs_here.on_host == ("ext4" in listed)
     assert choose_backend(like_f2fs_here, image, section, "auto")[0] == ("host" if "ext4" in listed else "guest")
+
+
+def test_drop_caches_writes_back_then_empties_the_cache(mounted_fs):
+    """What a run starts from: the previous writes on the device, none of them cached."""
+    import subprocess
+
+    from fslab.pagecache import drop_caches
+
+    with mounted_fs("ext4", size="256MiB") as (dev, mnt):
+        data = mnt / "dirty"
+        data.write_bytes(b"\x5a" * (8 << 20))  # buffered, not synced
+        written_before = dev.read_stat()["write_sectors"]
+        drop_caches()
+        assert dev.read_stat()["write_sectors"] - written_before >= (8 << 20) // 512
+        resident = subprocess.run(["fincore", "--bytes", "--noheadings", "--output", "RES", str(data)],
+                                  check=True, capture_output=True, text=True).stdout
+        assert int(resident) == 0
+        assert quiesce(dev) < 60

@@ -203,10 +203,29 @@ def _kill_group(proc: subprocess.Popen[str] | subprocess.Popen[bytes]) -> None:
             pass
 
 
+# Versions asked for before, keyed by argv and the executable's identity (path, inode,
+# size, mtime): a job asks for its tool's version at every run, and under TCG one start of
+# fio (64 shared libraries) takes 3-10 s of a 1 s run. A replaced binary is asked again.
+_VERSIONS: dict[tuple[tuple[str, ...], str, int, int, int], str | None] = {}
+
+
 def tool_version(argv: Sequence[str]) -> str | None:
-    """First non-empty line a tool prints about its version, or None if it is missing."""
-    if shutil.which(argv[0]) is None:
+    """First non-empty line a tool prints about its version, or None if it is missing.
+    Asked once per executable (as it is on disk) and arguments in this process."""
+    path = shutil.which(argv[0])
+    if path is None:
         return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    key = (tuple(argv), path, st.st_ino, st.st_size, st.st_mtime_ns)
+    if key not in _VERSIONS:
+        _VERSIONS[key] = _ask_version(argv)
+    return _VERSIONS[key]
+
+
+def _ask_version(argv: Sequence[str]) -> str | None:
     try:
         done = run_command(argv, timeout=20, check=False)
     except CommandFailed:

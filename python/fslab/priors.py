@@ -46,11 +46,15 @@ GUEST_SETUP = Prior(25.0, 10.0, 40.0)
 # fio's start and end): 1.9 s median for a 64 MiB file (40 runs), 3.0 s for 256 MiB (6
 # runs), 1.2 s for seed-002 --quick (300 runs of 1 s took 669 s with their setups, docs/presets.md).
 HOST_RUN_OVERHEAD = Prior(2.0, 1.2, 3.0)
-# A guest run's (TCG) wall time beyond its stated runtime: seed-002 --quick, all four file
-# systems in the guest (400 runs of 1 s, 8 jobs), took about 90 min end to end on the
-# development machine: (5,400 s − 8 boots x 40 s) / 400 runs − 1 s ≈ 11.7 s a run. One
-# study, so the range is wide: half to one and a half times that.
-GUEST_RUN_OVERHEAD = Prior(11.7, 5.9, 17.6)
+# A guest run's (TCG) wall time beyond its stated runtime (layout, settling, dropping
+# caches, fio's start and end): seed-002 --quick's 50 cases x 2 repetitions on ext4 in the
+# guest (2 jobs, 1 s runs, host load 7-8 on 2 cores): median 7.4 s a run, quartiles
+# 5.8-10.0 s (100 runs in 996 s). Before a run started fio twice instead of three times,
+# kept fio's pages cached across the drop of caches and synced without starting sync(1),
+# all four file systems of seed-002 --quick took about 90 min (≈ 11.7 s a run);
+# bench/bench_guest.py's in-job part, before and after side by side, measured 0.42-0.44
+# of the old overhead.
+GUEST_RUN_OVERHEAD = Prior(7.4, 5.8, 10.0)
 
 # Run-to-run spread before any has been seen on this host: the median coefficient of
 # variation over the 12 cells of the quickstart run in docs/first-runs.md (3 runs each; from 2.3%

@@ -47,6 +47,13 @@ def test_exit_status_and_output_come_back(guest_build: GuestBuild, tmp_path: Pat
     assert list(tmp_path.glob(f"*/{STATE_NAME}")) == []
 
 
+def test_the_kernel_skips_its_crypto_self_tests(guest_build: GuestBuild, tmp_path: Path) -> None:
+    """A second and more of every TCG boot (fslab.backends.guest.launcher.KERNEL_ARGS)."""
+    result = run_in_guest(GuestConfig(run_root=tmp_path), ["cat", "/sys/module/cryptomgr/parameters/notests"],
+                          60, guest_build)
+    assert (result.exit_status, result.stdout.strip()) == (0, "Y")
+
+
 def test_a_hung_guest_is_killed_at_its_deadline(guest_build: GuestBuild, tmp_path: Path) -> None:
     started = time.monotonic()
     result = run_in_guest(GuestConfig(run_root=tmp_path), ["sleep", "600"], 3, guest_build)

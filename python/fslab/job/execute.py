@@ -37,6 +37,7 @@ from ..jobdata.model import Job, Run
 from ..jobdata.record import STATUS_OK, Metric, RunRecord, failed_record
 from ..pagecache import drop_caches, sync_filesystem
 from ..provenance import fs_tool_version, host_facts
+from ..toolpages import ToolPages
 from ..units import format_bytes
 from ..workloads import WORKLOADS, RunContext, Workload, WorkloadResult
 from .folder import RUN_ERROR_FILE, JobFolder, fail_unfinished
@@ -83,6 +84,7 @@ class _JobState:
         self.facts: dict[str, Any] = {}
         self.texts: dict[str, str] = {}
         self.aging_metrics: dict[str, float] = {}  # the aged state every run started from
+        self.tool_pages = ToolPages()  # the workloads' executables, kept cached across drops
 
 
 def execute_job(job: Job, folder: JobFolder, work_dir: Path, emit: Callable[[RunRecord], None]) -> None:
@@ -151,6 +153,8 @@ def execute_job(job: Job, folder: JobFolder, work_dir: Path, emit: Callable[[Run
                                       provenance=lambda run: _base_provenance(run, ctx, state),
                                       files=state.texts):
             emit(record)
+    finally:
+        state.tool_pages.close()
 
 
 @contextlib.contextmanager
@@ -232,6 +236,8 @@ def _execute_run(
             free_before = free_space_histogram(mountpoint)
             provenance["free_space_before"] = free_before.as_dict()
         if settings.drop_caches:
+            if cell.memory_bytes is None:  # a limited run's tool pages stay charged to its cgroup
+                provenance["tool_pages_kept_bytes"] = state.tool_pages.hold(list(workload.tools))
             drop_caches()
         before = dev.read_stat()
         t0 = time.monotonic()
