@@ -90,6 +90,7 @@ USB = """
 name = "alloc on the usb-flash profile"
 repetitions = 1
 backend = "guest"
+trace = true
 
 [device]
 kind = "emulated"
@@ -123,3 +124,8 @@ def test_usb_flash_profile_slows_each_write_and_read(guest_build: GuestBuild, tm
     assert m["seq_write_lat_p50_ns"] >= 13e6 and m["rand_write_lat_p50_ns"] >= 13e6
     assert m["rand_read_lat_p50_ns"] >= 1e6, m["rand_read_lat_p50_ns"]
     assert m["null_lat_mean_ns"] < 1e6
+    # dm-delay is bio-based: the requests, the trace and the counters are the lower disk's
+    # (the trace of the mapping itself held none).
+    assert m["trace_write_requests_count"] >= 20, m.get("trace_write_requests_count")
+    assert m["trace_write_requests_count"] == m["device_write_requests_count"]
+    assert m["trace_read_requests_count"] == m["device_read_requests_count"]

@@ -33,6 +33,9 @@ class DeviceHandle:
     facts: dict[str, Any] = field(default_factory=dict)
     # An md array's member devices (traced apart from the array: job.tracing).
     members: tuple[DeviceHandle, ...] = ()
+    # A bio-based mapping with one device below it (dm-delay): the kernel makes requests
+    # only there, so a block trace and its counters are taken of that device.
+    requests_on: DeviceHandle | None = None
 
     @property
     def dev_t(self) -> int:
@@ -41,7 +44,10 @@ class DeviceHandle:
 
     def read_stat(self) -> dict[str, int]:
         """/sys/block/DEV/stat counters (see Documentation/block/stat.rst); all zero for
-        a device with no block device behind it (the fake device)."""
+        a device with no block device behind it (the fake device); a mapping's are those of
+        the device its requests go to (``requests_on``), so they match its trace."""
+        if self.requests_on is not None:
+            return self.requests_on.read_stat()
         if not self.sysfs_name:
             return dict.fromkeys(STAT_FIELDS, 0)
         return read_block_stat(self.sysfs_name)

@@ -16,6 +16,7 @@ given beside a profile override it. See PROFILES for what each is and is not.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -189,7 +190,8 @@ def provision(section: EmulatedSection, workdir: Path, tag: str, grant: Grant = 
         facts = {"kind": "emulated", "model": section.model, "delay_ms": section.delay_ms,
                  "write_delay_ms": section.write_delay_ms, "profile": section.profile,
                  **extra, **queue_facts(handle.sysfs_name)}
-        yield handle_for(path, facts)
+        lower_disk = handle_for(extra["lower"]) if "lower" in extra else None
+        yield dataclasses.replace(handle, facts=facts, requests_on=lower_disk)
 
 
 register_device_kind(DeviceKind(

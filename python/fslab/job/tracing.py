@@ -82,6 +82,8 @@ def traced(enabled: bool, dev: DeviceHandle, artifact_dir: Path) -> Iterator[Run
     from ..trace.formats import ARRAY_DEV, MEMBER_DEVS, members_view, write_parquet
 
     rt = RunTrace(artifact_dir / ARTIFACT_NAME)
+    if dev.requests_on is not None:  # dm-delay: bios above, the requests on the disk below
+        dev = dev.requests_on
     members = [m.dev_t for m in dev.members]
     events: tuple[str, ...] = DEFAULT_EVENTS
     event_devs: dict[str, list[int]] | None = None
