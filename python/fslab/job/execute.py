@@ -34,11 +34,12 @@ from ..filesystems import FILESYSTEMS, describe, direct_io_ignored, quiesce
 from ..fragmentation import free_space_histogram
 from ..pagecache import drop_caches, sync_filesystem
 from ..provenance import fs_tool_version, host_facts
+from ..stored import STATUS_OK
 from ..units import format_bytes
 from ..workloads import WORKLOADS, RunContext, Workload, WorkloadResult
 from .folder import RUN_ERROR_FILE, JobFolder, fail_unfinished
 from .model import Job, Run
-from .record import STATUS_OK, Metric, RunRecord, failed_record
+from .record import Metric, RunRecord, failed_record
 from .tracing import RunTrace, traced
 
 
