@@ -182,4 +182,4 @@ def build(study: StudyData) -> list[TableSection]:
     return report_tables(study.runs, study.cells)
 
 
-SECTIONS.register("trace-tables", Section(build))
+SECTIONS.register("trace-tables", Section(build, order=500))
