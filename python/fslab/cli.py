@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from .job.record import RunRecord
     from .plan import Plan
     from .runner import PassOutcome, StudyProgress
+    from .spec import StudySpec
     from .stored import StoredCell, StoredRun
 
 app = typer.Typer(
@@ -36,15 +37,6 @@ err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
 DEFAULT_RESULTS = Path("fslab-results")
 ResultsOpt = Annotated[Path, typer.Option("--results", "-r", help="results directory")]
 StudyOpt = Annotated[Optional[int], typer.Option("--study", "-s", min=1, help="study id (default: newest)")]
-
-
-def _cell_rows(plan: Plan) -> list[dict[str, object]]:
-    return [
-        {"cell": c.id, "filesystem": c.filesystem, "fs_type": c.fs_type, "workload": c.workload,
-         "kind": c.workload_kind, "axes": c.axes, "params": c.params, "backend": c.backend,
-         "aging": c.aging}
-        for c in plan.cells
-    ]
 
 
 @app.command()
@@ -65,6 +57,33 @@ def plan(
     needs no write (not a block device, the root disk, mounted, in use, a signature): what a
     run would refuse exits 2 here.
     Times and runs needed are estimated from the runs stored in the results directory."""
+    import platform
+
+    from . import plan_output as out
+    from .forecast import forecast, history_of
+    from .store import check_results_path
+
+    spec, source, p = _checked_plan(study, quick, allow_exec)
+    check_results_path(results)  # a run into this folder would refuse it
+    history, history_source = history_of(results)
+    outlook = forecast(p, history, platform.node(), history_source)
+    if jobs is not None:
+        _write_jobs(p, jobs)
+    if as_json:
+        print(json.dumps(out.plan_json(spec, source, quick, p, outlook), indent=2))
+        return
+    console.print(out.cells_table(spec, source, quick, p))
+    console.print(out.runs_text(spec, p, outlook), highlight=False)
+    for line in out.device_lines(spec, p) if p.jobs else []:
+        console.print(line, highlight=False)
+    for line in outlook.lines():
+        console.print(escape(line), highlight=False)
+    for line, highlight in out.placement_lines(p):
+        console.print(line, highlight=highlight)
+
+
+def _checked_plan(study: str, quick: bool, allow_exec: bool) -> tuple[StudySpec, str, Plan]:
+    """The study planned, and every check that needs no root made on it."""
     from .backends import choose_backend
     from .plan import make_plan
     from .preflight import check_plan
@@ -75,104 +94,19 @@ def plan(
     p = make_plan(spec, backends=choose_backend, quick=quick, source=source, study_dir=study_dir,
                   allow_exec=allow_exec)
     check_plan(p, source=source, disks=True)
-    from .store import check_results_path
-
-    check_results_path(results)  # a run into this folder would refuse it
-    import platform
-
-    from .forecast import forecast, history_of
-
-    history, history_source = history_of(results)
-    outlook = forecast(p, history, platform.node(), history_source)
-    if jobs is not None:
-        from .job.entry import write_job
-
-        jobs.mkdir(parents=True, exist_ok=True)
-        for job in p.jobs:
-            write_job(job, jobs / f"{job.id}.json")
-        err_console.print(f"wrote {len(p.jobs)} jobs to {jobs}: run one with "
-                          f"`fslab job run {shlex.quote(str(jobs / p.jobs[0].id) + '.json')} --out DIR`" if p.jobs else
-                          f"no jobs to write to {jobs}", highlight=False)
-    if as_json:
-        out = {
-            "study": spec.study.name, "source": source, "quick": quick,
-            "repetitions": p.repetitions, "order": p.order, "fresh": p.fresh,
-            # A seed this listing drew is not the one a run will draw: only a fixed one is shown.
-            "seed": spec.study.seed,
-            "cells": _cell_rows(p),
-            "runs": [{"cell": r.cell.id, "repetition": r.repetition} for r in p.runs],
-            "skipped": [{"filesystem": s.filesystem, "reason": s.reason} for s in p.skipped],
-            "placed": [{"filesystem": w.filesystem, "backend": w.backend, "reason": w.reason} for w in p.placed],
-            "not_compared": p.uncompared(),
-            "auto": p.auto.to_json() if p.auto else None,
-            "forecast": outlook.to_json(),
-        }
-        print(json.dumps(out, indent=2))
-        return
-    from rich.table import Table
-
-    table = Table(title=f"{spec.study.name} ({source}){' — quick' if quick else ''}",
-                  title_justify="left")
-    for col in ("#", "file system", "mkfs options", "mount options", "backend", "workload", "parameters"):
-        table.add_column(col)
-    for i, c in enumerate(p.cells):
-        params = " ".join(f"{k}={v}" for k, v in c.params.items())
-        if c.aging is not None:
-            params += " aging=" + ",".join(f"{k}={v}" for k, v in c.aging.items() if v is not None)
-        table.add_row(str(i + 1), c.filesystem, escape(" ".join(c.mkfs) or "(defaults)"),
-                      escape(",".join(c.mount) or "(defaults)"), c.backend + (f" {c.kernel}" if c.kernel else ""),
-                      escape(c.label), escape(params))
-    console.print(table)
-    repetitions = (f"{p.auto.min_n}–{p.auto.max_n} repetitions (auto: {p.auto.describe()}) = "
-                   f"{outlook.runs_min} to {len(p.runs)} runs" if p.auto else
-                   f"{p.repetitions} repetitions = {len(p.runs)} runs")
-    console.print(f"{len(p.cells)} cells x {repetitions}, "
-                  f"order {p.order} ({_seed_text(spec.study.seed, p.order)}), fresh file system per {p.fresh}",
-                  highlight=False)
-    if p.jobs:
-        from .report.provenance_facts import bytes_text
-
-        users: dict[str, list[str]] = {}  # a device (as text) -> the file systems on it
-        for job in p.jobs:
-            device = job.settings.device
-            # An array of named members has no member images: their size would mislead.
-            shown = {k: v for k, v in device.items() if v is not None and not (k == "member_size" and device.get("members"))}
-            text = ", ".join(f"{k}={bytes_text(v) if k in ('size', 'member_size', 'chunk') and isinstance(v, int) else v}"
-                             for k, v in shown.items())
-            if job.cell.filesystem not in users.setdefault(text, []):
-                users[text].append(job.cell.filesystem)
-        for text, names in users.items():
-            where = f" ({', '.join(names)})" if len(users) > 1 else ""
-            console.print("device: " + escape(text + where), highlight=False)
-        from .named_disks import named_disks
-
-        disks = list(dict.fromkeys(d.path for d in named_disks(spec)))
-        if disks:
-            console.print(escape(f"your disks, formatted by `fslab run` only when each is confirmed: "
-                                 f"{' '.join(f'--destroy-data-on {shlex.quote(d)}' for d in disks)}"),
-                          highlight=False)
-    for line in outlook.lines():
-        console.print(escape(line), highlight=False)
-    by_reason: dict[tuple[str, str], list[str]] = {}  # one line for the entries placed alike
-    for w in p.placed:
-        by_reason.setdefault((w.backend, w.reason), []).append(w.filesystem)
-    for (backend, reason), names in by_reason.items():
-        where = "on the host" if backend == "host" else f"in the {backend}"
-        console.print(escape(f"{', '.join(names)} {'runs' if len(names) == 1 else 'run'} {where}: {reason}"),
-                      highlight=False)
-    for s in p.skipped:
-        console.print(f"[yellow]{s.filesystem}: {s.reason}[/yellow]")
-    if p.uncompared():
-        console.print(f"[yellow]{escape(p.uncompared() or '')}[/yellow]", highlight=False)
+    return spec, source, p
 
 
-def _seed_text(seed: int | None, order: str) -> str:
-    """The order's seed as `fslab plan` can honestly state it."""
-    if seed is not None:
-        return f"seed {seed}"
-    if order == "in-order":
-        return "no shuffle"
-    return "seed drawn when the study runs and recorded with it; set study.seed to fix it"
+def _write_jobs(p: Plan, jobs: Path) -> None:
+    """`fslab plan --jobs DIR`: each job as JSON, for `fslab job run`."""
+    from .job.entry import write_job
+
+    jobs.mkdir(parents=True, exist_ok=True)
+    for job in p.jobs:
+        write_job(job, jobs / f"{job.id}.json")
+    err_console.print(f"wrote {len(p.jobs)} jobs to {jobs}: run one with "
+                      f"`fslab job run {shlex.quote(str(jobs / p.jobs[0].id) + '.json')} --out DIR`" if p.jobs else
+                      f"no jobs to write to {jobs}", highlight=False)
 
 
 @app.command()
