@@ -10,19 +10,21 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, NoReturn, Optional
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
 from .errors import ExecutorLost, FslabError, ResultsUnwritable, SpecError
+from .stored import STATUS_OK
 
 if TYPE_CHECKING:
     from .estimate import TimeEstimate
+    from .executors import Executor
     from .job.record import RunRecord
     from .plan import Plan
-    from .runner import PassOutcome, StudyProgress
+    from .runner import PassOutcome, StudyOutcome, StudyProgress
     from .spec import StudySpec
     from .stored import StoredCell, StoredRun
 
@@ -139,35 +141,67 @@ def run(
         "--insecure", help="allow a plaintext tcp:// (dask://) scheduler: anyone who reaches it runs code as root on its workers")] = False,
 ) -> None:
     """Run a study: make, mount and measure every cell, store every run."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
-
     from .runner import run_study
 
+    study = _study_to_run(study, fs, fio, save, results, allow_exec, quiet)
+    view = _RunProgress(quiet)
+    jobs_executor = _open_jobs_executor(executor, tls, insecure, view)
+    access = [*(["--tls", str(tls)] if tls else []), *(["--insecure"] if insecure else [])]
+    continue_with = resume_command(study, results, quick, destroy_data_on or [], allow_exec, executor, access)
+    try:
+        with view.progress:
+            outcome = run_study(
+                study, results_dir=results, quick=quick, resume=resume, retry_failed=retry_failed,
+                allowed_devices=frozenset(destroy_data_on or []), allow_exec=allow_exec,
+                on_start=view.on_start, executor=jobs_executor,
+                on_record=view.on_record, on_notice=view.on_notice, on_pass=view.on_pass,
+            )
+    except (ResultsUnwritable, ExecutorLost, KeyboardInterrupt) as exc:
+        _explain_stop(exc, results, continue_with)
+    _print_outcome(outcome, results, quiet, continue_with)
+
+
+def _study_to_run(study: str | None, fs: str | None, fio: str | None, save: Path | None, results: Path,
+                  allow_exec: bool, quiet: bool) -> str:
+    """The study file or preset to run: the one given, or a one-line study (--fs, --fio)
+    written first, then run like any study file."""
     if (fs is None) != (fio is None) or (fs is not None) == (study is not None):
         raise SpecError("give a study file (or preset), or a one-line study: --fs ext4,xfs --fio 'rw=randwrite bs=4k'",
                         field="run")
-    if study is None:  # the one-line study: written first, then run like any study file
-        from .oneline import write_study
+    if study is not None:
+        return study
+    from .oneline import write_study
 
-        assert fs is not None and fio is not None
-        study = str(write_study(fs, fio, save, results, allow_exec=allow_exec))
-        if not quiet:
-            err_console.print(f"study file: {escape(study)} (edit it and run `fslab run` on it again)", highlight=False)
+    assert fs is not None and fio is not None
+    written = str(write_study(fs, fio, save, results, allow_exec=allow_exec))
+    if not quiet:
+        err_console.print(f"study file: {escape(written)} (edit it and run `fslab run` on it again)", highlight=False)
+    return written
 
-    # Time left comes from fslab.estimate (runs of the same workload and backend, setups
-    # and guest boots counted per job), not from rich's average over all runs so far.
-    progress = Progress(
-        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-        TextColumn("{task.fields[eta]}"), TextColumn("{task.fields[last]}"),
-        console=err_console, disable=quiet or not err_console.is_terminal,
-    )
-    task: dict[str, TaskID] = {}
-    plain = not quiet and not err_console.is_terminal
-    later = {"text": ""}  # an auto study: what further passes could take at most
-    counted = {"passes": 0}
 
-    def on_start(p: Plan, study_id: int, remaining: int, estimate: TimeEstimate) -> None:
-        if not quiet:
+class _RunProgress:
+    """What `fslab run` shows while a study runs: a progress bar on a terminal, a line per
+    run otherwise. Time left comes from fslab.estimate (runs of the same workload and
+    backend, setups and guest boots counted per job), not from rich's average over all
+    runs so far."""
+
+    def __init__(self, quiet: bool):
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
+
+        self.quiet = quiet
+        self.progress = Progress(
+            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("{task.fields[eta]}"), TextColumn("{task.fields[last]}"),
+            console=err_console, disable=quiet or not err_console.is_terminal,
+        )
+        self.task: TaskID | None = None
+        self.plain = not quiet and not err_console.is_terminal
+        self.later = ""  # an auto study: what further passes could take at most
+        self.passes_counted = 0
+        self.waiting_said_at = 0.0
+
+    def on_start(self, p: Plan, study_id: int, remaining: int, estimate: TimeEstimate) -> None:
+        if not self.quiet:
             repetitions = (f"{p.auto.min_n}–{p.auto.max_n} repetitions (auto: {p.auto.describe()})"
                            if p.auto else f"{p.repetitions} repetitions")
             err_console.print(
@@ -179,79 +213,83 @@ def run(
                 err_console.print(f"[yellow]{s.filesystem}: {s.reason}[/yellow]")
             if p.uncompared():
                 err_console.print(f"[yellow]{escape(p.uncompared() or '')}[/yellow]", highlight=False)
-        task["id"] = progress.add_task("runs", total=remaining, last="", eta=escape(estimate.short()))
-        counted["passes"] = p.auto.min_n if p.auto else 0  # their runs are in the total already
+        self.task = self.progress.add_task("runs", total=remaining, last="", eta=escape(estimate.short()))
+        self.passes_counted = p.auto.min_n if p.auto else 0  # their runs are in the total already
 
-    def on_pass(outcome: PassOutcome) -> None:
-        if outcome.next_pass >= counted["passes"]:
-            progress.update(task["id"], total=(progress.tasks[0].total or 0) + outcome.runs)
-        later["text"] = ("" if outcome.runs == 0 or outcome.next_pass + 1 >= outcome.passes_max
-                         else f"; later passes at most {outcome.at_most_later.short().removeprefix('at least ')}")
-        if not quiet and outcome.next_pass >= outcome.decisions.rule.min_n:
+    def on_pass(self, outcome: PassOutcome) -> None:
+        assert self.task is not None
+        if outcome.next_pass >= self.passes_counted:
+            self.progress.update(self.task, total=(self.progress.tasks[0].total or 0) + outcome.runs)
+        self.later = ("" if outcome.runs == 0 or outcome.next_pass + 1 >= outcome.passes_max
+                      else f"; later passes at most {outcome.at_most_later.short().removeprefix('at least ')}")
+        if not self.quiet and outcome.next_pass >= outcome.decisions.rule.min_n:
             err_console.print(escape(pass_text(outcome)), highlight=False)
 
-    def on_notice(text: str) -> None:
-        if not quiet:
+    def on_notice(self, text: str) -> None:
+        if not self.quiet:
             err_console.print(f"[yellow]{escape(text)}[/yellow]", highlight=False)
 
-    def on_record(record: RunRecord, label: str, state: StudyProgress) -> None:
-        status = "ok" if record.status == "ok" else f"FAILED: {record.error}"
+    def on_record(self, record: RunRecord, label: str, state: StudyProgress) -> None:
+        assert self.task is not None
+        status = "ok" if record.status == STATUS_OK else f"FAILED: {record.error}"
         left = state.left.short()
-        eta = (left if left == "nothing left" else f"{left} left") + later["text"]
+        eta = (left if left == "nothing left" else f"{left} left") + self.later
         # Labels hold "[rw=read ...]", which rich would otherwise take for markup.
-        progress.update(task["id"], advance=1, last=escape(f"{label}: {status}"[:60]), eta=escape(eta))
-        if plain:
+        self.progress.update(self.task, advance=1, last=escape(f"{label}: {status}"[:60]), eta=escape(eta))
+        if self.plain:
             err_console.print(f"run {label}: {status} ({record.wall_s:.1f} s); {eta}",
                               highlight=False, markup=False)
 
+    def on_waiting(self, text: str | None) -> None:
+        """A Dask lab with no worker connected: said, not shown as a stale ETA."""
+        if self.task is not None and text:
+            self.progress.update(self.task, eta=escape(text))
+        if text and (not self.waiting_said_at or (self.plain and time.monotonic() - self.waiting_said_at > 60)):
+            err_console.print(f"[yellow]{escape(text)}[/yellow]", highlight=False)
+            self.waiting_said_at = time.monotonic()
+        if text is None:
+            self.waiting_said_at = 0.0
+
+
+def _open_jobs_executor(executor: str | None, tls: Path | None, insecure: bool, view: _RunProgress) -> Executor:
+    """The executor, refused before anything is made; a plaintext lab's warning said."""
     from .executors import open_executor
 
-    jobs_executor = open_executor(executor, tls, insecure)  # refused before anything is made
+    jobs_executor = open_executor(executor, tls, insecure)
     if insecure:
         from .executors.dask import DaskExecutor
 
         if isinstance(jobs_executor, DaskExecutor) and jobs_executor.access.warning():
             err_console.print(f"[yellow]{escape(jobs_executor.access.warning() or '')}[/yellow]", highlight=False)
     if hasattr(jobs_executor, "on_waiting"):  # a Dask lab: no worker connected is said, not a stale ETA
-        said = {"at": 0.0}
+        jobs_executor.on_waiting = view.on_waiting
+    return jobs_executor
 
-        def on_waiting(text: str | None) -> None:
-            if task and text:
-                progress.update(task["id"], eta=escape(text))
-            if text and (not said["at"] or (plain and time.monotonic() - said["at"] > 60)):
-                err_console.print(f"[yellow]{escape(text)}[/yellow]", highlight=False)
-                said["at"] = time.monotonic()
-            if text is None:
-                said["at"] = 0.0
 
-        jobs_executor.on_waiting = on_waiting
-    access = [*(["--tls", str(tls)] if tls else []), *(["--insecure"] if insecure else [])]
-    continue_with = resume_command(study, results, quick, destroy_data_on or [], allow_exec, executor, access)
-    try:
-        with progress:
-            outcome = run_study(
-                study, results_dir=results, quick=quick, resume=resume, retry_failed=retry_failed,
-                allowed_devices=frozenset(destroy_data_on or []), allow_exec=allow_exec,
-                on_start=on_start, executor=jobs_executor,
-                on_record=on_record, on_notice=on_notice, on_pass=on_pass,
-            )
-    except ResultsUnwritable as exc:  # a full results disk: what is stored stays, devices are released
+def _explain_stop(exc: BaseException, results: Path, continue_with: str) -> NoReturn:
+    """A study stopped before its end: what is kept, and the command that continues it."""
+    if isinstance(exc, ResultsUnwritable):  # a full results disk: what is stored stays, devices are released
         err_console.print(
             f"[red]error:[/red] {escape(str(exc))}\nEvery run stored so far is kept and every mount and device "
             f"was released. Free space in {results} (or make it writable), then continue with "
             f"`{escape(continue_with)}`", highlight=False)
         raise typer.Exit(2) from None
-    except ExecutorLost as exc:  # the scheduler died: the workers' jobs are stopped, what is stored stays
+    if isinstance(exc, ExecutorLost):  # the scheduler died: the workers' jobs are stopped, what is stored stays
         err_console.print(
             f"[red]error:[/red] {escape(str(exc))}\nEvery run stored so far is kept. Start the scheduler and its "
             f"workers again, then continue with `{escape(continue_with)}`", highlight=False)
         raise typer.Exit(2) from None
-    except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM or SIGHUP: all released by now
-        err_console.print(
-            f"[yellow]interrupted[/yellow] ({str(exc) or 'Ctrl-C'}): every mount and device was "
-            f"released; the runs already stored are kept. Continue with `{escape(continue_with)}`",
-            highlight=False)
-        raise typer.Exit(130) from None
+    # Ctrl-C, SIGTERM or SIGHUP: all released by now
+    err_console.print(
+        f"[yellow]interrupted[/yellow] ({str(exc) or 'Ctrl-C'}): every mount and device was "
+        f"released; the runs already stored are kept. Continue with `{escape(continue_with)}`",
+        highlight=False)
+    raise typer.Exit(130) from None
+
+
+def _print_outcome(outcome: StudyOutcome, results: Path, quiet: bool, continue_with: str) -> None:
+    """The report and where the results are (or, --quiet, the study id); exits 1 when the
+    study holds failed runs."""
     if not quiet:
         _print_report(results, outcome.study_id, None)
         console.print(
