@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from fslab.aged_images import make_aged_filesystem
-from fslab.aging import AgingOption
+from fslab.aging_option import AgingOption
 
 SIZE_GIB = int(os.environ.get("FSLAB_BENCH_AGING_SIZE", "4"))
 ROUNDS = int(os.environ.get("FSLAB_BENCH_AGING_ROUNDS", "3"))

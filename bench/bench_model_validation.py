@@ -15,7 +15,7 @@ An HDD's seek and rotation are the model's averages per access over 4 KiB random
 queue depth 1 across the whole disk (time_by_mechanism / requests).
 
 Deterministic (seeded streams): the table is the same on every machine; `--markdown`
-prints it for the README, `--published` only the corners a source gives."""
+prints it for docs/devices-and-models.md, `--published` only the corners a source gives."""
 
 from __future__ import annotations
 
@@ -154,7 +154,7 @@ def _note(r: Row) -> str:
 
 
 def table(markdown: bool = False, published_only: bool = False) -> str:
-    """The validation table as text (or Markdown for the README)."""
+    """The validation table as text (or Markdown for docs/devices-and-models.md)."""
     header = ["model", "corner", "predicted", "published", "error %", "verdict", "busiest", "source", "note"]
     lines = []
     data = []

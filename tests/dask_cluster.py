@@ -82,7 +82,7 @@ class Cluster:
 
 
 def scheduler_argv(net: Network, lab: Path | None) -> list[str]:
-    """The scheduler as the README starts it: `fslab scheduler` with the lab's files (TLS,
+    """The scheduler as docs/lab.md starts it: `fslab scheduler` with the lab's files (TLS,
     no HTTP), or a plaintext `dask scheduler` for --insecure."""
     if lab is not None:
         return [sys.executable, "-m", "fslab", "scheduler", "--tls", str(lab), "--host", net.addresses["sched"],

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from fslab.aged_images import aged_image, image_key, make_aged_filesystem
-from fslab.aging import AgingOption, AgingReport, utilisation
+from fslab.aging import AgingReport, utilisation
+from fslab.aging_option import AgingOption
 from fslab.devices import handle_for
 from fslab.devices.image import attach, detach
 from fslab.filesystems import FILESYSTEMS, mounted
@@ -86,7 +87,7 @@ def test_cleanup_after_sigkill_while_aging(device_support: None, tmp_path: Path)
     script = (
         "from pathlib import Path\n"
         "from fslab.aged_images import make_aged_filesystem\n"
-        "from fslab.aging import AgingOption\n"
+        "from fslab.aging_option import AgingOption\n"
         f"d = Path({str(tmp_path)!r})\n"
         "make_aged_filesystem(d / 'fslab-0-agedtest.img', 1 << 30, 'ext4', [], [],\n"
         "                     AgingOption(fill=0.9, seed=1, file_sizes='fixed:4KiB', fill_by='statfs'), d)\n"

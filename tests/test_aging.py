@@ -7,7 +7,8 @@ import os
 
 import pytest
 
-from fslab.aging import AgingError, AgingOption, FileSizes, age, parse_aging, utilisation
+from fslab.aging import AgingError, age, utilisation
+from fslab.aging_option import AgingOption, FileSizes, parse_aging
 from fslab.errors import SpecError
 
 
@@ -150,3 +151,33 @@ def test_churn_by_data_lands_on_the_data(mounted_fs) -> None:
     with mounted_fs("ext4", size="256MiB") as (_, mnt):
         report = age(mnt, AgingOption(fill=0.4, pattern="churn", rounds=3, seed=3))
         assert report.files_deleted > 0 and report.data_bytes == round(0.4 * (256 << 20))
+
+
+def test_device_size_is_found_through_a_node_sysfs_does_not_name(tmp_path) -> None:
+    """The guest's emulated devices are device-mapper nodes made without udev
+    (/dev/mapper/NAME, no /dev/dm-N link): the size comes from the device number."""
+    import stat
+    import subprocess
+
+    from fslab.aging import device_bytes_of
+
+    image = tmp_path / "disk.img"
+    image.write_bytes(b"")
+    os.truncate(image, 64 << 20)
+    loop = subprocess.run(["losetup", "--find", "--show", str(image)], check=True,
+                          capture_output=True, text=True).stdout.strip()
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    node = tmp_path / "unnamed-node"
+    try:
+        os.mknod(node, stat.S_IFBLK | 0o600, os.stat(loop).st_rdev)
+        subprocess.run(["mkfs.ext4", "-q", "-F", str(node)], check=True)
+        subprocess.run(["mount", str(node), str(mnt)], check=True)
+        try:
+            assert device_bytes_of(mnt) == 64 << 20
+            report = age(mnt, AgingOption(fill=0.25, seed=3))  # fill_by = "data", the default
+            assert abs(report.data_bytes / (64 << 20) - 0.25) <= 0.02
+        finally:
+            subprocess.run(["umount", str(mnt)], check=True)
+    finally:
+        subprocess.run(["losetup", "-d", loop], check=False)

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from fslab.estimate import Countdown, TimeModel, duration_text
-from fslab.job.model import Cell, Job, JobSettings, Run
-from fslab.job.record import RunRecord
+from fslab.jobdata.model import Cell, Job, JobSettings, Run
+from fslab.jobdata.record import RunRecord
 from fslab.noise import half_width_at, noise_seen, runs_for_precision
 from fslab.stored import HistoryRun
 

@@ -10,7 +10,7 @@ import pytest
 
 from fslab.backends import BACKENDS, choose_backend
 from fslab.errors import SpecError
-from fslab.job.model import Job
+from fslab.jobdata.model import Job
 from fslab.plan import GUEST_BASE_MEMORY, guest_memory_floor, make_plan
 from fslab.report.labels import fs_column
 from fslab.study import load_spec, parse_spec

@@ -22,8 +22,8 @@ from fslab.backends.host import HostBackend
 from fslab.errors import FslabError
 from fslab.job.entry import load_job, run_job, write_job
 from fslab.job.folder import JobFolder
-from fslab.job.model import Job
-from fslab.job.record import RunRecord
+from fslab.jobdata.model import Job
+from fslab.jobdata.record import RunRecord
 from fslab.plan import make_plan
 from fslab.runner import run_study
 from fslab.store import Store

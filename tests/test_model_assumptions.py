@@ -19,7 +19,7 @@ def test_hdd_trace_that_fits_in_the_write_cache_is_flagged() -> None:
     # "disk" does 4,820 IOPS at 207 µs each (pinned: command overhead + link time).
     assert facts == {"write_cache": 1.0, "cache_bytes": 32 << 20, "write_cache_absorbed_fraction": 1.0,
                      "link_mb_per_s": 550.0, "media_mb_per_s_max": 190.0}
-    assert cached["latency_us"]["p50"] == pytest.approx(207.447) == cached["latency_us"]["p99"]
+    assert cached["latency_ns"]["p50"] == 207_447 == cached["latency_ns"]["p99"]
     assert cached["iops"] == pytest.approx(4820.5, abs=0.1)
     warning = cache_warning("hdd-7200", facts["write_cache_absorbed_fraction"], facts)
     assert warning is not None and "measure the cache, not the disk" in warning and "32 MiB" in warning
@@ -28,7 +28,7 @@ def test_hdd_trace_that_fits_in_the_write_cache_is_flagged() -> None:
     disk = simulate_synthetic(SHORT_RANDOM_WRITES, "hdd-7200", {"write_cache": 0})
     assert disk["model_facts"]["write_cache_absorbed_fraction"] == 0.0
     assert disk["iops"] == pytest.approx(176.88, abs=0.01)
-    assert disk["latency_us"]["p50"] == pytest.approx(5670.548)
+    assert disk["latency_ns"]["p50"] == 5_670_548
     assert cache_warning("hdd-7200", 0.0) is None
 
 

@@ -114,13 +114,13 @@ def test_seed001_hdd_vs_ssd_sequential_vs_random() -> None:
     print(f"seq/random 4 KiB read IOPS ratio: hdd-7200 {hdd_ratio:.0f}x, sata-mlc-ssd {ssd_ratio:.1f}x")
     assert hdd_ratio > 20
     assert ssd_ratio < 5
-    assert hdd_rand["latency_us"]["mean"] > 10_000  # seek (~8.6 ms) + rotation (4.17 ms)
+    assert hdd_rand["latency_ns"]["mean"] > 10_000_000  # seek (~8.6 ms) + rotation (4.17 ms)
 
 
 def test_deterministic_for_a_seed() -> None:
     a = simulate_synthetic("rw=randrw,bs=4k,count=5000,seed=11", "hdd-7200", qd=4)
     b = simulate_synthetic("rw=randrw,bs=4k,count=5000,seed=11", "hdd-7200", qd=4)
-    for key in ("elapsed_ns", "iops", "latency_us", "counters"):
+    for key in ("elapsed_ns", "iops", "latency_ns", "counters"):
         assert a[key] == b[key]
 
 

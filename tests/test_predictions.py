@@ -14,7 +14,7 @@ from fslab.analysis.traces import match_requests
 from fslab.errors import SpecError
 from fslab.mechanisms import cause_of, metric_suffix
 from fslab.metrics import unit_of
-from fslab.predictions import SUFFIXES, replay_queue_depth, split_name
+from fslab.predictions import SUFFIXES, metric_name
 from fslab.study import parse_spec
 from fslab.trace.formats import EV_COMPLETE, OP_FLUSH, read_parquet
 
@@ -46,12 +46,6 @@ def test_simulate_needs_trace() -> None:
     assert parse_spec(_spec(False, []), "t.toml").study.simulate == []
 
 
-def test_replay_queue_depth() -> None:
-    assert replay_queue_depth({}) == 1
-    assert replay_queue_depth({"iodepth": 8, "numjobs": 2}) == 16
-    assert replay_queue_depth({"threads": 4}) == 4
-
-
 @pytest.mark.device
 def test_traced_study_is_replayed_on_models(tmp_path: Path) -> None:
     from fslab.report.sections.trace_tables import report_tables
@@ -68,15 +62,16 @@ def test_traced_study_is_replayed_on_models(tmp_path: Path) -> None:
     assert len(runs) == 4
     for run in runs:
         m = run["metrics"]
-        pred = {name: v for name, v in m.items() if split_name(name)}
+        pred = {name: v for name, v in m.items() if name.startswith("pred_")}
         optional = {("sata-mlc-ssd", "write_amplification_steady_ratio"),
                     ("hdd-7200", "write_cache_absorbed_fraction")}
         # The workload's own rates (a random-write fio job: its IOPS and bandwidth, total and
         # write) beside the device's figures, each named as what it is.
         workload = {"iops", "bw_bytes_per_s", "write_iops", "write_bw_bytes_per_s"}
         shares = {(model, metric_suffix(mech)) for model in MODELS for mech in MECHANISMS[model]}
-        assert {split_name(n) for n in pred} == {(model, s) for model in MODELS for s in (*SUFFIXES, *workload)} \
-            | optional | shares
+        expected = {(model, s) for model in MODELS for s in (*SUFFIXES, *workload)} | optional | shares
+        assert set(pred) == {metric_name(model, s) for model, s in expected}
+        assert list(run["provenance"]["predictions"]["models"]) == MODELS  # which models: the provenance says
         # Predictions say which settings they assume.
         assert "write cache on, 32 MiB" in m["pred_hdd-7200_device_requests_per_s"]["note"]
         assert "write cache on, 32 MiB" in m["pred_hdd-7200_write_iops"]["note"]
@@ -260,4 +255,4 @@ def test_trace_concurrency_counts_requests_in_flight(tmp_path: Path) -> None:
     trace, requests = read_run_trace(path)
     assert len(requests) == 2  # the two issues
     assert window_concurrency(trace) == [pytest.approx(4 / 3)]
-    assert window_concurrency(trace, [{"start_ns": 100, "end_ns": 301}]) == [pytest.approx(1.0)]
+    assert window_concurrency(trace, [(100, 301)]) == [pytest.approx(1.0)]

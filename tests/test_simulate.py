@@ -110,9 +110,9 @@ def test_cli_json() -> None:
                                       "sata-mlc-ssd", "--qd", "8", "--set", "capacity=4GiB", "--json"])
     assert result.exit_code == 0, result.output
     out = json.loads(result.output)
-    for key in ("requests", "iops", "mb_per_s", "latency_us", "write_amplification", "gc_runs", "erases"):
+    for key in ("requests", "iops", "mb_per_s", "latency_ns", "write_amplification", "gc_runs", "erases"):
         assert key in out
-    assert set(out["latency_us"]) >= {"mean", "p50", "p99"}
+    assert set(out["latency_ns"]) >= {"mean", "p50", "p99"}
     assert out["prediction"] is True and out["requests"] == 2000
 
 

@@ -86,31 +86,3 @@ def test_study_models_predict_what_their_settings_mean(device_support, tmp_path:
     assert nocache["value"] < 0.5 * hdd["value"], (nocache["value"], hdd["value"])
     assert "write cache off" in nocache["note"] and "write cache on" in hdd["note"]
 
-
-def test_old_device_figures_are_exported_under_their_current_names() -> None:
-    """A store with runs from before the device's figures were named device_*: their
-    pred_<model>_iops was the device's requests per second and is exported as such, so an
-    export never has one column meaning two things."""
-    from fslab.export import run_records
-    from fslab.stored import StudyRow
-
-    def metric(value: float) -> dict[str, Any]:
-        return {"value": value, "unit": "IOPS", "note": None, "higher_is_better": True}
-
-    cell = {"filesystem": "ext4", "fs_type": "ext4", "workload": "w", "workload_kind": "fio", "backend": "host",
-            "params": {}, "axes": {}}
-    old = {"run_id": 1, "cell": cell, "repetition": 0, "sequence": 0, "status": "ok", "error": None,
-           "started_at": 0.0, "finished_at": 1.0, "provenance": {},
-           "metrics": {"pred_hdd-7200_iops": metric(180.0), "pred_hdd-7200_requests_count": metric(900.0)}}
-    new = {**old, "run_id": 2, "metrics": {"pred_hdd-7200_iops": metric(240.0),
-                                           "pred_hdd-7200_device_requests_per_s": metric(120.0),
-                                           "pred_hdd-7200_device_requests_count": metric(600.0)}}
-    study = StudyRow(id=1, name="s", source="s.toml", spec_hash="", quick=False, order="shuffled", seed=1,
-                     fresh="run", repetitions=1, planned_runs=2, skipped=[], host={}, status="complete",
-                     created_at=0.0, finished_at=1.0, spec_text="", facts={})  # type: ignore[typeddict-item]
-    records = run_records(study, [old, new])  # type: ignore[list-item]
-    assert set(records[0]["metrics"]) == {"pred_hdd-7200_device_requests_per_s",
-                                          "pred_hdd-7200_device_requests_count"}
-    assert records[0]["metrics"]["pred_hdd-7200_device_requests_per_s"]["value"] == 180.0
-    assert records[1]["metrics"]["pred_hdd-7200_iops"]["value"] == 240.0  # the workload's own, as stored
-

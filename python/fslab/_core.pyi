@@ -1,6 +1,8 @@
 # Types of fslab's Rust core, the compiled module ``fslab._core`` (crates/fslab-core/src:
 # bindings.rs, trace/py.rs, alloc/py.rs). Keep each signature beside its #[pyfunction].
-# Results are dicts built in Rust; their keys are documented there.
+# Results are dicts built in Rust; their keys are documented there. Every time crosses in
+# nanoseconds (``elapsed_ns``, ``latency_ns``, ``time_by_mechanism_ns``, ...); only the
+# code that prints converts to another unit.
 
 from collections.abc import Sequence
 from typing import Any
@@ -28,6 +30,8 @@ def simulate_synthetic(params: ModelParams, synthetic: SyntheticSpec, qd: int = 
 def synthetic_requests(synthetic: SyntheticSpec) -> tuple[list[int], list[int], list[int], list[int]]: ...
 def reference_loop(synthetic: SyntheticSpec) -> tuple[int, int]: ...
 def model_capacity(params: ModelParams) -> int: ...
+# One dict per model kind: kind, offered, whole, mechanisms [(name, cause in words)].
+def model_kinds() -> list[dict[str, Any]]: ...
 
 # --- block-layer traces (trace/py.rs) ---------------------------------------------------
 

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .aging import AgingOption, AgingReport, age
+from .aging import AgingReport, age
+from .aging_option import AgingOption
 from .commands import declare_tools, run_command
 from .devices import DeviceHandle, handle_for, queue_facts
 from .devices.image import IMAGE_PREFIX, IMAGE_SUFFIX, attach, check_free_space, detach

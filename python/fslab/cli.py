@@ -22,7 +22,7 @@ from .stored import STATUS_OK
 if TYPE_CHECKING:
     from .estimate import TimeEstimate
     from .executors import Executor
-    from .job.record import RunRecord
+    from .jobdata.record import RunRecord
     from .plan import Plan
     from .runner import PassOutcome, StudyOutcome, StudyProgress
     from .spec import StudySpec
@@ -61,7 +61,7 @@ def plan(
     Times and runs needed are estimated from the runs stored in the results directory."""
     import platform
 
-    from . import plan_output as out
+    from . import cli_plan_view as out
     from .forecast import forecast, history_of
     from .store import check_results_path
 

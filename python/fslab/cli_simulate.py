@@ -59,16 +59,16 @@ def _print_table(r: dict) -> None:
     table = Table(title=f"PREDICTION on model {r['model']} ({mode}) — {r['source']}")
     table.add_column("metric")
     table.add_column("value", justify="right")
-    lat = r["latency_us"]
+    lat_us = {k: v / 1e3 for k, v in r["latency_ns"].items()}  # the core gives ns; this table prints us
     rows = [
         ("requests (count)", f"{r['requests']}"),
         ("simulated time (s)", f"{r['elapsed_ns'] / 1e9:.3f}"),
         ("IOPS (requests/s)", f"{r['iops']:.1f}"),
         ("throughput (MB/s, 10^6 B)", f"{r['mb_per_s']:.1f}"),
-        ("latency mean (us)", f"{lat['mean']:.1f}"),
-        ("latency p50 (us)", f"{lat['p50']:.1f}"),
-        ("latency p99 (us)", f"{lat['p99']:.1f}"),
-        ("latency max (us)", f"{lat['max']:.1f}"),
+        ("latency mean (us)", f"{lat_us['mean']:.1f}"),
+        ("latency p50 (us)", f"{lat_us['p50']:.1f}"),
+        ("latency p99 (us)", f"{lat_us['p99']:.1f}"),
+        ("latency max (us)", f"{lat_us['max']:.1f}"),
         ("write amplification, whole trace (media/host bytes)", f"{r['write_amplification']:.3f}"),
         ("GC runs (count)", f"{r['gc_runs']}"),
         ("erases (count)", f"{r['erases']}"),

@@ -31,8 +31,8 @@ import numpy as np
 from .priors import GUEST_RUN_OVERHEAD, GUEST_SETUP, HOST_RUN_OVERHEAD, run_overhead_prior, setup_prior
 
 if TYPE_CHECKING:
-    from .job.model import Cell, Job
-    from .job.record import RunRecord
+    from .jobdata.model import Cell, Job
+    from .jobdata.record import RunRecord
     from .stored import HistoryRun
 
 # A gap longer than this before a job's first run is not setup: the study was stopped and

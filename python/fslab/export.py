@@ -13,7 +13,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
-from .predictions import current_name
 from .registry import Registry
 from .report.units import canonical_unit
 from .stored import Params, StoredMetric, StoredRun, StudyRow
@@ -86,7 +85,7 @@ def run_records(study: StudyRow, runs: list[StoredRun]) -> list[ExportRecord]:
             "started_at": run["started_at"],
             "finished_at": run["finished_at"],
             "provenance": run_provenance(run, study.quick),
-            "metrics": {current_name(name, run["metrics"]): StoredMetric(
+            "metrics": {name: StoredMetric(
                 value=m["value"], unit=canonical_unit(m["unit"]), note=m["note"],
                 higher_is_better=m["higher_is_better"])
                 for name, m in run["metrics"].items()},

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .estimate import TimeEstimate, TimeModel
-from .job.model import Job, Run
+from .jobdata.model import Job, Run
 from .noise import NoiseSeen, half_width_at, noise_seen, runs_for_precision
 from .plan import Plan
 from .priors import TYPICAL_CV, TYPICAL_CV_SOURCE

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .job.model import Cell
+from .jobdata.model import Cell
 
 
 def input_digests(cells: Iterable[Cell]) -> dict[str, str]:

@@ -2,14 +2,10 @@
 simulation result, from the core's ``DeviceModel::time_by_mechanism``), as shares and in
 a storage engineer's words.
 
-What the whole is depends on the model (documented beside each model in the core):
-- HDD: the drive's work time — command overhead, seeks, rotational waits, media transfer
-  (read-ahead included) and the time its cache answered requests without the arm;
-- SSD: the summed work of its resources — controller, host link, flash channels, and
-  flash planes reading, programming, copying for garbage collection and erasing;
-- RAID: the summed time of the I/Os the array sent its members (issue to completion),
-  by why it sent them — host data, read-modify-write, reconstruct-write, full stripes —
-  plus the controller's host link moving the host's data.
+What the whole is depends on the model, and each model kind says it (and names each of
+its mechanisms and the cause it is part of, in words) beside its code in the core
+(``Kind`` in crates/fslab-core/src/models): this module reads them from ``_core.model_kinds``
+and repeats none, so a new model kind brings its own words.
 
 A share is a mechanism's part of that whole. Several mechanisms can make one cause in
 words (a read-modify-write reads, then writes): ``cause_shares`` adds them up.
@@ -20,36 +16,31 @@ nanoseconds in the run's prediction provenance)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import cache
+from typing import Any
 
 from .metrics import MetricKind, declare_metrics
 
-# mechanism -> the cause it is part of, in words ("spends 61% of its predicted time in ...").
-CAUSES: dict[str, str] = {
-    # HDD
-    "command": "command overhead",
-    "seek": "seeks",
-    "rotation": "rotational latency",
-    "transfer": "media transfer",
-    "cache": "answers from the drive's cache",
-    # SSD
-    "controller": "controller command processing",
-    "host_link": "host-link transfer",
-    "channel": "flash-channel transfer",
-    "read": "flash page reads",
-    "program": "flash programs",
-    "gc_copy": "garbage-collection copies",
-    "erase": "block erases",
-    # RAID
-    "data_read": "member data reads",
-    "data_write": "member data writes",
-    "full_stripe_write": "full-stripe writes",
-    "parity_rmw_read": "parity read-modify-write",
-    "parity_rmw_write": "parity read-modify-write",
-    "reconstruct_read": "parity reconstruct-write",
-    "reconstruct_write": "parity reconstruct-write",
-    "trim": "trims",
-    "flush": "flushes",
-}
+
+@cache
+def _kinds() -> dict[str, dict[str, Any]]:
+    from . import _core
+
+    return {k["kind"]: k for k in _core.model_kinds()}
+
+
+@cache
+def _causes() -> dict[str, str]:
+    """mechanism -> the cause it is part of, over every kind (a mechanism name means one
+    thing in every model that has it: the core's kinds agree, checked by the tests)."""
+    return {name: cause for kind in _kinds().values() for name, cause in kind["mechanisms"]}
+
+
+def mechanisms_of(kind: str) -> list[str]:
+    """The mechanisms a model kind accounts its time to, in the order it documents them."""
+    entry = _kinds().get(kind)
+    return [name for name, _ in entry["mechanisms"]] if entry else []
+
 
 METRIC_PREFIX = "time_"
 METRIC_SUFFIX = "_share"
@@ -67,11 +58,11 @@ def shares(time_ns: Mapping[str, int | float]) -> dict[str, float]:
 
 def cause_of(mechanism: str) -> str:
     """A mechanism in words (an unknown one, as its name reads)."""
-    return CAUSES.get(mechanism, mechanism.replace("_", " "))
+    return _causes().get(mechanism, mechanism.replace("_", " "))
 
 
 def cause_shares(by_mechanism: Mapping[str, float]) -> dict[str, float]:
-    """Shares of mechanisms added up by the cause they are part of (``CAUSES``)."""
+    """Shares of mechanisms added up by the cause they are part of (``cause_of``)."""
     out: dict[str, float] = {}
     for name, share in by_mechanism.items():
         out[cause_of(name)] = out.get(cause_of(name), 0.0) + share
@@ -83,26 +74,10 @@ def metric_suffix(mechanism: str) -> str:
     return f"{METRIC_PREFIX}{mechanism}{METRIC_SUFFIX}"
 
 
-def mechanism_of(suffix: str) -> str | None:
-    """The mechanism of a prediction metric suffix (``time_seek_share`` -> ``seek``), else None."""
-    if suffix.startswith(METRIC_PREFIX) and suffix.endswith(METRIC_SUFFIX):
-        name = suffix[len(METRIC_PREFIX):-len(METRIC_SUFFIX)]
-        return name or None
-    return None
-
-
-# What the mechanisms' parts add up to, per model kind (the core's `time_by_mechanism` docs).
-WHOLE = {
-    "hdd": "the drive's work time (arm operations and cache answers)",
-    "ssd": "the summed work time of controller, host link, flash channels and planes",
-    "raid": "the summed time of the member I/Os (issue to completion), by why the array sent them, "
-            "plus the controller's host link",
-}
-
-
 def whole_of(kind: str) -> str:
     """What a model kind's mechanism times add up to, in words."""
-    return WHOLE.get(kind, "the model's work time")
+    entry = _kinds().get(kind)
+    return str(entry["whole"]) if entry else "the model's work time"
 
 
 def table_rows(time_ns: Mapping[str, int | float], kind: str) -> list[tuple[str, str]]:

@@ -16,6 +16,11 @@ A model file (``fslab/models/NAME.toml``) has ``[model]`` (kind, description) an
 
 Generic class models (``sata-mlc-ssd``, ``hdd-7200``, ...) have none of these.
 ``raidN-Mx-PRESET`` names are built on the fly and are not files (see ``simulate``).
+
+A preset file is all Python needs of a model: its ``kind`` names a model of the core
+(``_core.model_kinds``), which brings its own parameters, mechanisms and their words, so
+no Python list repeats the models. This module is the one place that knows where preset
+files live (``preset_dirs``).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from __future__ import annotations
 import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
+from importlib.abc import Traversable
 from typing import Any
 
 from .errors import SpecError
@@ -99,11 +105,25 @@ def _corner(name: str, i: int, row: Any) -> Corner:
     return corner
 
 
+def preset_dirs() -> list[Traversable]:
+    """Where preset files live, searched in order (the package's ``fslab/models``)."""
+    return [resources.files("fslab.models")]
+
+
+def preset_path(name: str) -> Traversable | None:
+    """The preset file of model ``name``, or None when there is none."""
+    for directory in preset_dirs():
+        path = directory.joinpath(f"{name}.toml")
+        if path.is_file():
+            return path
+    return None
+
+
 def load_model(name: str) -> ModelEntry:
     """The shipped model file ``name``. Raises SpecError for an unknown name or a
     malformed ``[[published]]`` row."""
-    path = resources.files("fslab.models").joinpath(f"{name}.toml")
-    if not path.is_file():
+    path = preset_path(name)
+    if path is None:
         raise SpecError(f"no shipped model {name!r}; known: {', '.join(model_files())} "
                         f"(and {RAID_PATTERN[0]})", field="NAME")
     with path.open("rb") as f:
@@ -123,7 +143,7 @@ def load_model(name: str) -> ModelEntry:
 
 def model_files() -> list[str]:
     """Names of the shipped model files, sorted."""
-    return sorted(p.name[:-5] for p in resources.files("fslab.models").iterdir() if p.name.endswith(".toml"))
+    return sorted({p.name[:-5] for d in preset_dirs() for p in d.iterdir() if p.name.endswith(".toml")})
 
 
 def catalog() -> list[ModelEntry]:

@@ -92,7 +92,7 @@ def _check_metric(spec: Any, metric: str, workload: Any, source: str, field: str
     metrics = WORKLOADS.get(workload.kind).metrics
     traced = metric.startswith("trace_") and spec.study.trace
     if traced:
-        from .job import tracing  # noqa: F401  (it declares the trace metrics' units)
+        from . import trace_metrics  # noqa: F401  (it declares the trace metrics' units)
     if not traced and not any(metric == s or metric.endswith("_" + s) for s in metrics):
         raise SpecError(f"{metric!r} is not a metric of a {workload.kind} workload: its metric names "
                         f"end in {', '.join(sorted(metrics))} (or trace_*, with trace = true)",

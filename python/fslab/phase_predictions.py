@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import FslabError
-from .job.record import Metric
+from .jobdata.record import Metric
 from .predictions import (
     assumptions,
     cache_warning,
@@ -49,6 +49,7 @@ from .predictions import (
 if TYPE_CHECKING:
     from .simulate import Requests
     from .trace.formats import Trace
+    from .workloads import PhaseSpan
 
 # A write test whose bytes reached the device less than this much inside the test is marked.
 WRITTEN_INSIDE_FRACTION = 0.9
@@ -62,12 +63,12 @@ def is_marked(note: str | None) -> bool:
     return bool(note) and MARK in str(note)
 
 
-def split_by_spans(times_ns: Sequence[int], spans: Sequence[Mapping[str, Any]]) -> tuple[list[list[int]], list[int]]:
-    """Indexes of the requests issued within each span (inclusive bounds; the first span
-    that holds a time takes it), and the indexes issued within none."""
+def split_by_spans(times_ns: Sequence[int], spans: Sequence[tuple[int, int]]) -> tuple[list[list[int]], list[int]]:
+    """Indexes of the requests issued within each span ((start, end) ns, inclusive bounds;
+    the first span that holds a time takes it), and the indexes issued within none."""
     per_span: list[list[int]] = [[] for _ in spans]
     outside: list[int] = []
-    bounds = [(int(s["start_ns"]), int(s["end_ns"])) for s in spans]
+    bounds = [(int(lo), int(hi)) for lo, hi in spans]
     for i, t in enumerate(times_ns):
         for j, (lo, hi) in enumerate(bounds):
             if lo <= t <= hi:
@@ -106,26 +107,26 @@ def _bytes(requests: Any, op: str) -> int:
     return sum(n for o, n in zip(requests.op, requests.nbytes) if o == code)
 
 
-def _marks(span: Mapping[str, Any], written: int, read: int) -> list[str]:
+def _marks(span: PhaseSpan, written: int, read: int) -> list[str]:
     """What makes this test's figure less than the device's answer to its whole work."""
     out = []
-    expected = int(span.get("writes_bytes") or 0)
+    expected = span.writes_bytes
     if expected and written < WRITTEN_INSIDE_FRACTION * expected:
         out.append(f"{MARK}only {written / expected:.0%} of the test's {expected >> 20} MiB written reached the device "
                    "while it ran (the rest was written back later and counts in later tests, by issue time): "
                    "the figure is optimistic")
-    wanted = int(span.get("reads_bytes") or 0)
+    wanted = span.reads_bytes
     if wanted and read < WRITTEN_INSIDE_FRACTION * wanted:
         out.append(f"{MARK}{read / wanted:.0%} of the test's {wanted >> 20} MiB read came from the device "
                    "(the rest from the page cache)")
     return out
 
 
-def predict_phases(trace_path: Path, spans: Sequence[Mapping[str, Any]], models: Sequence[str], min_qd: int = 1,
+def predict_phases(trace_path: Path, spans: Sequence[PhaseSpan], models: Sequence[str], min_qd: int = 1,
                    definitions: Mapping[str, Mapping[str, Any]] | None = None,
                    trace_note: str | None = None,
                    loaded: tuple[Trace, Requests] | None = None) -> tuple[list[Metric], dict[str, Any]]:
-    """(metrics, provenance) for each span (``bonnie_phases.PhaseSpan.as_dict()``) on each
+    """(metrics, provenance) for each span (a workload's ``WorkloadResult.phases``) on each
     model; ``min_qd``: the workload's own queue depth (the least each test is replayed at).
     A test with no requests, or a model that fails, gives a metric without a number
     whose note says why; predictions never cost the measured run."""
@@ -138,25 +139,25 @@ def predict_phases(trace_path: Path, spans: Sequence[Mapping[str, Any]], models:
     metrics: list[Metric] = []
     try:
         trace, requests = loaded or read_run_trace(trace_path)
-        concurrency = window_concurrency(trace, spans)
+        concurrency = window_concurrency(trace, [(s.start_ns, s.end_ns) for s in spans])
     except (FslabError, OSError, ValueError, KeyError) as exc:
         prov["error"] = str(exc)
-        return [Metric.of(metric_name(m, s["metric"]), None, f"not predicted: {exc}")
+        return [Metric.of(metric_name(m, s.metric), None, f"not predicted: {exc}")
                 for s in spans for m in models], prov
-    per_span, outside = split_by_spans(requests.time_ns, spans)
+    per_span, outside = split_by_spans(requests.time_ns, [(s.start_ns, s.end_ns) for s in spans])
     prov.update({"requests": len(requests), "requests_between_tests": len(outside)})
     for span, index, seen in zip(spans, per_span, concurrency):
         sub = _subset(requests, index)
         written, read = _bytes(sub, "W"), _bytes(sub, "R")
         marks = _marks(span, written, read)
         qd = replay_depth(min_qd, seen)
-        test = {"start_ns": int(span["start_ns"]), "end_ns": int(span["end_ns"]), "requests": len(sub),
-                "written_bytes": written, "read_bytes": read, "work": span["work"], "work_unit": span["work_unit"],
+        test: dict[str, Any] = {"start_ns": int(span.start_ns), "end_ns": int(span.end_ns), "requests": len(sub),
+                "written_bytes": written, "read_bytes": read, "work": span.work, "work_unit": span.work_unit,
                 "trace_concurrency": seen, "qd": qd, "flushed": written > 0, "marks": marks, "models": {}}
-        prov["tests"][span["key"]] = test
+        prov["tests"][span.key] = test
         for model in models:
-            name = metric_name(model, span["metric"])
-            head = f"predicted on model {model}, not measured: Bonnie++'s {span['key']} test"
+            name = metric_name(model, span.metric)
+            head = f"predicted on model {model}, not measured: Bonnie++'s {span.key} test"
             if not len(sub):
                 metrics.append(Metric.of(name, None, f"{head}: no request reached the device while it ran "
                                                      "(page cache): nothing for a model to time"))
@@ -174,15 +175,15 @@ def predict_phases(trace_path: Path, spans: Sequence[Mapping[str, Any]], models:
             # With the closing flush the time includes emptying the cache: the disk is not hidden.
             warning = None if written else cache_warning(model, facts.get("write_cache_absorbed_fraction"), facts)
             said = assumptions(facts)
-            note = (f"{head}: its work ({span['work']:g} {span['work_unit']}) over the time the model needs for the "
+            note = (f"{head}: its work ({span.work:g} {span.work_unit}) over the time the model needs for the "
                     f"{len(sub)} requests issued during it ({model_s:.3g} s; each test replayed alone on a fresh "
                     f"model, closed loop at queue depth {qd}, the test's concurrency in the trace"
                     + (", then a cache flush, so cached writes reach the medium within the test" if written else "")
                     + "); assumes the test is device-bound"
                     + (f"; {said}" if said else "")
-                    + "".join(f"; {m}" for m in ([span["note"]] if span.get("note") else []) + marks)
+                    + "".join(f"; {m}" for m in ([span.note] if span.note else []) + marks)
                     + (f"; {MARK}{warning}" if warning else "") + (f"; {trace_note}" if trace_note else ""))
-            value = float(span["work"]) / model_s if model_s > 0 else None
+            value = float(span.work) / model_s if model_s > 0 else None
             metrics.append(Metric.of(name, value, note))
             test["models"][model] = {"elapsed_ns": result["elapsed_ns"], "predicted": value,
                                      "cache_warning": warning,

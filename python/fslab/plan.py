@@ -26,9 +26,10 @@ from typing import Any
 from .devices import DEVICES, DeviceKind, capacity_of
 from .errors import SpecError
 from .filesystems import FILESYSTEMS, FilesystemType
-from .job.model import Cell, Job, JobSettings, Run
+from .jobdata.model import Cell, Job, JobSettings, Run
 from .spec import BACKEND_PREFERENCE, GUEST_MIN_MEMORY, DeviceSection, StudyBackend, StudySpec, WorkloadSection
-from .stopping import StoppingRule, cell_infos, make_pairs
+from .stopping import cell_infos, make_pairs
+from .stopping_rule import StoppingRule
 from .workloads import WORKLOADS, ParamError, data_bytes, quick_memory
 
 # (file system, device kind, its parsed [device] section, the backend asked for: host |

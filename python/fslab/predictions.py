@@ -13,9 +13,15 @@ Two kinds, never confused:
   Bonnie++'s tests (they run one after another in one trace) nor fio groups.
 - **the device's figures** (``pred_<model>_device_requests_per_s``, ``device_bw_bytes_per_s``,
   ``device_latency_*_ns``, ``device_requests_count``): requests as the model served them.
-  Results stored before these were named so say ``pred_<model>_iops`` etc.; reports read
-  them as device figures (``LEGACY_SUFFIXES``). Among them, where the model's time went:
-  ``pred_<model>_time_<mechanism>_share`` (``fslab.mechanisms``).
+  Among them, where the model's time went: ``pred_<model>_time_<mechanism>_share``
+  (``fslab.mechanisms``). Results stored before these were named so say
+  ``pred_<model>_iops`` etc.; the store reads them under today's names
+  (``fslab.store_compat``).
+
+Which models a run was replayed on is its provenance's ``predictions.models`` (model ->
+what its replay recorded, ``time_by_mechanism_ns`` among it): readers take the models and
+mechanisms from there and build metric names with ``metric_name``; nothing parses a
+model back out of a metric's name.
 
 Replay mode: **closed loop** at the concurrency the trace shows (the time-weighted mean
 number of requests in flight between issue and completion, per device of the trace),
@@ -38,8 +44,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import FslabError, SimulationError, SpecError
-from .job.record import Metric
-from .mechanisms import mechanism_of, metric_suffix, shares, whole_of
+from .jobdata.record import Metric
+from .mechanisms import metric_suffix, shares, whole_of
 from .metrics import MetricKind, declare_metrics
 
 if TYPE_CHECKING:
@@ -51,11 +57,6 @@ MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9.-]*")
 # Stored per model: the device's figures (suffix -> how to take it from simulate_requests' result).
 SUFFIXES = ("device_requests_count", "device_requests_per_s", "device_bw_bytes_per_s", "device_latency_mean_ns",
             "device_latency_p50_ns", "device_latency_p99_ns", "device_latency_max_ns", "write_amplification_ratio")
-# What results stored before the device's figures were named so call them.
-LEGACY_SUFFIXES = {"requests_count": "device_requests_count", "iops": "device_requests_per_s",
-                   "bw_bytes_per_s": "device_bw_bytes_per_s", "latency_mean_ns": "device_latency_mean_ns",
-                   "latency_p50_ns": "device_latency_p50_ns", "latency_p99_ns": "device_latency_p99_ns",
-                   "latency_max_ns": "device_latency_max_ns"}
 # Stored only where the model has them (SSD: steady-state WA; HDD: write-cache share).
 OPTIONAL_SUFFIXES = ("write_amplification_steady_ratio", "write_cache_absorbed_fraction")
 # A prediction whose written bytes were this much acknowledged by a write cache measures
@@ -157,72 +158,29 @@ def validate_simulate(spec: Any, source: str) -> None:
                 raise SpecError(f"{name!r} is named twice", source=source, field=f"{field}[{i}]")
 
 
-def replay_queue_depth(params: Mapping[str, Any]) -> int:
-    """Requests the workload keeps outstanding: iodepth x (numjobs or threads), at least 1."""
-    depth = int(params.get("iodepth", 1) or 1)
-    jobs = int(params.get("numjobs", params.get("threads", 1)) or 1)
-    return max(1, depth) * max(1, jobs)
-
-
 def metric_name(model: str, suffix: str) -> str:
     return f"{PREFIX}{model}_{suffix}"
 
 
-def split_name(name: str) -> tuple[str, str] | None:
-    """(model, suffix) of a prediction metric name, None for any other metric. Model names
-    have no underscore (hdd-7200, raid5-8x-sata-mlc-ssd): the suffix is the rest, a device
-    figure or one of the workload's own metrics. In a run stored before the device's
-    figures had their names, ``iops`` is the device's (``workload_predicted`` tells)."""
-    if not name.startswith(PREFIX) or "_" not in name[len(PREFIX):]:
-        return None
-    model, _, suffix = name[len(PREFIX):].partition("_")
-    return model, suffix
-
-
-def workload_predicted(metrics: Mapping[str, Any], model: str) -> bool:
-    """Whether a run's ``pred_<model>_<workload metric>`` are the workload's own (stored
-    since the device's figures are named ``device_*``) rather than the device's."""
-    return metric_name(model, "device_requests_count") in metrics
-
-
-def current_name(name: str, metrics: Mapping[str, Any]) -> str:
-    """A stored metric's name as fslab names it now: in a run stored before the device's
-    figures were named ``device_*``, ``pred_<model>_iops`` (and the other old names) were
-    the device's; they read as ``pred_<model>_device_requests_per_s`` and so on, so one
-    name never means two things across a store's runs."""
-    parsed = split_name(name)
-    if parsed is None or parsed[1] not in LEGACY_SUFFIXES or workload_predicted(metrics, parsed[0]):
-        return name
-    return metric_name(parsed[0], LEGACY_SUFFIXES[parsed[1]])
-
-
-def is_device_figure(suffix: str) -> bool:
-    """Whether a prediction suffix (from ``split_name``) is the device's, not the workload's."""
-    return suffix in SUFFIXES or suffix in OPTIONAL_SUFFIXES or mechanism_of(suffix) is not None
-
-
 def _values(result: dict[str, Any]) -> dict[str, float | None]:
-    lat = result["latency_us"]
+    lat = result["latency_ns"]
     facts = result.get("model_facts", {})
-    # latency_us from the core -> integer-ish nanoseconds, the unit fslab stores latency in
     return {
         "device_requests_count": result["requests"], "device_requests_per_s": result["iops"],
         "device_bw_bytes_per_s": result["mb_per_s"] * 1e6,
-        "device_latency_mean_ns": None if lat["mean"] is None else lat["mean"] * 1000,
-        "device_latency_p50_ns": None if lat["p50"] is None else lat["p50"] * 1000,
-        "device_latency_p99_ns": None if lat["p99"] is None else lat["p99"] * 1000,
-        "device_latency_max_ns": None if lat["max"] is None else lat["max"] * 1000,
+        "device_latency_mean_ns": lat["mean"], "device_latency_p50_ns": lat["p50"],
+        "device_latency_p99_ns": lat["p99"], "device_latency_max_ns": lat["max"],
         "write_amplification_ratio": result.get("write_amplification"),
         "write_amplification_steady_ratio": facts.get("write_amplification_steady"),
         "write_cache_absorbed_fraction": facts.get("write_cache_absorbed_fraction"),
     }
 
 
-def window_concurrency(trace: Trace, spans: Sequence[Mapping[str, Any]] | None = None) -> list[float | None]:
+def window_concurrency(trace: Trace, spans: Sequence[tuple[int, int]] | None = None) -> list[float | None]:
     """The requests in flight between issue and completion that the trace shows: their
     time-weighted mean over the time any was in flight, per device of the trace (an md
     array's members each have their own queue; the array's own bios have no completion
-    event here) — within each span (``start_ns``/``end_ns`` on the trace's clock), or the
+    event here) — within each span ((start, end) in ns on the trace's clock), or the
     whole trace when ``spans`` is None. None where no request completed."""
     import numpy as np
 
@@ -237,10 +195,10 @@ def window_concurrency(trace: Trace, spans: Sequence[Mapping[str, Any]] | None =
     times, step = times[order], step[order]
     devices = max(1, len(np.unique(c["dev"][issue])))
     if spans is None:
-        spans = [{"start_ns": int(times[0]) if len(times) else 0, "end_ns": int(times[-1]) + 1 if len(times) else 0}]
+        spans = [(int(times[0]), int(times[-1]) + 1) if len(times) else (0, 0)]
     out: list[float | None] = []
     for span in spans:
-        lo, hi = np.searchsorted(times, [int(span["start_ns"]), int(span["end_ns"])], side="left")
+        lo, hi = np.searchsorted(times, [int(span[0]), int(span[1])], side="left")
         t, s = times[lo:hi], step[lo:hi]
         if len(t) < 2 or not (s < 0).any():
             out.append(None)
@@ -270,13 +228,14 @@ def replay_depth(app_qd: int, concurrency: float | None) -> int:
     return app_qd if concurrency is None else max(app_qd, int(concurrency))
 
 
-def predict_run(trace_path: Path, models: Sequence[str], params: Mapping[str, Any],
+def predict_run(trace_path: Path, models: Sequence[str], queue_depth: int,
                 trace_result: Mapping[str, Any] | None = None, work_rates: Mapping[str, float] | None = None,
                 work_s: float | None = None,
                 definitions: Mapping[str, Mapping[str, Any]] | None = None,
                 loaded: tuple[Trace, Requests] | None = None) -> tuple[list[Metric], dict[str, Any]]:
     """Replay one run's trace on each model (``loaded``: the trace as ``read_run_trace``
-    read it, so a caller that needs it twice reads it once). Returns (metrics, provenance): the device's
+    read it, so a caller that needs it twice reads it once; ``queue_depth``: the workload's own,
+    ``Workload.queue_depth``, the least it is replayed at). Returns (metrics, provenance): the device's
     figures (``pred_<model>_device_*``) and, for each of ``work_rates`` (the workload's
     metrics that are the rate of its work over ``work_s`` seconds, its own runtime), the
     same work over the model's time for the trace's requests. Every metric's note says it
@@ -292,11 +251,11 @@ def predict_run(trace_path: Path, models: Sequence[str], params: Mapping[str, An
         concurrency, error = window_concurrency(trace)[0], None
     except (FslabError, OSError, ValueError, KeyError) as exc:
         requests, concurrency, error = None, None, str(exc)
-    qd = replay_depth(replay_queue_depth(params), concurrency)
+    qd = replay_depth(queue_depth, concurrency)
     trace_note = None
     if trace_result is not None and not trace_result.get("complete", True):
         trace_note = f"incomplete trace: {trace_result.get('lost_events')} events lost"
-    prov: dict[str, Any] = {"mode": "closed-loop", "qd": qd, "qd_workload": replay_queue_depth(params),
+    prov: dict[str, Any] = {"mode": "closed-loop", "qd": qd, "qd_workload": queue_depth,
                             "trace_concurrency": concurrency, "models": {}}
     rates = {name: v for name, v in (work_rates or {}).items() if v is not None and work_s}
     metrics: list[Metric] = []

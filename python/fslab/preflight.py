@@ -24,7 +24,7 @@ from .commands import require_tool
 from .devices import DEVICES, DeviceKind
 from .errors import CommandFailed, MissingCapability, SpecError
 from .filesystems import FILESYSTEMS
-from .job.model import Cell, Grant
+from .jobdata.model import Cell, Grant
 from .pagecache import DROP_CACHES
 from .plan import Plan
 from .units import format_bytes

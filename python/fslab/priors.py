@@ -44,7 +44,7 @@ HOST_SETUP_OTHER = Prior(2.5, 0.9, 7.0)
 GUEST_SETUP = Prior(25.0, 10.0, 40.0)
 # A host run's wall time beyond its stated runtime (laying out fio's file, dropping caches,
 # fio's start and end): 1.9 s median for a 64 MiB file (40 runs), 3.0 s for 256 MiB (6
-# runs), 1.2 s for seed-002 --quick (300 runs of 1 s took 669 s with their setups, README).
+# runs), 1.2 s for seed-002 --quick (300 runs of 1 s took 669 s with their setups, docs/presets.md).
 HOST_RUN_OVERHEAD = Prior(2.0, 1.2, 3.0)
 # A guest run's (TCG) wall time beyond its stated runtime: seed-002 --quick, all four file
 # systems in the guest (400 runs of 1 s, 8 jobs), took about 90 min end to end on the
@@ -53,10 +53,10 @@ HOST_RUN_OVERHEAD = Prior(2.0, 1.2, 3.0)
 GUEST_RUN_OVERHEAD = Prior(11.7, 5.9, 17.6)
 
 # Run-to-run spread before any has been seen on this host: the median coefficient of
-# variation over the 12 cells of the quickstart run in README.md (3 runs each; from 2.3%
+# variation over the 12 cells of the quickstart run in docs/first-runs.md (3 runs each; from 2.3%
 # for btrfs sequential writes to 24% for xfs buffered random writes).
 TYPICAL_CV = 0.083
-TYPICAL_CV_SOURCE = "median of the 12 cells of the quickstart run in README.md, 2.3% to 24%"
+TYPICAL_CV_SOURCE = "median of the 12 cells of the quickstart run in docs/first-runs.md, 2.3% to 24%"
 
 
 # The device kinds and workload kinds the priors were measured on; for others (a real disk,

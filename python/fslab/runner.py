@@ -23,14 +23,15 @@ from .estimate import Countdown, TimeEstimate, TimeModel
 from .executors import Executor, open_executor
 from .identity import input_digests, retry_plan, study_digest, what_changed
 from .job.folder import JobFolder
-from .job.model import Cell, Grant, Job
-from .job.record import RunRecord
+from .jobdata.model import Cell, Grant, Job
+from .jobdata.record import RunRecord
 from .plan import Plan, make_plan
 from .preflight import check_plan, device_identity
 from .provenance import host_facts
 from .signals import install_handlers
 from .spec import StudySpec
-from .stopping import Decisions, StoppingRule, cell_infos, decide
+from .stopping import Decisions, cell_infos, decide
+from .stopping_rule import StoppingRule
 from .store import DB_NAME, Store, ensure_results_dir
 from .stored import STATUS_OK, StudyFacts, StudyRevision, StudyRow
 from .study import load_spec

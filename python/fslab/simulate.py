@@ -17,11 +17,10 @@ import re
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from . import _core
+from . import _core, model_catalog
 from .errors import FslabError, SimulationError, SpecError
 from .units import parse_size
 
@@ -56,12 +55,12 @@ class Requests:
 
 def model_names() -> list[str]:
     """Names of the shipped presets (RAID names of any preset are accepted as well)."""
-    return sorted(p.name[:-5] for p in resources.files("fslab.models").iterdir() if p.name.endswith(".toml"))
+    return model_catalog.model_files()
 
 
 def _preset(name: str) -> dict[str, Any]:
-    path = resources.files("fslab.models").joinpath(f"{name}.toml")
-    if not path.is_file():
+    path = model_catalog.preset_path(name)
+    if path is None:
         raise SpecError(f"unknown model {name!r}; known: {', '.join(model_names())} "
                         "(or raid0-Nx-PRESET / raid5-Nx-PRESET)", field="--model")
     with path.open("rb") as f:
@@ -102,7 +101,7 @@ def _flatten(name: str, depth: int = 0) -> dict[str, float | int | str]:
     if depth > 4:
         raise SpecError(f"model {name!r}: members nest too deeply")
     match = RAID_NAME.match(name)
-    if match and not resources.files("fslab.models").joinpath(f"{name}.toml").is_file():
+    if match and model_catalog.preset_path(name) is None:
         level, count, member = match.groups()
         raw: dict[str, Any] = {"kind": "raid", "level": int(level), "members": int(count),
                                "chunk_bytes": "512KiB", "member": member}
@@ -378,8 +377,6 @@ def parse_synthetic(spec: str, default_span: int) -> dict[str, Any]:
 
 def _label(result: dict[str, Any], model: str, params: Mapping[str, Any], qd: int, open_loop: bool,
            source: str) -> dict[str, Any]:
-    if params.get("kind") == "raid":  # a RAID prediction rests on its controller cache (0: none, as md)
-        result.setdefault("model_facts", {})["controller_cache_bytes"] = float(params.get("cache_bytes", 0))
     result.update({
         "prediction": True,
         "model": model,
@@ -402,7 +399,7 @@ def simulate_requests(
 ) -> dict[str, Any]:
     """Replay ``requests`` on model ``model_name`` (closed loop at queue depth ``qd``, or open
     loop at the requests' own times) and return the prediction: ``requests``, ``iops``,
-    ``mb_per_s`` (10^6 B/s), ``latency_us`` {mean, p50, p99, max}, ``write_amplification``,
+    ``mb_per_s`` (10^6 B/s), ``latency_ns`` {mean, p50, p99, max}, ``write_amplification``,
     ``gc_runs``, ``erases``, ``counters``, ``model_facts`` (what the model assumed and
     derived: the over-provisioning simulated and usable, steady-state write amplification,
     the HDD's cache settings and the share of written bytes its write cache absorbed),

@@ -17,9 +17,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from .aging import AgingOption
+from .aging_option import AgingOption
 from .paper import PaperSection
-from .stopping import StoppingRule
+from .stopping_rule import StoppingRule
 from .units import parse_duration_s, parse_size
 
 Backend = Literal["auto", "host", "guest"]
@@ -70,7 +70,7 @@ def one_line(value: str, what: str) -> str:
 
 class StudySection(_Strict):
     name: str = Field(min_length=1, max_length=200, description="the study's name, shown in every report")
-    description: str = Field(default="", max_length=10000)
+    description: str = Field(default="", max_length=10000, description="what the study asks, in words")
     paper: str | None = Field(
         default=None, pattern=r"^[A-Za-z0-9_.-]+$", description="the published study this study reproduces, "
         "by the name of its preset (e.g. 'seed-003'): report sections that belong to that paper "
@@ -89,16 +89,22 @@ class StudySection(_Strict):
     contrast: list[str] = Field(default_factory=list, description="with repetitions = \"auto\": axis contrasts "
                                 "that are questions too (\"direct=0/1\"): each pair of cells differing only "
                                 "in that axis is tested like the file systems of a case")
-    order: Literal["shuffled", "in-order"] = "shuffled"
+    order: Literal["shuffled", "in-order"] = Field(
+        default="shuffled", description="the order of a pass's runs: shuffled (seeded by `seed`) or as "
+        "the file lists them")
     seed: int | None = Field(default=None, ge=0, le=SEED_MAX, description="order seed, 0 to 2^63-1; drawn "
                              "and recorded if absent")
     backend: StudyBackend = Field(default="auto", description="where each file system runs: host, guest, "
                                   "auto (the host where its kernel can, else the guest) or shared (like auto, "
                                   "but one backend for every entry, so they can be compared)")
-    fresh: Literal["run", "repetition"] = "run"
-    trace: bool = False
-    simulate: list[str] = Field(default_factory=list)
-    drop_caches: bool = True
+    fresh: Literal["run", "repetition"] = Field(
+        default="run", description="a new file system for every run, or one per pass (\"repetition\"): "
+        "the cells in sequence on it, as the seed papers did")
+    trace: bool = Field(default=False, description="a block-layer trace of every run (trace.parquet and "
+                        "trace_* metrics)")
+    simulate: list[str] = Field(default_factory=list, description="with trace: the device models each "
+                                "run's trace is replayed on (shipped names or [models.NAME])")
+    drop_caches: bool = Field(default=True, description="drop the page cache before each run")
     guest_kernel: str = Field(default="6.1", description="the guest backend's kernel: 6.1 (Debian 12), "
                               "6.12 (bookworm-backports) or the path of a kernel image")
     guest_memory: int = Field(default=1 << 30, description="the guest's memory (its page cache "
@@ -181,7 +187,7 @@ class DeviceSection(BaseModel):
 
     model_config = ConfigDict(extra="allow", frozen=True)
 
-    kind: str = "image"
+    kind: str = Field(default="image", description="the device kind (its plug-in owns the other fields)")
     machine_class: str | None = Field(
         default=None, pattern=r"^[A-Za-z0-9_-]+$", description="with a Dask executor: the worker "
         "class (`fslab worker --class NAME`) whose machines have this device")
@@ -224,9 +230,10 @@ class WorkloadSection(BaseModel):
 
     model_config = ConfigDict(extra="allow", frozen=True)
 
-    kind: str
+    kind: str = Field(description="the workload kind (its plug-in owns the other parameters)")
     name: str = Field(min_length=1, max_length=100, description="the workload's name in tables and reports")
-    axes: dict[str, list[Any]] = Field(default_factory=dict)
+    axes: dict[str, list[Any]] = Field(default_factory=dict, description="parameters with several "
+                                       "values, crossed into cells (any of the workload's parameters)")
     zip: list[list[str]] = Field(
         default_factory=list, description="groups of axes that vary together instead of crossed"
     )
@@ -318,10 +325,12 @@ class ModelDefinition(BaseModel):
 
 
 class StudySpec(_Strict):
-    study: StudySection
-    device: DeviceSection = Field(default_factory=DeviceSection)
-    filesystems: dict[str, FilesystemSection] = Field(min_length=1)
-    workloads: list[WorkloadSection] = Field(min_length=1)
+    study: StudySection = Field(description="the study as a whole")
+    device: DeviceSection = Field(default_factory=DeviceSection, description="the device every "
+                                  "file-system entry without its own is made on")
+    filesystems: dict[str, FilesystemSection] = Field(min_length=1, description="one entry per "
+                                                      "file-system configuration, by label")
+    workloads: list[WorkloadSection] = Field(min_length=1, description="what runs on each file system")
     models: dict[str, ModelDefinition] = Field(default_factory=dict, description="device models of the "
                                                "study's own, named in simulate")
     paper: PaperSection | None = Field(default=None, description="the published figures this study can be "

@@ -33,8 +33,9 @@ from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import quote
 
 from .errors import STUDY_LEVEL_ERRNOS, FslabError, ResultsUnwritable
-from .job.record import RunRecord
+from .jobdata.record import RunRecord
 from .metrics import MetricKind, is_ranked
+from .store_compat import current_metrics
 from .stored import (
     STATUS_OK,
     AutoFacts,
@@ -49,7 +50,7 @@ from .stored import (
 )
 
 if TYPE_CHECKING:
-    from .job.model import Cell
+    from .jobdata.model import Cell
     from .plan import Plan
 
 DB_NAME = "fslab.sqlite"
@@ -488,8 +489,8 @@ class Store:
                 run_id=r["id"], cell=_cell(r["cell_json"]), repetition=r["repetition"],
                 sequence=r["sequence"], status=r["status"], error=r["error"],
                 started_at=r["started_at"], finished_at=r["finished_at"],
-                provenance=json.loads(r["provenance_json"]), artifact_dir=r["artifact_dir"],
-                metrics=by_run.get(r["id"], {}),
+                provenance=(provenance := json.loads(r["provenance_json"])), artifact_dir=r["artifact_dir"],
+                metrics=current_metrics(by_run.get(r["id"], {}), provenance),  # old names read as today's
             )
             for r in rows
         ]
@@ -676,8 +677,8 @@ def _migrate_1_to_2(db: sqlite3.Connection) -> None:
     """Schema 1 -> 2, in one transaction: the new columns, and for old rows the better
     direction of each metric and each cell's primary metric, from the plug-ins' own
     declarations (the only time the store consults them)."""
-    import fslab.job.tracing  # noqa: F401  (declares trace metrics)
     import fslab.predictions  # noqa: F401  (declares prediction metrics)
+    import fslab.trace_metrics  # noqa: F401  (declares trace metrics)
 
     from .metrics import UndeclaredMetric, kind_of
     from .workloads import WORKLOADS

@@ -48,7 +48,7 @@ class StoredMetric(TypedDict):
 
 
 class AgingData(TypedDict):
-    """fslab.aging.AgingOption as a cell stores it."""
+    """fslab.aging_option.AgingOption as a cell stores it."""
 
     fill: float  # the target, measured as fill_by says
     # "data": file data as a fraction of the device; "statfs": blocks in use (absent: stored

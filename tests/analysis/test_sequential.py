@@ -14,7 +14,8 @@ import pytest
 
 from fslab.analysis.sequential import boundaries, information_fraction, nominal_levels, spent
 from fslab.analysis.stats import welch_t
-from fslab.stopping import CellInfo, StoppingRule, decide
+from fslab.stopping import CellInfo, decide
+from fslab.stopping_rule import StoppingRule
 
 ALPHA = 0.05
 

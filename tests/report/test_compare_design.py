@@ -12,7 +12,7 @@ from test_rank_groups import store_study
 from fslab.analysis.stats import welch_t
 from fslab.report.compare import compare, method_note, resolve_sides, table_rows
 from fslab.report.outputs import load_report
-from fslab.stopping import StoppingRule
+from fslab.stopping_rule import StoppingRule
 
 TWO = "[filesystems.ext4]\n[filesystems.xfs]\n"
 # Overlapping samples: Welch's fixed-sample p (0.43) is far from the sequential test's.

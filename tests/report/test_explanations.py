@@ -15,11 +15,24 @@ def cell(fs: str) -> StoredCell:
                       params={}, axes={}, backend="host", memory_bytes=None, timeout_s=None, primary_metric="iops")
 
 
-def run(fs: str, iops: float, **facts: float) -> StoredRun:
+MODEL = "raid5-8x-sata-mlc-ssd"
+RAID5_MECHANISMS = ("parity_rmw_read", "parity_rmw_write", "full_stripe_write", "data_read")
+
+
+def predicted_on(*mechanisms: str) -> dict[str, Any]:
+    """A run's provenance once its trace was replayed on MODEL: which models, and the
+    mechanisms its replay timed (the report reads both from here)."""
+    return {"predictions": {"models": {MODEL: {"time_by_mechanism_ns": dict.fromkeys(mechanisms, 1)}}}}
+
+
+RAID5 = predicted_on(*RAID5_MECHANISMS)
+
+
+def run(fs: str, iops: float, provenance: dict[str, Any] | None = None, **facts: float) -> StoredRun:
     metrics = {name: StoredMetric(value=v, unit="x", note=None, higher_is_better=True)
                for name, v in {"iops": iops, **facts}.items()}
     fields: dict[str, Any] = dict(run_id=0, cell=cell(fs), repetition=0, sequence=0, status="ok", error=None,
-                                  started_at=0.0, finished_at=0.0, provenance={}, metrics=metrics)
+                                  started_at=0.0, finished_at=0.0, provenance=provenance or {}, metrics=metrics)
     return StoredRun(**fields)  # type: ignore[typeddict-item]
 
 
@@ -30,8 +43,8 @@ def test_a_significant_difference_is_explained_by_the_facts_that_differ_most() -
     f2fs = {"trace_write_requests_count": 150.0, "trace_write_size_median_bytes": 1 << 20,
             "trace_write_sequential_fraction": 0.95, "trace_flush_requests_count": 10.5,
             "pred_raid5-8x-sata-mlc-ssd_iops": 70000.0, "pred_raid5-8x-sata-mlc-ssd_device_requests_count": 1.0}
-    runs = [run("ext4", v, **ext4) for v in (1000.0, 1100.0, 900.0)]
-    runs += [run("f2fs", v, **f2fs) for v in (9000.0, 9500.0, 10000.0)]
+    runs = [run("ext4", v, predicted_on(), **ext4) for v in (1000.0, 1100.0, 900.0)]
+    runs += [run("f2fs", v, predicted_on(), **f2fs) for v in (9000.0, 9500.0, 10000.0)]
     [line] = explanations(runs, [cell("ext4"), cell("f2fs")])
     # the facts, most different first (a 256x size, 213x the requests, 94 share points);
     # flushes alike (10 vs 10.5) are not named
@@ -90,7 +103,7 @@ def test_a_figure_of_one_phase_is_not_explained_by_the_whole_runs_io() -> None:
 
 
 def _raid5_shares(rmw_read: float, rmw_write: float, full_stripe: float) -> dict[str, float]:
-    model = "raid5-8x-sata-mlc-ssd"
+    model = MODEL
     return {f"pred_{model}_time_parity_rmw_read_share": rmw_read,
             f"pred_{model}_time_parity_rmw_write_share": rmw_write,
             f"pred_{model}_time_full_stripe_write_share": full_stripe,
@@ -100,17 +113,17 @@ def _raid5_shares(rmw_read: float, rmw_write: float, full_stripe: float) -> dict
 def test_the_mechanism_whose_share_differs_most_is_named_with_both_shares() -> None:
     """Read-modify-write reads and writes make one cause; its shares are added per run, then
     averaged over runs; a cause alike on both sides (member data reads) is not named."""
-    ext4 = [run("ext4", v, **_raid5_shares(0.40, 0.20, 0.30)) for v in (1000.0, 1100.0)]
-    ext4 += [run("ext4", 900.0, **_raid5_shares(0.43, 0.20, 0.27))]
-    f2fs = [run("f2fs", v, **_raid5_shares(0.0, 0.0, 0.8)) for v in (9000.0, 9500.0, 10000.0)]
+    ext4 = [run("ext4", v, RAID5, **_raid5_shares(0.40, 0.20, 0.30)) for v in (1000.0, 1100.0)]
+    ext4 += [run("ext4", 900.0, RAID5, **_raid5_shares(0.43, 0.20, 0.27))]
+    f2fs = [run("f2fs", v, RAID5, **_raid5_shares(0.0, 0.0, 0.8)) for v in (9000.0, 9500.0, 10000.0)]
     [line] = explanations(ext4 + f2fs, [cell("ext4"), cell("f2fs")])
     assert line.endswith("on raid5-8x-sata-mlc-ssd ext4 spends 61% of its predicted device time in parity "
                          "read-modify-write, f2fs 0%")
 
 
 def test_shares_that_differ_little_are_said_to_be_alike() -> None:
-    ext4 = [run("ext4", v, **_raid5_shares(0.30, 0.30, 0.30)) for v in (1000.0, 1100.0, 900.0)]
-    xfs = [run("xfs", v, **_raid5_shares(0.33, 0.30, 0.29)) for v in (9000.0, 9500.0, 10000.0)]
+    ext4 = [run("ext4", v, RAID5, **_raid5_shares(0.30, 0.30, 0.30)) for v in (1000.0, 1100.0, 900.0)]
+    xfs = [run("xfs", v, RAID5, **_raid5_shares(0.33, 0.30, 0.29)) for v in (9000.0, 9500.0, 10000.0)]
     [line] = explanations(ext4 + xfs, [cell("ext4"), cell("xfs")])
     assert line.endswith("on raid5-8x-sata-mlc-ssd ext4 and xfs spend their predicted device time alike (most "
                          "different: parity read-modify-write, 60% vs 63%)")

@@ -9,7 +9,7 @@ import html
 import tomllib
 from pathlib import Path
 
-from fslab.job.record import Metric, RunRecord
+from fslab.jobdata.record import Metric, RunRecord
 from fslab.plan import make_plan
 from fslab.report.outputs import load_report
 from fslab.store import Store
@@ -57,9 +57,11 @@ def _stored(tmp: Path) -> Path:
                                    plan=plan, host={})
         for run in plan.runs:
             value = VALUES[run.cell.filesystem][run.repetition - 1]
-            metrics = (Metric.of("iops", value), Metric.of("pred_sata-mlc-ssd_iops", value * 3))
+            metrics = (Metric.of("iops", value), Metric.of("pred_sata-mlc-ssd_iops", value * 3),
+                       Metric.of("pred_sata-mlc-ssd_device_requests_count", 1000.0))
             store.add_record(study, RunRecord(run.cell.id, run.repetition, run.sequence, "ok", 0.0, 1.0,
-                                              metrics, provenance={"backend": "host"}))
+                                              metrics, provenance={"backend": "host", "predictions": {
+                                                  "models": {"sata-mlc-ssd": {}}}}))
         store.set_status(study, "complete")
     return results
 

@@ -26,14 +26,15 @@ from typer.testing import CliRunner
 from fslab.analysis.contrasts import ratio_ci
 from fslab.analysis.stats import compare_groups
 from fslab.cli import app
-from fslab.job.record import Metric, RunRecord
+from fslab.jobdata.record import Metric, RunRecord
 from fslab.plan import make_plan
 from fslab.report.compare import compare, resolve_sides, summary_lines, table_rows
 from fslab.report.html import render_html
 from fslab.report.labels import caveat_mark, difference_text, percent
 from fslab.report.markdown import render_markdown
 from fslab.report.outputs import load_report
-from fslab.stopping import StoppingRule, cell_infos, decide
+from fslab.stopping import cell_infos, decide
+from fslab.stopping_rule import StoppingRule
 from fslab.store import Store
 from fslab.study import parse_spec
 

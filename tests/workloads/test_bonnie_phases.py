@@ -63,7 +63,7 @@ def test_work_of_each_test_comes_from_the_sizes_the_run_used() -> None:
 
 
 def test_requests_split_by_issue_time_add_up_to_all() -> None:
-    spans = [{"start_ns": 100, "end_ns": 200}, {"start_ns": 200, "end_ns": 300}, {"start_ns": 400, "end_ns": 500}]
+    spans = [(100, 200), (200, 300), (400, 500)]
     times = [50, 100, 150, 200, 250, 350, 450, 600]
     inside, outside = split_by_spans(times, spans)
     assert inside == [[1, 2, 3], [4], [6]]  # a request on a shared bound goes to the earlier test

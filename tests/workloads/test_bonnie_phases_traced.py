@@ -44,14 +44,15 @@ def test_traced_run_is_predicted_test_by_test(mounted_fs, tmp_path: Path) -> Non
     assert run_trace is not None and run_trace.result is not None
     stored = json.loads((art / "bonnie-phases.json").read_text())
     assert stored == result.info["phases"]
+    assert [p.as_dict() for p in result.phases] == stored["spans"]  # the typed phases are what was stored
     spans = stored["spans"]
     assert [s["key"] for s in spans][:6] == ["putc", "block_write", "rewrite", "getc", "block_read", "seeks"]
     # The boundaries are on the trace's clock: every test lies inside the traced window.
     for span in spans:
         assert run_trace.meta["start_ns"] <= span["start_ns"] <= span["end_ns"] <= run_trace.meta["stop_ns"]
 
-    _, whole = predict_run(run_trace.path, MODELS, params, run_trace.result)
-    metrics, prov = predict_phases(run_trace.path, spans, MODELS)
+    _, whole = predict_run(run_trace.path, MODELS, bonnie.queue_depth(params), run_trace.result)
+    metrics, prov = predict_phases(run_trace.path, result.phases, MODELS)
     tests = prov["tests"]
     assert sum(t["requests"] for t in tests.values()) + prov["requests_between_tests"] == whole["requests"]
     assert tests["block_write"]["written_bytes"] > 0 and tests["block_read"]["read_bytes"] > 0

@@ -109,12 +109,13 @@ fn result_dict<'py>(py: Python<'py>, run: &Run, per_io: bool) -> PyResult<Bound<
     d.set_item("elapsed_ns", s.elapsed_ns)?;
     d.set_item("iops", s.iops)?;
     d.set_item("mb_per_s", s.mb_per_s)?;
+    // Nanoseconds, as every time crossing into Python: the edge that prints converts.
     let lat = PyDict::new_bound(py);
-    lat.set_item("mean", s.latency_mean_us)?;
-    lat.set_item("p50", s.latency_p50_us)?;
-    lat.set_item("p99", s.latency_p99_us)?;
-    lat.set_item("max", s.latency_max_us)?;
-    d.set_item("latency_us", lat)?;
+    lat.set_item("mean", s.latency_mean_ns)?;
+    lat.set_item("p50", s.latency_p50_ns)?;
+    lat.set_item("p99", s.latency_p99_ns)?;
+    lat.set_item("max", s.latency_max_ns)?;
+    d.set_item("latency_ns", lat)?;
     d.set_item("write_amplification", s.write_amplification)?;
     let c = &run.outcome.counters;
     d.set_item("gc_runs", c.get("gc_runs").copied().unwrap_or(0))?;
@@ -243,11 +244,31 @@ fn model_capacity(params: &Bound<'_, PyDict>) -> PyResult<u64> {
     Ok(crate::models::build(&p).map_err(to_py_err)?.capacity_bytes())
 }
 
+/// Every model kind the core builds: a dict per kind with `kind` (the preset's `[model]
+/// kind`), `offered` (false: kept for tests, listed to nobody), `whole` (what its
+/// mechanisms' times add up to, in words) and `mechanisms`, a list of (name, cause in
+/// words) in the order the model documents them (`crate::models::KINDS`).
+#[pyfunction]
+fn model_kinds(py: Python<'_>) -> PyResult<Vec<Py<PyDict>>> {
+    let mut out = Vec::new();
+    for kind in crate::models::kinds() {
+        let d = PyDict::new_bound(py);
+        d.set_item("kind", kind.name)?;
+        d.set_item("offered", kind.offered)?;
+        d.set_item("whole", kind.whole)?;
+        let mechanisms: Vec<(&str, &str)> = kind.mechanisms.iter().map(|m| (m.name, m.cause)).collect();
+        d.set_item("mechanisms", mechanisms)?;
+        out.push(d.unbind());
+    }
+    Ok(out)
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(core_version, m)?)?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(model_capacity, m)?)?;
+    m.add_function(wrap_pyfunction!(model_kinds, m)?)?;
     m.add_function(wrap_pyfunction!(simulate_synthetic, m)?)?;
     m.add_function(wrap_pyfunction!(synthetic_requests, m)?)?;
     m.add_function(wrap_pyfunction!(reference_loop, m)?)?;

@@ -205,3 +205,22 @@ fn raid_controller_cache_hits_pay_its_link() {
     assert_eq!(out.facts["link_mb_per_s"], 8.0 * 550.0);
     assert!(out.summary().mb_per_s <= 4400.0);
 }
+
+#[test]
+fn each_kind_reports_exactly_the_mechanisms_it_declares() {
+    // The declared list is what Python names and explains: a mechanism missing from it would
+    // be shown without its words, a declared one the model never reports would be a lie.
+    for kind in crate::models::kinds() {
+        let p: Params = match kind.name {
+            "raid" => raid5(4.0, 0.0),
+            "ssd" => params(&[("kind", t("ssd")), ("capacity", n((1u64 << 30) as f64)), ("over_provisioning", n(0.25)), ("precondition", t("none"))]),
+            name => params(&[("kind", t(name))]),
+        };
+        let out = run(&p, SyntheticSpec { rw: "randwrite".into(), count: 200, span: 1 << 28, ..Default::default() }, 4);
+        let reported: Vec<&str> = out.time_by_mechanism_ns.keys().copied().collect();
+        let mut declared: Vec<&str> = kind.mechanisms.iter().map(|m| m.name).collect();
+        declared.sort_unstable();
+        assert_eq!(reported, declared, "{}", kind.name);
+        assert!(kind.mechanisms.iter().all(|m| !m.cause.is_empty()) && !kind.whole.is_empty(), "{}", kind.name);
+    }
+}

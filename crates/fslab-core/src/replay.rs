@@ -34,10 +34,12 @@ pub struct Summary {
     pub iops: f64,
     /// Decimal megabytes (10^6 bytes) per second, reads plus writes.
     pub mb_per_s: f64,
-    pub latency_mean_us: f64,
-    pub latency_p50_us: f64,
-    pub latency_p99_us: f64,
-    pub latency_max_us: f64,
+    /// Request latencies (issue to completion) in nanoseconds: the mean, and percentiles by
+    /// nearest rank (whole nanoseconds).
+    pub latency_mean_ns: f64,
+    pub latency_p50_ns: Ns,
+    pub latency_p99_ns: Ns,
+    pub latency_max_ns: Ns,
     pub write_amplification: f64,
 }
 
@@ -202,10 +204,10 @@ impl ReplayOutcome {
             elapsed_ns: self.elapsed_ns,
             iops: rate(n as f64),
             mb_per_s: rate((self.read_bytes + self.write_bytes) as f64) / 1e6,
-            latency_mean_us: mean / 1e3,
-            latency_p50_us: percentile(&sorted, 50.0) as f64 / 1e3,
-            latency_p99_us: percentile(&sorted, 99.0) as f64 / 1e3,
-            latency_max_us: sorted.last().copied().unwrap_or(0) as f64 / 1e3,
+            latency_mean_ns: mean,
+            latency_p50_ns: percentile(&sorted, 50.0),
+            latency_p99_ns: percentile(&sorted, 99.0),
+            latency_max_ns: sorted.last().copied().unwrap_or(0),
             write_amplification: write_amplification(&self.counters),
         }
     }

@@ -27,8 +27,8 @@ if TYPE_CHECKING:
     from ..devices import DeviceKind
     from ..filesystems import FilesystemType
     from ..job.folder import JobFolder
-    from ..job.model import Job
-    from ..job.record import RunRecord
+    from ..jobdata.model import Job
+    from ..jobdata.record import RunRecord
 
 # `auto` tries these in order: the host kernel where it can, a guest where it cannot.
 PREFERENCE = BACKEND_PREFERENCE

@@ -16,8 +16,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from ..commands import declare_tools
-from ..job.model import NO_GRANT as NO_GRANT
-from ..job.model import Grant as Grant
+from ..jobdata.model import NO_GRANT as NO_GRANT
+from ..jobdata.model import Grant as Grant
 from ..registry import Registry
 from ..spec import DeviceSection
 

@@ -22,8 +22,8 @@ from ..errors import SpecError
 from ..job.folder import JobFolder
 
 if TYPE_CHECKING:
-    from ..job.model import Job
-    from ..job.record import RunRecord
+    from ..jobdata.model import Job
+    from ..jobdata.record import RunRecord
 
 
 class Executor(Protocol):

@@ -34,12 +34,12 @@ from urllib.parse import parse_qs
 
 from ..errors import STUDY_LEVEL_ERRNOS, ExecutorLost, FslabError, MissingCapability, SpecError
 from ..job.folder import JobFolder, fail_unfinished
-from ..job.record import RunRecord
+from ..jobdata.record import RunRecord
 from .dask_worker import ALIVE_SUFFIX, EVENT_TOPIC_PREFIX
 from .lab import Access, probe, scheduler_access
 
 if TYPE_CHECKING:
-    from ..job.model import Job
+    from ..jobdata.model import Job
 
 DEFAULT_RUN_DEADLINE_S = 3600.0  # a run without a workload timeout
 SETUP_ALLOWANCE_S = 600.0  # mkfs, mount, aging, teardown of one job

@@ -14,8 +14,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..jobdata.record import RunRecord
 from .folder import JobFolder
-from .record import RunRecord
 
 
 def _parser() -> argparse.ArgumentParser:

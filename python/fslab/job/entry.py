@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import STUDY_LEVEL_ERRNOS, FslabError, ResultsUnwritable
+from ..jobdata.model import Job
+from ..jobdata.record import RunRecord
 from .folder import AGING_ERROR, AGING_RESULT, JobFolder
-from .model import Job
-from .record import RunRecord
 
 if TYPE_CHECKING:
     from ..aging import AgingReport
@@ -77,7 +77,8 @@ def age_job(job: Job, folder: JobFolder, work_dir: Path) -> AgingReport:
     error's message to aging-error.txt, so the host can say why."""
     import os
 
-    from ..aging import AgingOption, age
+    from ..aging import age
+    from ..aging_option import AgingOption
     from ..commands import run_command
     from ..devices import DEVICES
     from ..filesystems import FILESYSTEMS, mkfs, mounted

@@ -26,20 +26,21 @@ from pathlib import Path
 from typing import Any
 
 from ..aged_images import AGED_IMAGES_DIR, AgedCopy, aged_image_device
-from ..aging import AgingOption, age
+from ..aging import age
+from ..aging_option import AgingOption
 from ..cgroups import MemoryLimit, memory_limit
 from ..devices import DEVICES, DeviceHandle
 from ..errors import STUDY_LEVEL_ERRNOS, CommandFailed, FslabError, JobFailed, ResultsUnwritable, WorkloadFailed
-from ..filesystems import FILESYSTEMS, describe, direct_io_ignored, quiesce
+from ..filesystems import FILESYSTEMS, describe, quiesce
 from ..fragmentation import free_space_histogram
+from ..jobdata.model import Job, Run
+from ..jobdata.record import Metric, RunRecord, failed_record
 from ..pagecache import drop_caches, sync_filesystem
 from ..provenance import fs_tool_version, host_facts
 from ..stored import STATUS_OK
 from ..units import format_bytes
 from ..workloads import WORKLOADS, RunContext, Workload, WorkloadResult
 from .folder import RUN_ERROR_FILE, JobFolder, fail_unfinished
-from .model import Job, Run
-from .record import Metric, RunRecord, failed_record
 from .tracing import RunTrace, traced
 
 
@@ -212,7 +213,7 @@ def _execute_run(
     provenance = _base_provenance(run, ctx, state)
     settings = ctx.job.settings
     provenance["tools"] = workload.tool_versions()
-    caveats = _caveats(cell.params, state.facts.get("filesystem") or {})
+    caveats = workload.caveats(cell.params, state.facts.get("filesystem") or {})
     if caveats:  # shown beside the cell: the run measured something other than asked
         provenance["caveats"] = caveats
     provenance["caches_dropped"] = settings.drop_caches
@@ -286,17 +287,6 @@ def _execute_run(
     )
 
 
-def _caveats(params: dict[str, Any], filesystem: dict[str, Any]) -> list[str]:
-    """What made this run measure something else than its parameters say."""
-    out = []
-    if params.get("direct") in (1, True):
-        why = direct_io_ignored(str(filesystem.get("mounted_as", "")),
-                                str(filesystem.get("mount_options_in_effect", "")))
-        if why:
-            out.append(why)
-    return out
-
-
 def _explained(exc: CommandFailed, cg: MemoryLimit | None, timeout_s: float | None) -> FslabError:
     """Say why a workload's command died in the study's words: the memory limit that
     killed it, or the time limit it hit (not just "status -9")."""
@@ -334,29 +324,28 @@ def _collect_metrics(result: WorkloadResult, before: dict[str, int], dev: Device
             except (FslabError, OSError, ValueError, KeyError):
                 loaded = None  # each replay says why in its metrics' notes
             rates = {name: result.metrics[name] for name in workload.work_rates(params, result.metrics)}
+            queue_depth = workload.queue_depth(params)
             predicted, provenance["predictions"] = predict_run(
-                run_trace.path, ctx.job.settings.simulate, params, run_trace.result, rates, result.tool_runtime_s,
-                ctx.job.settings.models, loaded)
+                run_trace.path, ctx.job.settings.simulate, queue_depth, run_trace.result, rates,
+                result.tool_runtime_s, ctx.job.settings.models, loaded)
             metrics += predicted
-            metrics += _phase_predictions(result, run_trace, ctx, params, provenance, loaded)
+            metrics += _phase_predictions(result, run_trace, ctx, queue_depth, provenance, loaded)
     return metrics
 
 
-def _phase_predictions(result: WorkloadResult, run_trace: RunTrace, ctx: ExecContext, params: dict[str, Any],
+def _phase_predictions(result: WorkloadResult, run_trace: RunTrace, ctx: ExecContext, queue_depth: int,
                        provenance: dict[str, Any], loaded: tuple[Any, Any] | None) -> list[Metric]:
     """Each test's figure on each model, for a workload that says when its tests ran
-    (``info["phases"]``, e.g. Bonnie++): fslab.phase_predictions."""
-    spans = (result.info.get("phases") or {}).get("spans")
-    if not spans:
+    (``WorkloadResult.phases``, e.g. Bonnie++): fslab.phase_predictions."""
+    if not result.phases:
         return []
     from ..phase_predictions import predict_phases
-    from ..predictions import replay_queue_depth
 
     trace_note = None
     if run_trace.result is not None and not run_trace.result.get("complete", True):
         trace_note = f"incomplete trace: {run_trace.result.get('lost_events')} events lost"
     predicted, provenance["phase_predictions"] = predict_phases(
-        run_trace.path, spans, ctx.job.settings.simulate, replay_queue_depth(params), ctx.job.settings.models,
+        run_trace.path, result.phases, ctx.job.settings.simulate, queue_depth, ctx.job.settings.models,
         trace_note, loaded)
     return predicted
 

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .model import Run
-from .record import RecordFormatError, RunRecord, failed_record
+from ..jobdata.model import Run
+from ..jobdata.record import RecordFormatError, RunRecord, failed_record
 
 JOB_FILE = "job.json"
 RECORDS_FILE = "records.jsonl"

@@ -40,7 +40,8 @@ from ..analysis.stats import (
 )
 from ..errors import FslabError
 from ..metrics import display_name, is_ranked
-from ..stopping import StoppingRule, scaled_p
+from ..stopping import scaled_p
+from ..stopping_rule import StoppingRule
 from ..stored import STATUS_OK, AutoFacts, AutoPairFacts, StoredCell, StoredMetric, StoredRun, StudyRow
 from .case_definitions import (
     DEVICE_PLACES,

@@ -10,7 +10,8 @@ import dataclasses
 from collections.abc import Sequence
 
 from ..analysis.stats import Comparison
-from ..stopping import StoppingRule, scaled_p
+from ..stopping import scaled_p
+from ..stopping_rule import StoppingRule
 from ..stored import AutoFacts, AutoPairFacts, StoredCell
 from .data import TableSection
 from .labels import cell_label, fs_column

@@ -10,6 +10,11 @@ scope is the run's (WorkloadFailed, CommandFailed: the run is stored as failed, 
 error and the tool's stderr kept). It declares, in its own module, the executables it
 runs (``tools``: name -> Debian package), the metrics it produces (``metrics``: name
 suffix -> MetricKind) and its ``capabilities``; registration checks the declarations.
+
+Only the plug-in reads its parameters: what other parts need of them it answers itself
+(``queue_depth`` for replaying its trace on a device model, ``caveats`` for what a run
+measured other than its parameters say), and the phases of a run come back typed in
+``WorkloadResult.phases``. tests/workloads/test_contract.py keeps it so.
 """
 
 from __future__ import annotations
@@ -17,7 +22,8 @@ from __future__ import annotations
 import contextvars
 import importlib
 import pkgutil
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +31,7 @@ from ..cgroups import MemoryLimit
 from ..commands import declare_tools
 from ..devices import DeviceHandle
 from ..errors import SpecError
+from ..filesystems import direct_io_ignored
 from ..metrics import MetricKind, check_declared, declare_metrics
 from ..registry import Registry
 from ..spec import WorkloadSection
@@ -43,12 +50,38 @@ class RunContext:
     allow_exec: bool = False  # the user allowed options that run programs (--allow-exec)
 
 
+@dataclass(frozen=True)
+class PhaseSpan:
+    """One phase of a run whose figures come from phases run one after another (one
+    Bonnie++ test): when it ran, in ns on CLOCK_MONOTONIC (the block trace's clock, so a
+    request's issue time tells its phase), the metric its figure is, and the work it did,
+    which a device model's time for the phase's requests turns into a predicted figure
+    (fslab.phase_predictions)."""
+
+    key: str  # the phase's name (Bonnie++'s test: "block_write")
+    metric: str  # the workload metric this phase's figure is (e.g. block_write_bytes_per_s)
+    start_ns: int
+    end_ns: int
+    work: float  # bytes (IO and per-char tests), seeks, or files
+    work_unit: str  # "bytes", "seeks" or "files"
+    writes_bytes: int = 0  # bytes the phase writes: how much of them reached the device tells
+    reads_bytes: int = 0  # bytes the phase reads
+    note: str = ""  # what its prediction must say besides (Bonnie++'s per-char tests)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
 @dataclass
 class WorkloadResult:
     metrics: dict[str, float]
     tool_runtime_s: float  # the time the tool itself reports running (for overhead)
-    info: dict[str, Any] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)  # what the tool said, kept as the run's provenance
     notes: dict[str, str] = field(default_factory=dict)  # metric -> why it has no number
+    # A workload with ``capabilities.phases``: when each phase ran and the work it did, in
+    # the order they ran (empty when it cannot say); per-phase predictions split the
+    # run's trace by these spans.
+    phases: list[PhaseSpan] = field(default_factory=list)
 
 
 class ParamError(ValueError):
@@ -156,6 +189,18 @@ class Workload:
         (Bonnie++'s tests) has no single window to predict."""
         return []
 
+    def queue_depth(self, params: dict[str, Any]) -> int:
+        """Requests the workload keeps outstanding (its I/O depth times its concurrent jobs
+        or threads), at least 1: its trace is replayed on a device model closed loop at no
+        less than this depth (fslab.predictions). 1 by default: one request at a time."""
+        return 1
+
+    def caveats(self, params: dict[str, Any], filesystem: Mapping[str, Any]) -> list[str]:
+        """What made a run measure something else than its parameters say, given the file
+        system as the run mounted it (``filesystem``: the run's provenance facts,
+        ``mounted_as`` and ``mount_options_in_effect``). None by default."""
+        return []
+
 
 WORKLOADS: Registry[Workload] = Registry("workload kind")
 
@@ -184,6 +229,15 @@ def quick_memory(memory: int | None, full_data: int | None, quick_data: int | No
         return memory
     scaled = memory * quick_data // full_data // 4096 * 4096
     return min(memory, max(scaled, QUICK_MIN_MEMORY))
+
+
+def direct_io_caveats(direct: bool, filesystem: Mapping[str, Any]) -> list[str]:
+    """The caveat of a workload asking for O_DIRECT (``direct``) on a file system that serves
+    it through the page cache (ext3/ext4 with data=journal), for ``Workload.caveats``."""
+    if not direct:
+        return []
+    why = direct_io_ignored(str(filesystem.get("mounted_as", "")), str(filesystem.get("mount_options_in_effect", "")))
+    return [why] if why else []
 
 
 def data_bytes(workload: Workload, params: dict[str, Any]) -> int | None:

@@ -29,7 +29,7 @@ import random
 import re
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -40,7 +40,16 @@ from ..commands import run_command, run_command_stamped
 from ..errors import CommandFailed, WorkloadFailed
 from ..metrics import MetricKind
 from ..units import format_bytes, parse_duration_s, parse_size
-from . import ParamError, RunContext, Workload, WorkloadCapabilities, WorkloadResult, quick_memory, register_workload
+from . import (
+    ParamError,
+    RunContext,
+    Workload,
+    WorkloadCapabilities,
+    WorkloadResult,
+    direct_io_caveats,
+    quick_memory,
+    register_workload,
+)
 from .bonnie_phases import ARTIFACT as PHASES_ARTIFACT
 from .bonnie_phases import CLOCK as PHASE_CLOCK
 from .bonnie_phases import phase_spans
@@ -359,6 +368,9 @@ class BonnieWorkload(Workload):
         size = params.get("size")
         return size if isinstance(size, int) else None
 
+    def caveats(self, params: dict[str, Any], filesystem: Mapping[str, Any]) -> list[str]:
+        return direct_io_caveats(params.get("direct") in (1, True), filesystem)  # -D
+
     def primary_metrics(self, params: dict[str, Any]) -> list[str]:
         return ["block_write_bytes_per_s", "block_read_bytes_per_s", "rewrite_bytes_per_s",
                 "putc_bytes_per_s", "getc_bytes_per_s", "seeks_per_s"]
@@ -415,10 +427,10 @@ class BonnieWorkload(Workload):
             "sizes": choice,
             "too_fast": parsed.too_fast,
             "skipped": parsed.skipped,
-            # When each test ran (bonnie_phases): fslab.phase_predictions splits the trace by it.
+            # When each test ran (bonnie_phases), as provenance; the result's phases carry it typed.
             "phases": phases,
         }
-        return WorkloadResult(parsed.metrics, done.wall_s, info=info, notes=notes)
+        return WorkloadResult(parsed.metrics, done.wall_s, info=info, notes=notes, phases=spans)
 
 
 @cache

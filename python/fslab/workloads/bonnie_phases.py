@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..units import format_bytes
+from . import PhaseSpan
 
 ARTIFACT = "bonnie-phases.json"
 CLOCK = "CLOCK_MONOTONIC (the block trace's trace_clock 'mono')"
@@ -40,24 +40,6 @@ _LABEL_RE = re.compile("|".join(f"(?P<{key}>{pattern})" for key, pattern in LABE
 _DONE_RE = re.compile(r"done")
 CHAR_NOTE = ("Bonnie++ 2.00a's per-char tests make one system call per byte, so they are bound by the CPU "
              "long before the device: the device-bound prediction is an upper bound")
-
-
-@dataclass(frozen=True)
-class PhaseSpan:
-    """One test: when it ran (ns on CLOCK_MONOTONIC), its metric and the work it did."""
-
-    key: str
-    metric: str  # the Bonnie++ metric this test's figure is (e.g. block_write_bytes_per_s)
-    start_ns: int
-    end_ns: int
-    work: float  # bytes (IO and per-char tests), seeks, or files
-    work_unit: str  # "bytes", "seeks" or "files"
-    writes_bytes: int = 0  # bytes the test writes: how much of them reached the device tells
-    reads_bytes: int = 0  # bytes the test reads
-    note: str = ""  # what its prediction must say besides (per-char tests)
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def parse_progress(stamped: list[tuple[int, str]]) -> list[tuple[str, int, int]]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from . import (
     Workload,
     WorkloadCapabilities,
     WorkloadResult,
+    direct_io_caveats,
     fio_steady,
     quick_size,
     register_workload,
@@ -197,6 +199,13 @@ class FioWorkload(Workload):
     def work_rates(self, params: dict[str, Any], metrics: dict[str, float]) -> list[str]:
         # fio counts no I/O of its ramp_time, which the trace holds: no single window then.
         return [] if params.get("ramp_time") else headline_rates(metrics)
+
+    def queue_depth(self, params: dict[str, Any]) -> int:
+        # iodepth outstanding in each of numjobs processes (a job file's own are not seen).
+        return max(1, int(params.get("iodepth", 1) or 1)) * max(1, int(params.get("numjobs", 1) or 1))
+
+    def caveats(self, params: dict[str, Any], filesystem: Mapping[str, Any]) -> list[str]:
+        return direct_io_caveats(params.get("direct") in (1, True), filesystem)
 
     def declared_runtime_s(self, params: dict[str, Any]) -> float | None:
         if params.get("time_based") and isinstance(params.get("runtime"), (int, float)):

@@ -152,6 +152,9 @@ class FsMarkWorkload(Workload):
     def tool_versions(self) -> dict[str, str | None]:
         return {"fs_mark": _version()}
 
+    def queue_depth(self, params: dict[str, Any]) -> int:
+        return max(1, int(params.get("threads", 1) or 1))  # each thread one file operation at a time
+
     def data_bytes(self, params: dict[str, Any], inputs: dict[str, str] | None = None) -> int | None:
         # Files are kept between iterations; each takes at least a block on disk.
         per_file = max(params["file_size"], 4096)

@@ -70,6 +70,9 @@ class MobibenchWorkload(Workload):
     def work_rates(self, params: dict[str, Any], metrics: dict[str, float]) -> list[str]:
         return headline_rates(metrics)
 
+    def queue_depth(self, params: dict[str, Any]) -> int:
+        return max(1, int(params.get("threads", 1) or 1))  # one synchronous write per thread
+
     def tool_versions(self) -> dict[str, str | None]:
         return self._fio.tool_versions()
 

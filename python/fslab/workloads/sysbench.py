@@ -202,6 +202,9 @@ class SysbenchWorkload(Workload):
     def declared_runtime_s(self, params: dict[str, Any]) -> float | None:
         return float(params["runtime"])
 
+    def queue_depth(self, params: dict[str, Any]) -> int:
+        return max(1, int(params.get("threads", 1) or 1))  # one synchronous request per thread
+
     def default_timeout_s(self, params: dict[str, Any]) -> float:
         # The run phase, plus laying out the files at 20 MB/s and the final fsync.
         return params["runtime"] * 2 + params["file_total_size"] / 20e6 + 600

@@ -13,9 +13,24 @@ use std::collections::VecDeque;
 
 use crate::engine::Ctx;
 use crate::error::{CoreError, Result};
-use crate::models::{Counters, DeviceModel, Mechanisms};
+use crate::models::{Counters, DeviceModel, Kind, Mechanism, Mechanisms};
 use crate::params::{ParamReader, Params};
 use crate::request::{Ns, Op, Request, SECTOR_BYTES};
+
+/// The HDD model in the kind table (`crate::models::KINDS`).
+pub const KIND: Kind = Kind {
+    name: "hdd",
+    build: |p| Ok(Box::new(Hdd::from_params(p)?)),
+    mechanisms: &[
+        Mechanism { name: "command", cause: "command overhead" },
+        Mechanism { name: "seek", cause: "seeks" },
+        Mechanism { name: "rotation", cause: "rotational latency" },
+        Mechanism { name: "transfer", cause: "media transfer" },
+        Mechanism { name: "cache", cause: "answers from the drive's cache" },
+    ],
+    whole: "the drive's work time (arm operations and cache answers)",
+    offered: true,
+};
 
 #[derive(Clone, Debug)]
 pub struct HddConfig {
@@ -41,7 +56,7 @@ pub struct HddConfig {
 
 impl HddConfig {
     pub fn from_params(params: &Params) -> Result<Self> {
-        let r = ParamReader::new("hdd", params);
+        let r = ParamReader::new(KIND.name, params);
         let cfg = HddConfig {
             capacity: r.int("capacity", 500_107_862_016, 1 << 20, 1 << 50)?,
             rpm: r.num("rpm", 7200.0, 1000.0, 20000.0)?,

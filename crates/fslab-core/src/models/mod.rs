@@ -1,8 +1,9 @@
-//! Device models that sit on top of the engine. Each implements `DeviceModel`; `build`
-//! is the one table that maps a `kind` parameter to a model, so adding a model touches
-//! this table plus the model's own file.
+//! Device models that sit on top of the engine. Each implements `DeviceModel` and
+//! describes itself in a `Kind` (its `kind` name, constructor and mechanisms); `KINDS` is
+//! the one table of them, so adding a model touches its own file plus one row there.
 
 pub mod fastdiv;
+pub mod fixed;
 pub mod ftl;
 pub mod hdd;
 pub mod raid;
@@ -62,19 +63,45 @@ pub trait DeviceModel {
 }
 
 /// A model constructor: the parameters in, the model (or why not) out.
-type Constructor = fn(&Params) -> Result<Box<dyn DeviceModel>>;
+pub type Constructor = fn(&Params) -> Result<Box<dyn DeviceModel>>;
 
-/// Every model kind, by the `kind` parameter that selects it: the one table to extend
-/// when a model is added (its own file plus one row here).
-const KINDS: &[(&str, Constructor)] = &[
-    ("hdd", |p| Ok(Box::new(hdd::Hdd::from_params(p)?))),
-    ("ssd", |p| Ok(Box::new(ssd::Ssd::from_params(p)?))),
-    ("raid", |p| Ok(Box::new(raid::Raid::from_params(p)?))),
-];
+/// One mechanism a model accounts its time to (a key of its `time_by_mechanism`) and the
+/// cause it is part of, in words ("spends 61% of its predicted time in {cause}").
+/// Mechanisms sharing a cause (a read-modify-write reads, then writes) add up under it.
+#[derive(Clone, Copy, Debug)]
+pub struct Mechanism {
+    pub name: &'static str,
+    pub cause: &'static str,
+}
 
-/// The model kinds `build` knows, in table order.
+/// A model kind as the rest of fslab sees it: everything Python needs to name, describe and
+/// explain a model lives here, beside the model, so a new model needs no Python edit.
+#[derive(Clone, Copy)]
+pub struct Kind {
+    /// The `kind` parameter (a preset's `[model] kind`) that selects the model.
+    pub name: &'static str,
+    pub build: Constructor,
+    /// Every key `time_by_mechanism` reports, in the order it is documented.
+    pub mechanisms: &'static [Mechanism],
+    /// What the mechanisms' parts add up to, in words.
+    pub whole: &'static str,
+    /// Listed to users (error messages, `model_kinds`); false for a model kept for tests,
+    /// which a preset can still name.
+    pub offered: bool,
+}
+
+/// Every model kind: the one table to extend when a model is added (its own file with its
+/// `KIND`, plus one row here).
+const KINDS: &[&Kind] = &[&hdd::KIND, &ssd::KIND, &raid::KIND, &fixed::KIND];
+
+/// Every model kind, in table order (offered or not).
+pub fn kinds() -> &'static [&'static Kind] {
+    KINDS
+}
+
+/// The model kinds offered to users, in table order.
 pub fn kind_names() -> Vec<&'static str> {
-    KINDS.iter().map(|(name, _)| *name).collect()
+    KINDS.iter().filter(|k| k.offered).map(|k| k.name).collect()
 }
 
 /// Build a model from its parameters; `kind` selects the model.
@@ -84,8 +111,8 @@ pub fn build(params: &Params) -> Result<Box<dyn DeviceModel>> {
         Some(Value::Text(k)) => k.as_str(),
         _ => return Err(CoreError::BadParam { name: "kind".into(), reason: format!("missing; use one of {}", known()) }),
     };
-    match KINDS.iter().find(|(name, _)| *name == kind) {
-        Some((_, construct)) => construct(params),
+    match KINDS.iter().find(|k| k.name == kind) {
+        Some(k) => (k.build)(params),
         None => Err(CoreError::UnknownKind(kind.into(), known())),
     }
 }
@@ -127,6 +154,7 @@ mod kind_tests {
                 assert_eq!(kind, "tape");
                 assert_eq!(known, kind_names().join(", "));
                 assert!(known.contains("hdd") && known.contains("ssd") && known.contains("raid"));
+                assert!(!known.contains(fixed::KIND.name), "the test model is not offered");
             }
             Err(other) => panic!("unexpected error: {other}"),
             Ok(_) => panic!("a tape model was built"),

@@ -16,9 +16,31 @@
 
 use crate::engine::Ctx;
 use crate::error::{CoreError, Result};
-use crate::models::{build, Counters, DeviceModel, Mechanisms};
+use crate::models::{build, Counters, DeviceModel, Kind, Mechanism, Mechanisms};
 use crate::params::{sub_params, ParamReader, Params};
 use crate::request::{Ns, Op, Request, SECTOR_BYTES};
+
+/// The RAID model in the kind table (`crate::models::KINDS`): `CAUSES` in order, then the
+/// controller's host link.
+pub const KIND: Kind = Kind {
+    name: "raid",
+    build: |p| Ok(Box::new(Raid::from_params(p)?)),
+    mechanisms: &[
+        Mechanism { name: "data_read", cause: "member data reads" },
+        Mechanism { name: "data_write", cause: "member data writes" },
+        Mechanism { name: "full_stripe_write", cause: "full-stripe writes" },
+        Mechanism { name: "parity_rmw_read", cause: "parity read-modify-write" },
+        Mechanism { name: "parity_rmw_write", cause: "parity read-modify-write" },
+        Mechanism { name: "reconstruct_read", cause: "parity reconstruct-write" },
+        Mechanism { name: "reconstruct_write", cause: "parity reconstruct-write" },
+        Mechanism { name: "trim", cause: "trims" },
+        Mechanism { name: "flush", cause: "flushes" },
+        Mechanism { name: "host_link", cause: "host-link transfer" },
+    ],
+    whole: "the summed time of the member I/Os (issue to completion), by why the array sent them, \
+            plus the controller's host link",
+    offered: true,
+};
 
 /// One piece of a stripe: (data member index, offset in its chunk, length), in bytes.
 type Piece = (u64, u64, u64);
@@ -133,7 +155,7 @@ pub struct Raid {
 
 impl Raid {
     pub fn from_params(params: &Params) -> Result<Self> {
-        let r = ParamReader::new("raid", params).with_foreign_prefix("member.");
+        let r = ParamReader::new(KIND.name, params).with_foreign_prefix("member.");
         let level = r.int("level", 5, 0, 5)? as u32;
         let n = r.int("members", 8, 2, 1024)? as usize;
         let chunk = r.int("chunk_bytes", 512 << 10, 4096, 1 << 30)?;
@@ -568,12 +590,15 @@ impl DeviceModel for Raid {
         }
     }
 
-    /// The members' settings (the first member's: all are built alike), and the array's
-    /// host link in place of a member's (`link_mb_per_s`: stated, or the members' together).
+    /// The members' settings (the first member's: all are built alike), the array's host
+    /// link in place of a member's (`link_mb_per_s`: stated, or the members' together) and
+    /// its controller's write-back cache (`controller_cache_bytes`, 0 for none).
     fn facts(&self) -> crate::models::Facts {
         let mut f: crate::models::Facts =
             self.members[0].facts().into_iter().filter(|(k, _)| !k.starts_with("write_amplification")).collect();
         f.insert("link_mb_per_s", self.link_mb_per_s);
+        // Every RAID prediction rests on it (0: none, every write goes to the members, as md).
+        f.insert("controller_cache_bytes", self.cache_bytes as f64);
         f
     }
 
@@ -669,6 +694,12 @@ mod tests {
         .map(|(k, v)| (k.to_string(), v))
         .collect();
         Raid::from_params(&p).unwrap()
+    }
+
+    #[test]
+    fn the_controller_cache_is_a_fact() {
+        assert_eq!(raid5_with_cache(0.0).facts()["controller_cache_bytes"], 0.0);
+        assert_eq!(raid5_with_cache((8u64 << 20) as f64).facts()["controller_cache_bytes"], (8u64 << 20) as f64);
     }
 
     #[test]

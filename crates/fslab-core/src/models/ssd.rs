@@ -22,10 +22,27 @@ use crate::engine::Ctx;
 use crate::error::{CoreError, Result};
 use crate::models::fastdiv::Divisor;
 use crate::models::ftl::{Ftl, GcWork};
-use crate::models::{Counters, DeviceModel, Facts, Mechanisms};
+use crate::models::{Counters, DeviceModel, Facts, Kind, Mechanism, Mechanisms};
 use crate::params::{ParamReader, Params};
 use crate::request::{Ns, Op, Request};
 use crate::rng::Rng;
+
+/// The SSD model in the kind table (`crate::models::KINDS`).
+pub const KIND: Kind = Kind {
+    name: "ssd",
+    build: |p| Ok(Box::new(Ssd::from_params(p)?)),
+    mechanisms: &[
+        Mechanism { name: "controller", cause: "controller command processing" },
+        Mechanism { name: "host_link", cause: "host-link transfer" },
+        Mechanism { name: "channel", cause: "flash-channel transfer" },
+        Mechanism { name: "read", cause: "flash page reads" },
+        Mechanism { name: "program", cause: "flash programs" },
+        Mechanism { name: "gc_copy", cause: "garbage-collection copies" },
+        Mechanism { name: "erase", cause: "block erases" },
+    ],
+    whole: "the summed work time of controller, host link, flash channels and planes",
+    offered: true,
+};
 
 pub const UNIT_BYTES: u64 = 4096;
 
@@ -55,7 +72,7 @@ pub struct SsdConfig {
 
 impl SsdConfig {
     pub fn from_params(params: &Params) -> Result<Self> {
-        let r = ParamReader::new("ssd", params);
+        let r = ParamReader::new(KIND.name, params);
         let cfg = SsdConfig {
             capacity: r.int("capacity", 16 << 30, 1 << 20, 1 << 44)?,
             over_provisioning: r.num("over_provisioning", 0.07, 0.001, 4.0)?,

@@ -33,8 +33,8 @@ if TYPE_CHECKING:
     from ...aged_images import AgedCopy
     from ...devices import DeviceKind
     from ...filesystems import FilesystemType
-    from ...job.model import Job
-    from ...job.record import RunRecord
+    from ...jobdata.model import Job
+    from ...jobdata.record import RunRecord
 
 # Time a guest gets besides its runs' own limits: boot, module loading, mkfs, teardown.
 GUEST_MARGIN_S = 300.0
@@ -145,7 +145,8 @@ def _aged_copy(job: Job, size: int, dest: Path, folder: JobFolder, work_dir: Pat
     a guest of its own (`fslab job age`) if the work directory's cache lacks it. The key
     adds the guest kernel: another kernel's allocator makes another state."""
     from ...aged_images import AGED_IMAGES_DIR, aged_image, image_key
-    from ...aging import AgingOption, AgingReport
+    from ...aging import AgingReport
+    from ...aging_option import AgingOption
     from ...errors import JobFailed
     from ...job.entry import write_job
     from ...job.folder import AGING_ERROR, AGING_RESULT

@@ -19,10 +19,11 @@ from itertools import combinations
 
 from ...analysis.stats import CONFIDENCE, MIN_N_FOR_VERDICT, NoVerdict, holm, summarize, welch_t
 from ...phase_predictions import is_marked
-from ...predictions import metric_name, split_name
+from ...predictions import metric_name
 from ...stored import STATUS_OK, StoredCell, StoredRun
 from ..data import TableSection
 from ..labels import cell_label, fs_column, mean_pm
+from ..predicted import models_in
 from ..tables import NO_VERDICT, RowData, build_table, cell_text
 from ..units import fmt
 from .base import SECTIONS, Section, StudyData
@@ -180,13 +181,7 @@ PREDICTED_LEGEND = (
 def _models(runs: list[StoredRun]) -> list[str]:
     """The models any run has a per-test prediction for, in first-seen order."""
     tests = {metric for _, _, metric in TABLE_IV_ROWS}
-    out: list[str] = []
-    for run in runs:
-        for name in run["metrics"]:
-            parsed = split_name(name)
-            if parsed and parsed[1] in tests and parsed[0] not in out:
-                out.append(parsed[0])
-    return out
+    return [m for m in models_in(runs) if any(metric_name(m, t) in r["metrics"] for r in runs for t in tests)]
 
 
 def _column(runs: list[StoredRun], metric: str) -> tuple[list[float], list[str]]:

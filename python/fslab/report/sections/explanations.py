@@ -16,11 +16,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import fmean
 
-from ...mechanisms import cause_shares, mechanism_of
-from ...predictions import split_name, workload_predicted
+from ...mechanisms import cause_shares
+from ...predictions import metric_name
 from ...stored import StoredCell, StoredRun
 from ..data import ModelSection
 from ..labels import cell_label, fs_column, percent
+from ..predicted import mechanism_shares, models_in
 from ..tables import build_table
 from ..units import fmt
 from .base import SECTIONS, Section, StudyData
@@ -170,11 +171,9 @@ def differing_facts(a: Sequence[StoredRun], b: Sequence[StoredRun]) -> list[tupl
 
 def predicted_lines(a: Sequence[StoredRun], b: Sequence[StoredRun], metric: str) -> list[str]:
     """The workload's predicted figure of each side on each model both were replayed on."""
-    models = {parsed[0] for r in (*a, *b) for name in r["metrics"] if (parsed := split_name(name))}
     out = []
-    for model in sorted(models):
-        sides = [[r for r in side if workload_predicted(r["metrics"], model)] for side in (a, b)]
-        va, vb = (_mean(side, f"pred_{model}_{metric}") for side in sides)
+    for model in sorted(models_in((*a, *b))):
+        va, vb = (_mean(side, metric_name(model, metric)) for side in (a, b))
         if va is None or vb is None or vb == 0:
             continue
         out.append(f"predicted on {model}: {fmt(va)} vs {fmt(vb)} {metric} ({fmt(va / vb)}x)")
@@ -188,9 +187,7 @@ def _cause_means(runs: Sequence[StoredRun], model: str) -> dict[str, float]:
     for r in runs:
         if r["status"] != "ok":
             continue
-        by_mechanism = {mech: float(m["value"]) for name, m in r["metrics"].items()
-                        if m["value"] is not None and (parsed := split_name(name)) and parsed[0] == model
-                        and (mech := mechanism_of(parsed[1])) is not None}
+        by_mechanism = mechanism_shares(r, model)
         if by_mechanism:
             per_run.append(cause_shares(by_mechanism))
     causes = {c for shares in per_run for c in shares}
@@ -201,8 +198,7 @@ def mechanism_lines(a_name: str, b_name: str, a: Sequence[StoredRun], b: Sequenc
     """For each model both sides were replayed on, the cause whose share of the predicted
     device time differs most between them: 'on raid5-8x-sata-mlc-ssd ext4 spends 61% of
     its predicted device time in parity read-modify-write, f2fs 0%'."""
-    models = sorted({parsed[0] for r in (*a, *b) for name in r["metrics"]
-                     if (parsed := split_name(name)) and mechanism_of(parsed[1]) is not None})
+    models = sorted(m for m in models_in((*a, *b)) if any(mechanism_shares(r, m) for r in (*a, *b)))
     out = []
     for model in models:
         sa, sb = _cause_means(a, model), _cause_means(b, model)

@@ -19,6 +19,7 @@ from ...paper import Side as PaperSide
 from ...predictions import metric_name
 from ...stored import STATUS_OK, StoredCell, StoredRun
 from ..labels import rank_group
+from ..predicted import models_in
 from ..units import fmt
 from .paper_judge import change_test
 
@@ -81,14 +82,7 @@ def axes_of(cells: list[StoredCell]) -> dict[str, dict[str, list[Any]]]:
 
 def models_of(runs: list[StoredRun], metric: str) -> list[str]:
     """Models the runs have the workload's own ``metric`` predicted on, in stored order."""
-    out: list[str] = []
-    for run in runs:
-        for name in run["metrics"]:
-            if name.startswith("pred_") and name.endswith("_" + metric):
-                model = name[len("pred_"):-len(metric) - 1]
-                if "_" not in model and model not in out:
-                    out.append(model)
-    return out
+    return [m for m in models_in(runs) if any(metric_name(m, metric) in r["metrics"] for r in runs)]
 
 
 def values_named(runs: list[StoredRun], name: str) -> list[float]:

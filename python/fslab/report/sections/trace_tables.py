@@ -11,9 +11,10 @@
 
 from __future__ import annotations
 
-from ...predictions import LEGACY_SUFFIXES, cache_warning, split_name, workload_predicted
+from ...predictions import cache_warning, metric_name
 from ...stored import StoredCell, StoredRun
 from ..data import TableSection
+from ..predicted import models_in, models_of
 from ..size_table import COMPLETE, OPS, size_table
 from ..traced_runs import group_traced_runs, mean_ci, on_streams, stored_numbers, stored_stream, trace_loss, values
 from .base import SECTIONS, Section, StudyData
@@ -49,25 +50,16 @@ def tracing_cost(by_fs: dict[str, list[StoredRun]]) -> str | None:
 
 
 def _pred(runs: list[StoredRun], model: str, suffix: str, scale: float = 1.0) -> list[float]:
-    """A model's device figure over runs, under its name or, for runs stored before it
-    had one, the old name (``pred_<model>_iops`` was the device's requests per second)."""
-    old = [k for k, v in LEGACY_SUFFIXES.items() if v == suffix]
-    name = {id(r): f"pred_{model}_{suffix}" if workload_predicted(r["metrics"], model) or not old
-            else f"pred_{model}_{old[0]}" for r in runs}
-    return [v for r in runs for v in values([r], name[id(r)], scale)]
+    """A model's device figure over runs (runs stored under older names read as current
+    ones: the store's compatibility layer renames them)."""
+    return values(runs, metric_name(model, suffix), scale)
 
 
 def prediction_table(label: str, by_fs: dict[str, list[StoredRun]]) -> TableSection | None:
     """One workload's predictions table, or None when no run was replayed on a model: first
     the workload's own primary metric as predicted (its work over the model's time for the
     requests issued for it) beside what was measured here, then the device's figures."""
-    models: list[str] = []
-    for runs in by_fs.values():
-        for run in runs:
-            for name in run["metrics"]:
-                parsed = split_name(name)
-                if parsed and parsed[0] not in models:
-                    models.append(parsed[0])
+    models = models_in(r for runs in by_fs.values() for r in runs)
     if not models:
         return None
     first = next(iter(r for runs in by_fs.values() for r in runs))
@@ -90,12 +82,12 @@ def prediction_table(label: str, by_fs: dict[str, list[StoredRun]]) -> TableSect
         n = len(runs)
         loss = trace_loss(runs)
         # Only the models this entry was replayed on (each device of a study may have its own).
-        own = [m for m in models if any(name.startswith(f"pred_{m}_") for r in runs for name in r["metrics"])]
+        own = [m for m in models if any(m in models_of(r) for r in runs)]
         for i, model in enumerate(own):
             # A workload predicted test by test (Bonnie++) has its figures in its own table:
             # a test's prediction is not the whole run's.
-            predicted = values([r for r in runs if workload_predicted(r["metrics"], model)
-                                and "phase_predictions" not in r["provenance"]], f"pred_{model}_{primary}")
+            predicted = values([r for r in runs if "phase_predictions" not in r["provenance"]],
+                               metric_name(model, primary))
             unpredicted |= not predicted
             row = [mean_ci(predicted, n), mean_ci(values(runs, primary), n),
                    mean_ci(_pred(runs, model, "device_requests_per_s"), n),
@@ -104,11 +96,10 @@ def prediction_table(label: str, by_fs: dict[str, list[StoredRun]]) -> TableSect
                     for k in ("mean", "p50", "p99", "max")]
             row.append(mean_ci(_pred(runs, model, "write_amplification_ratio"), n))
             for run in runs:
-                m = (run["metrics"].get(f"pred_{model}_device_requests_per_s")
-                     or run["metrics"].get(f"pred_{model}_iops"))
+                m = run["metrics"].get(metric_name(model, "device_requests_per_s"))
                 if m is not None and m["value"] is None:
                     failures.append(f"{fs} #{run['repetition'] + 1} on {model}: {m['note']}")
-            absorbed = values(runs, f"pred_{model}_write_cache_absorbed_fraction")
+            absorbed = values(runs, metric_name(model, "write_cache_absorbed_fraction"))
             warning = cache_warning(model, min(absorbed)) if absorbed else None
             if warning:
                 warnings.append(f"{fs}: {warning}")

@@ -49,7 +49,7 @@ class Cell:
     # The metric reports show first, chosen by the workload at plan time and stored, so
     # reports need no workload plug-in.
     primary_metric: str = ""
-    aging: dict[str, Any] | None = None  # fslab.aging.AgingOption as data; None: not aged
+    aging: dict[str, Any] | None = None  # fslab.aging_option.AgingOption as data; None: not aged
     kernel: str | None = None  # guest cells: the kernel the guest boots ("6.1", "6.12", a path)
     guest_memory: int | None = None  # guest cells: the guest's memory (bytes; --quick scales it)
     # The files the workload reads, read when the study was planned: name -> text. A job
