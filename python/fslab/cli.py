@@ -10,19 +10,22 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, NoReturn, Optional
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
 from .errors import ExecutorLost, FslabError, ResultsUnwritable, SpecError
+from .stored import STATUS_OK
 
 if TYPE_CHECKING:
     from .estimate import TimeEstimate
+    from .executors import Executor
     from .jobdata.record import RunRecord
     from .plan import Plan
-    from .runner import PassOutcome, StudyProgress
+    from .runner import PassOutcome, StudyOutcome, StudyProgress
+    from .spec import StudySpec
     from .stored import StoredCell, StoredRun
 
 app = typer.Typer(
@@ -36,15 +39,6 @@ err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
 DEFAULT_RESULTS = Path("fslab-results")
 ResultsOpt = Annotated[Path, typer.Option("--results", "-r", help="results directory")]
 StudyOpt = Annotated[Optional[int], typer.Option("--study", "-s", min=1, help="study id (default: newest)")]
-
-
-def _cell_rows(plan: Plan) -> list[dict[str, object]]:
-    return [
-        {"cell": c.id, "filesystem": c.filesystem, "fs_type": c.fs_type, "workload": c.workload,
-         "kind": c.workload_kind, "axes": c.axes, "params": c.params, "backend": c.backend,
-         "aging": c.aging}
-        for c in plan.cells
-    ]
 
 
 @app.command()
@@ -65,6 +59,33 @@ def plan(
     needs no write (not a block device, the root disk, mounted, in use, a signature): what a
     run would refuse exits 2 here.
     Times and runs needed are estimated from the runs stored in the results directory."""
+    import platform
+
+    from . import cli_plan_view as out
+    from .forecast import forecast, history_of
+    from .store import check_results_path
+
+    spec, source, p = _checked_plan(study, quick, allow_exec)
+    check_results_path(results)  # a run into this folder would refuse it
+    history, history_source = history_of(results)
+    outlook = forecast(p, history, platform.node(), history_source)
+    if jobs is not None:
+        _write_jobs(p, jobs)
+    if as_json:
+        print(json.dumps(out.plan_json(spec, source, quick, p, outlook), indent=2))
+        return
+    console.print(out.cells_table(spec, source, quick, p))
+    console.print(out.runs_text(spec, p, outlook), highlight=False)
+    for line in out.device_lines(spec, p) if p.jobs else []:
+        console.print(line, highlight=False)
+    for line in outlook.lines():
+        console.print(escape(line), highlight=False)
+    for line, highlight in out.placement_lines(p):
+        console.print(line, highlight=highlight)
+
+
+def _checked_plan(study: str, quick: bool, allow_exec: bool) -> tuple[StudySpec, str, Plan]:
+    """The study planned, and every check that needs no root made on it."""
     from .backends import choose_backend
     from .plan import make_plan
     from .preflight import check_plan
@@ -75,104 +96,19 @@ def plan(
     p = make_plan(spec, backends=choose_backend, quick=quick, source=source, study_dir=study_dir,
                   allow_exec=allow_exec)
     check_plan(p, source=source, disks=True)
-    from .store import check_results_path
-
-    check_results_path(results)  # a run into this folder would refuse it
-    import platform
-
-    from .forecast import forecast, history_of
-
-    history, history_source = history_of(results)
-    outlook = forecast(p, history, platform.node(), history_source)
-    if jobs is not None:
-        from .job.entry import write_job
-
-        jobs.mkdir(parents=True, exist_ok=True)
-        for job in p.jobs:
-            write_job(job, jobs / f"{job.id}.json")
-        err_console.print(f"wrote {len(p.jobs)} jobs to {jobs}: run one with "
-                          f"`fslab job run {shlex.quote(str(jobs / p.jobs[0].id) + '.json')} --out DIR`" if p.jobs else
-                          f"no jobs to write to {jobs}", highlight=False)
-    if as_json:
-        out = {
-            "study": spec.study.name, "source": source, "quick": quick,
-            "repetitions": p.repetitions, "order": p.order, "fresh": p.fresh,
-            # A seed this listing drew is not the one a run will draw: only a fixed one is shown.
-            "seed": spec.study.seed,
-            "cells": _cell_rows(p),
-            "runs": [{"cell": r.cell.id, "repetition": r.repetition} for r in p.runs],
-            "skipped": [{"filesystem": s.filesystem, "reason": s.reason} for s in p.skipped],
-            "placed": [{"filesystem": w.filesystem, "backend": w.backend, "reason": w.reason} for w in p.placed],
-            "not_compared": p.uncompared(),
-            "auto": p.auto.to_json() if p.auto else None,
-            "forecast": outlook.to_json(),
-        }
-        print(json.dumps(out, indent=2))
-        return
-    from rich.table import Table
-
-    table = Table(title=f"{spec.study.name} ({source}){' — quick' if quick else ''}",
-                  title_justify="left")
-    for col in ("#", "file system", "mkfs options", "mount options", "backend", "workload", "parameters"):
-        table.add_column(col)
-    for i, c in enumerate(p.cells):
-        params = " ".join(f"{k}={v}" for k, v in c.params.items())
-        if c.aging is not None:
-            params += " aging=" + ",".join(f"{k}={v}" for k, v in c.aging.items() if v is not None)
-        table.add_row(str(i + 1), c.filesystem, escape(" ".join(c.mkfs) or "(defaults)"),
-                      escape(",".join(c.mount) or "(defaults)"), c.backend + (f" {c.kernel}" if c.kernel else ""),
-                      escape(c.label), escape(params))
-    console.print(table)
-    repetitions = (f"{p.auto.min_n}–{p.auto.max_n} repetitions (auto: {p.auto.describe()}) = "
-                   f"{outlook.runs_min} to {len(p.runs)} runs" if p.auto else
-                   f"{p.repetitions} repetitions = {len(p.runs)} runs")
-    console.print(f"{len(p.cells)} cells x {repetitions}, "
-                  f"order {p.order} ({_seed_text(spec.study.seed, p.order)}), fresh file system per {p.fresh}",
-                  highlight=False)
-    if p.jobs:
-        from .report.provenance_facts import bytes_text
-
-        users: dict[str, list[str]] = {}  # a device (as text) -> the file systems on it
-        for job in p.jobs:
-            device = job.settings.device
-            # An array of named members has no member images: their size would mislead.
-            shown = {k: v for k, v in device.items() if v is not None and not (k == "member_size" and device.get("members"))}
-            text = ", ".join(f"{k}={bytes_text(v) if k in ('size', 'member_size', 'chunk') and isinstance(v, int) else v}"
-                             for k, v in shown.items())
-            if job.cell.filesystem not in users.setdefault(text, []):
-                users[text].append(job.cell.filesystem)
-        for text, names in users.items():
-            where = f" ({', '.join(names)})" if len(users) > 1 else ""
-            console.print("device: " + escape(text + where), highlight=False)
-        from .named_disks import named_disks
-
-        disks = list(dict.fromkeys(d.path for d in named_disks(spec)))
-        if disks:
-            console.print(escape(f"your disks, formatted by `fslab run` only when each is confirmed: "
-                                 f"{' '.join(f'--destroy-data-on {shlex.quote(d)}' for d in disks)}"),
-                          highlight=False)
-    for line in outlook.lines():
-        console.print(escape(line), highlight=False)
-    by_reason: dict[tuple[str, str], list[str]] = {}  # one line for the entries placed alike
-    for w in p.placed:
-        by_reason.setdefault((w.backend, w.reason), []).append(w.filesystem)
-    for (backend, reason), names in by_reason.items():
-        where = "on the host" if backend == "host" else f"in the {backend}"
-        console.print(escape(f"{', '.join(names)} {'runs' if len(names) == 1 else 'run'} {where}: {reason}"),
-                      highlight=False)
-    for s in p.skipped:
-        console.print(f"[yellow]{s.filesystem}: {s.reason}[/yellow]")
-    if p.uncompared():
-        console.print(f"[yellow]{escape(p.uncompared() or '')}[/yellow]", highlight=False)
+    return spec, source, p
 
 
-def _seed_text(seed: int | None, order: str) -> str:
-    """The order's seed as `fslab plan` can honestly state it."""
-    if seed is not None:
-        return f"seed {seed}"
-    if order == "in-order":
-        return "no shuffle"
-    return "seed drawn when the study runs and recorded with it; set study.seed to fix it"
+def _write_jobs(p: Plan, jobs: Path) -> None:
+    """`fslab plan --jobs DIR`: each job as JSON, for `fslab job run`."""
+    from .job.entry import write_job
+
+    jobs.mkdir(parents=True, exist_ok=True)
+    for job in p.jobs:
+        write_job(job, jobs / f"{job.id}.json")
+    err_console.print(f"wrote {len(p.jobs)} jobs to {jobs}: run one with "
+                      f"`fslab job run {shlex.quote(str(jobs / p.jobs[0].id) + '.json')} --out DIR`" if p.jobs else
+                      f"no jobs to write to {jobs}", highlight=False)
 
 
 @app.command()
@@ -205,35 +141,67 @@ def run(
         "--insecure", help="allow a plaintext tcp:// (dask://) scheduler: anyone who reaches it runs code as root on its workers")] = False,
 ) -> None:
     """Run a study: make, mount and measure every cell, store every run."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
-
     from .runner import run_study
 
+    study = _study_to_run(study, fs, fio, save, results, allow_exec, quiet)
+    view = _RunProgress(quiet)
+    jobs_executor = _open_jobs_executor(executor, tls, insecure, view)
+    access = [*(["--tls", str(tls)] if tls else []), *(["--insecure"] if insecure else [])]
+    continue_with = resume_command(study, results, quick, destroy_data_on or [], allow_exec, executor, access)
+    try:
+        with view.progress:
+            outcome = run_study(
+                study, results_dir=results, quick=quick, resume=resume, retry_failed=retry_failed,
+                allowed_devices=frozenset(destroy_data_on or []), allow_exec=allow_exec,
+                on_start=view.on_start, executor=jobs_executor,
+                on_record=view.on_record, on_notice=view.on_notice, on_pass=view.on_pass,
+            )
+    except (ResultsUnwritable, ExecutorLost, KeyboardInterrupt) as exc:
+        _explain_stop(exc, results, continue_with)
+    _print_outcome(outcome, results, quiet, continue_with)
+
+
+def _study_to_run(study: str | None, fs: str | None, fio: str | None, save: Path | None, results: Path,
+                  allow_exec: bool, quiet: bool) -> str:
+    """The study file or preset to run: the one given, or a one-line study (--fs, --fio)
+    written first, then run like any study file."""
     if (fs is None) != (fio is None) or (fs is not None) == (study is not None):
         raise SpecError("give a study file (or preset), or a one-line study: --fs ext4,xfs --fio 'rw=randwrite bs=4k'",
                         field="run")
-    if study is None:  # the one-line study: written first, then run like any study file
-        from .oneline import write_study
+    if study is not None:
+        return study
+    from .oneline import write_study
 
-        assert fs is not None and fio is not None
-        study = str(write_study(fs, fio, save, results, allow_exec=allow_exec))
-        if not quiet:
-            err_console.print(f"study file: {escape(study)} (edit it and run `fslab run` on it again)", highlight=False)
+    assert fs is not None and fio is not None
+    written = str(write_study(fs, fio, save, results, allow_exec=allow_exec))
+    if not quiet:
+        err_console.print(f"study file: {escape(written)} (edit it and run `fslab run` on it again)", highlight=False)
+    return written
 
-    # Time left comes from fslab.estimate (runs of the same workload and backend, setups
-    # and guest boots counted per job), not from rich's average over all runs so far.
-    progress = Progress(
-        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-        TextColumn("{task.fields[eta]}"), TextColumn("{task.fields[last]}"),
-        console=err_console, disable=quiet or not err_console.is_terminal,
-    )
-    task: dict[str, TaskID] = {}
-    plain = not quiet and not err_console.is_terminal
-    later = {"text": ""}  # an auto study: what further passes could take at most
-    counted = {"passes": 0}
 
-    def on_start(p: Plan, study_id: int, remaining: int, estimate: TimeEstimate) -> None:
-        if not quiet:
+class _RunProgress:
+    """What `fslab run` shows while a study runs: a progress bar on a terminal, a line per
+    run otherwise. Time left comes from fslab.estimate (runs of the same workload and
+    backend, setups and guest boots counted per job), not from rich's average over all
+    runs so far."""
+
+    def __init__(self, quiet: bool):
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
+
+        self.quiet = quiet
+        self.progress = Progress(
+            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("{task.fields[eta]}"), TextColumn("{task.fields[last]}"),
+            console=err_console, disable=quiet or not err_console.is_terminal,
+        )
+        self.task: TaskID | None = None
+        self.plain = not quiet and not err_console.is_terminal
+        self.later = ""  # an auto study: what further passes could take at most
+        self.passes_counted = 0
+        self.waiting_said_at = 0.0
+
+    def on_start(self, p: Plan, study_id: int, remaining: int, estimate: TimeEstimate) -> None:
+        if not self.quiet:
             repetitions = (f"{p.auto.min_n}–{p.auto.max_n} repetitions (auto: {p.auto.describe()})"
                            if p.auto else f"{p.repetitions} repetitions")
             err_console.print(
@@ -245,79 +213,83 @@ def run(
                 err_console.print(f"[yellow]{s.filesystem}: {s.reason}[/yellow]")
             if p.uncompared():
                 err_console.print(f"[yellow]{escape(p.uncompared() or '')}[/yellow]", highlight=False)
-        task["id"] = progress.add_task("runs", total=remaining, last="", eta=escape(estimate.short()))
-        counted["passes"] = p.auto.min_n if p.auto else 0  # their runs are in the total already
+        self.task = self.progress.add_task("runs", total=remaining, last="", eta=escape(estimate.short()))
+        self.passes_counted = p.auto.min_n if p.auto else 0  # their runs are in the total already
 
-    def on_pass(outcome: PassOutcome) -> None:
-        if outcome.next_pass >= counted["passes"]:
-            progress.update(task["id"], total=(progress.tasks[0].total or 0) + outcome.runs)
-        later["text"] = ("" if outcome.runs == 0 or outcome.next_pass + 1 >= outcome.passes_max
-                         else f"; later passes at most {outcome.at_most_later.short().removeprefix('at least ')}")
-        if not quiet and outcome.next_pass >= outcome.decisions.rule.min_n:
+    def on_pass(self, outcome: PassOutcome) -> None:
+        assert self.task is not None
+        if outcome.next_pass >= self.passes_counted:
+            self.progress.update(self.task, total=(self.progress.tasks[0].total or 0) + outcome.runs)
+        self.later = ("" if outcome.runs == 0 or outcome.next_pass + 1 >= outcome.passes_max
+                      else f"; later passes at most {outcome.at_most_later.short().removeprefix('at least ')}")
+        if not self.quiet and outcome.next_pass >= outcome.decisions.rule.min_n:
             err_console.print(escape(pass_text(outcome)), highlight=False)
 
-    def on_notice(text: str) -> None:
-        if not quiet:
+    def on_notice(self, text: str) -> None:
+        if not self.quiet:
             err_console.print(f"[yellow]{escape(text)}[/yellow]", highlight=False)
 
-    def on_record(record: RunRecord, label: str, state: StudyProgress) -> None:
-        status = "ok" if record.status == "ok" else f"FAILED: {record.error}"
+    def on_record(self, record: RunRecord, label: str, state: StudyProgress) -> None:
+        assert self.task is not None
+        status = "ok" if record.status == STATUS_OK else f"FAILED: {record.error}"
         left = state.left.short()
-        eta = (left if left == "nothing left" else f"{left} left") + later["text"]
+        eta = (left if left == "nothing left" else f"{left} left") + self.later
         # Labels hold "[rw=read ...]", which rich would otherwise take for markup.
-        progress.update(task["id"], advance=1, last=escape(f"{label}: {status}"[:60]), eta=escape(eta))
-        if plain:
+        self.progress.update(self.task, advance=1, last=escape(f"{label}: {status}"[:60]), eta=escape(eta))
+        if self.plain:
             err_console.print(f"run {label}: {status} ({record.wall_s:.1f} s); {eta}",
                               highlight=False, markup=False)
 
+    def on_waiting(self, text: str | None) -> None:
+        """A Dask lab with no worker connected: said, not shown as a stale ETA."""
+        if self.task is not None and text:
+            self.progress.update(self.task, eta=escape(text))
+        if text and (not self.waiting_said_at or (self.plain and time.monotonic() - self.waiting_said_at > 60)):
+            err_console.print(f"[yellow]{escape(text)}[/yellow]", highlight=False)
+            self.waiting_said_at = time.monotonic()
+        if text is None:
+            self.waiting_said_at = 0.0
+
+
+def _open_jobs_executor(executor: str | None, tls: Path | None, insecure: bool, view: _RunProgress) -> Executor:
+    """The executor, refused before anything is made; a plaintext lab's warning said."""
     from .executors import open_executor
 
-    jobs_executor = open_executor(executor, tls, insecure)  # refused before anything is made
+    jobs_executor = open_executor(executor, tls, insecure)
     if insecure:
         from .executors.dask import DaskExecutor
 
         if isinstance(jobs_executor, DaskExecutor) and jobs_executor.access.warning():
             err_console.print(f"[yellow]{escape(jobs_executor.access.warning() or '')}[/yellow]", highlight=False)
     if hasattr(jobs_executor, "on_waiting"):  # a Dask lab: no worker connected is said, not a stale ETA
-        said = {"at": 0.0}
+        jobs_executor.on_waiting = view.on_waiting
+    return jobs_executor
 
-        def on_waiting(text: str | None) -> None:
-            if task and text:
-                progress.update(task["id"], eta=escape(text))
-            if text and (not said["at"] or (plain and time.monotonic() - said["at"] > 60)):
-                err_console.print(f"[yellow]{escape(text)}[/yellow]", highlight=False)
-                said["at"] = time.monotonic()
-            if text is None:
-                said["at"] = 0.0
 
-        jobs_executor.on_waiting = on_waiting
-    access = [*(["--tls", str(tls)] if tls else []), *(["--insecure"] if insecure else [])]
-    continue_with = resume_command(study, results, quick, destroy_data_on or [], allow_exec, executor, access)
-    try:
-        with progress:
-            outcome = run_study(
-                study, results_dir=results, quick=quick, resume=resume, retry_failed=retry_failed,
-                allowed_devices=frozenset(destroy_data_on or []), allow_exec=allow_exec,
-                on_start=on_start, executor=jobs_executor,
-                on_record=on_record, on_notice=on_notice, on_pass=on_pass,
-            )
-    except ResultsUnwritable as exc:  # a full results disk: what is stored stays, devices are released
+def _explain_stop(exc: BaseException, results: Path, continue_with: str) -> NoReturn:
+    """A study stopped before its end: what is kept, and the command that continues it."""
+    if isinstance(exc, ResultsUnwritable):  # a full results disk: what is stored stays, devices are released
         err_console.print(
             f"[red]error:[/red] {escape(str(exc))}\nEvery run stored so far is kept and every mount and device "
             f"was released. Free space in {results} (or make it writable), then continue with "
             f"`{escape(continue_with)}`", highlight=False)
         raise typer.Exit(2) from None
-    except ExecutorLost as exc:  # the scheduler died: the workers' jobs are stopped, what is stored stays
+    if isinstance(exc, ExecutorLost):  # the scheduler died: the workers' jobs are stopped, what is stored stays
         err_console.print(
             f"[red]error:[/red] {escape(str(exc))}\nEvery run stored so far is kept. Start the scheduler and its "
             f"workers again, then continue with `{escape(continue_with)}`", highlight=False)
         raise typer.Exit(2) from None
-    except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM or SIGHUP: all released by now
-        err_console.print(
-            f"[yellow]interrupted[/yellow] ({str(exc) or 'Ctrl-C'}): every mount and device was "
-            f"released; the runs already stored are kept. Continue with `{escape(continue_with)}`",
-            highlight=False)
-        raise typer.Exit(130) from None
+    # Ctrl-C, SIGTERM or SIGHUP: all released by now
+    err_console.print(
+        f"[yellow]interrupted[/yellow] ({str(exc) or 'Ctrl-C'}): every mount and device was "
+        f"released; the runs already stored are kept. Continue with `{escape(continue_with)}`",
+        highlight=False)
+    raise typer.Exit(130) from None
+
+
+def _print_outcome(outcome: StudyOutcome, results: Path, quiet: bool, continue_with: str) -> None:
+    """The report and where the results are (or, --quiet, the study id); exits 1 when the
+    study holds failed runs."""
     if not quiet:
         _print_report(results, outcome.study_id, None)
         console.print(

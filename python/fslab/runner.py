@@ -12,7 +12,7 @@ import shlex
 import shutil
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ParamSpec
 
@@ -23,16 +23,17 @@ from .estimate import Countdown, TimeEstimate, TimeModel
 from .executors import Executor, open_executor
 from .identity import input_digests, retry_plan, study_digest, what_changed
 from .job.folder import JobFolder
-from .jobdata.model import Grant, Job
+from .jobdata.model import Cell, Grant, Job
 from .jobdata.record import RunRecord
 from .plan import Plan, make_plan
 from .preflight import check_plan, device_identity
 from .provenance import host_facts
 from .signals import install_handlers
+from .spec import StudySpec
 from .stopping import Decisions, cell_infos, decide
 from .stopping_rule import StoppingRule
 from .store import DB_NAME, Store, ensure_results_dir
-from .stored import StudyFacts, StudyRevision, StudyRow
+from .stored import STATUS_OK, StudyFacts, StudyRevision, StudyRow
 from .study import load_spec
 from .study_lock import study_lock
 
@@ -145,6 +146,183 @@ def _refuse_resuming_another(store: Store, source: str, quick: bool, results_dir
         f"new study, run it without --resume (or in a results folder of its own)")
 
 
+@dataclass(frozen=True)
+class _PlannedStudy:
+    """A study file read and planned: what every later step of a run needs."""
+
+    spec: StudySpec
+    source: str
+    text: str
+    study_dir: Path
+    plan: Plan
+    digest: str  # the study's identity (text, quick, cells)
+    inputs: dict[str, str]  # digests of the files its workloads read
+    allow_exec: bool
+
+    def with_seed(self, seed: int) -> _PlannedStudy:
+        """The same study in a stored study's order (a resumed or retried one's seed)."""
+        if seed == self.plan.seed:
+            return self
+        plan = make_plan(self.spec, backends=choose_backend, quick=self.plan.quick, seed=seed, source=self.source,
+                         study_dir=self.study_dir, allow_exec=self.allow_exec)
+        return dataclasses.replace(self, plan=plan)
+
+
+def _plan_study(study: str, quick: bool, allow_exec: bool) -> _PlannedStudy:
+    """Read, check and plan a study file or preset; input files (a fio job file) are read
+    here, once, and travel in the jobs. A refused study leaves nothing."""
+    spec, source, text = load_spec(study, allow_exec=allow_exec)
+    study_dir = (Path(source).parent if Path(source).is_file() else Path.cwd()).resolve()
+    plan = make_plan(spec, backends=choose_backend, quick=quick, source=source, study_dir=study_dir,
+                     allow_exec=allow_exec)
+    return _PlannedStudy(spec, source, text, study_dir, plan, study_digest(text, quick, plan.cells),
+                         input_digests(plan.cells), allow_exec)
+
+
+def _study_to_retry(store: Store, planned: _PlannedStudy, results_dir: Path,
+                    on_notice: Callable[[str], None] | None) -> StudyRow:
+    """--retry-failed: the newest study of this definition, or of this file when its
+    change touches only cases whose runs all failed (adopted as a revision)."""
+    quick = planned.plan.quick
+    previous = store.latest(planned.digest)
+    if previous is not None:
+        return previous
+    other = store.latest_of_source(planned.source, quick)
+    if other is None:
+        raise FslabError(f"--retry-failed: no run of {planned.source} (quick={quick}) in {results_dir} "
+                         "to retry; run it without --retry-failed to start it")
+    return _adopt_revision(store, other, planned.plan, planned.text, planned.inputs, planned.digest,
+                           planned.source, results_dir, on_notice)
+
+
+def _check_nothing_to_resume(store: Store, planned: _PlannedStudy, results_dir: Path) -> None:
+    """--resume with no unfinished study of this definition: returns when it may start
+    anew (interrupted before anything was stored, e.g. in preflight); else raises, saying
+    what is stored instead (another definition of the file, a finished study, another
+    file's unfinished study)."""
+    source, quick, digest = planned.source, planned.plan.quick, planned.digest
+    other = store.latest_of_source(source, quick, unfinished=True)
+    if other is not None and other.spec_hash != digest:
+        raise _changed_study_error("--resume", other, source, planned.text, planned.inputs, results_dir)
+    if store.latest(digest) is not None:
+        raise FslabError(
+            f"--resume: no unfinished run of {source} (quick={quick}) in {results_dir}; "
+            "run it without --resume to start it (or --retry-failed to re-run failed runs "
+            "of a finished one)"
+        )
+    finished = store.latest_of_source(source, quick)
+    if finished is not None and finished.spec_hash != digest:
+        changed = what_changed(finished.spec_text, finished.facts.get("inputs", {}), planned.text, planned.inputs)
+        raise FslabError(
+            f"--resume: the newest study of {source} in {results_dir} (study {finished.id}, "
+            f"{finished.status}) was made from other inputs: changed since: "
+            f"{'; '.join(changed) or 'its identity'}. Nothing of this definition is stored to resume: "
+            f"run without --resume to start a new study (study {finished.id} stays as it is)")
+    _refuse_resuming_another(store, source, quick, results_dir)
+
+
+def _study_to_continue(store: Store, planned: _PlannedStudy, results_dir: Path, resume: bool, retry_failed: bool,
+                       on_notice: Callable[[str], None] | None) -> StudyRow | None:
+    """The stored study this invocation continues (None: a new study)."""
+    if retry_failed:
+        return _study_to_retry(store, planned, results_dir, on_notice)
+    if not resume:
+        return None
+    previous = store.resumable(planned.digest)
+    if previous is None:
+        _check_nothing_to_resume(store, planned, results_dir)
+    return previous
+
+
+def _open_study(store: Store, planned: _PlannedStudy, previous: StudyRow | None, allowed_devices: frozenset[str],
+                retry_failed: bool, results_dir: Path) -> tuple[int, Grant, int]:
+    """Check the plan on this host, then reopen the stored study (its failed runs retired
+    when retrying) or create it: (study id, what the jobs are granted, runs retired)."""
+    plan = planned.plan
+    check_plan(plan, source=planned.source, host=True, probe_dir=results_dir / WORK_DIR_NAME)
+    identity = previous.facts.get("device_identity") if previous else None
+    identity = device_identity(plan, Grant(allowed_devices, identity), resuming=previous is not None)
+    grant = Grant(allowed_devices, identity)
+    if previous is not None:
+        store.set_status(previous.id, "running")
+        return previous.id, grant, store.retire_failed(previous.id) if retry_failed else 0
+    facts: StudyFacts = {"device_identity": identity, "inputs": planned.inputs, "paper": planned.spec.study.paper}
+    study_id = store.create_study(name=planned.spec.study.name, source=planned.source, spec_text=planned.text,
+                                  spec_hash=planned.digest, plan=plan, host=host_facts(), facts=facts)
+    return study_id, grant, 0
+
+
+@dataclass
+class _Execution:
+    """One invocation's runs of a study: hands jobs to the executor, stores each record as
+    it arrives and keeps the count and the time left."""
+
+    store: Store
+    study_id: int
+    plan: Plan
+    executor: Executor
+    results_dir: Path
+    countdown: Countdown
+    on_record: Callable[[RunRecord, str, StudyProgress], None] | None
+    done: int = 0
+    failed: int = 0
+    cells: dict[str, Cell] = field(init=False)  # id -> cell, for each record's label
+
+    def __post_init__(self) -> None:
+        self.cells = {c.id: c for c in self.plan.cells}
+
+    @property
+    def jobs_dir(self) -> Path:
+        return self.results_dir / JOBS_DIR_NAME / f"study-{self.study_id}"
+
+    def emit(self, record: RunRecord, folder: JobFolder) -> None:
+        self.store.add_record(self.study_id, record, source_dir=folder.path)
+        self.done += 1
+        self.failed += record.status != STATUS_OK
+        cell = self.cells[record.cell_id]
+        self.countdown.record(cell, record)
+        if self.on_record:
+            self.on_record(record, f"{cell.filesystem} {cell.label} #{record.repetition + 1}",
+                           StudyProgress(self.done, self.countdown.left()))
+
+    def execute(self, todo: list[Job]) -> None:
+        self.countdown.start(todo, time.time())
+        try:
+            self.executor.run(todo, self.jobs_dir, self.results_dir / WORK_DIR_NAME, self.emit)
+        except OSError as exc:  # writing a job's folder in the results directory
+            if exc.errno not in STUDY_LEVEL_ERRNOS:
+                raise
+            raise ResultsUnwritable(f"cannot write in {self.results_dir}: {exc.strerror or exc}") from exc
+
+    def run(self, grant: Grant, stored: set[tuple[str, int]],
+            on_start: Callable[[Plan, int, int, TimeEstimate], None] | None,
+            on_pass: Callable[[PassOutcome], None] | None) -> None:
+        """Every run not stored yet: all at once, or pass after pass for an auto study."""
+        plan, estimate = self.plan, self.countdown.model.estimate
+        if plan.auto is None:
+            todo = _jobs_to_do(plan.jobs, stored, grant)
+            if on_start:
+                on_start(plan, self.study_id, sum(len(j.runs) for j in todo), estimate(todo))
+            self.execute(todo)
+            return
+        if on_start:
+            first = _jobs_to_do(plan.jobs, stored, grant, passes=range(plan.auto.min_n))
+            on_start(plan, self.study_id, sum(len(j.runs) for j in first), estimate(first))
+        _run_passes(self.store, self.study_id, plan, plan.auto, grant, self.execute, self.countdown, on_pass)
+
+
+def _mark_stopped(store: Store, study_id: int, new: bool, exc: BaseException) -> None:
+    """A study that stopped on an error or a signal: forgotten when it is new and was
+    refused before its first run (the executor's scheduler out of reach, a machine class
+    no worker offers), else marked interrupted so it can be resumed."""
+    with contextlib.suppress(FslabError):  # a full disk may refuse this too; resume still works
+        refused = isinstance(exc, FslabError) and not isinstance(exc, (ExecutorLost, ResultsUnwritable))
+        if new and refused and not store.stored_runs(study_id):
+            store.forget_study(study_id)
+        else:
+            store.set_status(study_id, "interrupted")
+
+
 @_leaves_nothing_when_refused
 def run_study(
     study: str,
@@ -174,13 +352,7 @@ def run_study(
     # A malformed or plaintext URL is refused before anything is made.
     jobs_executor = open_executor(executor) if executor is None or isinstance(executor, str) else executor
     install_handlers()  # before preflight too: its scratch images are released on SIGTERM
-    spec, source, text = load_spec(study, allow_exec=allow_exec)  # a refused study leaves nothing
-    study_dir = (Path(source).parent if Path(source).is_file() else Path.cwd()).resolve()
-    # Input files (a fio job file) are read here, once, and travel in the jobs.
-    plan = make_plan(spec, backends=choose_backend, quick=quick, source=source, study_dir=study_dir,
-                     allow_exec=allow_exec)
-    digest = study_digest(text, quick, plan.cells)
-    inputs = input_digests(plan.cells)
+    planned = _plan_study(study, quick, allow_exec)
     ensure_results_dir(results_dir)
     # Mount points are compared with /proc/mounts, which holds canonical paths.
     results_dir = results_dir.resolve()
@@ -190,108 +362,24 @@ def run_study(
         for line in release_before_start(results_dir):
             if on_notice:
                 on_notice(f"released: {line}")
-        previous = store.resumable(digest) if resume else None
-        if retry_failed:
-            previous = store.latest(digest)
-            if previous is None:
-                other = store.latest_of_source(source, quick)
-                if other is None:
-                    raise FslabError(f"--retry-failed: no run of {source} (quick={quick}) in {results_dir} "
-                                     "to retry; run it without --retry-failed to start it")
-                previous = _adopt_revision(store, other, plan, text, inputs, digest, source, results_dir,
-                                           on_notice)
-        if resume and previous is None:
-            other = store.latest_of_source(source, quick, unfinished=True)
-            if other is not None and other.spec_hash != digest:
-                raise _changed_study_error("--resume", other, source, text, inputs, results_dir)
-        if resume and previous is None and store.latest(digest) is None:
-            finished = store.latest_of_source(source, quick)
-            if finished is not None and finished.spec_hash != digest:
-                changed = what_changed(finished.spec_text, finished.facts.get("inputs", {}), text, inputs)
-                raise FslabError(
-                    f"--resume: the newest study of {source} in {results_dir} (study {finished.id}, "
-                    f"{finished.status}) was made from other inputs: changed since: "
-                    f"{'; '.join(changed) or 'its identity'}. Nothing of this definition is stored to resume: "
-                    f"run without --resume to start a new study (study {finished.id} stays as it is)")
-            _refuse_resuming_another(store, source, quick, results_dir)
-            resume = False  # interrupted before anything was stored (e.g. in preflight): start it
-        if resume and previous is None:
-            raise FslabError(
-                f"--resume: no unfinished run of {source} (quick={quick}) in {results_dir}; "
-                "run it without --resume to start it (or --retry-failed to re-run failed runs "
-                "of a finished one)"
-            )
-        if previous is not None and previous.seed != plan.seed:  # the stored study's order
-            plan = make_plan(spec, backends=choose_backend, quick=quick, seed=previous.seed, source=source,
-                             study_dir=study_dir, allow_exec=allow_exec)
-        check_plan(plan, source=source, host=True, probe_dir=results_dir / WORK_DIR_NAME)
-        identity = previous.facts.get("device_identity") if previous else None
-        identity = device_identity(plan, Grant(allowed_devices, identity), resuming=previous is not None)
-        grant = Grant(allowed_devices, identity)
-        retried = 0
+        previous = _study_to_continue(store, planned, results_dir, resume, retry_failed, on_notice)
         if previous is not None:
-            study_id = previous.id
-            store.set_status(study_id, "running")
-            if retry_failed:
-                retried = store.retire_failed(study_id)
-        else:
-            facts: StudyFacts = {"device_identity": identity, "inputs": inputs, "paper": spec.study.paper}
-            study_id = store.create_study(
-                name=spec.study.name, source=source, spec_text=text, spec_hash=digest,
-                plan=plan, host=host_facts(), facts=facts,
-            )
-        jobs_dir = results_dir / JOBS_DIR_NAME / f"study-{study_id}"
-        _recover_records(store, study_id, jobs_dir)
+            planned = planned.with_seed(previous.seed)  # the stored study's order
+        study_id, grant, retried = _open_study(store, planned, previous, allowed_devices, retry_failed, results_dir)
+        execution = _Execution(store, study_id, planned.plan, jobs_executor, results_dir,
+                               Countdown(TimeModel(store.history(), study_id)), on_record)
+        _recover_records(store, study_id, execution.jobs_dir)
         stored = store.stored_runs(study_id)
-        countdown = Countdown(TimeModel(store.history(), study_id))
-        counts = {"done": 0, "failed": 0}
-        labels = {c.id: c for c in plan.cells}
-
-        def emit(record: RunRecord, folder: JobFolder) -> None:
-            store.add_record(study_id, record, source_dir=folder.path)
-            counts["done"] += 1
-            counts["failed"] += record.status != "ok"
-            cell = labels[record.cell_id]
-            countdown.record(cell, record)
-            if on_record:
-                on_record(record, f"{cell.filesystem} {cell.label} #{record.repetition + 1}",
-                          StudyProgress(counts["done"], countdown.left()))
-
-        def execute(todo: list[Job]) -> None:
-            countdown.start(todo, time.time())
-            try:
-                jobs_executor.run(todo, jobs_dir, results_dir / WORK_DIR_NAME, emit)
-            except OSError as exc:  # writing a job's folder in the results directory
-                if exc.errno not in STUDY_LEVEL_ERRNOS:
-                    raise
-                raise ResultsUnwritable(f"cannot write in {results_dir}: {exc.strerror or exc}") from exc
-
         try:
-            if plan.auto is None:
-                todo = _jobs_to_do(plan.jobs, stored, grant)
-                if on_start:
-                    on_start(plan, study_id, sum(len(j.runs) for j in todo), countdown.model.estimate(todo))
-                execute(todo)
-            else:
-                if on_start:
-                    first = _jobs_to_do(plan.jobs, stored, grant, passes=range(plan.auto.min_n))
-                    on_start(plan, study_id, sum(len(j.runs) for j in first), countdown.model.estimate(first))
-                _run_passes(store, study_id, plan, plan.auto, grant, execute, countdown, on_pass)
+            execution.run(grant, stored, on_start, on_pass)
         except BaseException as exc:
-            with contextlib.suppress(FslabError):  # a full disk may refuse this too; resume still works
-                refused = isinstance(exc, FslabError) and not isinstance(exc, (ExecutorLost, ResultsUnwritable))
-                if previous is None and refused and not store.stored_runs(study_id):
-                    # Refused before its first run (the executor's scheduler out of reach, a
-                    # machine class no worker offers): a new study that measured nothing.
-                    store.forget_study(study_id)
-                else:
-                    store.set_status(study_id, "interrupted")
+            _mark_stopped(store, study_id, previous is None, exc)
             raise
         store.set_status(study_id, "complete")
-        shutil.rmtree(jobs_dir, ignore_errors=True)
+        shutil.rmtree(execution.jobs_dir, ignore_errors=True)
         failed_total = store.failed_count(study_id)
-    return StudyOutcome(study_id, results_dir, counts["done"], counts["failed"],
-                        len(stored), plan, time.monotonic() - started, failed_total, retried)
+    return StudyOutcome(study_id, results_dir, execution.done, execution.failed, len(stored), planned.plan,
+                        time.monotonic() - started, failed_total, retried)
 
 
 @dataclass(frozen=True)

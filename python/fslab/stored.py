@@ -33,6 +33,13 @@ Provenance = dict[str, Any]
 STATUS_OK = "ok"  # a run's status: "ok", or "failed" (its error says why)
 
 
+def workload_label(workload: str, axes: Params) -> str:
+    """A cell without its file system: workload plus its axes values, e.g. 'rand [rw=read]'.
+    The one text for a case, whether read from a planned cell or a stored one."""
+    values = " ".join(f"{k}={v}" for k, v in axes.items())
+    return workload + (f" [{values}]" if values else "")
+
+
 class StoredMetric(TypedDict):
     value: float | None  # in the base unit; None: no number (``note`` says why, e.g. "+++++")
     unit: str

@@ -70,7 +70,7 @@ def _stored(runs: list[dict[str, Any]], fs: str, name: str) -> list[float]:
 
 def test_html_json_markdown_carry_the_trace_plots(study, tmp_path: Path) -> None:
     from fslab.analysis.traces import analyze
-    from fslab.report.trace_figures import trace_path
+    from fslab.report.trace_files import trace_path
     from fslab.trace.formats import load_trace
 
     results, runs, _ = study
@@ -131,7 +131,7 @@ def test_html_json_markdown_carry_the_trace_plots(study, tmp_path: Path) -> None
 def test_lossy_trace_is_marked_in_its_plots(study, tmp_path: Path) -> None:
     from fslab.report.html import render_html
     from fslab.report.outputs import load_report
-    from fslab.report.trace_figures import trace_path
+    from fslab.report.trace_files import trace_path
     from fslab.trace.formats import load_trace, write_parquet
 
     results, runs, _ = study

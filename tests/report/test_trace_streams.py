@@ -164,6 +164,21 @@ def test_table1_and_figures_count_one_stream(study, tmp_path: Path, monkeypatch:
         in out.tables[0].title
 
 
+def test_table1_from_the_trace_files_is_the_reports_table_from_the_stored_metrics(study, tmp_path: Path) -> None:
+    """One size table, two sources: the trace files read again give the rows the stored
+    metrics give (same columns, same order, same numbers); only the stored side knows an
+    array's members (its runs stored them apart)."""
+    results, runs, cells = study
+    [stored] = report_tables(runs, cells)
+    [files] = write_trace_figures(results, runs, cells, tmp_path / "figs").tables
+    assert files.columns == stored.columns
+    assert files.columns[4:9] == ["size min [KiB]", "size median [KiB]", "size mean [KiB]", "size max [KiB]",
+                                  "sequential [%]"]
+    assert [r for r in stored.rows if "(members)" not in r[1]] == files.rows
+    assert len(files.rows) == 8 and any("(members)" in r[1] for r in stored.rows)
+    assert files.title.startswith("Table 1") and stored.title.startswith("block trace")
+
+
 def test_fslab_trace_plot_shows_the_md_device(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`fslab trace plot` of an array's trace draws every plot from the md device's bios
     (the I/O count already came from them) and names them."""

@@ -34,9 +34,10 @@ from ..errors import STUDY_LEVEL_ERRNOS, CommandFailed, FslabError, JobFailed, R
 from ..filesystems import FILESYSTEMS, describe, quiesce
 from ..fragmentation import free_space_histogram
 from ..jobdata.model import Job, Run
-from ..jobdata.record import STATUS_OK, Metric, RunRecord, failed_record
+from ..jobdata.record import Metric, RunRecord, failed_record
 from ..pagecache import drop_caches, sync_filesystem
 from ..provenance import fs_tool_version, host_facts
+from ..stored import STATUS_OK
 from ..toolpages import ToolPages
 from ..units import format_bytes
 from ..workloads import WORKLOADS, RunContext, Workload, WorkloadResult

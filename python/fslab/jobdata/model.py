@@ -10,13 +10,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from ..stored import Params, workload_label  # Params: a workload's parameters (the plug-in's)
+
 JOB_FORMAT = "fslab-job/2"
 # fslab-job/1 (before 0.2): a fio job file was read from ``settings.study_dir`` at run time.
 OLD_JOB_FORMATS = ("fslab-job/1",)
-
-# A workload's parameters: option name -> JSON scalar (str, int, float, bool), as the
-# workload plug-in validated them. Their meaning belongs to the plug-in.
-Params = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -60,8 +58,7 @@ class Cell:
 
     @property
     def label(self) -> str:
-        axes = " ".join(f"{k}={v}" for k, v in self.axes.items())
-        return f"{self.workload}" + (f" [{axes}]" if axes else "")
+        return workload_label(self.workload, self.axes)
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)

@@ -19,7 +19,6 @@ from ..metrics import kind_of
 from .model import Run, run_key
 
 RECORD_FORMAT = "fslab-record/1"
-STATUS_OK = "ok"
 STATUS_FAILED = "failed"
 
 

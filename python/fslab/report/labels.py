@@ -8,14 +8,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..analysis.stats import CONFIDENCE, Summary
-from ..stored import StoredCell, StoredRun
+from ..stored import StoredCell, StoredRun, workload_label
 from .units import fmt
 
 
 def cell_label(cell: StoredCell) -> str:
-    """A cell without its file system: workload plus its axes values, e.g. 'rand [rw=read]'."""
-    axes = " ".join(f"{k}={v}" for k, v in cell["axes"].items())
-    return cell["workload"] + (f" [{axes}]" if axes else "")
+    """A stored cell's row label (``stored.workload_label``), e.g. 'rand [rw=read]'."""
+    return workload_label(cell["workload"], cell["axes"])
 
 
 def mean_pm(summary: Summary, divisor: float = 1.0, n_expected: int | None = None) -> str:

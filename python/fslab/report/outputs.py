@@ -16,7 +16,8 @@ from .data import Report
 from .hosts import host_of, hosts
 from .model import build_report
 from .tables import MetricChoice, metric_names
-from .trace_section import Progress, trace_plots_section
+from .trace_files import Progress
+from .trace_section import trace_plots_section
 
 
 def load_study(results: Path, study_id: int | None) -> tuple[StudyRow, list[StoredRun], list[StoredCell]]:

@@ -24,19 +24,18 @@ from typing import Any
 
 import numpy as np
 
-from ..analysis.traces import Stream, data_requests, shown
-from ..stored import STATUS_OK, StoredCell, StoredRun
-from ..trace.formats import OP_READ, OP_WRITE, SECTOR_BYTES, Trace, load_trace
+from ..analysis.traces import Stream, data_requests
+from ..stored import StoredCell, StoredRun
+from ..trace.formats import OP_READ, OP_WRITE, SECTOR_BYTES, Trace
 from . import trace_plots
 from .data import TracePlot
-from .trace_figures import pooled, slug, trace_path
-from .traced_runs import group_traced_runs, on_streams, repetition_text, stored_runs_per_cell
+from .trace_figures import pooled, slug
+from .trace_files import Progress, trace_files
+from .traced_runs import on_streams, repetition_text
 
 PERCENTILES = (0, 10, 25, 50, 75, 90, 99, 100)
 TIME_BINS = 10
 DATA_OPS = {"read": OP_READ, "write": OP_WRITE}
-# (done, total, what) after each trace file is read: lets a command show progress and ETA.
-Progress = Callable[[int, int, str], None]
 
 
 def _run_label(run: StoredRun) -> str:
@@ -136,39 +135,15 @@ def trace_plots_section(results_dir: Path, runs: list[StoredRun], cells: list[St
                         images: bool, progress: Progress | None = None) -> tuple[list[TracePlot], list[str]]:
     """The trace plots of a stored study and the trace files that were missing (their runs
     left out). Raises FslabError (from the trace reader) on an unreadable trace file."""
-    missing: list[str] = []
-
-    def captured(run: StoredRun) -> bool:
-        path = trace_path(results_dir, run)
-        if run["status"] != STATUS_OK or path is None:
-            return False
-        if not path.is_file():
-            missing.append(str(path))
-            return False
-        return True
-
-    groups = group_traced_runs(runs, cells, keep=captured)
-    stored = stored_runs_per_cell(runs)
-    total = sum(len(rs) for by_fs in groups.values() for rs in by_fs.values())
-    done = 0
+    files = trace_files(results_dir, runs, cells)
     plots: list[TracePlot] = []
-    for label, by_fs in groups.items():
-        traces: dict[str, list[Trace]] = {}
-        shows: dict[str, Stream] = {}
-        for fs, rs in by_fs.items():
-            traces[fs] = []
-            for r in rs:
-                # A file system's runs share a device kind, hence a stream.
-                shows[fs], view = shown(load_trace(trace_path(results_dir, r)))  # type: ignore[arg-type]
-                traces[fs].append(view)
-                done += 1
-                if progress is not None:
-                    progress(done, total, f"{label} {fs}")
+    for label, by_fs in files.read(progress):
+        traces = {fs: t.views for fs, t in by_fs.items()}
+        shows = {fs: t.stream for fs, t in by_fs.items()}
         for op in DATA_OPS:
-            cdf = _size_cdf(label, op, traces, by_fs, shows, images)
+            cdf = _size_cdf(label, op, traces, files.groups[label], shows, images)
             if cdf is not None:
                 plots.append(cdf)
-        for fs, rs in by_fs.items():
-            first = min(range(len(rs)), key=lambda i: rs[i]["repetition"])
-            plots.append(_lba(label, fs, traces[fs][first], shows[fs], rs[first], stored[(label, fs)], images))
-    return plots, missing
+        for fs, t in by_fs.items():
+            plots.append(_lba(label, fs, t.views[t.first], t.stream, t.runs[t.first], t.stored, images))
+    return plots, files.missing

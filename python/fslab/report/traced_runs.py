@@ -82,6 +82,11 @@ def values(runs: Iterable[StoredRun], name: str, scale: float = 1.0) -> list[flo
     return out
 
 
+def stored_numbers(run: StoredRun) -> dict[str, float]:
+    """A run's stored metrics that have a number: name -> value in its base unit."""
+    return {name: float(m["value"]) for name, m in run["metrics"].items() if m["value"] is not None}
+
+
 def mean_ci(vals: list[float], n_expected: int) -> str:
     """'mean ± half-width', with (n=k) when fewer than the row's n runs had a number."""
     if not vals:

@@ -2,8 +2,8 @@
 (found when the package is imported, like workloads and devices): Bonnie++'s Table IV
 (``bonnie_table``), the allocation figures of seed 003 (``alloc_figures``), the block-trace
 and prediction tables of traced studies (``trace_tables``). Each module registers a
-``Section`` (see ``base``) whose builder returns plain data; adding a section touches one
-module here plus its test."""
+``Section`` (see ``base``) whose builder returns plain data, with its place in the report
+(``order``, distinct per section); adding a section touches one module here plus its test."""
 
 from __future__ import annotations
 

@@ -418,4 +418,4 @@ def build(study: StudyData) -> list[ModelSection]:
     return out
 
 
-SECTIONS.register("alloc-figures", Section(build, workload_kind="alloc"))
+SECTIONS.register("alloc-figures", Section(build, order=30, workload_kind="alloc"))

@@ -37,21 +37,44 @@ Builder = Callable[[StudyData], Sequence[Part]]
 @dataclass(frozen=True)
 class Section:
     """A report section. ``build`` returns its tables and sections (none when the study
-    has nothing for it). With ``workload_kind`` it is built only for studies that have
-    cells of that kind, in the order the study's kinds first appear; without, for every
-    study, after those."""
+    has nothing for it). ``order`` is its place in the report, declared (never taken from
+    its name): lower first, no two sections alike. With ``workload_kind`` it is built only
+    for studies that have cells of that kind, in the order the study's kinds first appear
+    (a kind's own sections by ``order``); without, for every study, after those, by
+    ``order``."""
     build: Builder
+    order: int
     workload_kind: str | None = None
 
 
-SECTIONS: Registry[Section] = Registry("report section")
+class SectionRegistry(Registry[Section]):
+    """The report sections: a section must declare its place, and no two may share one."""
+
+    def register(self, name: str, entry: Section) -> Section:
+        if not isinstance(entry.order, int) or isinstance(entry.order, bool):
+            raise ValueError(f"report section {name!r}: order must be an int (its place in the report), "
+                             f"not {entry.order!r}")
+        taken = [other for other, section in self.items() if section.order == entry.order]
+        if taken:
+            raise ValueError(f"report section {name!r}: order {entry.order} is already {taken[0]!r}'s; "
+                             "give it a free place")
+        return super().register(name, entry)
+
+    def in_order(self) -> list[tuple[str, Section]]:
+        """Every section with its name, by declared order."""
+        return sorted(self.items(), key=lambda item: item[1].order)
 
 
-def build_sections(study: StudyData) -> tuple[list[TableSection], list[ModelSection]]:
-    """Every registered section that applies to the study: (tables, own sections)."""
+SECTIONS = SectionRegistry("report section")
+
+
+def build_sections(study: StudyData, registry: SectionRegistry = SECTIONS,
+                   ) -> tuple[list[TableSection], list[ModelSection]]:
+    """Every section of ``registry`` that applies to the study: (tables, own sections)."""
     kinds = list(dict.fromkeys(c["workload_kind"] for c in study.cells))
-    chosen = [s for kind in kinds for _, s in SECTIONS.items() if s.workload_kind == kind]
-    chosen += [s for _, s in SECTIONS.items() if s.workload_kind is None]
+    ordered = [s for _, s in registry.in_order()]
+    chosen = [s for kind in kinds for s in ordered if s.workload_kind == kind]
+    chosen += [s for s in ordered if s.workload_kind is None]
     tables: list[TableSection] = []
     sections: list[ModelSection] = []
     for section in chosen:

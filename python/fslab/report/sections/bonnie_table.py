@@ -250,4 +250,4 @@ def build(study: StudyData) -> list[TableSection]:
     return [*table_iv(study.runs, cells, paper=paper), *predicted_tables(study.runs, cells, paper=paper)]
 
 
-SECTIONS.register("bonnie-table-iv", Section(build, workload_kind="bonnie"))
+SECTIONS.register("bonnie-table-iv", Section(build, order=20, workload_kind="bonnie"))

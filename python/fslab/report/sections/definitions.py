@@ -158,4 +158,4 @@ def build(study: StudyData) -> list[ModelSection]:
                                  *workload_tables(study.cells, study.runs)])]
 
 
-SECTIONS.register("definitions", Section(build))
+SECTIONS.register("definitions", Section(build, order=100))

@@ -291,4 +291,4 @@ def build(study: StudyData) -> list[ModelSection]:
                          "differs most.", lines)]
 
 
-SECTIONS.register("explanations", Section(build))
+SECTIONS.register("explanations", Section(build, order=200))

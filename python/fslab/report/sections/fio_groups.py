@@ -66,4 +66,4 @@ def build(study: StudyData) -> list[TableSection]:
     return [] if table is None else [table]
 
 
-SECTIONS.register("fio_groups", Section(build, workload_kind="fio"))
+SECTIONS.register("fio_groups", Section(build, order=10, workload_kind="fio"))

@@ -431,4 +431,4 @@ def build(study: StudyData) -> list[ModelSection]:
         data={"deviations": list(section.deviations), "figures": [asdict(r) for r in rows]})]
 
 
-SECTIONS.register(ID, Section(build))
+SECTIONS.register(ID, Section(build, order=300))

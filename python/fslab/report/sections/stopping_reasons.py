@@ -12,4 +12,4 @@ def build(study: StudyData) -> list[TableSection]:
     return [] if study.auto is None else [stopping_table(study.cells, study.auto)]
 
 
-SECTIONS.register("stopping_reasons", Section(build))
+SECTIONS.register("stopping_reasons", Section(build, order=400))

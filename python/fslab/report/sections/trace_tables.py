@@ -1,67 +1,32 @@
 """The tables of traced studies, built only from stored runs (``Store.runs``/``cells``):
 
-- a block-trace table per workload: for each file system and op, requests completed by
-  the device, request sizes (min/median/mean/max, KiB) and the sequential share, each a
-  mean ± 95% interval (Student t) over the runs, with n; lossy traces marked INCOMPLETE
-  (an alert cell). The title names the stream counted (analysis.traces.Stream): an md
-  array's rows are its md device's bios, as in the trace plots, and its members' requests
-  follow as rows marked '(members)';
+- a block-trace table per workload (report.size_table: requests, request sizes and the
+  sequential share per file system and op, mean ± 95% interval over the runs), from the
+  runs' stored trace metrics, with what tracing cost. The title names the stream counted
+  (analysis.traces.Stream): an md array's rows are its md device's bios, as in the trace
+  plots, and its members' requests follow as rows marked '(members)';
 - a "predicted on device models (not measured)" table per workload for studies with
   ``simulate = [...]`` (``pred_<model>_*`` metrics, see fslab.predictions).
 """
 
 from __future__ import annotations
 
-from ...analysis.traces import MD_DEVICE, MEMBERS
 from ...predictions import cache_warning, metric_name
 from ...stored import StoredCell, StoredRun
 from ..data import TableSection
 from ..predicted import models_in, models_of
-from ..traced_runs import group_traced_runs, mean_ci, on_streams, stored_stream, trace_loss, values
+from ..size_table import COMPLETE, OPS, size_table
+from ..traced_runs import group_traced_runs, mean_ci, on_streams, stored_numbers, stored_stream, trace_loss, values
 from .base import SECTIONS, Section, StudyData
-
-OPS = ("read", "write", "flush", "discard")
-DATA_OPS = ("read", "write")
-COMPLETE = "complete"
 
 
 def trace_table(label: str, by_fs: dict[str, list[StoredRun]]) -> TableSection:
-    """One workload's block-trace table."""
-    columns = ["file system", "op", "n runs", "requests", "size min [KiB]", "size median [KiB]",
-               "size mean [KiB]", "size max [KiB]", "sequential [%]", "trace"]
+    """One workload's block-trace table, from its runs' stored trace metrics."""
     on = on_streams({fs: stored_stream(runs) for fs, runs in by_fs.items()})
-    table = TableSection("trace", f"block trace — {label}, requests {on}: per run, mean ± 95% CI (Student t) "
-                         "over n runs", columns, [])
-    arrays = []
-    for fs, runs in by_fs.items():
-        n = len(runs)
-        loss = trace_loss(runs)
-        # An md array: its own rows are the md device's bios, then its members' requests.
-        sources = [("trace_", "")]
-        if values(runs, "trace_members_write_requests_count"):
-            sources.append(("trace_members_", " (members)"))
-            arrays.append(fs)
-        rows = [(prefix, op, suffix) for prefix, suffix in sources for op in OPS]
-        for i, (prefix, op, suffix) in enumerate(rows):
-            cells = [mean_ci(values(runs, f"{prefix}{op}_requests_count"), n)]
-            if op in DATA_OPS:
-                cells += [mean_ci(values(runs, f"{prefix}{op}_size_{k}_bytes", 1 / 1024), n)
-                          for k in ("min", "median", "mean", "max")]
-                cells.append(mean_ci(values(runs, f"{prefix}{op}_sequential_fraction", 100.0), n))
-            else:
-                cells += ["—"] * 5
-            status = ""
-            if i == 0:
-                status = loss.text(n) if loss else COMPLETE
-                if loss:
-                    table.alerts.append((len(table.rows), len(columns) - 1))
-            table.rows.append([fs if i == 0 else "", op + suffix, str(n), *cells, status])
-    notes = [cost] if (cost := tracing_cost(by_fs)) else []
-    if arrays:
-        notes.append(f"md arrays ({', '.join(arrays)}): read/write/... rows are {MD_DEVICE.text}, queued "
-                      f"to it (block_bio_queue); '(members)' rows are {MEMBERS.text}, completed by them "
-                      "(block_rq_*)")
-    table.note = "\n".join(notes)
+    table = size_table(f"block trace — {label}, requests {on}: per run, mean ± 95% CI (Student t) over n runs",
+                       {fs: [stored_numbers(r) for r in runs] for fs, runs in by_fs.items()},
+                       {fs: trace_loss(runs) for fs, runs in by_fs.items()})
+    table.note = "\n".join(([cost] if (cost := tracing_cost(by_fs)) else []) + ([table.note] if table.note else []))
     return table
 
 
@@ -173,4 +138,4 @@ def build(study: StudyData) -> list[TableSection]:
     return report_tables(study.runs, study.cells)
 
 
-SECTIONS.register("trace-tables", Section(build))
+SECTIONS.register("trace-tables", Section(build, order=500))

@@ -1,0 +1,116 @@
+"""What `fslab plan` shows of a plan, as texts and a table the command prints (or as JSON):
+the cells, the runs, the devices, where each file system runs and what was left out."""
+
+from __future__ import annotations
+
+import shlex
+from typing import TYPE_CHECKING, Any
+
+from rich.markup import escape
+from rich.table import Table
+
+if TYPE_CHECKING:
+    from .forecast import Forecast
+    from .plan import Plan
+    from .spec import StudySpec
+
+
+def cell_rows(plan: Plan) -> list[dict[str, object]]:
+    return [
+        {"cell": c.id, "filesystem": c.filesystem, "fs_type": c.fs_type, "workload": c.workload,
+         "kind": c.workload_kind, "axes": c.axes, "params": c.params, "backend": c.backend,
+         "aging": c.aging}
+        for c in plan.cells
+    ]
+
+
+def plan_json(spec: StudySpec, source: str, quick: bool, p: Plan, outlook: Forecast) -> dict[str, Any]:
+    """`fslab plan --json`."""
+    return {
+        "study": spec.study.name, "source": source, "quick": quick,
+        "repetitions": p.repetitions, "order": p.order, "fresh": p.fresh,
+        # A seed this listing drew is not the one a run will draw: only a fixed one is shown.
+        "seed": spec.study.seed,
+        "cells": cell_rows(p),
+        "runs": [{"cell": r.cell.id, "repetition": r.repetition} for r in p.runs],
+        "skipped": [{"filesystem": s.filesystem, "reason": s.reason} for s in p.skipped],
+        "placed": [{"filesystem": w.filesystem, "backend": w.backend, "reason": w.reason} for w in p.placed],
+        "not_compared": p.uncompared(),
+        "auto": p.auto.to_json() if p.auto else None,
+        "forecast": outlook.to_json(),
+    }
+
+
+def cells_table(spec: StudySpec, source: str, quick: bool, p: Plan) -> Table:
+    """One row per cell: file system, its options, backend, workload and parameters."""
+    table = Table(title=f"{spec.study.name} ({source}){' — quick' if quick else ''}",
+                  title_justify="left")
+    for col in ("#", "file system", "mkfs options", "mount options", "backend", "workload", "parameters"):
+        table.add_column(col)
+    for i, c in enumerate(p.cells):
+        params = " ".join(f"{k}={v}" for k, v in c.params.items())
+        if c.aging is not None:
+            params += " aging=" + ",".join(f"{k}={v}" for k, v in c.aging.items() if v is not None)
+        table.add_row(str(i + 1), c.filesystem, escape(" ".join(c.mkfs) or "(defaults)"),
+                      escape(",".join(c.mount) or "(defaults)"), c.backend + (f" {c.kernel}" if c.kernel else ""),
+                      escape(c.label), escape(params))
+    return table
+
+
+def seed_text(seed: int | None, order: str) -> str:
+    """The order's seed as `fslab plan` can honestly state it."""
+    if seed is not None:
+        return f"seed {seed}"
+    if order == "in-order":
+        return "no shuffle"
+    return "seed drawn when the study runs and recorded with it; set study.seed to fix it"
+
+
+def runs_text(spec: StudySpec, p: Plan, outlook: Forecast) -> str:
+    """'12 cells x 3 repetitions = 36 runs, order shuffled (...), fresh file system per run'."""
+    repetitions = (f"{p.auto.min_n}–{p.auto.max_n} repetitions (auto: {p.auto.describe()}) = "
+                   f"{outlook.runs_min} to {len(p.runs)} runs" if p.auto else
+                   f"{p.repetitions} repetitions = {len(p.runs)} runs")
+    return (f"{len(p.cells)} cells x {repetitions}, "
+            f"order {p.order} ({seed_text(spec.study.seed, p.order)}), fresh file system per {p.fresh}")
+
+
+def device_lines(spec: StudySpec, p: Plan) -> list[str]:
+    """Each device the jobs make (with its file systems when there are several), and the
+    confirmations the user's own disks need (markup-escaped)."""
+    from .named_disks import named_disks
+    from .report.provenance_facts import bytes_text
+
+    users: dict[str, list[str]] = {}  # a device (as text) -> the file systems on it
+    for job in p.jobs:
+        device = job.settings.device
+        # An array of named members has no member images: their size would mislead.
+        shown = {k: v for k, v in device.items()
+                 if v is not None and not (k == "member_size" and device.get("members"))}
+        text = ", ".join(f"{k}={bytes_text(v) if k in ('size', 'member_size', 'chunk') and isinstance(v, int) else v}"
+                         for k, v in shown.items())
+        if job.cell.filesystem not in users.setdefault(text, []):
+            users[text].append(job.cell.filesystem)
+    lines = [escape("device: " + text + (f" ({', '.join(names)})" if len(users) > 1 else ""))
+             for text, names in users.items()]
+    disks = list(dict.fromkeys(d.path for d in named_disks(spec)))
+    if disks:
+        lines.append(escape(f"your disks, formatted by `fslab run` only when each is confirmed: "
+                            f"{' '.join(f'--destroy-data-on {shlex.quote(d)}' for d in disks)}"))
+    return lines
+
+
+def placement_lines(p: Plan) -> list[tuple[str, bool]]:
+    """Where the file systems run and why (one line for those placed alike), those left
+    out, and what is not compared: (rich markup, whether rich highlights it)."""
+    by_reason: dict[tuple[str, str], list[str]] = {}
+    for w in p.placed:
+        by_reason.setdefault((w.backend, w.reason), []).append(w.filesystem)
+    lines = []
+    for (backend, reason), names in by_reason.items():
+        where = "on the host" if backend == "host" else f"in the {backend}"
+        lines.append((escape(f"{', '.join(names)} {'runs' if len(names) == 1 else 'run'} {where}: {reason}"), False))
+    lines += [(f"[yellow]{s.filesystem}: {s.reason}[/yellow]", True) for s in p.skipped]
+    if p.uncompared():
+        lines.append((f"[yellow]{escape(p.uncompared() or '')}[/yellow]", False))
+    return lines
