@@ -408,11 +408,23 @@ def report(
     if charts is not None:
         from .report.charts import write_charts
 
-        axis = by or ("rw" if any("rw" in c["axes"] for c in cells) else None)
+        axis = by or _default_chart_axis(cells)
         written = [path for name in each for path in write_charts(runs, cells, charts, by=axis, metric=name)]
         console.print(f"wrote {len(written) // 2} charts (PNG and SVG) to {charts}")
     if traces is not None:
         _write_trace_figures(results, runs, cells, traces)
+
+
+def _default_chart_axis(cells: list[StoredCell]) -> str | None:
+    """The first axis the study varies that a workload of its cells groups charts by."""
+    from .workloads import WORKLOADS
+
+    for cell in cells:
+        kind = cell["workload_kind"]
+        axis = WORKLOADS.get(kind).chart_axis if kind in WORKLOADS else None
+        if axis is not None and any(axis in c["axes"] for c in cells):
+            return axis
+    return None
 
 
 @contextmanager

@@ -87,3 +87,21 @@ def test_a_users_study_gets_figures_without_the_papers_claims() -> None:
     assert [t.title for t in section.tables][0].startswith("aged 50% random-holes / empty")
     # a study that reproduces another paper gets none of seed 003's labels either
     assert build(StudyData(runs, cells, paper="seed-000")) == [section]
+
+
+def test_variants_are_labelled_by_the_parameters_they_differ_in() -> None:
+    """Two alloc variants (count 100 and 200) are told apart by what differs between
+    them, read generically: nothing outside the plug-in names alloc's parameters."""
+    from fslab.report.sections.alloc_figures import _groups
+
+    def cell(cell_id: int, count: int, aging: dict | None) -> dict:
+        return {"id": cell_id, "workload_kind": "alloc", "filesystem": "ext4", "fs_type": "ext4",
+                "backend": "host", "axes": {}, "aging": aging,
+                "params": {"count": count, "bs": 4096, "sync": "fsync", **({"aging": aging} if aging else {})}}
+
+    aged = {"fill": 0.5, "pattern": "random-holes"}
+    cells = [cell(1, 100, None), cell(2, 100, aged), cell(3, 200, None), cell(4, 200, aged)]
+    groups = _groups([], cells)  # type: ignore[arg-type]
+    assert [g.label for g in groups] == ["count=100", "count=200"]
+    assert [g.conditions for g in groups] == [["empty", "aged 50% random-holes"]] * 2
+    assert _groups([], cells[:2])[0].label == ""  # one variant: no label  # type: ignore[arg-type]

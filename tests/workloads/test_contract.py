@@ -16,8 +16,9 @@ PACKAGE = Path(__file__).resolve().parents[2] / "python" / "fslab"
 # Parameter names of the plug-ins that once decided a replay's depth or a caveat outside
 # them (fio's direct/iodepth/numjobs, Bonnie++'s direct/concurrency, fs_mark's, sysbench's
 # and MobiBench's threads, fio's and dbench's clients), and the phases a result carried
-# in ``info`` (``info["phases"]["spans"]``).
-PLUG_IN_NAMES = {"direct", "iodepth", "numjobs", "threads", "concurrency", "clients", "phases", "spans"}
+# in ``info`` (``info["phases"]["spans"]``), and fio's ``rw``, which once chose the charts' axis
+# outside it (``Workload.chart_axis`` now).
+PLUG_IN_NAMES = {"direct", "iodepth", "numjobs", "threads", "concurrency", "clients", "phases", "spans", "rw"}
 JOURNALLED = {"mounted_as": "ext4", "mount_options_in_effect": "rw,relatime,data=journal"}
 ORDERED = {"mounted_as": "ext4", "mount_options_in_effect": "rw,relatime"}
 
@@ -90,3 +91,14 @@ def test_phases_are_a_typed_field_of_the_result() -> None:
     result = WorkloadResult({"block_write_bytes_per_s": 1.0}, 1.0, phases=[span])
     assert result.phases[0].start_ns == 10 and result.phases[0].as_dict()["writes_bytes"] == 1024
     assert WorkloadResult({}, 0.0).phases == []
+
+
+def test_the_charts_default_axis_is_the_workloads_own() -> None:
+    from fslab.cli import _default_chart_axis
+
+    fio_cells = [{"workload_kind": "fio", "axes": {"rw": rw}} for rw in ("read", "randwrite")]
+    assert WORKLOADS.get("fio").chart_axis == "rw"
+    assert _default_chart_axis(fio_cells) == "rw"  # type: ignore[arg-type]
+    # Not varied by the study, or a workload that names no axis: none, the user's --by decides.
+    assert _default_chart_axis([{"workload_kind": "fio", "axes": {}}]) is None  # type: ignore[list-item]
+    assert _default_chart_axis([{"workload_kind": "bonnie", "axes": {"rw": "x"}}]) is None  # type: ignore[list-item]

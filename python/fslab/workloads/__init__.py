@@ -120,6 +120,9 @@ class Workload:
     tools: dict[str, str] = {}
     metrics: dict[str, MetricKind] = {}
     example: dict[str, Any] = {}
+    # The parameter a study's charts group bars by when the user names none (`--by`),
+    # if the study varies it (fio: its access pattern, ``rw``).
+    chart_axis: str | None = None
 
     def validate(self, params: dict[str, Any]) -> dict[str, Any]:
         """Normalised parameters; raises ParamError naming the parameter."""

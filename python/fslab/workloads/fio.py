@@ -89,6 +89,7 @@ class FioWorkload(Workload):
     tools = {"fio": "fio"}
     metrics = METRICS
     example: dict[str, Any] = {"rw": "randread", "bs": "4k", "size": "64M"}
+    chart_axis = "rw"
 
     def validate(self, params: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {}

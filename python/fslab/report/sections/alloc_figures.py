@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Any
 
 from ...analysis.fieller import METHOD, FiellerRatio, fieller_ratio
 from ...analysis.stats import summarize
@@ -54,6 +55,16 @@ def _variant(cell: StoredCell) -> str:
     return json.dumps([params, cell["axes"]], sort_keys=True, default=str)
 
 
+def _variant_label(cell: StoredCell, alloc: list[StoredCell]) -> str:
+    """The parameters in which this variant differs from the others, as ``name=value``
+    (read generically: the workload's own parameter names stay the workload's)."""
+    def shown(c: StoredCell) -> dict[str, Any]:
+        return {k: v for k, v in c["params"].items() if k != "aging"}
+
+    differing = {k for c in alloc for k, v in shown(c).items() if any(shown(o).get(k) != v for o in alloc)}
+    return ", ".join(f"{k}={v}" for k, v in sorted(shown(cell).items()) if k in differing)
+
+
 @dataclass
 class _Group:
     """One variant's latencies: (column, condition) -> op -> per-run means in ns."""
@@ -71,8 +82,7 @@ def _groups(runs: list[StoredRun], cells: list[StoredCell]) -> list[_Group]:
     out = []
     for v in variants:
         mine = [c for c in alloc if _variant(c) == v]
-        p = mine[0]["params"]
-        label = f"count={p.get('count')}, bs={p.get('bs')} B, sync={p.get('sync')}" if len(variants) > 1 else ""
+        label = _variant_label(mine[0], alloc) if len(variants) > 1 else ""
         g = _Group(label, {}, {}, {}, [], [])
         ids = {c["id"] for c in mine}
         for c in mine:
