@@ -630,7 +630,7 @@ def job_run(
     counts = {"ok": 0, "failed": 0}
 
     def on_record(record: RunRecord) -> None:
-        counts["ok" if record.status == "ok" else "failed"] += 1
+        counts["ok" if record.status == STATUS_OK else "failed"] += 1
 
     # Absolute: tools run in the runs' folders (fio's cwd is its artifact folder).
     folder = JobFolder(out.resolve())

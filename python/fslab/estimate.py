@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .priors import GUEST_RUN_OVERHEAD, GUEST_SETUP, HOST_RUN_OVERHEAD, run_overhead_prior, setup_prior
+from .stored import STATUS_OK
 
 if TYPE_CHECKING:
     from .jobdata.model import Cell, Job
@@ -308,7 +309,7 @@ class Countdown:
             setup = record.started_at - self._last_end
             if job is not None:
                 self._started.add(str(job))
-        ok = record.status == "ok"
+        ok = record.status == STATUS_OK
         if ok or setup is not None:
             self.model.learn(cell, record, setup, run_time=ok)
         self._last_end, self._last_job = max(self._last_end, record.finished_at), job

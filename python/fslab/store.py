@@ -333,7 +333,7 @@ class Store:
             " ON c.study_id = r.study_id AND c.id = r.cell_id WHERE r.study_id = ?", (study_id,)).fetchall()
         out: dict[str, dict[int, float | None]] = {}
         for r in rows:
-            value = r["value"] if r["status"] == "ok" and r["value"] is not None else None
+            value = r["value"] if r["status"] == STATUS_OK and r["value"] is not None else None
             out.setdefault(r["cell_id"], {})[int(r["repetition"])] = None if value is None else float(value)
         return out
 

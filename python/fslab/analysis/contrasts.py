@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as sps
 
-from ..stored import StoredCell, StoredRun
+from ..stored import STATUS_OK, StoredCell, StoredRun
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,7 @@ def contrasts(runs: Sequence[StoredRun], cells: Sequence[StoredCell], axis: str,
     for cell in cells:
         metric_of[cell["id"]] = metric or cell["primary_metric"]
     for run in runs:
-        if run["status"] != "ok":
+        if run["status"] != STATUS_OK:
             continue
         cell = run["cell"]
         m = run["metrics"].get(metric_of.get(cell["id"], ""))

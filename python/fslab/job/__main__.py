@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from ..jobdata.record import RunRecord
+from ..stored import STATUS_OK
 from .folder import JobFolder
 
 
@@ -50,7 +51,7 @@ def main(argv: list[str]) -> int:
         counts = {"ok": 0, "failed": 0}
 
         def on_record(record: RunRecord) -> None:
-            counts["ok" if record.status == "ok" else "failed"] += 1
+            counts["ok" if record.status == STATUS_OK else "failed"] += 1
 
         run_job(job, folder, work, on_record)
         print(f"job {job.id}: {counts['ok']} runs ok, {counts['failed']} failed; "

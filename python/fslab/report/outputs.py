@@ -10,7 +10,7 @@ from pathlib import Path
 from ..errors import FslabError
 from ..metrics import display_name
 from ..store import Store
-from ..stored import StoredCell, StoredRun, StudyRow
+from ..stored import STATUS_OK, StoredCell, StoredRun, StudyRow
 from ..study_lock import shown_status
 from .data import Report
 from .hosts import host_of, hosts
@@ -36,7 +36,7 @@ def load_report(results: Path, study_id: int | None, metric: MetricChoice = None
     metric = full_metric_names(metric, runs, row.id)
     report = build_report(row, runs, cells, metric, str(results))
     # "running" only while a process holds the lock; failed runs said beside "complete"
-    report.status = shown_status(report.status, results, len(runs), sum(r["status"] != "ok" for r in runs))
+    report.status = shown_status(report.status, results, len(runs), sum(r["status"] != STATUS_OK for r in runs))
     if trace_plots:
         report.trace_plots, report.trace_missing = trace_plots_section(results, runs, cells, images=images,
                                                                        progress=progress)

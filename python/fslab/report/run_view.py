@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import FslabError
-from ..stored import StoredMetric, StoredRun, StudyRow
+from ..stored import STATUS_OK, StoredMetric, StoredRun, StudyRow
 from .labels import cell_label, fs_column
 from .provenance_facts import bytes_text, run_facts
 from .units import display_scale, fmt
@@ -196,7 +196,7 @@ def render_run(view: RunView) -> list[RenderableType]:
             t.add_row(*[Text(v) for v in r])
         return t
 
-    ok = view.status == "ok"
+    ok = view.status == STATUS_OK
     out: list[RenderableType] = [Text(view.title + " — " + view.status, style="bold" if ok else "bold red")]
     if view.error:
         out.append(Text("error: " + view.error, style="red"))

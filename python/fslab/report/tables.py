@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from ..analysis.stats import MIN_N_FOR_VERDICT, Comparison, Summary, compare_groups, summarize
 from ..store import stored_metric_kind
-from ..stored import StoredCell, StoredRun
+from ..stored import STATUS_OK, StoredCell, StoredRun
 from .labels import NO_VERDICT as NO_VERDICT  # re-exported: the table's mark, named where tables are
 from .labels import TIED, cell_label, difference_mark, is_tie, mean_pm, rank_group
 from .labels import fs_column as column
@@ -96,7 +96,7 @@ def build_table(runs: Sequence[StoredRun], metric: MetricChoice = None,
         fs = column(cell)
         for requested in names:
             row = rows[(cell["workload"], cell_label(cell), requested)]
-            if run["status"] != "ok":
+            if run["status"] != STATUS_OK:
                 row.failed[fs] = row.failed.get(fs, 0) + 1
                 continue
             m = run["metrics"].get(row.metric)

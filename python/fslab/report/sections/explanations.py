@@ -18,7 +18,7 @@ from statistics import fmean
 
 from ...mechanisms import cause_shares
 from ...predictions import metric_name
-from ...stored import StoredCell, StoredRun
+from ...stored import STATUS_OK, StoredCell, StoredRun
 from ..data import ModelSection
 from ..labels import cell_label, fs_column, percent
 from ..predicted import mechanism_shares, models_in
@@ -69,7 +69,7 @@ def _mean(runs: Sequence[StoredRun], metric: str) -> float | None:
     """The mean over runs; a size or sequential share of an op only over runs that issued
     requests of that op (a run without reads has no read size to average in)."""
     op = _op_of(metric)
-    vals = [float(m["value"]) for r in runs if r["status"] == "ok"
+    vals = [float(m["value"]) for r in runs if r["status"] == STATUS_OK
             if (m := r["metrics"].get(metric)) is not None and m["value"] is not None
             and (op is None or ((c := r["metrics"].get(op)) is not None and (c["value"] or 0) > 0))]
     return fmean(vals) if vals else None
@@ -128,7 +128,7 @@ def _count_mean(runs: Sequence[StoredRun], metric: str, work: list[float] | None
     if work is None:
         return _mean(runs, metric)
     vals = [float(m["value"]) / mib for r, mib in zip(runs, work)
-            if r["status"] == "ok" and (m := r["metrics"].get(metric)) is not None and m["value"] is not None]
+            if r["status"] == STATUS_OK and (m := r["metrics"].get(metric)) is not None and m["value"] is not None]
     return fmean(vals) if vals else None
 
 
@@ -185,7 +185,7 @@ def _cause_means(runs: Sequence[StoredRun], model: str) -> dict[str, float]:
     that make one cause added up per run first, see ``fslab.mechanisms``)."""
     per_run = []
     for r in runs:
-        if r["status"] != "ok":
+        if r["status"] != STATUS_OK:
             continue
         by_mechanism = mechanism_shares(r, model)
         if by_mechanism:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from ...analysis.stats import summarize
 from ...store import stored_metric_kind
-from ...stored import StoredCell, StoredRun
+from ...stored import STATUS_OK, StoredCell, StoredRun
 from ..data import TableSection
 from ..labels import cell_label, fs_column, mean_pm
 from ..units import display_scale
@@ -28,7 +28,7 @@ def group_table(runs: Sequence[StoredRun], cells: Sequence[StoredCell]) -> Table
     columns = list(dict.fromkeys(fs_column(c) for c in cells))
     values: dict[tuple[str, int, str], dict[str, list[float]]] = {}
     for run in runs:
-        if run["status"] != "ok":
+        if run["status"] != STATUS_OK:
             continue
         for name, metric in run["metrics"].items():
             match = GROUP_METRIC.match(name)
