@@ -34,13 +34,18 @@ $(VENV)/.installed: pyproject.toml $(RUST_SOURCES)
 demo: setup
 	$(BIN)/fslab run quickstart
 
+# pytest-xdist workers: a test file stays on one worker, the guest tests and the private
+# network tests each run one at a time (tests/conftest.py). `make test WORKERS=0` runs serially.
+WORKERS ?= 2
+PYTEST := $(BIN)/pytest -q -n $(WORKERS) --dist loadgroup
+
 test: setup lint
 	cd crates/fslab-core && cargo test -q
-	$(BIN)/pytest -q
+	$(PYTEST)
 
 # The host tier: every test but those that boot a QEMU guest (marker `guest`).
 test-fast: setup
-	$(BIN)/pytest -q -m "not guest"
+	$(PYTEST) -m "not guest"
 
 bench: setup
 	$(BIN)/python -m bench
