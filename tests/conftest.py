@@ -84,31 +84,3 @@ def fslab_leftovers() -> list[str]:
     loops = [f"{loop} ({image})" for loop, image in fslab_loop_devices()]
     mounts = [line for line in Path("/proc/mounts").read_text().splitlines() if "/mnt-" in line.split()[1]]
     return loops + mounts
-
-
-# Parallel runs (`pytest -n 2 --dist loadgroup`, as `make test` does): a test file stays on
-# one worker, so a module's fixture (a booted guest, a Dask cluster, a real study) is made
-# once. The guest tests run one after another on one worker (two TCG guests at once would
-# each run at half speed, near their deadlines), and so do the tests that make private
-# networks (tests/netns.py: they share /run/netns, which the last one out unmounts). The
-# modules that read the session's traced study (the fixture above) share a worker too.
-NETNS_FILES = ("test_dask_executor.py", "test_dask_no_worker.py", "test_dask_scheduler_lost.py",
-               "test_dask_tls.py", "test_fio_clients.py")
-
-
-def xdist_group_of(item: pytest.Item) -> str:
-    if item.get_closest_marker("guest") is not None:
-        return "guest"
-    if item.path.name in NETNS_FILES:
-        return "netns"
-    if "traced_study" in getattr(item, "fixturenames", ()):
-        return "traced-study"
-    return str(item.path.relative_to(item.config.rootpath))
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups off the items
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if config.pluginmanager.hasplugin("xdist"):
-        for item in items:
-            if item.get_closest_marker("xdist_group") is None:
-                item.add_marker(pytest.mark.xdist_group(xdist_group_of(item)))
