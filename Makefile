@@ -34,13 +34,19 @@ $(VENV)/.installed: pyproject.toml $(RUST_SOURCES)
 demo: setup
 	$(BIN)/fslab run quickstart
 
+# The host tier runs on pytest-xdist workers, a test file per worker (its module fixtures
+# made once); the guest tier after it, one test at a time. `make test WORKERS=0`: serially.
+WORKERS ?= 2
+HOST_TESTS := $(BIN)/pytest -q -n $(WORKERS) --dist loadfile -m "not guest"
+
 test: setup lint
 	cd crates/fslab-core && cargo test -q
-	$(BIN)/pytest -q
+	$(HOST_TESTS)
+	$(BIN)/pytest -q -m guest
 
 # The host tier: every test but those that boot a QEMU guest (marker `guest`).
 test-fast: setup
-	$(BIN)/pytest -q -m "not guest"
+	$(HOST_TESTS)
 
 bench: setup
 	$(BIN)/python -m bench

@@ -9,6 +9,7 @@ import os
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -61,6 +62,19 @@ def mounted_fs(loop_device: Callable[..., contextlib.AbstractContextManager[Devi
                 yield dev, mnt
 
     return make
+
+
+@pytest.fixture(scope="session")
+def traced_study(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str, Any]], list[dict[str, Any]]]:
+    """The short traced study of tests/traced_study.py, made once for every module that
+    only reads it: (results dir, runs, cells). Tests write their outputs elsewhere (one
+    that alters the study works on a copy)."""
+    from traced_study import run_traced_study, traced_study_support
+
+    reason = traced_study_support()
+    if reason:
+        pytest.skip(reason)
+    return run_traced_study(tmp_path_factory.mktemp("traced-study"))
 
 
 def fslab_leftovers() -> list[str]:

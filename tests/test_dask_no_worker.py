@@ -33,7 +33,7 @@ kind = "null"
 name = "null"
 sleep = 6.0
 [workloads.axes]
-value = [1.0, 2.0, 3.0]
+value = [1.0, 2.0]  # 4 jobs: 2 go with their killed workers, 2 wait for one
 """
 
 

@@ -33,7 +33,7 @@ NULL_STUDY = """
 [study]
 name = "null study"
 repetitions = {reps}
-order = "shuffled"
+order = "{order}"
 seed = 7
 fresh = "{fresh}"
 drop_caches = false
@@ -61,11 +61,12 @@ sleep = {sleep}
 """
 
 
-def write_study(tmp_path: Path, reps: int = 2, fresh: str = "run", sleep: float = 0.0) -> Path:
+def write_study(tmp_path: Path, reps: int = 2, fresh: str = "run", sleep: float = 0.0,
+                order: str = "shuffled") -> Path:
     fake = tmp_path / "fake"
     fake.mkdir(exist_ok=True)
     path = tmp_path / "null.toml"
-    path.write_text(NULL_STUDY.format(reps=reps, fresh=fresh, sleep=sleep, fake=fake))
+    path.write_text(NULL_STUDY.format(reps=reps, fresh=fresh, sleep=sleep, fake=fake, order=order))
     return path
 
 
@@ -196,7 +197,7 @@ def test_study_runs_through_the_json_seam(tmp_path, isolate, monkeypatch):
 def test_job_process_is_stopped_by_sigterm_and_keeps_finished_runs(tmp_path):
     """SIGTERM to the runner while a job runs in its own process: the job is told to stop,
     the runs it finished are stored, and the study is interrupted, resumable."""
-    study = write_study(tmp_path, reps=1, sleep=60.0, fresh="repetition")
+    study = write_study(tmp_path, reps=1, sleep=60.0, fresh="repetition", order="in-order")
     results = tmp_path / "results"
     env = {**os.environ, "FSLAB_JOB_PROCESS": "1"}
     proc = subprocess.Popen([sys.executable, "-m", "fslab", "run", str(study), "-r", str(results), "-q"],

@@ -1,18 +1,20 @@
 """Fixtures for guest tests: the guest is built once per session and booted once per
-module, with its disks as sparse images in the test's own temp folder."""
+module, with its disks as sparse images in the test's own temp folder; the modules that
+only run commands in a guest share one boot (``shared_guest``)."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import fslab
 from fslab.backends.guest.build import GuestBuild, build
-from fslab.backends.guest.launcher import Guest, GuestFailed
+from fslab.backends.guest.launcher import GiB, Guest, GuestConfig, GuestFailed
 from fslab.errors import FslabError
 
 MiB = 1 << 20
@@ -36,6 +38,23 @@ def sparse_image(path: Path, size_bytes: int) -> Path:
     with open(path, "wb") as f:
         f.truncate(size_bytes)
     return path
+
+
+MEMBER_DISKS = 8  # disks 0-7: 64 MiB md members; disk 8: dm-delay's 64 MiB lower disk
+SCRATCH_DISK = MEMBER_DISKS + 1  # disk 9: 1 GiB, for file systems and image files
+
+
+@pytest.fixture(scope="session")
+def shared_guest(guest_build: GuestBuild, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Guest]:
+    """One 1 GiB guest for the modules that run commands in a guest (device kinds, kernel
+    features) rather than studies: a boot less. Each test leaves the disks as it found
+    them: arrays stopped and erased, mappings removed, nothing mounted."""
+    folder = tmp_path_factory.mktemp("shared-guest")
+    disks = tuple(sparse_image(folder / f"m{i}.img", 64 * MiB) for i in range(MEMBER_DISKS + 1))
+    disks += (sparse_image(folder / "scratch.img", 1 * GiB),)
+    config = GuestConfig(memory_bytes=1 * GiB, disks=disks, console_path=folder / "console.log")
+    with Guest(config, guest_build) as guest:
+        yield guest
 
 
 

@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import json
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from fslab.backends.guest.build import GuestBuild
-from fslab.backends.guest.launcher import GiB, Guest, GuestConfig
+from fslab.backends.guest.launcher import Guest
 
-from .conftest import MiB, run_python, sparse_image
+from .conftest import run_python
 
 pytestmark = pytest.mark.guest
 
@@ -194,24 +192,16 @@ def test_host_path_array_of_a_killed_job_is_released_by_cleanup(host_path: dict)
     assert r["after"] == {"md": [], "loops": [], "files": []}
 
 
+# The shared guest's disks 0-7 are the array members, disk 8 dm-delay's lower disk and
+# disk 9 the scratch disk for the host path's images (tests/guest/conftest.py).
 @pytest.fixture(scope="module")
-def guest(guest_build: GuestBuild, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Guest]:
-    folder = tmp_path_factory.mktemp("guest-devices")
-    # 8 array members, dm-delay's lower disk, a scratch disk for the host path's images
-    disks = tuple(sparse_image(folder / f"m{i}.img", 64 * MiB) for i in range(9))
-    disks += (sparse_image(folder / "scratch.img", 1 * GiB),)
-    with Guest(GuestConfig(memory_bytes=1 * GiB, disks=disks), guest_build) as booted:
-        yield booted
+def results(shared_guest: Guest) -> dict:
+    return json.loads(run_python(shared_guest, SCRIPT, timeout_s=900).strip().splitlines()[-1])
 
 
 @pytest.fixture(scope="module")
-def results(guest: Guest) -> dict:
-    return json.loads(run_python(guest, SCRIPT, timeout_s=900).strip().splitlines()[-1])
-
-
-@pytest.fixture(scope="module")
-def host_path(guest: Guest) -> dict:
-    return json.loads(run_python(guest, HOST_SCRIPT, timeout_s=300).strip().splitlines()[-1])
+def host_path(shared_guest: Guest) -> dict:
+    return json.loads(run_python(shared_guest, HOST_SCRIPT, timeout_s=300).strip().splitlines()[-1])
 
 
 def test_auto_plans_arrays_on_the_host_of_a_kernel_with_md(host_path: dict) -> None:

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 
 import pytest
 
 from fslab.backends.guest.build import GuestBuild
-from fslab.backends.guest.launcher import GiB, Guest, GuestConfig
+from fslab.backends.guest.launcher import GiB, Guest
 
-from .conftest import MiB, sparse_image
+from .conftest import SCRATCH_DISK, MiB
 
 pytestmark = pytest.mark.guest
 
@@ -33,18 +32,14 @@ class Booted:
 
 
 @pytest.fixture(scope="module")
-def booted(guest_build: GuestBuild, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Booted]:
-    folder = tmp_path_factory.mktemp("guest-disks")
-    disks = [sparse_image(folder / "fs.img", 1 * GiB)]
-    disks += [sparse_image(folder / f"member{i}.img", 64 * MiB) for i in range(RAID_MEMBERS)]
-    disks.append(sparse_image(folder / "delay.img", 64 * MiB))
-    config = GuestConfig(memory_bytes=1 * GiB, disks=tuple(disks),
-                         console_path=folder / "console.log")
-    with Guest(config, guest_build) as guest:
-        listing = guest.check_output(
-            ["sh", "-c", "for d in /sys/block/vd*; do echo ${d##*/} $(cat $d/serial); done"])
-        names = {serial: name for name, serial in (line.split() for line in listing.splitlines())}
-        yield Booted(guest, {f"disk{i}": names[f"fslab-disk{i}"] for i in range(len(disks))})
+def booted(shared_guest: Guest) -> Booted:
+    listing = shared_guest.check_output(
+        ["sh", "-c", "for d in /sys/block/vd*; do echo ${d##*/} $(cat $d/serial); done"])
+    names = {serial: name for name, serial in (line.split() for line in listing.splitlines())}
+    # This module's disk0 is the shared guest's 1 GiB disk, disk1-8 its md members and
+    # disk9 dm-delay's lower disk (tests/guest/conftest.py).
+    order = [SCRATCH_DISK, *range(RAID_MEMBERS), RAID_MEMBERS]
+    return Booted(shared_guest, {f"disk{i}": names[f"fslab-disk{j}"] for i, j in enumerate(order)})
 
 
 def test_guest_runs_the_stock_kernel_with_the_memory_asked_for(booted: Booted,

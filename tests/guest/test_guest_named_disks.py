@@ -93,24 +93,11 @@ def test_f2fs_on_raid5_over_four_named_disks(guest_build: GuestBuild, loop_devic
     assert _loops_under(tmp_path) == []  # the stand-in disks are detached
 
 
-def test_jfs_on_one_named_disk(guest_build: GuestBuild, loop_device, tmp_path: Path) -> None:
-    with loop_device("256MiB") as disk:
-        study = tmp_path / "jfs.toml"
-        study.write_text(STUDY.format(fs="jfs", device=f'kind = "block"\npath = "{disk.path}"'))
-        run = _one_run(study, tmp_path / "results", [disk.path])
-        assert run["provenance"]["device"]["kind"] == "vdisk"  # the disk itself, whole, in the guest
-        assert run["provenance"]["filesystem"]["mounted_as"] == "jfs"
-        _handed(run, [disk.path])
-        blkid = subprocess.run(["blkid", "-p", "-o", "value", "-s", "TYPE", disk.path], capture_output=True, text=True)
-        assert blkid.stdout.strip() == "jfs"  # made on the named disk itself
-        _no_qemu_left(tmp_path)
-    assert _loops_under(tmp_path) == []
-
-
 def test_entries_on_their_own_named_disks_in_one_study(guest_build: GuestBuild, loop_device, tmp_path: Path) -> None:
     """Seed 004's layout on the user's disks in one study: jfs on one disk and jfs on md
     RAID5 over three others, each an entry's own device, each disk confirmed once and
-    handed to its own job's guest."""
+    handed to its own job's guest. (jfs on one named disk is checked here, in this
+    study's boots, rather than in a study of its own.)"""
     with contextlib.ExitStack() as stack:
         disk, *members = [stack.enter_context(loop_device("160MiB")).path for _ in range(4)]
         study = tmp_path / "layout.toml"
@@ -123,8 +110,13 @@ def test_entries_on_their_own_named_disks_in_one_study(guest_build: GuestBuild, 
         with Store(tmp_path / "results") as store:
             runs = {r["cell"]["filesystem"]: r for r in store.runs(store.study().id)}
         assert outcome.runs_failed == 0, [r["error"] for r in runs.values()]
-        assert runs["jfs-disk"]["provenance"]["device"]["kind"] == "vdisk"
+        assert runs["jfs-disk"]["provenance"]["device"]["kind"] == "vdisk"  # the disk itself, whole, in the guest
+        for run in runs.values():
+            assert run["cell"]["backend"] == "guest" and run["metrics"]["write_iops"]["value"] > 0
+            assert run["provenance"]["filesystem"]["mounted_as"] == "jfs"
         _handed(runs["jfs-disk"], [disk])
+        blkid = subprocess.run(["blkid", "-p", "-o", "value", "-s", "TYPE", disk], capture_output=True, text=True)
+        assert blkid.stdout.strip() == "jfs"  # made on the named disk itself
         array = runs["jfs-raid5"]["provenance"]["device"]
         assert array["kind"] == "raid" and array["level"] == 5 and array["data_disks"] == 2
         _handed(runs["jfs-raid5"], members)

@@ -17,18 +17,13 @@ from typing import Any
 
 import pytest
 
-from traced_study import run_traced_study, traced_study_support
-
 pytestmark = pytest.mark.device
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.fixture(scope="module")
-def study(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict], list[dict]]:
-    reason = traced_study_support()
-    if reason:
-        pytest.skip(reason)
-    return run_traced_study(tmp_path_factory.mktemp("trace-plots"))
+def study(traced_study: tuple[Path, list[dict], list[dict]]) -> tuple[Path, list[dict], list[dict]]:
+    return traced_study  # one study for this module and the others that read it (tests/conftest.py)
 
 
 class Figures(HTMLParser):

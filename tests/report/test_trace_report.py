@@ -19,16 +19,12 @@ import numpy as np
 import pytest
 
 from traced_study import rendered_text as _text
-from traced_study import run_traced_study, traced_study_support
 
 pytestmark = pytest.mark.device
 
 @pytest.fixture(scope="module")
-def study(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict], list[dict]]:
-    reason = traced_study_support()
-    if reason:
-        pytest.skip(reason)
-    return run_traced_study(tmp_path_factory.mktemp("trace-report"))
+def study(traced_study: tuple[Path, list[dict], list[dict]]) -> tuple[Path, list[dict], list[dict]]:
+    return traced_study  # one study for this module and the others that read it (tests/conftest.py)
 
 
 def _stored(runs: list[dict[str, Any]], fs: str, name: str) -> list[float]:
