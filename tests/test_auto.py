@@ -232,18 +232,21 @@ time_based = 1
 
 def test_ext4_against_ext4_mounted_sync_stops_at_the_minimum_with_a_verdict(device_support, tmp_path):
     """Real mkfs, mounts and fio: 4 KiB random buffered writes on ext4 and on ext4 mounted
-    `sync` (every write waits for the device) differ so much that the first look answers."""
+    `sync` (every write waits for the device) differ so much that an early look answers:
+    the first (n = 3) on a quiet machine, the second at most on a busy one (a shared
+    machine's noise can widen the first look's interval), never the maximum of 6."""
     path = tmp_path / "sync.toml"
     path.write_text(SYNC_STUDY.format(images=tmp_path / "images"))
     results = tmp_path / "results"
     outcome = run_study(str(path), results_dir=results)
-    assert outcome.runs_done == 6 and outcome.runs_failed == 0
     with Store(results) as store:
         stops = by_workload(store, outcome.study_id)
         [pair] = store.study(outcome.study_id).facts["auto"]["pairs"]
-    assert {fs: (s["reason"], s["n"]) for (_, fs), s in stops.items()} == {
-        "ext4": ("verdict", 3), "ext4-sync": ("verdict", 3)}
-    assert pair["significant"] and len(pair["looks"]) == 1
+    reasons = {fs: s["reason"] for (_, fs), s in stops.items()}
+    [n] = {s["n"] for s in stops.values()}  # a pair's cells stop together
+    assert reasons == {"ext4": "verdict", "ext4-sync": "verdict"} and n in (3, 4), stops
+    assert outcome.runs_done == 2 * n and outcome.runs_failed == 0
+    assert pair["significant"] and len(pair["looks"]) == n - 2  # looks at n = 3, 4, ...
     report = load_report(results, outcome.study_id, None)
     [row] = report.rows
     [slower] = [e for e in row.estimates if e.filesystem == "ext4-sync"]
