@@ -202,3 +202,28 @@ def test_fslab_trace_plot_shows_the_md_device(tmp_path: Path, monkeypatch: pytes
         counts, named = drawn[name]
         assert list(counts.values()) == [ARRAY_BIOS], name
         assert named == MD_DEVICE or MD_DEVICE.text in named, name
+
+
+def test_the_predictions_table_reads_the_workloads_figure_in_the_main_tables_unit() -> None:
+    """A latency stored in ns (108,474,743) is shown as the main table shows it, 108 ms,
+    named without its unit suffix; the device columns keep their own units."""
+    from fslab.report.sections.trace_tables import prediction_table
+
+    model = "lg-uj1-2gib"
+
+    def run(rep: int, lat_ns: float) -> dict:
+        def m(value: float, unit: str) -> dict:
+            return {"value": value, "unit": unit, "note": None}
+        return {"repetition": rep, "status": "ok",
+                "cell": {"primary_metric": "seq_write_lat_mean_ns"},
+                "metrics": {"seq_write_lat_mean_ns": m(lat_ns, "ns"),
+                            f"pred_{model}_seq_write_lat_mean_ns": m(lat_ns / 2, "ns"),
+                            f"pred_{model}_device_requests_per_s": m(40.0, "requests/s")},
+                "provenance": {"predictions": {"mode": "closed-loop", "qd": 1, "models": {model: {}}}}}
+
+    table = prediction_table("alloc", {"fat32": [run(0, 108_474_743.0), run(1, 108_474_743.0)]})
+    assert table is not None
+    assert table.columns[3:5] == ["seq_write_lat_mean predicted [ms]", "seq_write_lat_mean measured here [ms]"]
+    [row] = table.rows
+    assert row[3].startswith("54.2") and row[4].startswith("108"), row
+    assert "seq_write_lat_mean predicted:" in table.note and "_ns" not in table.note.split(":")[0]

@@ -11,12 +11,14 @@
 
 from __future__ import annotations
 
+from ...metrics import display_name
 from ...predictions import cache_warning, metric_name
 from ...stored import StoredCell, StoredRun
 from ..data import TableSection
 from ..predicted import models_in, models_of
 from ..size_table import COMPLETE, OPS, size_table
 from ..traced_runs import group_traced_runs, mean_ci, on_streams, stored_numbers, stored_stream, trace_loss, values
+from ..units import display_scale
 from .base import SECTIONS, Section, StudyData
 
 
@@ -65,10 +67,15 @@ def prediction_table(label: str, by_fs: dict[str, list[StoredRun]]) -> TableSect
     first = next(iter(r for runs in by_fs.values() for r in runs))
     primary = first["cell"]["primary_metric"]
     stored = first["metrics"].get(primary)
-    unit = stored["unit"] if stored is not None else ""
+    # The workload's figure in the unit the study's main table reads it in (ms, not 9-digit
+    # ns), scaled by what was measured here.
+    measured_all = [v for runs in by_fs.values() for v in values(runs, primary)]
+    scale_by = sorted(measured_all)[len(measured_all) // 2] if measured_all else 0.0
+    divisor, unit = display_scale(stored["unit"], scale_by) if stored is not None else (1.0, "")
+    shown = display_name(primary)
     modes = {f"{p['mode']} at queue depth {p['qd']}" for runs in by_fs.values() for r in runs
              if (p := r["provenance"].get("predictions"))}
-    columns = ["file system", "model", "n runs", f"{primary} predicted [{unit}]", f"{primary} measured here [{unit}]",
+    columns = ["file system", "model", "n runs", f"{shown} predicted [{unit}]", f"{shown} measured here [{unit}]",
                "device requests/s", "device bandwidth [MiB/s]", "device latency mean [µs]",
                "device latency p50 [µs]", "device latency p99 [µs]", "device latency max [µs]",
                "write amplification [B/B]", "trace"]
@@ -87,9 +94,9 @@ def prediction_table(label: str, by_fs: dict[str, list[StoredRun]]) -> TableSect
             # A workload predicted test by test (Bonnie++) has its figures in its own table:
             # a test's prediction is not the whole run's.
             predicted = values([r for r in runs if "phase_predictions" not in r["provenance"]],
-                               metric_name(model, primary))
+                               metric_name(model, primary), 1 / divisor)
             unpredicted |= not predicted
-            row = [mean_ci(predicted, n), mean_ci(values(runs, primary), n),
+            row = [mean_ci(predicted, n), mean_ci(values(runs, primary, 1 / divisor), n),
                    mean_ci(_pred(runs, model, "device_requests_per_s"), n),
                    mean_ci(_pred(runs, model, "device_bw_bytes_per_s", 1 / 2**20), n)]
             row += [mean_ci(_pred(runs, model, f"device_latency_{k}_ns", 1e-3), n)
@@ -106,12 +113,12 @@ def prediction_table(label: str, by_fs: dict[str, list[StoredRun]]) -> TableSect
             if loss:
                 table.alerts.append((len(table.rows), len(columns) - 1))
             table.rows.append([fs if i == 0 else "", model, str(n), *row, loss.text(n) if loss else COMPLETE])
-    notes = [f"{primary} predicted: the run's work (its {primary} times its own runtime) over the time the model "
+    notes = [f"{shown} predicted: the run's work (its {shown} times its own runtime) over the time the model "
              "needs for every request the file system issued for it (written back inside the traced window); "
              "assumes the run is device-bound (no CPU or page-cache time) and the request stream as this "
              "machine's kernel produced it. Device columns are the model's requests, not the workload's I/Os."]
     if unpredicted:
-        notes.append(f"— under {primary} predicted: the workload has no single window whose work a model can time "
+        notes.append(f"— under {shown} predicted: the workload has no single window whose work a model can time "
                      "(phases run one after another in one trace, e.g. Bonnie++'s tests — predicted test by test "
                      "in their own table — or fio groups, or fio's ramp_time), or the prediction was stored "
                      "before fslab made it")
