@@ -17,9 +17,6 @@ ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
 README_MAX_LINES = 250
-# Pages other work brings: a link to them is allowed before they land (remove the name
-# once the page is here, so a broken link to it fails again).
-PAGES_TO_COME = {"docs/architecture.md"}
 
 
 def pages() -> list[Path]:
@@ -103,8 +100,6 @@ def test_relative_links_resolve() -> None:
                 continue  # an absolute URL: not checked offline
             path, _, anchor = target.partition("#")
             dest = (page.parent / path).resolve() if path else page
-            if str(dest.relative_to(ROOT)) in PAGES_TO_COME:
-                continue
             if not dest.exists():
                 broken.append(f"{page.relative_to(ROOT)}: {target} (no such file)")
             elif anchor and dest.suffix == ".md" and anchor not in _anchors(dest):
