@@ -155,6 +155,7 @@ def run(
                 allowed_devices=frozenset(destroy_data_on or []), allow_exec=allow_exec,
                 on_start=view.on_start, executor=jobs_executor,
                 on_record=view.on_record, on_notice=view.on_notice, on_pass=view.on_pass,
+                on_progress=view.on_progress,
             )
     except (ResultsUnwritable, ExecutorLost, KeyboardInterrupt) as exc:
         _explain_stop(exc, results, continue_with)
@@ -230,6 +231,14 @@ class _RunProgress:
             err_console.print(f"[yellow]{escape(text)}[/yellow]", highlight=False)
 
     def on_record(self, record: RunRecord, label: str, state: StudyProgress) -> None:
+        if not state.shown:  # else its line came as it ended in the guest (on_progress)
+            self._show(record, label, state, "")
+
+    def on_progress(self, record: RunRecord, label: str, state: StudyProgress) -> None:
+        """A run that ended in a guest: shown now, stored when its guest's job ends."""
+        self._show(record, label, state, " (in the guest; stored when its job ends)")
+
+    def _show(self, record: RunRecord, label: str, state: StudyProgress, where: str) -> None:
         assert self.task is not None
         status = "ok" if record.status == STATUS_OK else f"FAILED: {record.error}"
         left = state.left.short()
@@ -237,7 +246,7 @@ class _RunProgress:
         # Labels hold "[rw=read ...]", which rich would otherwise take for markup.
         self.progress.update(self.task, advance=1, last=escape(f"{label}: {status}"[:60]), eta=escape(eta))
         if self.plain:
-            err_console.print(f"run {label}: {status} ({record.wall_s:.1f} s); {eta}",
+            err_console.print(f"run {label}: {status} ({record.wall_s:.1f} s){where}; {eta}",
                               highlight=False, markup=False)
 
     def on_waiting(self, text: str | None) -> None:

@@ -264,9 +264,11 @@ class _Execution:
     results_dir: Path
     countdown: Countdown
     on_record: Callable[[RunRecord, str, StudyProgress], None] | None
+    on_progress: Callable[[RunRecord, str, StudyProgress], None] | None = None
     done: int = 0
     failed: int = 0
     cells: dict[str, Cell] = field(init=False)  # id -> cell, for each record's label
+    shown: set[tuple[str, int]] = field(default_factory=set)  # runs shown, not stored yet
 
     def __post_init__(self) -> None:
         self.cells = {c.id: c for c in self.plan.cells}
@@ -280,15 +282,31 @@ class _Execution:
         self.done += 1
         self.failed += record.status != STATUS_OK
         cell = self.cells[record.cell_id]
-        self.countdown.record(cell, record)
+        key = (record.cell_id, record.repetition)
+        shown = key in self.shown
+        if shown:
+            self.shown.discard(key)  # counted in the time left when it was shown
+        else:
+            self.countdown.record(cell, record)
         if self.on_record:
-            self.on_record(record, f"{cell.filesystem} {cell.label} #{record.repetition + 1}",
-                           StudyProgress(self.done, self.countdown.left()))
+            self.on_record(record, _label(cell, record), StudyProgress(self.done, self.countdown.left(), shown))
+
+    def show(self, record: RunRecord, folder: JobFolder) -> None:
+        """A run that ended where its record is stored only when its job ends (a guest):
+        counted in the time left and handed to ``on_progress`` now, stored by ``emit`` later."""
+        key = (record.cell_id, record.repetition)
+        if key in self.shown or self.on_progress is None:
+            return
+        self.shown.add(key)
+        cell = self.cells[record.cell_id]
+        self.countdown.record(cell, record)
+        self.on_progress(record, _label(cell, record), StudyProgress(self.done, self.countdown.left(), True))
 
     def execute(self, todo: list[Job]) -> None:
         self.countdown.start(todo, time.time())
         try:
-            self.executor.run(todo, self.jobs_dir, self.results_dir / WORK_DIR_NAME, self.emit)
+            self.executor.run(todo, self.jobs_dir, self.results_dir / WORK_DIR_NAME, self.emit,
+                              self.show if self.on_progress else None)
         except OSError as exc:  # writing a job's folder in the results directory
             if exc.errno not in STUDY_LEVEL_ERRNOS:
                 raise
@@ -309,6 +327,10 @@ class _Execution:
             first = _jobs_to_do(plan.jobs, stored, grant, passes=range(plan.auto.min_n))
             on_start(plan, self.study_id, sum(len(j.runs) for j in first), estimate(first))
         _run_passes(self.store, self.study_id, plan, plan.auto, grant, self.execute, self.countdown, on_pass)
+
+
+def _label(cell: Cell, record: RunRecord) -> str:
+    return f"{cell.filesystem} {cell.label} #{record.repetition + 1}"
 
 
 def _mark_stopped(store: Store, study_id: int, new: bool, exc: BaseException) -> None:
@@ -338,12 +360,16 @@ def run_study(
     executor: str | Executor | None = None,
     on_notice: Callable[[str], None] | None = None,
     on_pass: Callable[[PassOutcome], None] | None = None,
+    on_progress: Callable[[RunRecord, str, StudyProgress], None] | None = None,
 ) -> StudyOutcome:
     """Run (or resume) a study. ``retry_failed``: continue the newest study of this file
     and run its failed runs again (their failures stay in the store as history).
     ``on_start(plan, study_id, runs to do, their time)``, ``on_record(record, label,
     progress)`` and, for ``repetitions = "auto"``, ``on_pass(outcome)`` after each pass let
     the CLI draw progress with an estimate of the time left (fslab.estimate);
+    ``on_progress(record, label, progress)`` shows a run that ended in a guest before its
+    job ends (its record is stored, and handed to ``on_record`` with ``progress.shown``
+    set, when the job ends);
     ``on_notice(text)`` says what was done besides runs (leftovers of a dead earlier run
     released); the runner prints nothing. ``executor``: ``local``
     (default), a Dask scheduler's URL (fslab.executors.open_executor), or an executor
@@ -367,7 +393,7 @@ def run_study(
             planned = planned.with_seed(previous.seed)  # the stored study's order
         study_id, grant, retried = _open_study(store, planned, previous, allowed_devices, retry_failed, results_dir)
         execution = _Execution(store, study_id, planned.plan, jobs_executor, results_dir,
-                               Countdown(TimeModel(store.history(), study_id)), on_record)
+                               Countdown(TimeModel(store.history(), study_id)), on_record, on_progress)
         _recover_records(store, study_id, execution.jobs_dir)
         stored = store.stored_runs(study_id)
         try:
@@ -385,11 +411,13 @@ def run_study(
 @dataclass(frozen=True)
 class StudyProgress:
     """Where a running study stands, for whoever draws progress: runs stored by this
-    invocation, and the time the runs handed out so far still need (an auto study's later
-    passes are not in it: ``PassOutcome`` says how many at most)."""
+    invocation (a run shown as it ended in a guest counts when it is stored), and the time
+    the runs handed out so far still need (an auto study's later passes are not in it:
+    ``PassOutcome`` says how many at most)."""
 
     done: int
     left: TimeEstimate
+    shown: bool = False  # this run was handed to on_progress already, when it ended
 
 
 @dataclass(frozen=True)

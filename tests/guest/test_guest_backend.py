@@ -56,8 +56,16 @@ def test_auto_runs_f2fs_in_a_guest_beside_ext4_on_the_host(guest_build: GuestBui
     study = tmp_path / "s.toml"
     study.write_text(STUDY.format(device='size = "512MiB"', extra_fs="[filesystems.ext4]"))
     results = tmp_path / "results"
-    outcome = run_study(str(study), results_dir=results)
+    events: list[tuple[str, str]] = []  # a guest's run is shown as it ends, then stored once
+    outcome = run_study(str(study), results_dir=results,
+                        on_progress=lambda record, label, state: events.append(("shown", label)),
+                        on_record=lambda record, label, state: events.append(
+                            ("stored, shown before" if state.shown else "stored", label)))
     assert outcome.runs_failed == 0, outcome
+    assert sorted(events) == [("shown", "f2fs rand-write-4k #1"), ("stored", "ext4 rand-write-4k #1"),
+                              ("stored, shown before", "f2fs rand-write-4k #1")], events
+    assert events.index(("shown", "f2fs rand-write-4k #1")) < events.index(
+        ("stored, shown before", "f2fs rand-write-4k #1"))
     with Store(results) as store:
         runs = store.runs(store.study().id)
     by_fs = {r["cell"]["filesystem"]: r for r in runs}

@@ -6,7 +6,9 @@ when it can); ``supports(fs, device, section)`` says why it cannot run that file
 that device kind's parsed ``[device]`` section (None when it can); ``execute(job, folder,
 work_dir, on_record)`` runs one job through the job entry (``fslab job run``: records and
 artifacts in the job folder, fslab.job.folder) and hands each record to ``on_record`` as
-it is read back.
+it is read back. A backend that can read a record back only when the job ends (a guest,
+whose facts are known when it exits) hands it to ``on_progress``, when given, as soon as
+the run ends, to be shown, not stored; ``on_record`` still gets it afterwards.
 
 ``choose_backend`` is what a plan is handed to pick each file system's backend
 (fslab.plan.BackendChooser): planning itself knows no backend.
@@ -42,7 +44,8 @@ class Backend(Protocol):
     def supports(self, fs: FilesystemType, device: DeviceKind, section: Any) -> str | None: ...
 
     def execute(self, job: Job, folder: JobFolder, work_dir: Path,
-                on_record: Callable[[RunRecord], None]) -> None: ...
+                on_record: Callable[[RunRecord], None],
+                on_progress: Callable[[RunRecord], None] | None = None) -> None: ...
 
 
 BACKENDS: Registry[Backend] = Registry("backend")

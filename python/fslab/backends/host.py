@@ -58,7 +58,9 @@ class HostBackend:
         return None
 
     def execute(self, job: Job, folder: JobFolder, work_dir: Path,
-                on_record: Callable[[RunRecord], None]) -> None:
+                on_record: Callable[[RunRecord], None],
+                on_progress: Callable[[RunRecord], None] | None = None) -> None:
+        # on_progress is not needed: each record reaches on_record as its run ends.
         from ..job.entry import load_job, run_job, write_job
 
         folder.make()

@@ -7,7 +7,10 @@ only hands records back: the runner alone writes the store.
 Contract of an executor: ``run(jobs, jobs_dir, work_dir, on_record)`` executes every job,
 writing each job's records and artifacts in its job folder ``jobs_dir/<job id>/``
 (fslab.job.folder) and calling ``on_record(record, that folder)`` for each record as it
-becomes available. It raises FslabError for what stops the study.
+becomes available; ``on_progress(record, that folder)``, when given, for a run that ended
+where its record is stored only when its job ends (a guest): to show it, not to store it
+(the Dask executor does not call it: a worker's folder is read when its job ends). It
+raises FslabError for what stops the study.
 """
 
 from __future__ import annotations
@@ -28,20 +31,24 @@ if TYPE_CHECKING:
 
 class Executor(Protocol):
     def run(self, jobs: list[Job], jobs_dir: Path, work_dir: Path,
-            on_record: Callable[[RunRecord, JobFolder], None]) -> None: ...
+            on_record: Callable[[RunRecord, JobFolder], None],
+            on_progress: Callable[[RunRecord, JobFolder], None] | None = None) -> None: ...
 
 
 class LocalExecutor:
     """Jobs in plan order on this machine, each through its backend."""
 
     def run(self, jobs: list[Job], jobs_dir: Path, work_dir: Path,
-            on_record: Callable[[RunRecord, JobFolder], None]) -> None:
+            on_record: Callable[[RunRecord, JobFolder], None],
+            on_progress: Callable[[RunRecord, JobFolder], None] | None = None) -> None:
         from ..backends import BACKENDS
 
         for job in jobs:
             folder = JobFolder(jobs_dir / job.id)
             shutil.rmtree(folder.path, ignore_errors=True)
-            BACKENDS.get(job.backend).execute(job, folder, work_dir, functools.partial(_with_folder, on_record, folder))
+            progress = functools.partial(_with_folder, on_progress, folder) if on_progress else None
+            BACKENDS.get(job.backend).execute(job, folder, work_dir, functools.partial(_with_folder, on_record, folder),
+                                              progress)
             shutil.rmtree(folder.path, ignore_errors=True)
 
 

@@ -141,7 +141,9 @@ class DaskExecutor:
         return DaskExecutor(scheduler_access("--executor", base, "driver", tls, insecure), deadline)
 
     def run(self, jobs: list[Job], jobs_dir: Path, work_dir: Path,
-            on_record: Callable[[RunRecord, JobFolder], None]) -> None:
+            on_record: Callable[[RunRecord, JobFolder], None],
+            on_progress: Callable[[RunRecord, JobFolder], None] | None = None) -> None:
+        # on_progress is not called: a job's records come back from its worker when it ends.
         if not jobs:
             return
         from distributed import Client

@@ -19,9 +19,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 from ..jobdata.model import Run
@@ -126,6 +128,51 @@ class JobFolder:
             return StudyLevelError(str(data["type"]), str(data["scope"]), str(data["message"]))
         except (OSError, ValueError, KeyError, TypeError):
             return None
+
+
+class RecordWatcher:
+    """While a job runs out of reach (in a guest), hand each record to ``on_record`` as
+    its line appears in the folder's ``records.jsonl``: a thread reads the file every
+    ``interval_s`` seconds. Each record is handed on once; it is only shown, not stored
+    (whoever stores waits for the job's end). A last look is taken when the block ends,
+    so a record written just before is not missed. An error of ``on_record`` (or an
+    unreadable line) stops the watching and is raised when the block ends."""
+
+    def __init__(self, folder: JobFolder, on_record: Callable[[RunRecord], None], interval_s: float = 1.0):
+        self.folder = folder
+        self.on_record = on_record
+        self.interval_s = interval_s
+        self.seen = 0  # lines of records.jsonl handed on so far
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="fslab-record-watcher", daemon=True)
+        self._error: BaseException | None = None
+
+    def __enter__(self) -> RecordWatcher:
+        self._thread.start()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self._stop.set()
+        self._thread.join()
+        if kind is None:
+            if self._error is None:
+                self._look()  # runs that ended since the thread's last look
+            if self._error is not None:
+                raise self._error
+
+    def _watch(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            try:
+                self._look()
+            except BaseException as exc:  # raised in the caller's thread when the block ends
+                self._error = exc
+                return
+
+    def _look(self) -> None:
+        for record in self.folder.records(self.seen):
+            self.seen += 1
+            self.on_record(record)
 
 
 def unfinished(runs: Iterable[Run], records: Iterable[RunRecord]) -> list[Run]:

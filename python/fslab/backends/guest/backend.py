@@ -13,6 +13,7 @@ gains ``guest``: kernel package, KVM or TCG, memory and CPUs, boot time.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import shutil
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...errors import FslabError
-from ...job.folder import CONSOLE_FILE, JobFolder, fail_unfinished
+from ...job.folder import CONSOLE_FILE, JobFolder, RecordWatcher, fail_unfinished
 from ...resources import Resource, register, release, tracked
 from .. import BACKENDS
 
@@ -57,7 +58,8 @@ class GuestBackend:
         return None
 
     def execute(self, job: Job, folder: JobFolder, work_dir: Path,
-                on_record: Callable[[RunRecord], None]) -> None:
+                on_record: Callable[[RunRecord], None],
+                on_progress: Callable[[RunRecord], None] | None = None) -> None:
         from ...devices import DEVICES
         from ...devices.block import disk_facts
         from ...job.entry import write_job
@@ -103,8 +105,12 @@ class GuestBackend:
             config = GuestConfig(kernel=settings.guest_kernel, memory_bytes=settings.guest_memory,
                                  disks=tuple(disks), shares={"out": out_dir}, console_path=console,
                                  run_root=guests)
+            # Each run shown as it ends in the guest (its record is complete only when
+            # the guest's facts are known, after the guest exits: stored then).
+            watching = RecordWatcher(folder, on_progress) if on_progress else contextlib.nullcontext()
             try:
-                result = run_in_guest(config, argv, deadline)
+                with watching:
+                    result = run_in_guest(config, argv, deadline)
                 failure = None
                 if result.timed_out:
                     failure = f"the guest was killed at its deadline of {deadline:.0f} s"
