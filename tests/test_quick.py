@@ -99,3 +99,22 @@ def test_quick_caps_an_aging_studys_emulated_device_like_its_image() -> None:
     assert full_sizes == {"emulated": 2 << 30}
     assert quick_sizes == {"emulated": QUICK_AGED_IMAGE_BYTES} and QUICK_AGED_IMAGE_BYTES < 2 << 30
     assert {c.aging["fill"] for c in quick.cells if c.aging} == {c.aging["fill"] for c in full.cells if c.aging}
+
+
+def test_a_quick_cell_records_what_quick_changed_and_the_report_says_it() -> None:
+    """The plan records, per cell, the parameters the workload's quick() changed (with
+    their full values); the paper's --quick sentence lists them from there, knowing no
+    workload's parameter names. A full-size cell records none and keeps its JSON."""
+    from fslab.report.sections.paper_beside import quick_sizes
+
+    spec, _, _ = load_spec("seed-004")
+    [full] = [c for c in build_cells(spec, quick=False, backends=choose_backend)[0] if c.filesystem == "ext4"]
+    [quick] = [c for c in build_cells(spec, quick=True, backends=choose_backend)[0] if c.filesystem == "ext4"]
+    assert full.quick_scaled == {} and "quick_scaled" not in full.to_json()
+    assert quick.quick_scaled["file_size"] == full.params["file_size"]
+    assert quick.quick_scaled["io_size"] == full.params["io_size"]
+    assert all(quick.params.get(k) != v for k, v in quick.quick_scaled.items())
+    text = quick_sizes([quick.to_json()])  # type: ignore[list-item]
+    mib = quick.params["file_size"] / (1 << 20)
+    assert f"file_size={mib:.4g} MiB" in text and "io_size=" in text, text
+    assert "file_size" not in quick_sizes([full.to_json()])  # type: ignore[list-item]

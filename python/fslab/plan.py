@@ -165,8 +165,11 @@ def build_cells(spec: StudySpec, *, quick: bool, backends: BackendChooser, sourc
                     inputs = {}
                 memory = workload.memory
                 guest_memory = spec.study.guest_memory if backend == "guest" else None
+                quick_scaled: dict[str, Any] = {}
                 if quick:  # keep the data-to-memory ratio: it decides what the device sees
                     scaled = plugin.quick(params)
+                    quick_scaled = {k: params.get(k) for k in sorted(scaled.keys() | params.keys())
+                                    if scaled.get(k) != params.get(k)}
                     full_data, quick_data = data_bytes(plugin, params), data_bytes(plugin, scaled)
                     memory = quick_memory(memory, full_data, quick_data)
                     if guest_memory is not None:  # the guest's memory is its page cache
@@ -198,7 +201,7 @@ def build_cells(spec: StudySpec, *, quick: bool, backends: BackendChooser, sourc
                     axes=dict(axes), backend=backend, memory_bytes=memory,
                     timeout_s=workload.timeout, primary_metric=primary,
                     aging=aging.model_dump() if aging is not None else None, kernel=kernel,
-                    guest_memory=guest_memory, inputs=inputs,
+                    guest_memory=guest_memory, inputs=inputs, quick_scaled=quick_scaled,
                 ))
     return cells, skipped
 

@@ -79,6 +79,7 @@ class StoredCell(TypedDict):
     kernel: NotRequired[str | None]  # guest cells: the kernel the guest boots
     guest_memory: NotRequired[int | None]  # guest cells: bytes
     inputs: NotRequired[dict[str, str]]  # texts of the files the workload reads: name -> text
+    quick_scaled: NotRequired[dict[str, Any]]  # --quick: the parameters quick() changed -> full value
     device: NotRequired[dict[str, Any]]  # the cell's own [device] section: kind and its fields
 
 

@@ -55,6 +55,9 @@ class Cell:
     # The files the workload reads, read when the study was planned: name -> text. A job
     # needs nothing beside it, and an edited job file makes another cell.
     inputs: dict[str, str] = field(default_factory=dict)
+    # A --quick cell: the parameters the workload's ``quick`` changed, name -> full value,
+    # so a report says what was scaled without knowing any workload's parameter names.
+    quick_scaled: dict[str, Any] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -66,6 +69,8 @@ class Cell:
         data["mount"] = list(self.mount)
         if not self.inputs:  # cells without input files keep the JSON they always had
             del data["inputs"]
+        if not self.quick_scaled:  # likewise full-size cells
+            del data["quick_scaled"]
         return data
 
     @staticmethod
@@ -74,6 +79,7 @@ class Cell:
         fields["mkfs"] = tuple(data["mkfs"])
         fields["mount"] = tuple(data["mount"])
         fields["inputs"] = dict(data.get("inputs") or {})
+        fields["quick_scaled"] = dict(data.get("quick_scaled") or {})
         return Cell(**fields)
 
 

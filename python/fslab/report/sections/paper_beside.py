@@ -355,8 +355,6 @@ ACCOUNTS_NOTE = (
     "Device's share = ln(predicted ratio) / ln(measured ratio): the part of the measured log-ratio the "
     "device model reproduces; the rest (measured / predicted) is what the models leave out. Computed only "
     "for a significant measured difference (not for noise, an untested difference or runs under TCG).")
-# Parameters that size a run: what a --quick run scales down, said as it ran.
-SIZE_PARAMS = ("size", "file_size", "io_size", "ram", "char_size", "count", "runtime", "files")
 
 
 def _is_bytes(key: str, value: Any) -> bool:
@@ -376,8 +374,10 @@ def quick_sizes(cells: list[StoredCell]) -> str:
     for workload in dict.fromkeys(c["workload"] for c in cells):
         mine = [c for c in cells if c["workload"] == workload]
         params = mine[0].get("params", {})
+        # The parameters the workload's quick() changed, as the plan recorded them.
+        scaled = mine[0].get("quick_scaled") or {}
         sized = [f"{k}={bytes_text(v) if _is_bytes(k, v) else v}"
-                 for k in SIZE_PARAMS if (v := params.get(k)) not in (None, "auto")]
+                 for k in scaled if (v := params.get(k)) not in (None, "auto")]
         memory = {c.get("memory_bytes") for c in mine} - {None}
         if memory:
             sized.append("memory limit " + ", ".join(bytes_text(m) for m in sorted(m for m in memory if m)))
