@@ -42,6 +42,17 @@ class DeviceHandle:
         """The kernel's internal dev_t (major << 20 | minor), as tracepoints print it."""
         return (self.major << 20) | self.minor
 
+    def kernel_names(self) -> set[str]:
+        """The kernel's names of this device, the devices below it (dm and md slaves)
+        and its members, as its I/O error lines name them (fslab.kernel_log)."""
+        from ..kernel_log import kernel_names
+
+        names: set[str] = set()
+        for handle in (self, self.requests_on, *self.members):
+            if handle is not None and handle.sysfs_name:
+                names |= kernel_names(handle.sysfs_name)
+        return names
+
     def read_stat(self) -> dict[str, int]:
         """/sys/block/DEV/stat counters (see Documentation/block/stat.rst); all zero for
         a device with no block device behind it (the fake device); a mapping's are those of

@@ -82,6 +82,7 @@ def age_job(job: Job, folder: JobFolder, work_dir: Path) -> AgingReport:
     from ..commands import run_command
     from ..devices import DEVICES
     from ..filesystems import FILESYSTEMS, mkfs, mounted
+    from ..kernel_log import IMAGE_NOT_KEPT, DiskErrorWatch, describe_errors
 
     cell = job.cell
     folder.make()
@@ -93,12 +94,16 @@ def age_job(job: Job, folder: JobFolder, work_dir: Path) -> AgingReport:
         kind = DEVICES.get(job.settings.device["kind"])
         section = kind.parse(job.settings.device)
         tag = f"{os.getpid()}-{os.urandom(4).hex()}"
-        with kind.provision(section, work_dir, tag, job.grant) as device:
+        with DiskErrorWatch() as watch, kind.provision(section, work_dir, tag, job.grant) as device:
             mkfs(fstype, device, list(cell.mkfs))
             mountpoint = work_dir / f"mnt-aging-{tag}"
             with mounted(fstype, device, list(cell.mount), mountpoint):
                 report = age(mountpoint, AgingOption.model_validate(cell.aging))
                 run_command(["fstrim", str(mountpoint)], timeout=600, check=False)
+            # An image aged on a disk that refused writes would be every repetition's start.
+            errors = watch.take(device.kernel_names())
+            if errors:
+                raise FslabError(describe_errors(errors, "while it was aged", IMAGE_NOT_KEPT))
     except FslabError as exc:
         (folder.path / AGING_ERROR).write_text(f"{exc}\n")
         raise

@@ -35,6 +35,7 @@ from ..filesystems import FILESYSTEMS, describe, quiesce
 from ..fragmentation import free_space_histogram
 from ..jobdata.model import Job, Run
 from ..jobdata.record import Metric, RunRecord, failed_record
+from ..kernel_log import DiskErrorWatch, describe_errors
 from ..pagecache import drop_caches, sync_filesystem
 from ..provenance import fs_tool_version, host_facts
 from ..stored import STATUS_OK
@@ -86,6 +87,8 @@ class _JobState:
         self.texts: dict[str, str] = {}
         self.aging_metrics: dict[str, float] = {}  # the aged state every run started from
         self.tool_pages = ToolPages()  # the workloads' executables, kept cached across drops
+        self.disk_errors = DiskErrorWatch()  # the kernel's I/O errors on the job's disks
+        self.disk_names: set[str] = set()
 
 
 def execute_job(job: Job, folder: JobFolder, work_dir: Path, emit: Callable[[RunRecord], None]) -> None:
@@ -109,9 +112,11 @@ def execute_job(job: Job, folder: JobFolder, work_dir: Path, emit: Callable[[Run
     if job.resumed_without:
         state.facts["resumed_pass_without"] = list(job.resumed_without)
     pending = list(job.runs)
+    state.facts["kernel_log"] = state.disk_errors.unavailable or "checked for block I/O errors"
     try:
         with _setup_step(), _device_for(job, section, work_dir, tag, aging) as (dev, aged_copy):
             state.facts["device"] = dev.facts
+            state.disk_names = dev.kernel_names()
             if aged_copy is None:
                 with _setup_step():
                     t0 = time.monotonic()
@@ -128,6 +133,9 @@ def execute_job(job: Job, folder: JobFolder, work_dir: Path, emit: Callable[[Run
                     state.aging_metrics = report.metrics()
                 state.facts["quiesce_s"] = round(quiesce(dev), 3)
                 info, info_text = describe(fstype, dev, mountpoint)
+                setup_errors = state.disk_errors.take(state.disk_names)
+                if setup_errors:
+                    raise JobFailed(describe_errors(setup_errors, "while it was made, mounted or aged"))
                 state.texts["fsinfo.txt"] = info_text
                 state.facts["filesystem"] = {
                     "type": fstype.name,
@@ -156,6 +164,8 @@ def execute_job(job: Job, folder: JobFolder, work_dir: Path, emit: Callable[[Run
             emit(record)
     finally:
         state.tool_pages.close()
+        state.disk_errors.close()
+
 
 
 @contextlib.contextmanager
@@ -259,15 +269,21 @@ def _execute_run(
         # on. Errors of the study's scope (missing tool, device refused) stop it.
         if exc.scope == "study":
             raise
-        (path / RUN_ERROR_FILE).write_text(str(exc) + "\n")
-        return failed_record(run, str(exc), started=started, provenance=provenance, artifact_dir=relative)
+        message = _with_disk_errors(str(exc), state)
+        (path / RUN_ERROR_FILE).write_text(message + "\n")
+        return failed_record(run, message, started=started, provenance=provenance, artifact_dir=relative)
     except Exception as exc:  # a bug in a workload plug-in must not cost the study
         _study_level_os_error(exc)
         (path / RUN_ERROR_FILE).write_text(traceback.format_exc())
-        return failed_record(run, f"internal error in workload {cell.workload_kind}: {exc!r}",
+        return failed_record(run, _with_disk_errors(f"internal error in workload {cell.workload_kind}: {exc!r}", state),
                              started=started, provenance=provenance, artifact_dir=relative)
     workload_s = time.monotonic() - t0
     finished = time.time()
+    disk_errors = state.disk_errors.take(state.disk_names)
+    if disk_errors:
+        message = describe_errors(disk_errors, "during the run")
+        (path / RUN_ERROR_FILE).write_text(message + "\n" + "\n".join(disk_errors) + "\n")
+        return failed_record(run, message, started=started, provenance=provenance, artifact_dir=relative)
     try:
         metrics = _collect_metrics(result, before, dev, run_trace, ctx, cell.params, provenance, workload)
         metrics += [Metric.of(name, value) for name, value in state.aging_metrics.items()]
@@ -291,6 +307,13 @@ def _execute_run(
         status=STATUS_OK, started_at=started, finished_at=finished, metrics=tuple(metrics),
         provenance=provenance, artifact_dir=relative,
     )
+
+
+def _with_disk_errors(message: str, state: _JobState) -> str:
+    """A failed run's reason, with the disk errors the kernel logged meanwhile (they may
+    be the cause; taken here so they are not blamed on the next run)."""
+    errors = state.disk_errors.take(state.disk_names)
+    return f"{message}; and {describe_errors(errors, 'during the run')}" if errors else message
 
 
 def _explained(exc: CommandFailed, cg: MemoryLimit | None, timeout_s: float | None) -> FslabError:
