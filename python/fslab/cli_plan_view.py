@@ -72,7 +72,8 @@ def runs_text(spec: StudySpec, p: Plan, outlook: Forecast) -> str:
                    f"{outlook.runs_min} to {len(p.runs)} runs" if p.auto else
                    f"{p.repetitions} repetitions = {len(p.runs)} runs")
     return (f"{len(p.cells)} cells x {repetitions}, "
-            f"order {p.order} ({seed_text(spec.study.seed, p.order)}), fresh file system per {p.fresh}")
+            f"order {p.order} ({seed_text(spec.study.seed, p.order)}), fresh file system per {p.fresh}"
+            + (", each set of files laid out once per pass (reuse_layout)" if spec.study.reuse_layout else ""))
 
 
 def device_lines(spec: StudySpec, p: Plan) -> list[str]:

@@ -317,7 +317,7 @@ def make_plan(spec: StudySpec, *, backends: BackendChooser, quick: bool = False,
                 data["size"] = min(data["size"], QUICK_AGED_IMAGE_BYTES)
     settings = JobSettings(
         device=device, drop_caches=spec.study.drop_caches,
-        fresh=spec.study.fresh, order_seed=seed, trace=spec.study.trace,
+        fresh=spec.study.fresh, reuse_layout=spec.study.reuse_layout, order_seed=seed, trace=spec.study.trace,
         simulate=tuple(spec.study.simulate), allow_exec=allow_exec,
         models={name: {"base": m.base, **m.overrides} for name, m in spec.models.items()},
         guest_kernel=spec.study.guest_kernel, guest_memory=spec.study.guest_memory,

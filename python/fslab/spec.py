@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from .aging_option import AgingOption
 from .paper import PaperSection
@@ -100,6 +100,11 @@ class StudySection(_Strict):
     fresh: Literal["run", "repetition"] = Field(
         default="run", description="a new file system for every run, or one per pass (\"repetition\"): "
         "the cells in sequence on it, as the seed papers did")
+    reuse_layout: bool = Field(
+        default=False, description="with fresh = \"repetition\": a run whose files (names, sizes, block "
+        "size) an earlier run of its pass laid out runs on those files instead of laying out its own, as a "
+        "paper that made its files once and ran its cases on them did; reads then meet data earlier cases "
+        "wrote. Each run's provenance names the run that laid its files out")
     trace: bool = Field(default=False, description="a block-layer trace of every run (trace.parquet and "
                         "trace_* metrics)")
     simulate: list[str] = Field(default_factory=list, description="with trace: the device models each "
@@ -114,6 +119,14 @@ class StudySection(_Strict):
     @classmethod
     def _name(cls, value: str) -> str:
         return one_line(value, "the study's name")
+
+    @field_validator("reuse_layout")
+    @classmethod
+    def _reuse_layout(cls, value: bool, info: ValidationInfo) -> bool:
+        if value and info.data.get("fresh") != "repetition":
+            raise ValueError("needs fresh = \"repetition\" (with a new file system for every run there is "
+                             "no earlier run whose files to reuse); set it, or remove reuse_layout")
+        return value
 
     @field_validator("guest_memory", mode="before")
     @classmethod

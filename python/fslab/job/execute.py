@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import os
 import shutil
 import time
@@ -89,6 +90,8 @@ class _JobState:
         self.tool_pages = ToolPages()  # the workloads' executables, kept cached across drops
         self.disk_errors = DiskErrorWatch()  # the kernel's I/O errors on the job's disks
         self.disk_names: set[str] = set()
+        # reuse_layout: a layout's directory name -> the run that laid it out (this pass)
+        self.layouts: dict[str, str] = {}
 
 
 def execute_job(job: Job, folder: JobFolder, work_dir: Path, emit: Callable[[RunRecord], None]) -> None:
@@ -149,10 +152,14 @@ def execute_job(job: Job, folder: JobFolder, work_dir: Path, emit: Callable[[Run
                 while pending:
                     # A run's wall time starts after the file system was made (mkfs_s and
                     # quiesce_s are in provenance), so first and later runs compare.
-                    emit(_execute_run(pending[0], dev, mountpoint, ctx, state, time.time()))
+                    record = _execute_run(pending[0], dev, mountpoint, ctx, state, time.time())
+                    emit(record)
                     done = pending.pop(0)
-                    if pending:  # the next run on this file system starts from an empty dir
-                        shutil.rmtree(mountpoint / f"fslab-{done.key}", ignore_errors=True)
+                    if record.status != STATUS_OK:  # its shared files may be half-written
+                        _forget_layout(record, mountpoint, state)
+                    own = mountpoint / f"fslab-{done.key}"
+                    if pending and own.exists():  # the next run starts from an empty dir
+                        shutil.rmtree(own, ignore_errors=True)
                         state.facts["previous_runs_removed"] = state.facts.get(
                             "previous_runs_removed", []) + [done.key]
     except JobFailed as exc:
@@ -233,12 +240,20 @@ def _execute_run(
     provenance["caches_dropped"] = settings.drop_caches
     if workload.capabilities.phases:  # its trace and counters hold every phase: no one figure's
         provenance["workload_phases"] = True
-    workdir = mountpoint / f"fslab-{run.key}"
-    workdir.mkdir()
+    layout = _shared_layout(run, workload, ctx.job.settings.reuse_layout)
+    laid_out_by = state.layouts.get(layout) if layout else None
+    if layout:
+        workdir = mountpoint / layout
+        workdir.mkdir(exist_ok=True)
+        provenance["layout"] = {"directory": layout, "laid_out_by": laid_out_by or run.key,
+                                "reused": laid_out_by is not None}
+    else:
+        workdir = mountpoint / f"fslab-{run.key}"
+        workdir.mkdir()
     run_ctx = RunContext(workdir=workdir, device=dev, artifact_dir=path, timeout_s=cell.timeout_s,
                          memory=None, inputs=cell.inputs, allow_exec=settings.allow_exec)
     try:
-        if workload.prepare(cell.params, run_ctx):
+        if laid_out_by is None and workload.prepare(cell.params, run_ctx):
             # Let the layout's writeback and journal commits finish before counting.
             provenance["prepare_quiesce_s"] = round(quiesce(dev), 3)
         free_before = None
@@ -279,6 +294,8 @@ def _execute_run(
                              started=started, provenance=provenance, artifact_dir=relative)
     workload_s = time.monotonic() - t0
     finished = time.time()
+    if layout and laid_out_by is None:
+        state.layouts[layout] = run.key
     disk_errors = state.disk_errors.take(state.disk_names)
     if disk_errors:
         message = describe_errors(disk_errors, "during the run")
@@ -307,6 +324,24 @@ def _execute_run(
         status=STATUS_OK, started_at=started, finished_at=finished, metrics=tuple(metrics),
         provenance=provenance, artifact_dir=relative,
     )
+
+
+def _shared_layout(run: Run, workload: Workload, reuse_layout: bool) -> str | None:
+    """With reuse_layout, the directory of the run's files, named by their identity
+    (Workload.layout_key): every run of the pass with the same files uses it."""
+    key = workload.layout_key(run.cell.params) if reuse_layout else None
+    if key is None:
+        return None
+    return "fslab-layout-" + hashlib.sha256(f"{run.cell.workload_kind}\0{key}".encode()).hexdigest()[:16]
+
+
+def _forget_layout(record: RunRecord, mountpoint: Path, state: _JobState) -> None:
+    """A run that failed on shared files leaves them as it left them: the next run with
+    the same files lays them out again."""
+    layout = (record.provenance.get("layout") or {}).get("directory")
+    if layout:
+        state.layouts.pop(layout, None)
+        shutil.rmtree(mountpoint / layout, ignore_errors=True)
 
 
 def _with_disk_errors(message: str, state: _JobState) -> str:

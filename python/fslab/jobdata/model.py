@@ -109,6 +109,7 @@ class JobSettings:
     device: dict[str, Any]  # the [device] section: {"kind": ..., its plug-in's parsed fields}
     drop_caches: bool = True
     fresh: str = "run"
+    reuse_layout: bool = False  # runs of a pass with the same files run on one layout
     order_seed: int = 0
     trace: bool = False  # block-layer trace of every run
     simulate: tuple[str, ...] = ()  # device models each traced run is replayed on

@@ -152,6 +152,12 @@ class Workload:
         whether it laid out anything (then the file system is let settle first)."""
         return False
 
+    def layout_key(self, params: dict[str, Any]) -> str | None:
+        """The identity of the files ``prepare`` lays out (their names and sizes), for a
+        study with ``reuse_layout``: runs of one pass with the same key run on the files the
+        first of them laid out. None (the default): every run lays out its own."""
+        return None
+
     def preflight(self, params: dict[str, Any], inputs: dict[str, str]) -> list[str]:
         """Problems found before the first mkfs (e.g. a job file fio rejects)."""
         return []

@@ -275,6 +275,15 @@ class FioWorkload(Workload):
         reason = (done.stderr or done.stdout).strip().replace(tmp, "").splitlines()
         return [f"job_file {params['job_file']}: fio rejects it: {' '.join(reason[:3])}"]
 
+    def layout_key(self, params: dict[str, Any]) -> str | None:
+        """Every option except those that only say how the files are read or written
+        (RUN_ONLY_OPTIONS): the files' names, sizes and how they were written. A job file
+        or remote clients lay out what fslab cannot see: never shared."""
+        if "job_file" in params or "clients" in params:
+            return None
+        shaping = {k: v for k, v in sorted(params.items()) if not _run_only(k)}
+        return json.dumps(shaping, sort_keys=True, default=str)
+
     def prepare(self, params: dict[str, Any], ctx: RunContext) -> bool:
         """Lay the files out (fio --create_only) before the device counters and any trace
         start, so they count the measured I/O only. fio then reuses the files."""
@@ -563,6 +572,30 @@ def _expanded_lines(inputs: dict[str, str], name: str, depth: int) -> list[str]:
         else:
             out.append(stripped)
     return out
+
+
+# Options that change how a job reads and writes its files, not which files it lays out
+# (their names, sizes, count, the block size they are written in): runs that differ only
+# in these can share one layout (``reuse_layout``). Anything else, unknown options
+# included, makes a layout of its own.
+RUN_ONLY_OPTIONS = frozenset({
+    "rw", "readwrite", "ioengine", "direct", "buffered", "iodepth", "iodepth_batch_submit",
+    "iodepth_batch", "iodepth_batch_complete_min", "iodepth_batch_complete_max", "iodepth_low",
+    "runtime", "time_based", "ramp_time", "startdelay", "rwmixread", "rwmixwrite", "fsync",
+    "fdatasync", "sync", "end_fsync", "fsync_on_close", "invalidate", "norandommap",
+    "randrepeat", "random_distribution", "randseed", "percentage_random", "random_generator",
+    "loops", "number_ios", "io_size", "io_limit", "thinktime", "thinktime_blocks",
+    "thinktime_spin", "rate", "rate_iops", "rate_min", "rate_iops_min", "rate_process",
+    "steady_state", "group_reporting", "description", "name", "stonewall", "nice", "prio",
+    "prioclass", "cpus_allowed", "cpumask", "hipri", "fixedbufs", "registerfiles",
+    "sqthread_poll", "log_avg_msec", "write_bw_log", "write_lat_log", "write_iops_log",
+    "write_hist_log", "log_hist_msec", "percentile_list", "lat_percentiles", "clat_percentiles",
+    "exec_prerun", "exec_postrun", "continue_on_error", "openfiles", "file_service_type",
+})
+
+
+def _run_only(option: str) -> bool:
+    return option.lower() in RUN_ONLY_OPTIONS
 
 
 def _fio_options(params: dict[str, Any]) -> dict[str, Any]:

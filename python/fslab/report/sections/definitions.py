@@ -40,11 +40,21 @@ def study_statements(row: StudyRow, runs: Sequence[StoredRun]) -> list[str]:
         f"study file: {row.source}" + (" (quick: sizes and runtimes scaled down, not for conclusions)"
                                        if row.quick else ""),
         f"{repetitions}, order {row.order} (seed {row.seed}: the same seed gives the same order), "
-        f"a fresh file system per {row.fresh}",
+        f"a fresh file system per {row.fresh}" + _layout_text(runs),
         f"started {_when(row.created_at)}, finished {_when(row.finished_at)}",
         "fslab " + (", ".join(versions) if versions else "version not recorded"),
         "device ([device]): " + (_device_text(_study_device(row)) or "the default image"),
     ]
+
+
+def _layout_text(runs: Sequence[StoredRun]) -> str:
+    """How many runs used files an earlier run of their pass laid out (reuse_layout)."""
+    layouts = [layout for r in runs if (layout := (r.get("provenance") or {}).get("layout"))]
+    if not layouts:
+        return ""
+    reused = sum(1 for layout in layouts if layout.get("reused"))
+    return (f"; each set of files laid out once per pass (reuse_layout): {reused} of {len(runs)} runs "
+            "ran on files an earlier run of their pass laid out (its provenance names which)")
 
 
 def _study_device(row: StudyRow) -> dict[str, Any]:
