@@ -4,8 +4,10 @@ only run commands in a guest share one boot (``shared_guest``)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -42,6 +44,28 @@ def sparse_image(path: Path, size_bytes: int) -> Path:
 
 MEMBER_DISKS = 8  # disks 0-7: 64 MiB md members; disk 8: dm-delay's 64 MiB lower disk
 SCRATCH_DISK = MEMBER_DISKS + 1  # disk 9: 1 GiB, for file systems and image files
+# disk 10: 64 MiB whose image lies on a 16 MiB host file system: the host refuses writes
+# past what fits (ENOSPC), as a failing or full host disk would.
+REFUSING_DISK = SCRATCH_DISK + 1
+
+
+@contextlib.contextmanager
+def small_host_fs(folder: Path, size_bytes: int) -> Iterator[Path]:
+    """A tiny ext4 on a loop device, mounted at folder/small; gone afterwards."""
+    image, mountpoint = folder / "small-fs.img", folder / "small"
+    sparse_image(image, size_bytes)
+    subprocess.run(["mkfs.ext4", "-q", "-F", str(image)], check=True)
+    mountpoint.mkdir()
+    loop = subprocess.run(["losetup", "--find", "--show", str(image)], check=True, capture_output=True,
+                          text=True).stdout.strip()
+    try:
+        subprocess.run(["mount", loop, str(mountpoint)], check=True)
+        try:
+            yield mountpoint
+        finally:
+            subprocess.run(["umount", str(mountpoint)], check=False)
+    finally:
+        subprocess.run(["losetup", "-d", loop], check=False)
 
 
 @pytest.fixture(scope="session")
@@ -52,9 +76,11 @@ def shared_guest(guest_build: GuestBuild, tmp_path_factory: pytest.TempPathFacto
     folder = tmp_path_factory.mktemp("shared-guest")
     disks = tuple(sparse_image(folder / f"m{i}.img", 64 * MiB) for i in range(MEMBER_DISKS + 1))
     disks += (sparse_image(folder / "scratch.img", 1 * GiB),)
-    config = GuestConfig(memory_bytes=1 * GiB, disks=disks, console_path=folder / "console.log")
-    with Guest(config, guest_build) as guest:
-        yield guest
+    with small_host_fs(folder, 16 * MiB) as small:
+        disks += (sparse_image(small / "refusing.img", 64 * MiB),)
+        config = GuestConfig(memory_bytes=1 * GiB, disks=disks, console_path=folder / "console.log")
+        with Guest(config, guest_build) as guest:
+            yield guest
 
 
 

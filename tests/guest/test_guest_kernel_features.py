@@ -12,7 +12,7 @@ import pytest
 from fslab.backends.guest.build import GuestBuild
 from fslab.backends.guest.launcher import GiB, Guest
 
-from .conftest import SCRATCH_DISK, MiB
+from .conftest import REFUSING_DISK, SCRATCH_DISK, MiB, run_python
 
 pytestmark = pytest.mark.guest
 
@@ -39,7 +39,30 @@ def booted(shared_guest: Guest) -> Booted:
     # This module's disk0 is the shared guest's 1 GiB disk, disk1-8 its md members and
     # disk9 dm-delay's lower disk (tests/guest/conftest.py).
     order = [SCRATCH_DISK, *range(RAID_MEMBERS), RAID_MEMBERS]
-    return Booted(shared_guest, {f"disk{i}": names[f"fslab-disk{j}"] for i, j in enumerate(order)})
+    disks = {f"disk{i}": names[f"fslab-disk{j}"] for i, j in enumerate(order)}
+    return Booted(shared_guest, {**disks, "refusing": names[f"fslab-disk{REFUSING_DISK}"]})
+
+
+REFUSED_WRITE = """
+import json, subprocess
+from fslab.kernel_log import DiskErrorWatch
+with DiskErrorWatch() as watch:
+    dd = subprocess.run(["dd", "if=/dev/zero", "of=/dev/{disk}", "bs=1M", "count=48", "oflag=direct"],
+                        capture_output=True, text=True)
+    print(json.dumps({{"dd_status": dd.returncode, "unavailable": watch.unavailable,
+                      "errors": watch.take({{"{disk}"}})}}))
+"""
+
+
+def test_a_write_the_host_refuses_fails_in_the_guest_with_the_hosts_reason(booted: Booted) -> None:
+    # The guest's kernel log names the disk (what fails a run there); QEMU's monitor
+    # names the host's reason (what the run's error then adds). Not a paused guest.
+    disk = booted.names["refusing"]
+    out = json.loads(run_python(booted.guest, REFUSED_WRITE.format(disk=disk), 300).strip().splitlines()[-1])
+    assert out["dd_status"] != 0 and out["unavailable"] is None
+    assert out["errors"] and all(f"error, dev {disk}" in line for line in out["errors"]), out
+    reasons = booted.guest.host_io_errors
+    assert reasons and "No space left on device" in reasons[0] and "(QEMU's action: report)" in reasons[0], reasons
 
 
 def test_guest_runs_the_stock_kernel_with_the_memory_asked_for(booted: Booted,

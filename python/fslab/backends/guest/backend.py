@@ -116,7 +116,8 @@ class GuestBackend:
                     failure = f"the guest was killed at its deadline of {deadline:.0f} s"
                 elif result.exit_status != 0:
                     failure = f"the job entry exited with status {result.exit_status} in the guest"
-                facts = {"kernel_release": result.kernel_release, "kernel_package": result.kernel_package,
+                facts: dict[str, Any] = {
+                         "kernel_release": result.kernel_release, "kernel_package": result.kernel_package,
                          "accelerator": "kvm" if result.kvm else "tcg", "memory_bytes": result.memory_bytes,
                          "cpus": result.cpus, "boot_s": round(result.boot_s, 3),
                          "kernel_requested": settings.guest_kernel,
@@ -124,6 +125,8 @@ class GuestBackend:
                          "vm_host": socket.gethostname()}
                 if settings.guest_memory_full is not None:  # --quick kept the data-to-memory ratio
                     facts["memory_scaled_from_bytes"] = settings.guest_memory_full
+                if result.host_io_errors:  # why the host refused the guest's disk requests
+                    facts["host_io_errors"] = list(result.host_io_errors)
                 tail = result.console_tail
             except GuestFailed as exc:
                 failure, facts, tail = str(exc).split("\n", 1)[0], {}, exc.console_tail
@@ -136,7 +139,7 @@ class GuestBackend:
             provenance = {**record.provenance, "guest": facts}
             if host_disks:  # what the guest's virtio disks really were
                 provenance["device"] = {**provenance.get("device", {}), "host_disks": host_disks}
-            record = dataclasses.replace(record, provenance=provenance)
+            record = dataclasses.replace(record, provenance=provenance, error=_with_host_reason(record.error, facts))
             delivered.append(record)
             on_record(record)
         reason = failure or "the guest ended without a record of this run"
@@ -187,7 +190,9 @@ def _aged_copy(job: Job, size: int, dest: Path, folder: JobFolder, work_dir: Pat
             if result.exit_status == 0 and (aging_out / AGING_RESULT).exists():
                 return AgingReport.from_dict(json.loads((aging_out / AGING_RESULT).read_text()))
             if (aging_out / AGING_ERROR).exists():
-                raise JobFailed((aging_out / AGING_ERROR).read_text().strip())
+                reason = _with_host_reason((aging_out / AGING_ERROR).read_text().strip(),
+                                           {"host_io_errors": list(result.host_io_errors)})
+                raise JobFailed(reason or "aging failed in the guest")
             why = (f"killed at its deadline of {deadline:.0f} s" if result.timed_out
                    else f"exited with status {result.exit_status}")
             raise JobFailed(f"the aging guest {why}; console (last lines):\n{result.console_tail}")
@@ -219,6 +224,15 @@ class _disks:
         for path, token in zip(self.paths, self.tokens):
             path.unlink(missing_ok=True)
             release(token)
+
+
+def _with_host_reason(error: str | None, facts: dict[str, Any]) -> str | None:
+    """A run failed on the guest's disk errors names the host's reason, as QEMU gave it."""
+    reasons = facts.get("host_io_errors")
+    if not error or not reasons or "block I/O error" not in error:
+        return error
+    more = f" and {len(reasons) - 1} more" if len(reasons) > 1 else ""
+    return f"{error}; the host's reason: {reasons[0]}{more}"
 
 
 def _keep_console(console: Path, out_dir: Path, artifact_dir: str | None) -> None:

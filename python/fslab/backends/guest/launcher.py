@@ -38,6 +38,7 @@ from ...spec import GUEST_MIN_MEMORY
 from . import paths
 from .build import GuestBuild, build
 from .kvm import kvm_verdict
+from .qmp import QmpEvents
 from .reaper import GuestState, kill_qemu, process_start_ticks
 
 GiB = 1 << 30
@@ -137,6 +138,8 @@ class GuestResult:
     cpus: int
     boot_s: float
     command_s: float
+    # The host's reasons for disk requests it refused (QEMU's BLOCK_IO_ERROR events).
+    host_io_errors: tuple[str, ...] = ()
 
 
 def _die_with_parent() -> None:
@@ -188,6 +191,9 @@ class Guest:
         self._next = 0
         self.console_path: Path | None = None
         self.last_console_tail = ""  # kept when the run folder (and its console) goes
+        self._qmp: QmpEvents | None = None
+        self._qmp_dir: str | None = None
+        self._host_io_errors: list[str] = []  # kept when the guest is torn down
 
     # -- lifecycle ---------------------------------------------------------------------
     def __enter__(self) -> Guest:
@@ -218,6 +224,8 @@ class Guest:
                 "-virtfs", f"local,path={_q(self.build.modules)},mount_tag=modules,"
                            "security_model=none,readonly=on",
                 "-virtfs", f"local,path={_q(folder / 'ctl')},mount_tag=fslabctl,security_model=none"]
+        if self._qmp_dir is not None:  # the host's reasons for refused disk requests (qmp.py)
+            argv += ["-qmp", f"unix:{_q(Path(self._qmp_dir) / 'qmp')},server=on,wait=off"]
         # TCG's default CPU model (qemu64) lacks SSE4.2 and POPCNT, which wheels such as
         # pyarrow's take for granted ("Illegal instruction"); "max" offers all TCG can do.
         argv += ["-accel", "kvm", "-cpu", "host"] if self.kvm else ["-accel", "tcg", "-cpu", c.tcg_cpu]
@@ -228,7 +236,11 @@ class Guest:
             # A host block device handed over (a user's disk): native AIO, as a raw disk
             # would be used, where cache=none allows it (O_DIRECT).
             aio = ",aio=native" if c.disk_cache == "none" and disk.is_block_device() else ""
-            argv += ["-drive", f"if=none,id=disk{i},file={_q(disk)},format=raw,cache={c.disk_cache}{aio}",
+            # werror/rerror=report: a request the host refuses fails in the guest (which
+            # fails the run, fslab.kernel_log); QEMU's default pauses the guest on ENOSPC,
+            # which would then sit until the job's deadline.
+            argv += ["-drive", f"if=none,id=disk{i},file={_q(disk)},format=raw,cache={c.disk_cache}{aio},"
+                               "werror=report,rerror=report",
                      "-device", f"virtio-blk-pci,drive=disk{i},serial=fslab-disk{i}"]
         return argv
 
@@ -256,6 +268,8 @@ class Guest:
         self.console_path.parent.mkdir(parents=True, exist_ok=True)
         self.console_path.write_bytes(b"")
         started = time.monotonic()
+        # A short path: a unix socket's name must fit in 108 bytes.
+        self._qmp_dir = tempfile.mkdtemp(prefix="fslab-qmp-")
         with shielded(), open(self._folder / "qemu.stderr", "wb") as stderr:
             # Shielded: the state file must name the QEMU we start, whatever happens.
             self._proc = subprocess.Popen(
@@ -266,6 +280,7 @@ class Guest:
                                      os.getpid(), process_start_ticks(os.getpid()),
                                      str(self._folder))
             self._state.write()
+        self._qmp = QmpEvents(Path(self._qmp_dir) / "qmp").start()
         deadline = started + self.config.boot_timeout_s
         while not (ctl / "ready").exists():
             if self._proc.poll() is not None:
@@ -277,6 +292,11 @@ class Guest:
                                   self.console_tail())
             time.sleep(0.05)
         self.boot_s = time.monotonic() - started
+
+    @property
+    def host_io_errors(self) -> list[str]:
+        """The host's reasons for the disk requests it refused so far (qmp.py)."""
+        return list(self._qmp.errors) if self._qmp is not None else list(self._host_io_errors)
 
     def _qemu_stderr(self) -> str:
         assert self._folder is not None
@@ -297,6 +317,13 @@ class Guest:
                 kill_qemu(self._state)
             if self._proc is not None:
                 self._proc.wait()
+            if self._qmp is not None:
+                self._qmp.stop()
+                self._host_io_errors = list(self._qmp.errors)
+                self._qmp = None
+            if self._qmp_dir is not None:
+                shutil.rmtree(self._qmp_dir, ignore_errors=True)
+                self._qmp_dir = None
             if self._folder is not None:
                 self.last_console_tail = self.console_tail()
                 shutil.rmtree(self._folder, ignore_errors=True)
@@ -372,4 +399,4 @@ def run_in_guest(config: GuestConfig, argv: Sequence[str], deadline_s: float,
     assert guest.build is not None
     return GuestResult(r.exit_status, r.timed_out, r.stdout, r.stderr, tail, guest.kvm,
                        guest.build.release, guest.build.package, config.memory_bytes,
-                       config.cpus, guest.boot_s, r.wall_s)
+                       config.cpus, guest.boot_s, r.wall_s, tuple(guest.host_io_errors))
