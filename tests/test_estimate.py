@@ -235,3 +235,23 @@ def test_the_range_always_holds_the_estimate() -> None:
         times.add(seconds, own=True)
     mean, low, high = times.stats()
     assert mean == 25.0 and low <= mean <= high and high == 25.0 and low == 10.0
+
+
+def test_with_reuse_layout_only_the_first_run_of_each_layout_pays_for_laying_it_out():
+    """A pass whose runs share files (reuse_layout): the first run of each set of files is
+    estimated with the layout prior, the rest with the prior of a run on laid-out files."""
+    from fslab.priors import HOST_RUN_OVERHEAD, HOST_RUN_OVERHEAD_REUSED, HOST_SETUP
+
+    params = {"rw": "read", "size": 1 << 20, "time_based": 1, "runtime": 10}
+    same_files = [cell(f"c{i}", "host", {**params, "rw": rw}) for i, rw in enumerate(("read", "write", "randread"))]
+    other_files = cell("c9", "host", {**params, "size": 2 << 20})
+    runs = tuple(Run(c, 0) for c in (*same_files, other_files))
+    for reuse, expected_reused in ((True, 2), (False, 0)):
+        job = Job("j", "host", runs, JobSettings(device={"kind": "image"}, fresh="repetition", reuse_layout=reuse))
+        estimate = TimeModel().estimate([job])
+        laid_out = 4 - expected_reused
+        assert estimate.reused_layouts == expected_reused
+        assert estimate.seconds == pytest.approx(4 * 10 + laid_out * HOST_RUN_OVERHEAD.mean
+                                                 + expected_reused * HOST_RUN_OVERHEAD_REUSED.mean
+                                                 + HOST_SETUP["ext4"].mean)
+        assert ("2 on files an earlier run of their pass laid out: 0.4–0.6 s on the host" in estimate.text()) == reuse

@@ -28,7 +28,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .priors import GUEST_RUN_OVERHEAD, GUEST_SETUP, HOST_RUN_OVERHEAD, run_overhead_prior, setup_prior
+from .priors import (
+    GUEST_RUN_OVERHEAD,
+    GUEST_RUN_OVERHEAD_REUSED,
+    GUEST_SETUP,
+    HOST_RUN_OVERHEAD,
+    HOST_RUN_OVERHEAD_REUSED,
+    run_overhead_prior,
+    setup_prior,
+)
 from .stored import STATUS_OK
 
 if TYPE_CHECKING:
@@ -89,6 +97,7 @@ class TimeEstimate:
     from_history: int = 0  # runs timed only in earlier studies of the results directory
     from_declared: int = 0  # only the workload's stated runtime: layout not included (a guest's)
     from_prior: int = 0  # the stated runtime plus the built-in prior of a host run's overhead
+    reused_layouts: int = 0  # of from_prior: runs on files an earlier run laid out (reuse_layout)
     unknown: int = 0  # no basis at all: not in ``seconds``
     jobs: int = 0
     setups_unknown: int = 0  # jobs whose setup was never timed and has no prior: not in ``seconds``
@@ -139,8 +148,12 @@ class TimeEstimate:
         if self.from_prior:
             basis.append(f"{self.from_prior} from their stated runtime plus what a run adds for layout and start "
                          f"({HOST_RUN_OVERHEAD.low:g}–{HOST_RUN_OVERHEAD.high:g} s on the host, "
-                         f"{GUEST_RUN_OVERHEAD.low:g}–{GUEST_RUN_OVERHEAD.high:g} s in a TCG guest: built-in priors "
-                         "measured on fslab's development machine)")
+                         f"{GUEST_RUN_OVERHEAD.low:g}–{GUEST_RUN_OVERHEAD.high:g} s in a TCG guest; "
+                         + (f"{self.reused_layouts} on files an earlier run of their pass laid out: "
+                            f"{HOST_RUN_OVERHEAD_REUSED.low:g}–{HOST_RUN_OVERHEAD_REUSED.high:g} s on the host, "
+                            f"{GUEST_RUN_OVERHEAD_REUSED.low:g}–{GUEST_RUN_OVERHEAD_REUSED.high:g} s in a guest; "
+                            if self.reused_layouts else "")
+                         + "built-in priors measured on fslab's development machine)")
         if self.from_declared:
             basis.append(f"{self.from_declared} from their stated runtime only (file layout not included)")
         parts = [head + ": " + ", ".join(basis)]
@@ -224,8 +237,14 @@ class TimeModel:
                 if cell.workload_kind in WORKLOADS else None
         return self._declared[key]
 
-    def run_estimate(self, cell: Cell) -> tuple[str, float, float, float] | None:
-        """(basis, mean, low, high) of one run of ``cell``; None when nothing says."""
+    def _layout_key(self, cell: Cell) -> str | None:
+        from .workloads import WORKLOADS
+
+        return WORKLOADS.get(cell.workload_kind).layout_key(cell.params) if cell.workload_kind in WORKLOADS else None
+
+    def run_estimate(self, cell: Cell, reused_layout: bool = False) -> tuple[str, float, float, float] | None:
+        """(basis, mean, low, high) of one run of ``cell``; None when nothing says.
+        ``reused_layout``: the run uses files an earlier run of its job laid out."""
         for key in (("cell", cell.id), ("workload", cell.workload_kind, self._key_of(cell), cell.backend)):
             seen = self._runs.get(key)
             if seen is not None and seen.values:
@@ -233,7 +252,7 @@ class TimeModel:
         declared = self._declared_s(cell)
         if declared is None:
             return None
-        overhead = run_overhead_prior(cell.backend, cell.workload_kind)
+        overhead = run_overhead_prior(cell.backend, cell.workload_kind, reused_layout)
         if overhead is None:
             return ("declared", declared, declared, declared)
         return ("prior", declared + overhead.mean, declared + overhead.low, declared + overhead.high)
@@ -264,9 +283,14 @@ class TimeModel:
                         out.setups_prior += 1
                 if setup is not None:
                     out.seconds, out.low, out.high = out.seconds + setup[0], out.low + setup[1], out.high + setup[2]
+            laid_out: set[str] = set()  # with reuse_layout: the layouts this job has made
             for run in job.runs:
                 out.runs += 1
-                known = self.run_estimate(run.cell)
+                key = self._layout_key(run.cell) if job.settings.reuse_layout else None
+                reused = key is not None and key in laid_out
+                known = self.run_estimate(run.cell, reused_layout=reused)
+                if key is not None:
+                    laid_out.add(key)
                 if known is None:
                     out.unknown += 1
                     continue
@@ -278,6 +302,7 @@ class TimeModel:
                     out.from_history += 1
                 elif basis == "prior":
                     out.from_prior += 1
+                    out.reused_layouts += reused
                 else:
                     out.from_declared += 1
         return out

@@ -55,6 +55,14 @@ HOST_RUN_OVERHEAD = Prior(2.0, 1.2, 3.0)
 # bench/bench_guest.py's in-job part, before and after side by side, measured 0.42-0.44
 # of the old overhead.
 GUEST_RUN_OVERHEAD = Prior(7.4, 5.8, 10.0)
+# A run on files an earlier run of its pass laid out (reuse_layout): no layout and no
+# settling, only dropping caches and fio's start and end. Guest (TCG): seed-002 --quick,
+# all four file systems, 376 of 400 runs reused (host load about 4 on 2 cores): median
+# 2.3 s, quartiles 1.8-3.0 s (the 24 that laid out: median 10.3 s); the whole study took
+# 1998 s. Host: seed-002 --quick's cases on ext4 on the host, 94 of 100 runs reused:
+# median 0.51 s, quartiles 0.41-0.60 s.
+GUEST_RUN_OVERHEAD_REUSED = Prior(2.3, 1.8, 3.0)
+HOST_RUN_OVERHEAD_REUSED = Prior(0.5, 0.4, 0.6)
 
 # Run-to-run spread before any has been seen on this host: the median coefficient of
 # variation over the 12 cells of the quickstart run in docs/first-runs.md (3 runs each; from 2.3%
@@ -79,8 +87,11 @@ def setup_prior(backend: str, fs_type: str, device_kind: str | None) -> Prior | 
     return HOST_SETUP.get(fs_type, HOST_SETUP_OTHER)
 
 
-def run_overhead_prior(backend: str, workload_kind: str) -> Prior | None:
-    """What a run adds to its stated runtime, or None where nothing is built in."""
+def run_overhead_prior(backend: str, workload_kind: str, reused_layout: bool = False) -> Prior | None:
+    """What a run adds to its stated runtime, or None where nothing is built in;
+    ``reused_layout``: the run's files were laid out by an earlier run of its pass."""
     if workload_kind not in MEASURED_WORKLOADS:
         return None
+    if reused_layout:
+        return {"host": HOST_RUN_OVERHEAD_REUSED, "guest": GUEST_RUN_OVERHEAD_REUSED}.get(backend)
     return {"host": HOST_RUN_OVERHEAD, "guest": GUEST_RUN_OVERHEAD}.get(backend)
