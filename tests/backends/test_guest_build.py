@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from fslab.backends.guest import cpio
-from fslab.backends.guest.build import background_closure, cache_key, module_closure, unpack_kernel
+from fslab.backends.guest.build import cache_key, module_closure, unpack_kernel
 from fslab.backends.guest.kernel import KernelTree, fetch_kernel, from_path
 from fslab.errors import MissingCapability, SpecError
 
@@ -82,18 +82,6 @@ def test_module_closure_puts_dependencies_first(tmp_path: Path) -> None:
     assert order.index("netfs.ko") < order.index("fscache.ko") < order.index("9p.ko")
     assert order.index("dm-mod.ko") < order.index("dm-delay.ko")  # dashes = underscores
     assert len(order) == len(set(order)) == 8
-
-
-def test_background_modules_leave_out_what_init_loads_first(tmp_path: Path) -> None:
-    """overlay and loop load beside the 9p chain; one needing a module of that chain would
-    race it, so the build refuses it rather than leave init to fail at boot."""
-    tree = _tree(tmp_path, [*DEPS, "kernel/fs/overlayfs/overlay.ko:", "kernel/drivers/block/loop.ko:"])
-    first = module_closure(tree, ("9pnet_virtio", "9p"))
-    assert [Path(p).name for p in background_closure(tree, first)] == ["overlay.ko", "loop.ko"]
-    racing = _tree(tmp_path / "racing", [*DEPS, "kernel/fs/overlayfs/overlay.ko: kernel/fs/netfs/netfs.ko",
-                                         "kernel/drivers/block/loop.ko:"])
-    with pytest.raises(MissingCapability, match="overlay.ko needs kernel/fs/netfs/netfs.ko"):
-        background_closure(racing, module_closure(racing, ("9pnet_virtio", "9p")))
 
 
 def test_a_missing_module_is_named(tmp_path: Path) -> None:

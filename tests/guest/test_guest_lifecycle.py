@@ -55,8 +55,8 @@ def test_the_kernel_skips_its_crypto_self_tests(guest_build: GuestBuild, tmp_pat
 
 
 def test_init_leaves_the_root_writable_where_it_must_be(guest_build: GuestBuild, tmp_path: Path) -> None:
-    """What init sets up (its mounts come from generated tables, its modules from two lists
-    loaded at once): each place a job writes or reads, checked from inside."""
+    """What init sets up (its mounts come from generated tables): each place a job writes
+    or reads, checked from inside."""
     share = tmp_path / "share"
     share.mkdir()
     (share / "from-host").write_text("hello\n")

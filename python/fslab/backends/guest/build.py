@@ -54,17 +54,15 @@ from .init_script import render_agent, render_init
 from .kernel import KernelTree, fetch_kernel
 
 # 2: cgroup v2 with memory in the guest; 3: /tmp overlaid, not hidden; 4: the kernel
-# unpacked for a PVH boot, loop in the initramfs, console marks; 5: modules in two
-# lists, mounts through generated tables
+# unpacked for a PVH boot, loop in the initramfs, console marks; 5: mounts through
+# generated tables
 BUILDER_VERSION = 5
-# What init needs before it can mount the host's root: virtio PCI, 9p over virtio, and
-# virtio disks (init loads these in order: /modules/order).
-INITRAMFS_MODULES = ("virtio_pci", "virtio_blk", "9pnet_virtio", "9p")
-# Loaded by init on the side while the modules above load (/modules/background), as they
-# depend on none of them: the overlay for /etc, /var, /root and /tmp, and loop, which
-# nothing would load on first use (no udev makes /dev/loop-control): insmod here costs
-# milliseconds, the host's modprobe over 9p under TCG about half a second.
-BACKGROUND_MODULES = ("overlay", "loop")
+# What init needs before it can mount the host's root: virtio PCI, 9p over virtio, the
+# overlay for /etc, /var and /root, and virtio disks; and loop, which nothing would load
+# on first use (no udev makes /dev/loop-control): insmod here costs milliseconds, the
+# host's modprobe over 9p under TCG about half a second. (overlay and loop loaded on the
+# second vCPU beside the others made no difference: 7 boots each, alternated, at load 4-5.)
+INITRAMFS_MODULES = ("virtio_pci", "virtio_blk", "9pnet_virtio", "9p", "overlay", "loop")
 BUSYBOX = Path("/bin/busybox")
 
 
@@ -145,32 +143,18 @@ def cache_key(tree: KernelTree, modules: tuple[str, ...]) -> str:
     return hashlib.sha256(blob).hexdigest()[:16]
 
 
-def _entries(tree: KernelTree, closure: list[str], background: list[str]) -> list[cpio.Entry]:
+def _entries(tree: KernelTree, closure: list[str]) -> list[cpio.Entry]:
     entries = [cpio.Entry(d) for d in ("bin", "dev", "proc", "sys", "modules", "newroot")]
     entries.append(cpio.Entry("bin/busybox", BUSYBOX.read_bytes()))
     entries.append(cpio.Entry("init", render_init().encode()))
     entries.append(cpio.Entry("agent.sh", render_agent().encode(), 0o644))
-    for listing, rels in (("order", closure), ("background", background)):
-        names = []
-        for rel in rels:
-            base, data = _module_bytes(tree.modules / rel)
-            entries.append(cpio.Entry(f"modules/{base}", data, 0o644))
-            names.append(base)
-        entries.append(cpio.Entry(f"modules/{listing}", "".join(f"{n}\n" for n in names).encode(), 0o644))
+    names = []
+    for rel in closure:
+        base, data = _module_bytes(tree.modules / rel)
+        entries.append(cpio.Entry(f"modules/{base}", data, 0o644))
+        names.append(base)
+    entries.append(cpio.Entry("modules/order", ("\n".join(names) + "\n").encode(), 0o644))
     return entries
-
-
-def background_closure(tree: KernelTree, closure: list[str]) -> list[str]:
-    """BACKGROUND_MODULES and their dependencies, less what ``closure`` loads anyway;
-    an error if one needs a module of ``closure`` (the two lists load at the same time)."""
-    rels = [rel for rel in module_closure(tree, BACKGROUND_MODULES) if rel not in closure]
-    deps = _deps(tree)
-    for rel in rels:
-        shared = set(deps.get(rel, [])) & set(closure)
-        if shared:
-            raise MissingCapability(f"kernel {tree.release}: {Path(rel).name} needs "
-                                    f"{', '.join(sorted(shared))}, which init loads at the same time")
-    return rels
 
 
 def _module_bytes(path: Path) -> tuple[str, bytes]:
@@ -238,22 +222,21 @@ def build(kernel: str = "6.1", *, root: Path | None = None, force: bool = False)
                                 fix="apt-get install busybox-static")
     root = root or paths.cache_root()
     tree = fetch_kernel(kernel, root)
-    key = cache_key(tree, INITRAMFS_MODULES + BACKGROUND_MODULES)
+    key = cache_key(tree, INITRAMFS_MODULES)
     folder = paths.builds_dir(root) / key
     manifest = folder / "manifest.json"
     if manifest.exists() and not force:
         return load(manifest)
     started = time.monotonic()
     closure = module_closure(tree, INITRAMFS_MODULES)
-    background = background_closure(tree, closure)
     partial = folder.with_name(key + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
-    size = cpio.write_gz(_entries(tree, closure, background), partial / "initramfs.cpio.gz")
+    size = cpio.write_gz(_entries(tree, closure), partial / "initramfs.cpio.gz")
     vmlinux = unpack_kernel(tree.vmlinuz, partial / "vmlinux")
     result = GuestBuild(key, kernel, tree.package, tree.package_version, tree.release,
                         tree.vmlinuz, tree.modules, folder / "initramfs.cpio.gz", size,
-                        tuple(Path(c).name for c in closure + background), time.monotonic() - started,
+                        tuple(Path(c).name for c in closure), time.monotonic() - started,
                         folder / "vmlinux" if vmlinux else None)
     (partial / "manifest.json").write_text(json.dumps(result.manifest(), indent=2) + "\n")
     shutil.rmtree(folder, ignore_errors=True)

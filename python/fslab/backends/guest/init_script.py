@@ -44,11 +44,8 @@ if [ "$mode" = probe ]; then
   reboot -f
 fi
 fail() { echo "FSLAB-INIT-FAILED: $*"; sleep 1; reboot -f; }
-# Every external command is a fork (and insmod 50-150 ms of emulated work), so: the
-# modules the host root does not need are loaded on the second vCPU meanwhile, and the
-# mounts go in a few `mount -a` over generated tables rather than one process each.
-( while read -r m; do insmod "/modules/$m" || exit 1; done < /modules/background ) &
-background=$!
+# Every external command is a fork under emulation (8-18 ms; an insmod 50-150 ms), so the
+# mounts below go in a few `mount -a` over generated tables rather than a process each.
 while read -r m; do
   insmod "/modules/$m" || fail "insmod $m"
 done < /modules/order
@@ -94,7 +91,6 @@ else
   dirs="$dirs $R/lib/modules/$release"
 fi
 mkdir -p $dirs || fail "mkdir -p $dirs"
-wait $background || fail "insmod of a module in /modules/background (its error above)"
 {
   for d in @OVERLAID@; do
     echo "overlay $R/$d overlay lowerdir=$R/$d,upperdir=/overlay/$d/upper,workdir=/overlay/$d/work 0 0"
