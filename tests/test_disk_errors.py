@@ -36,7 +36,7 @@ def test_only_new_errors_of_the_named_disks_and_their_partitions_are_taken() -> 
         log(f"{disk}: a line that is not an error")
         taken = watch.take({disk})
         assert [line.split(",")[0] for line in taken] == [
-            f"I/O error", f"Buffer I/O error on dev {disk}1", "critical space allocation error"]
+            "I/O error", f"Buffer I/O error on dev {disk}1", "critical space allocation error"]
         assert watch.take({disk}) == []  # each line is taken once
 
 

@@ -15,9 +15,7 @@ Repetitions count from 0 here, as stored; people read ``repetition + 1``.
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any, NotRequired, TypedDict
 
 # A workload's parameters or a cell's axis values: option name -> value, as the workload
@@ -244,6 +242,12 @@ class StudyRow:
 def _preset_paper(source: str) -> str | None:
     """The ``[study] paper`` of the shipped preset a source names ("preset seed-003"),
     read from the preset file; None for a study file or a preset that is no longer shipped."""
+    # Imported here, not by the job entry (which imports this module): in a TCG guest,
+    # cold, tomllib took 0.5 s of its import and importlib.resources 0.9 s (the latter is
+    # still imported through pydantic's plugin loader while pydantic is on the job's path).
+    import tomllib
+    from importlib import resources
+
     name = source.removeprefix("preset ")
     if name == source:
         return None

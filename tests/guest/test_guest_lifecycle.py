@@ -54,6 +54,27 @@ def test_the_kernel_skips_its_crypto_self_tests(guest_build: GuestBuild, tmp_pat
     assert (result.exit_status, result.stdout.strip()) == (0, "Y")
 
 
+def test_init_leaves_the_root_writable_where_it_must_be(guest_build: GuestBuild, tmp_path: Path) -> None:
+    """What init sets up (its mounts come from generated tables): each place a job writes
+    or reads, checked from inside."""
+    share = tmp_path / "share"
+    share.mkdir()
+    (share / "from-host").write_text("hello\n")
+    script = ("set -e; echo x > /etc/fslab-probe; echo y > /var/fslab-probe; stat -c %a /tmp; "
+              "test -c /dev/loop-control; test -s /lib/modules/$(uname -r)/modules.dep; "
+              f"cat {share}/from-host; echo z > {share}/from-guest; "
+              "cat /sys/fs/cgroup/cgroup.subtree_control; cat /proc/sys/kernel/hostname; "
+              "mount | grep -c ' type overlay '")
+    result = run_in_guest(GuestConfig(run_root=tmp_path, shares={"probe": share}), ["sh", "-c", script],
+                          120, guest_build)
+    assert result.exit_status == 0, result.stderr + result.console_tail
+    # /etc, /var, /root and /tmp; and /usr/lib where the host has no /lib/modules to put a tmpfs on
+    overlays = 4 if Path("/lib/modules").is_dir() else 5
+    assert result.stdout.split() == ["1777", "hello", "memory", "fslab-guest", str(overlays)]
+    assert (share / "from-guest").read_text() == "z\n"
+    assert not (Path("/etc") / "fslab-probe").exists()  # the host's root stays as it was
+
+
 def test_a_hung_guest_is_killed_at_its_deadline(guest_build: GuestBuild, tmp_path: Path) -> None:
     started = time.monotonic()
     result = run_in_guest(GuestConfig(run_root=tmp_path), ["sleep", "600"], 3, guest_build)
