@@ -73,7 +73,7 @@ struct Outstanding {
 
 impl Outstanding {
     fn new() -> Outstanding {
-        Outstanding { slots: vec![Slot::default(); 1024], shift: 64 - 10, len: 0 }
+        Outstanding { slots: vec![Slot::default(); 4096], shift: 64 - 12, len: 0 }
     }
 
     #[inline]
@@ -322,23 +322,24 @@ fn radix_select<T: Copy + Into<u64>>(v: &[T], min: u64, max: u64, ranks: &[usize
 
 /// Summary of raw values (read only, in any order).
 pub fn dist_from_values<T: Copy + Into<u64>>(v: &[T], pcts: &[f64]) -> Dist {
+    // one pass for sum, min and max (an integer sum: exact, and the order of a float sum
+    // would change the last bits of the mean)
+    let (mut sum, mut min, mut max) = (0u128, u64::MAX, 0u64);
+    for &x in v.iter() {
+        let x: u64 = x.into();
+        sum += x as u128;
+        min = min.min(x);
+        max = max.max(x);
+    }
+    dist_known(v, min, max, sum, pcts)
+}
+
+/// Summary of values whose min, max and sum are known.
+fn dist_known<T: Copy + Into<u64>>(v: &[T], min: u64, max: u64, sum: u128, pcts: &[f64]) -> Dist {
     let n = v.len() as u64;
     if n == 0 {
         return Dist::default();
     }
-    // one pass for sum, min and max (an integer sum: exact, and the order of a float sum
-    // would change the last bits of the mean)
-    // (the sum in two 64-bit halves, which vectorise: each half stays below 2^64 for
-    // fewer than 2^32 values)
-    let (mut lo, mut hi, mut min, mut max) = (0u64, 0u64, u64::MAX, 0u64);
-    for &x in v.iter() {
-        let x: u64 = x.into();
-        lo += x & 0xffff_ffff;
-        hi += x >> 32;
-        min = min.min(x);
-        max = max.max(x);
-    }
-    let sum = ((hi as u128) << 32) + lo as u128;
     let ranks: Vec<usize> = pcts.iter().map(|&p| (crate::stats::nearest_rank(n, p) - 1) as usize).collect();
     let pct = radix_select(v, min, max, &ranks).into_iter().map(|x| x as f64).collect();
     Dist { count: n, min: min as f64, max: max as f64, mean: sum as f64 / n as f64, pct }
@@ -346,48 +347,60 @@ pub fn dist_from_values<T: Copy + Into<u64>>(v: &[T], pcts: &[f64]) -> Dist {
 
 /// Values kept for exact percentiles (seek distances, latencies): 32 bits each while
 /// every value fits, which halves the memory the pass fills and the traffic of the passes
-/// that summarise it; 64 bits each from the first value that does not fit.
+/// that summarise it; 64 bits each from the first value that does not fit. Their min, max
+/// and sum are kept as they come, so summarising them needs no pass of its own.
 #[derive(Debug, Clone)]
-pub enum Values {
+pub struct Values {
+    kept: Kept,
+    min: u64,
+    max: u64,
+    sum: u128,
+}
+
+#[derive(Debug, Clone)]
+enum Kept {
     Narrow(Vec<u32>),
     Wide(Vec<u64>),
 }
 
 impl Default for Values {
     fn default() -> Self {
-        Values::Narrow(Vec::new())
+        Values { kept: Kept::Narrow(Vec::new()), min: u64::MAX, max: 0, sum: 0 }
     }
 }
 
 impl Values {
     #[inline]
     pub fn push(&mut self, x: u64) {
-        match self {
-            Values::Narrow(v) if x <= u32::MAX as u64 => v.push(x as u32),
-            Values::Narrow(_) => self.widen_and_push(x),
-            Values::Wide(v) => v.push(x),
+        self.min = self.min.min(x);
+        self.max = self.max.max(x);
+        self.sum += x as u128;
+        match &mut self.kept {
+            Kept::Narrow(v) if x <= u32::MAX as u64 => v.push(x as u32),
+            Kept::Narrow(_) => self.widen_and_push(x),
+            Kept::Wide(v) => v.push(x),
         }
     }
 
     #[cold]
     fn widen_and_push(&mut self, x: u64) {
-        if let Values::Narrow(v) = self {
+        if let Kept::Narrow(v) = &self.kept {
             let mut wide: Vec<u64> = Vec::with_capacity(v.capacity().max(v.len() + 1));
             wide.extend(v.iter().map(|&x| x as u64));
             wide.push(x);
-            *self = Values::Wide(wide);
+            self.kept = Kept::Wide(wide);
         }
     }
 
     /// Room for `n` more values, in huge pages where the kernel offers them (tens of MB
     /// filled once: a fault per 2 MiB instead of per 4 KiB).
     pub fn reserve(&mut self, n: usize) {
-        match self {
-            Values::Narrow(v) => {
+        match &mut self.kept {
+            Kept::Narrow(v) => {
                 v.reserve(n);
                 huge_pages(v.spare_capacity_mut());
             }
-            Values::Wide(v) => {
+            Kept::Wide(v) => {
                 v.reserve(n);
                 huge_pages(v.spare_capacity_mut());
             }
@@ -395,9 +408,9 @@ impl Values {
     }
 
     pub fn len(&self) -> usize {
-        match self {
-            Values::Narrow(v) => v.len(),
-            Values::Wide(v) => v.len(),
+        match &self.kept {
+            Kept::Narrow(v) => v.len(),
+            Kept::Wide(v) => v.len(),
         }
     }
 
@@ -405,11 +418,15 @@ impl Values {
         self.len() == 0
     }
 
+    pub fn is_narrow(&self) -> bool {
+        matches!(self.kept, Kept::Narrow(_))
+    }
+
     /// Count, min, max, mean and the percentiles `pcts` of the values.
     pub fn dist(&self, pcts: &[f64]) -> Dist {
-        match self {
-            Values::Narrow(v) => dist_from_values(v, pcts),
-            Values::Wide(v) => dist_from_values(v, pcts),
+        match &self.kept {
+            Kept::Narrow(v) => dist_known(v, self.min, self.max, self.sum, pcts),
+            Kept::Wide(v) => dist_known(v, self.min, self.max, self.sum, pcts),
         }
     }
 }
@@ -490,13 +507,13 @@ struct Columns<'a> {
 }
 
 /// Whether any event is a write completion of no sectors (a FUA twin or an empty
-/// preflush), a block at a time without branches inside the block (vectorised).
+/// preflush), a block at a time without branches inside the block (vectorised): first
+/// whether the block has an event of no sectors at all (one column), only then which.
 fn has_empty_write_completion(event: &[u8], op: &[u8], nr_sector: &[u32]) -> bool {
     const BLOCK: usize = 4096;
     event.chunks(BLOCK).zip(op.chunks(BLOCK)).zip(nr_sector.chunks(BLOCK)).any(|((e, o), nr)| {
-        e.iter().zip(o).zip(nr).fold(false, |acc, ((&e, &o), &nr)| {
-            acc | ((e == EV_COMPLETE) & (o == OP_WRITE) & (nr == 0))
-        })
+        nr.iter().fold(false, |acc, &nr| acc | (nr == 0))
+            && e.iter().zip(o).zip(nr).any(|((&e, &o), &nr)| e == EV_COMPLETE && o == OP_WRITE && nr == 0)
     })
 }
 
@@ -622,7 +639,7 @@ mod tests {
     #[test]
     fn outstanding_table_agrees_with_a_hash_map_through_growth_and_removals() {
         // a deterministic pseudo-random mix: inserts (some at colliding sectors) and
-        // removals, with up to ~3000 entries at once (the table grows from 1024 slots)
+        // removals, with up to ~3000 entries at once (the table grows from 4096 slots)
         let mut t = Outstanding::new();
         let mut reference: HashMap<(u32, u64, u8), u64> = HashMap::new();
         let mut x: u64 = 12345;
@@ -661,7 +678,7 @@ mod tests {
         kept.reserve(4);
         for (i, &x) in all.iter().enumerate() {
             kept.push(x);
-            let wide = matches!(kept, Values::Wide(_));
+            let wide = !kept.is_narrow();
             assert_eq!(wide, i >= 3, "after {x}");
             assert_eq!(kept.len(), i + 1);
         }
@@ -670,7 +687,7 @@ mod tests {
         let narrow: Vec<u64> = all[..3].to_vec();
         let mut kept = Values::default();
         narrow.iter().for_each(|&x| kept.push(x));
-        assert!(matches!(kept, Values::Narrow(_)));
+        assert!(kept.is_narrow());
         assert_eq!(kept.dist(&pcts), dist_from_values(&narrow, &pcts));
     }
 
