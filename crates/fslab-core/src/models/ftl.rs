@@ -130,6 +130,17 @@ impl Ftl {
         }
     }
 
+    /// Start loading the reverse-map entry of the unit that holds `lpn` now (which a write
+    /// of `lpn` invalidates); its map entry should be in cache already (`prefetch`).
+    #[inline]
+    pub fn prefetch_old(&self, lpn: u64) {
+        if let Some(&p) = self.l2p.get(lpn as usize) {
+            if let Some(e) = self.p2l.get(p as usize) {
+                crate::models::prefetch_read(e);
+            }
+        }
+    }
+
     /// Physical unit holding `lpn`, if it holds data.
     #[inline]
     pub fn lookup(&self, lpn: u64) -> Option<u32> {
