@@ -36,69 +36,38 @@ impl Event {
     }
 }
 
-/// A winner tree (tournament tree) of events on (time, seq).
+/// A binary min-heap of events on (time, seq).
 ///
-/// Why not a binary heap (`std::collections::BinaryHeap` or our own): replay pops an
-/// event and, in a closed loop, the model it hands the event to pushes the next one
-/// straight away. In a heap that pair costs a sift whose every step loads the child the
-/// previous comparison chose, a chain of dependent loads and branches the data decides.
-/// Here each event sits in a fixed leaf and every inner node holds the smaller key of its
-/// two children: updating a leaf recomputes the nodes on its path to the root, whose
-/// siblings sit at addresses known in advance, so the loads all start at once and only a
-/// short chain of compare-and-select remains. A pop leaves its leaf to the next push (the
-/// closed loop's pair is one path update); the leaf is emptied only if something other
-/// than a push comes next. Keys are unique (insertion sequence), so any correct priority
-/// queue pops the same sequence.
+/// Why not `std::collections::BinaryHeap`: replay pops an event and, in a closed loop,
+/// the model it hands the event to pushes the next one straight away. Here a pop leaves
+/// the root slot vacant and the next push drops into it, so that pair costs one sift
+/// (down, Floyd's way: the smaller child moves up to the bottom, then the new event sifts
+/// up a little, which is cheap because new events are usually the latest). The vacancy
+/// is filled by the last element only if something other than a push comes next.
 #[derive(Default)]
 pub struct EventQueue {
-    /// `nodes[1]` is the root; inner nodes 1..cap, leaves cap..2 cap: (key, leaf index).
-    /// An empty leaf has key `EMPTY`, which every event's key is below.
-    nodes: Vec<Node>,
-    /// The event in each leaf (stale where the leaf is empty).
-    events: Vec<Event>,
-    /// Empty leaves.
-    free: Vec<u32>,
-    len: usize,
+    heap: Vec<Event>,
     seq: u64,
-    /// The root's event was popped; its leaf still holds it until the next push or look.
+    /// `heap[0]` is a stale, already-popped event.
     root_vacant: bool,
 }
-
-#[derive(Clone, Copy, Default)]
-struct Node {
-    key: u128,
-    leaf: u32,
-}
-
-const EMPTY: u128 = u128::MAX;
-/// Leaves of a new queue (it doubles when full).
-const FIRST_CAPACITY: usize = 16;
 
 impl EventQueue {
     pub fn new() -> Self {
         Self::default()
     }
 
-    fn capacity(&self) -> usize {
-        self.events.len()
-    }
-
     #[inline]
     pub fn push(&mut self, time: Ns, kind: EventKind) {
         self.seq += 1;
         let ev = Event { time, seq: self.seq, kind };
-        let leaf = if self.root_vacant {
+        if self.root_vacant {
             self.root_vacant = false;
-            self.nodes[1].leaf as usize
+            self.fill_root(ev);
         } else {
-            match self.free.pop() {
-                Some(l) => l as usize,
-                None => self.grow(),
-            }
-        };
-        self.len += 1;
-        self.events[leaf] = ev;
-        self.update(leaf, ev.key());
+            self.heap.push(ev);
+            self.sift_up(self.heap.len() - 1, ev);
+        }
     }
 
     #[inline]
@@ -106,12 +75,8 @@ impl EventQueue {
         if self.root_vacant {
             self.close_vacancy();
         }
-        if self.len == 0 {
-            return None;
-        }
-        let top = self.events[self.nodes[1].leaf as usize];
+        let top = *self.heap.first()?;
         self.root_vacant = true;
-        self.len -= 1;
         Some(top)
     }
 
@@ -119,61 +84,63 @@ impl EventQueue {
         if self.root_vacant {
             self.close_vacancy();
         }
-        (self.len > 0).then(|| self.events[self.nodes[1].leaf as usize].time)
+        self.heap.first().map(|e| e.time)
     }
 
     pub fn len(&self) -> usize {
-        self.len
+        self.heap.len() - self.root_vacant as usize
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.len() == 0
     }
 
-    /// Empty the popped root's leaf.
+    /// Move the last event into the vacant root.
     #[inline]
     fn close_vacancy(&mut self) {
         self.root_vacant = false;
-        let leaf = self.nodes[1].leaf as usize;
-        self.free.push(leaf as u32);
-        self.update(leaf, EMPTY);
+        let last = self.heap.pop().expect("a vacant root implies a non-empty heap");
+        if !self.heap.is_empty() {
+            self.fill_root(last);
+        }
     }
 
-    /// Give `leaf` the key `key` and recompute the nodes on its path to the root.
+    /// Put `ev` in place of `heap[0]` (whose content is discarded) and restore the order.
     #[inline]
-    fn update(&mut self, leaf: usize, key: u128) {
-        let cap = self.capacity();
-        let nodes = &mut self.nodes[..2 * cap];
-        let mut i = cap + leaf;
-        nodes[i] = Node { key, leaf: leaf as u32 };
-        while i > 1 {
-            let (a, b) = (nodes[i & !1], nodes[i | 1]);
-            i >>= 1;
-            nodes[i] = if b.key < a.key { b } else { a };
+    fn fill_root(&mut self, ev: Event) {
+        let h = &mut self.heap[..];
+        let n = h.len();
+        let mut hole = 0;
+        let mut child = 1;
+        // (Slicing the pair of children checks both bounds at once.)
+        while let Some(pair) = h.get(child..child + 2) {
+            let right = (pair[1].key() < pair[0].key()) as usize;
+            let up = pair[right];
+            h[hole] = up;
+            hole = child + right;
+            child = 2 * hole + 1;
         }
+        if child + 1 == n {
+            h[hole] = h[child];
+            hole = child;
+        }
+        self.sift_up(hole, ev);
     }
 
-    /// Double the leaves (all full): returns a free one. Nodes are rebuilt from the leaves.
-    #[cold]
-    fn grow(&mut self) -> usize {
-        let old = self.capacity();
-        let cap = (2 * old).max(FIRST_CAPACITY);
-        let mut nodes = vec![Node { key: EMPTY, leaf: 0 }; 2 * cap];
-        for l in 0..cap {
-            nodes[cap + l].leaf = l as u32;
+    /// Place `ev` at `hole` or above it.
+    #[inline]
+    fn sift_up(&mut self, mut hole: usize, ev: Event) {
+        let h = &mut self.heap[..];
+        let key = ev.key();
+        while hole > 0 {
+            let parent = (hole - 1) / 2;
+            if key >= h[parent].key() {
+                break;
+            }
+            h[hole] = h[parent];
+            hole = parent;
         }
-        for l in 0..old {
-            nodes[cap + l].key = self.nodes[old + l].key;
-        }
-        for i in (1..cap).rev() {
-            let (a, b) = (nodes[2 * i], nodes[2 * i + 1]);
-            nodes[i] = if b.key < a.key { b } else { a };
-        }
-        self.nodes = nodes;
-        self.events.resize(cap, Event { time: 0, seq: 0, kind: EventKind::Wake { token: 0 } });
-        // the new leaves, lowest first out
-        self.free.extend((old + 1..cap).rev().map(|l| l as u32));
-        old
+        h[hole] = ev;
     }
 }
 

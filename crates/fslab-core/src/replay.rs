@@ -89,19 +89,6 @@ fn scan(reqs: &[Request], capacity: u64) -> Result<Scan> {
 /// How many requests ahead of the one being issued to hint the model (`prefetch`), so the
 /// state a request will touch is in cache by the time it is issued.
 const PREFETCH_AHEAD: usize = 16;
-/// How many requests ahead the second, nearer hint goes (`prefetch`'s `sooner`).
-const PREFETCH_NEAR: usize = 6;
-
-/// The hints for the requests `PREFETCH_AHEAD` and `PREFETCH_NEAR` after `order[k]` in
-/// issue order (`order` maps issue order to request index; None: the list's own order).
-#[inline]
-fn hint(model: &dyn DeviceModel, reqs: &[Request], order: Option<&[usize]>, k: usize) {
-    let at = |j: usize| match order {
-        Some(o) => o.get(j).map(|&i| &reqs[i]),
-        None => reqs.get(j),
-    };
-    model.prefetch(at(k + PREFETCH_AHEAD), at(k + PREFETCH_NEAR));
-}
 
 pub fn replay(model: &mut dyn DeviceModel, reqs: &[Request], mode: Mode) -> Result<ReplayOutcome> {
     let Scan { base_ns: base, read_bytes, write_bytes } = scan(reqs, model.capacity_bytes())?;
@@ -122,10 +109,12 @@ pub fn replay(model: &mut dyn DeviceModel, reqs: &[Request], mode: Mode) -> Resu
         Mode::Closed { queue_depth } => {
             let qd = (queue_depth.max(1) as usize).min(n);
             for ahead in reqs.iter().take(PREFETCH_AHEAD) {
-                model.prefetch(Some(ahead), None);
+                model.prefetch(ahead);
             }
             while next < qd {
-                hint(model, reqs, None, next);
+                if let Some(ahead) = reqs.get(next + PREFETCH_AHEAD) {
+                    model.prefetch(ahead);
+                }
                 issue(model, &mut q, &mut latencies, next, 0);
                 next += 1;
             }
@@ -135,7 +124,9 @@ pub fn replay(model: &mut dyn DeviceModel, reqs: &[Request], mode: Mode) -> Resu
                         latencies[tag as usize] = ev.time - latencies[tag as usize];
                         last_done = last_done.max(ev.time);
                         if next < n {
-                            hint(model, reqs, None, next);
+                            if let Some(ahead) = reqs.get(next + PREFETCH_AHEAD) {
+                                model.prefetch(ahead);
+                            }
                             issue(model, &mut q, &mut latencies, next, ev.time);
                             next += 1;
                         }
@@ -156,7 +147,9 @@ pub fn replay(model: &mut dyn DeviceModel, reqs: &[Request], mode: Mode) -> Resu
                 match (arrival, event) {
                     (None, None) => break,
                     (Some(a), e) if e.is_none_or(|t| a <= t) => {
-                        hint(model, reqs, Some(&order), k);
+                        if let Some(&ahead) = order.get(k + PREFETCH_AHEAD) {
+                            model.prefetch(&reqs[ahead]);
+                        }
                         issue(model, &mut q, &mut latencies, order[k], a);
                         k += 1;
                     }

@@ -65,9 +65,6 @@ pub struct Ftl {
     checkpoint_step: u64,
 }
 
-/// How many units ahead a GC copy loop prefetches the map entry it will rewrite.
-const COPY_AHEAD: u32 = 8;
-
 /// Enough checkpoints to place the half-way point within 1/512 of the host writes.
 const CHECKPOINTS: usize = 1024;
 
@@ -127,17 +124,6 @@ impl Ftl {
     pub fn prefetch(&self, lpn: u64) {
         if let Some(e) = self.l2p.get(lpn as usize) {
             crate::models::prefetch_read(e);
-        }
-    }
-
-    /// Start loading the reverse-map entry of the unit that holds `lpn` now (which a write
-    /// of `lpn` invalidates); its map entry should be in cache already (`prefetch`).
-    #[inline]
-    pub fn prefetch_old(&self, lpn: u64) {
-        if let Some(&p) = self.l2p.get(lpn as usize) {
-            if let Some(e) = self.p2l.get(p as usize) {
-                crate::models::prefetch_read(e);
-            }
         }
     }
 
@@ -295,13 +281,6 @@ impl Ftl {
         self.closed[victim as usize] = false;
         let base = victim * upb;
         for u in base..base + upb {
-            // The map entries the copies rewrite are scattered over the whole map: start
-            // loading the one a few units ahead (only a hint; the map is not read here).
-            if let Some(&ahead) = self.p2l.get((u + COPY_AHEAD) as usize) {
-                if let Some(e) = self.l2p.get(ahead as usize) {
-                    crate::models::prefetch_read(e);
-                }
-            }
             let lpn = self.p2l[u as usize];
             if lpn != NIL {
                 self.p2l[u as usize] = NIL;

@@ -34,13 +34,10 @@ pub trait DeviceModel {
     /// A request arrives at `now`. The model reports its completion, now or later,
     /// through `ctx.complete(tag, at)`.
     fn submit(&mut self, now: Ns, tag: u64, req: &Request, ctx: &mut dyn Ctx);
-    /// A hint: `soon` will be submitted soon, and `sooner` (hinted as `soon` a while ago)
-    /// sooner still. A model may start loading the state `soon` will touch (a cache
-    /// prefetch), and follow what is now likely in cache for `sooner` to what it points at
-    /// (an SSD's map entry to the unit a write will invalidate). One call for both: a
-    /// call through the trait object per request. It must not change anything observable.
+    /// A hint: `req` will be submitted soon. A model may start loading the state it will
+    /// touch (a cache prefetch); it must not change anything observable.
     #[inline]
-    fn prefetch(&self, _soon: Option<&Request>, _sooner: Option<&Request>) {}
+    fn prefetch(&self, _req: &Request) {}
     /// A wake-up the model asked for with `ctx.wake_at(at, token)`.
     fn wake(&mut self, _now: Ns, _token: u64, _ctx: &mut dyn Ctx) {}
     /// Bring the device to the state it would have after long use, without timing

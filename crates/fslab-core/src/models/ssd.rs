@@ -438,13 +438,8 @@ impl DeviceModel for Ssd {
     }
 
     #[inline]
-    fn prefetch(&self, soon: Option<&Request>, sooner: Option<&Request>) {
-        if let Some(r) = soon {
-            self.ftl.prefetch(r.offset() / UNIT_BYTES);
-        }
-        if let Some(r) = sooner.filter(|r| r.op == Op::Write) {
-            self.ftl.prefetch_old(r.offset() / UNIT_BYTES);
-        }
+    fn prefetch(&self, req: &Request) {
+        self.ftl.prefetch(req.offset() / UNIT_BYTES);
     }
 
     fn precondition(&mut self) {
