@@ -12,6 +12,7 @@ pub mod alloc;
 mod bindings;
 pub mod engine;
 pub mod error;
+pub mod mem;
 pub mod models;
 pub mod params;
 pub mod replay;

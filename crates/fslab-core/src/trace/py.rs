@@ -16,7 +16,7 @@ use super::analyze::match_requests;
 use super::capture::{RawCapture, ReaderPlan, ReaderStats};
 use super::format::{BlockLayout, EventFormat};
 use super::page::{parse_page, PageHeader, Records};
-use super::summary::{dist_from_hist, dist_from_values, summarize, Dist};
+use super::summary::{dist_from_hist, summarize, Dist};
 
 fn layouts(formats: &[(String, u8)]) -> PyResult<Vec<BlockLayout>> {
     formats
@@ -181,7 +181,7 @@ fn trace_summarize<'py>(
         let dists: Vec<(Dist, Dist, Dist)> = sm.dirs.iter_mut().map(|dir| {
             let bytes: std::collections::BTreeMap<u64, u64> = dir.sizes.iter().map(|(&k, &v)| (k * 512, v)).collect();
             dir.size_sorted = bytes.iter().map(|(&k, &v)| (k, v)).collect();
-            (dist_from_hist(&bytes, &pcts), dist_from_values(&mut dir.seeks, &pcts), dist_from_values(&mut dir.latency_ns, &pcts))
+            (dist_from_hist(&bytes, &pcts), dir.seeks.dist(&pcts), dir.latency_ns.dist(&pcts))
         }).collect();
         (sm, dists)
     });

@@ -73,12 +73,22 @@ struct Outstanding {
 
 impl Outstanding {
     fn new() -> Outstanding {
-        Outstanding { slots: vec![Slot::default(); 1024], shift: 64 - 10, len: 0 }
+        Outstanding { slots: vec![Slot::default(); 4096], shift: 64 - 12, len: 0 }
     }
 
     #[inline]
     fn home_of(&self, sector: u64, dop: u64) -> usize {
         ((sector ^ dop.rotate_left(40)).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> self.shift) as usize
+    }
+
+    /// The slot at `i`, an index from `home_of` or masked by `slots.len() - 1`.
+    #[inline(always)]
+    fn slot_at(&self, i: usize) -> &Slot {
+        debug_assert!(i < self.slots.len());
+        // SAFETY: `home_of` keeps the top `64 - shift` bits of a u64, below
+        // `2^(64 - shift) == slots.len()` (the table is that power of two in length,
+        // `grow` doubles it and lowers `shift` together); probes are masked by len - 1.
+        unsafe { self.slots.get_unchecked(i) }
     }
 
     #[inline]
@@ -87,7 +97,7 @@ impl Outstanding {
         let d = devop(k);
         let mut i = self.home_of(k.1, d);
         loop {
-            let s = &self.slots[i];
+            let s = self.slot_at(i);
             if s.devop == 0 {
                 return None;
             }
@@ -98,17 +108,51 @@ impl Outstanding {
         }
     }
 
+    #[cfg(test)]
     fn insert(&mut self, k: ReqKey, t: u64) {
-        if (self.len + 1) * 2 > self.slots.len() {
-            let grown = vec![Slot::default(); self.slots.len() * 2];
-            let old = std::mem::replace(&mut self.slots, grown);
-            self.shift -= 1;
-            for s in old.into_iter().filter(|s| s.devop != 0) {
-                self.place(s);
-            }
+        if let Err(at) = self.entry(&k) {
+            self.fill(at, &k, t);
         }
-        self.place(Slot { sector: k.1, devop: devop(&k), t, dup: 0 });
+    }
+
+    /// Where `k` is (Ok) or, if absent, the free slot it would take (Err): one probe
+    /// sequence for the issue path's look-up and insertion. Grows the table first when
+    /// one more entry would fill it over half.
+    #[inline]
+    fn entry(&mut self, k: &ReqKey) -> Result<usize, usize> {
+        if (self.len + 1) * 2 > self.slots.len() {
+            self.grow();
+        }
+        let mask = self.slots.len() - 1;
+        let d = devop(k);
+        let mut i = self.home_of(k.1, d);
+        loop {
+            let s = self.slot_at(i);
+            if s.devop == 0 {
+                return Err(i);
+            }
+            if s.sector == k.1 && s.devop == d {
+                return Ok(i);
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// Put `k` with issue time `t` in the free slot `at` that `entry` returned.
+    #[inline]
+    fn fill(&mut self, at: usize, k: &ReqKey, t: u64) {
+        self.slots[at] = Slot { sector: k.1, devop: devop(k), t, dup: 0 };
         self.len += 1;
+    }
+
+    #[cold]
+    fn grow(&mut self) {
+        let grown = vec![Slot::default(); self.slots.len() * 2];
+        let old = std::mem::replace(&mut self.slots, grown);
+        self.shift -= 1;
+        for s in old.into_iter().filter(|s| s.devop != 0) {
+            self.place(s);
+        }
     }
 
     #[inline]
@@ -153,6 +197,14 @@ fn slot(k: &(u32, u64, u8)) -> usize {
     (h >> 48) as usize & (TWIN_SLOTS - 1)
 }
 
+/// A twin-cache entry in 16 bytes: (sector, bit 63 = occupied | dev << 8 | flags); an
+/// empty slot is all zeros. Half the size of an `Option<(u32, u64, u8)>`, so the cache
+/// (touched at a random slot by every data write completion) takes half the cache lines.
+#[inline]
+fn twin_entry(k: &(u32, u64, u8)) -> [u64; 2] {
+    [k.1, 1 << 63 | (k.0 as u64) << 8 | k.2 as u64]
+}
+
 /// Distribution summary: count, min, max, mean and the asked percentiles.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Dist {
@@ -190,60 +242,193 @@ pub fn dist_from_hist(h: &BTreeMap<u64, u64>, pcts: &[f64]) -> Dist {
     }
 }
 
-/// The value of 0-based rank `rank` in sorted order, without moving anything: 16 bits of
-/// the value at a time, a histogram pass over the values that share the bits found so
-/// far narrows to the bucket holding the rank (at most four passes; fewer when the values
-/// span fewer bits, e.g. latencies in ns).
-fn radix_select(v: &[u64], min: u64, max: u64, mut rank: usize) -> u64 {
+/// The values of 0-based ranks `ranks` in sorted order, without moving anything: 16 bits
+/// of the value at a time, a histogram pass over the values that share the bits found so
+/// far narrows each rank to the bucket holding it (at most four passes; fewer when the
+/// values span fewer bits, e.g. latencies in ns). Every rank is narrowed in the same
+/// passes (one histogram per rank, filled from one read of the values), so asking for
+/// three percentiles reads the values as often as asking for one.
+fn radix_select<T: Copy + Into<u64>>(v: &[T], min: u64, max: u64, ranks: &[usize]) -> Vec<u64> {
     if min == max {
-        return min;
+        return vec![min; ranks.len()];
     }
     // only the bits where min and max differ vary among the values
     let top = 64 - (min ^ max).leading_zeros();
-    let mut prefix = if top == 64 { 0 } else { min >> top << top }; // shared high bits
+    let shared = if top == 64 { 0 } else { min >> top << top }; // shared high bits
+    let mut prefix = vec![shared; ranks.len()];
+    let mut left: Vec<usize> = ranks.to_vec();
     let mut fixed_above = top; // bits at and above this position are known
-    let mut hist = vec![0u64; 1 << 16];
+    let mut hists = vec![vec![0u64; 1 << 16]; ranks.len()];
     while fixed_above > 0 {
         let width = fixed_above.min(16);
         let shift = fixed_above - width;
-        hist.iter_mut().for_each(|h| *h = 0);
         let mask = (1u64 << width) - 1;
-        for &x in v {
-            // values outside the prefix found so far are not in the bucket
-            if fixed_above == 64 || x >> fixed_above == prefix >> fixed_above {
-                hist[((x >> shift) & mask) as usize] += 1;
+        // ranks whose bucket so far is the same share one histogram (the first of them)
+        let owner: Vec<usize> = (0..ranks.len())
+            .map(|r| (0..r).find(|&q| prefix[q] == prefix[r]).unwrap_or(r))
+            .collect();
+        let distinct: Vec<usize> = (0..ranks.len()).filter(|&r| owner[r] == r).collect();
+        for &r in &distinct {
+            hists[r][..=mask as usize].iter_mut().for_each(|h| *h = 0);
+        }
+        if fixed_above == 64 {
+            // nothing known yet: every value is in the one bucket
+            let h = &mut hists[distinct[0]];
+            for &x in v {
+                let x: u64 = x.into();
+                h[((x >> shift) & mask) as usize] += 1;
+            }
+        } else if distinct.len() == 1 {
+            let want = prefix[distinct[0]] >> fixed_above;
+            let h = &mut hists[distinct[0]];
+            for &x in v {
+                let x: u64 = x.into();
+                // values outside the prefix found so far are not in the bucket
+                if x >> fixed_above == want {
+                    h[((x >> shift) & mask) as usize] += 1;
+                }
+            }
+        } else {
+            // Most values are in none of the buckets: test all (up to four at once) with
+            // one branch. An impossible prefix pads the group (x >> fixed_above < 2^63).
+            for group in distinct.chunks(4) {
+                let mut wants = [u64::MAX; 4];
+                for (w, &r) in wants.iter_mut().zip(group) {
+                    *w = prefix[r] >> fixed_above;
+                }
+                for &x in v {
+                    let x: u64 = x.into();
+                    let hi = x >> fixed_above;
+                    if (hi == wants[0]) | (hi == wants[1]) | (hi == wants[2]) | (hi == wants[3]) {
+                        let r = group[wants.iter().position(|&w| w == hi).unwrap_or(0)];
+                        hists[r][((x >> shift) & mask) as usize] += 1;
+                    }
+                }
             }
         }
-        let mut b = 0;
-        while hist[b] as usize <= rank {
-            rank -= hist[b] as usize;
-            b += 1;
+        for r in 0..ranks.len() {
+            let h = &hists[owner[r]];
+            let mut b = 0;
+            while h[b] as usize <= left[r] {
+                left[r] -= h[b] as usize;
+                b += 1;
+            }
+            prefix[r] |= (b as u64) << shift;
         }
-        prefix |= (b as u64) << shift;
         fixed_above = shift;
     }
     prefix
 }
 
-/// Summary of raw values (read only; the signature keeps `&mut` for its callers).
-pub fn dist_from_values(v: &mut [u64], pcts: &[f64]) -> Dist {
-    let n = v.len() as u64;
-    if n == 0 {
-        return Dist::default();
-    }
+/// Summary of raw values (read only, in any order).
+pub fn dist_from_values<T: Copy + Into<u64>>(v: &[T], pcts: &[f64]) -> Dist {
     // one pass for sum, min and max (an integer sum: exact, and the order of a float sum
     // would change the last bits of the mean)
     let (mut sum, mut min, mut max) = (0u128, u64::MAX, 0u64);
     for &x in v.iter() {
+        let x: u64 = x.into();
         sum += x as u128;
         min = min.min(x);
         max = max.max(x);
     }
-    let pct = pcts
-        .iter()
-        .map(|&p| radix_select(v, min, max, (crate::stats::nearest_rank(n, p) - 1) as usize) as f64)
-        .collect();
+    dist_known(v, min, max, sum, pcts)
+}
+
+/// Summary of values whose min, max and sum are known.
+fn dist_known<T: Copy + Into<u64>>(v: &[T], min: u64, max: u64, sum: u128, pcts: &[f64]) -> Dist {
+    let n = v.len() as u64;
+    if n == 0 {
+        return Dist::default();
+    }
+    let ranks: Vec<usize> = pcts.iter().map(|&p| (crate::stats::nearest_rank(n, p) - 1) as usize).collect();
+    let pct = radix_select(v, min, max, &ranks).into_iter().map(|x| x as f64).collect();
     Dist { count: n, min: min as f64, max: max as f64, mean: sum as f64 / n as f64, pct }
+}
+
+/// Values kept for exact percentiles (seek distances, latencies): 32 bits each while
+/// every value fits, which halves the memory the pass fills and the traffic of the passes
+/// that summarise it; 64 bits each from the first value that does not fit. Their min, max
+/// and sum are kept as they come, so summarising them needs no pass of its own.
+#[derive(Debug, Clone)]
+pub struct Values {
+    kept: Kept,
+    min: u64,
+    max: u64,
+    sum: u128,
+}
+
+#[derive(Debug, Clone)]
+enum Kept {
+    Narrow(Vec<u32>),
+    Wide(Vec<u64>),
+}
+
+impl Default for Values {
+    fn default() -> Self {
+        Values { kept: Kept::Narrow(Vec::new()), min: u64::MAX, max: 0, sum: 0 }
+    }
+}
+
+impl Values {
+    #[inline]
+    pub fn push(&mut self, x: u64) {
+        self.min = self.min.min(x);
+        self.max = self.max.max(x);
+        self.sum += x as u128;
+        match &mut self.kept {
+            Kept::Narrow(v) if x <= u32::MAX as u64 => v.push(x as u32),
+            Kept::Narrow(_) => self.widen_and_push(x),
+            Kept::Wide(v) => v.push(x),
+        }
+    }
+
+    #[cold]
+    fn widen_and_push(&mut self, x: u64) {
+        if let Kept::Narrow(v) = &self.kept {
+            let mut wide: Vec<u64> = Vec::with_capacity(v.capacity().max(v.len() + 1));
+            wide.extend(v.iter().map(|&x| x as u64));
+            wide.push(x);
+            self.kept = Kept::Wide(wide);
+        }
+    }
+
+    /// Room for `n` more values, in huge pages where the kernel offers them (tens of MB
+    /// filled once: a fault per 2 MiB instead of per 4 KiB).
+    pub fn reserve(&mut self, n: usize) {
+        match &mut self.kept {
+            Kept::Narrow(v) => {
+                v.reserve(n);
+                crate::mem::huge_pages(v.spare_capacity_mut());
+            }
+            Kept::Wide(v) => {
+                v.reserve(n);
+                crate::mem::huge_pages(v.spare_capacity_mut());
+            }
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        match &self.kept {
+            Kept::Narrow(v) => v.len(),
+            Kept::Wide(v) => v.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn is_narrow(&self) -> bool {
+        matches!(self.kept, Kept::Narrow(_))
+    }
+
+    /// Count, min, max, mean and the percentiles `pcts` of the values.
+    pub fn dist(&self, pcts: &[f64]) -> Dist {
+        match &self.kept {
+            Kept::Narrow(v) => dist_known(v, self.min, self.max, self.sum, pcts),
+            Kept::Wide(v) => dist_known(v, self.min, self.max, self.sum, pcts),
+        }
+    }
 }
 
 /// Per-direction (read, write) results.
@@ -254,8 +439,8 @@ pub struct Direction {
     pub transitions: u64,
     pub sequential: u64,
     pub forward: u64,
-    pub seeks: Vec<u64>,
-    pub latency_ns: Vec<u64>,
+    pub seeks: Values,
+    pub latency_ns: Values,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -279,6 +464,47 @@ pub fn summarize(
     time_ns: &[u64], event: &[u8], dev: &[u32], sector: &[u64], nr_sector: &[u32],
     op: &[u8], flags: &[u8], comm: &[u16],
 ) -> Summary {
+    let n = time_ns.len();
+    let cols = Columns {
+        time_ns, event: &event[..n], dev: &dev[..n], sector: &sector[..n], nr_sector: &nr_sector[..n],
+        op: &op[..n], flags: &flags[..n], comm: &comm[..n],
+    };
+    // The twin cache is only ever read at an empty write completion: a trace without
+    // one (no FUA, no empty preflush) needs none of its stores.
+    if has_empty_write_completion(cols.event, cols.op, cols.nr_sector) {
+        summarize_with::<true>(&cols)
+    } else {
+        summarize_with::<false>(&cols)
+    }
+}
+
+/// The columns `summarize` reads, all of one length (checked once, so the loop's
+/// indexing needs no bounds checks of its own).
+struct Columns<'a> {
+    time_ns: &'a [u64],
+    event: &'a [u8],
+    dev: &'a [u32],
+    sector: &'a [u64],
+    nr_sector: &'a [u32],
+    op: &'a [u8],
+    flags: &'a [u8],
+    comm: &'a [u16],
+}
+
+/// Whether any event is a write completion of no sectors (a FUA twin or an empty
+/// preflush), a block at a time without branches inside the block (vectorised): first
+/// whether the block has an event of no sectors at all (one column), only then which.
+fn has_empty_write_completion(event: &[u8], op: &[u8], nr_sector: &[u32]) -> bool {
+    const BLOCK: usize = 4096;
+    event.chunks(BLOCK).zip(op.chunks(BLOCK)).zip(nr_sector.chunks(BLOCK)).any(|((e, o), nr)| {
+        nr.iter().fold(false, |acc, &nr| acc | (nr == 0))
+            && e.iter().zip(o).zip(nr).any(|((&e, &o), &nr)| e == EV_COMPLETE && o == OP_WRITE && nr == 0)
+    })
+}
+
+fn summarize_with<const TWINS: bool>(c: &Columns) -> Summary {
+    let Columns { time_ns, event, dev, sector, nr_sector, op, flags, comm } = *c;
+    let n = time_ns.len();
     let mut s = Summary::default();
     let data_ev = if event.contains(&EV_ISSUE) { EV_ISSUE } else { EV_COMPLETE };
     s.used_issue_events = data_ev == EV_ISSUE;
@@ -288,20 +514,22 @@ pub fn summarize(
     // Room for the common case (half the events are a direction's data requests) without
     // regrowing: capacity that is never written costs no memory.
     for d in s.dirs.iter_mut() {
-        d.seeks.reserve(time_ns.len() / 2);
-        d.latency_ns.reserve(time_ns.len() / 2);
+        d.seeks.reserve(n / 2);
+        d.latency_ns.reserve(n / 2);
     }
-    let mut twins: Vec<Option<(u32, u64, u8)>> = vec![None; TWIN_SLOTS];
+    let mut twins: Vec<[u64; 2]> = if TWINS { vec![[0, 0]; TWIN_SLOTS] } else { Vec::new() };
     let mut flag_hist = [0u64; 256];
-    let mut task_vec: Vec<(u64, u64)> = vec![(0, 0); 1 << 16];
+    // indexed by a u16: no bounds checks
+    let mut task_vec: Box<[(u64, u64); 1 << 16]> = vec![(0, 0); 1 << 16].try_into().unwrap();
     let mut prev_end: [Option<u64>; 2] = [None, None];
-    for i in 0..time_ns.len() {
+    for i in 0..n {
         let o = op[i];
         let e = event[i];
+        let nr = nr_sector[i];
         let dir = match o { OP_READ => Some(0), OP_WRITE => Some(1), _ => None };
-        if e == data_ev && nr_sector[i] > 0 {
+        if e == data_ev && nr > 0 {
             if let Some(d) = dir {
-                let nr = nr_sector[i] as u64;
+                let nr = nr as u64;
                 let dd = &mut s.dirs[d];
                 if (nr as usize) < SMALL_SIZES {
                     small_sizes[d][nr as usize] += 1;
@@ -324,29 +552,30 @@ pub fn summarize(
         let key = ReqKey(dev[i], sector[i], o);
         if e == EV_ISSUE {
             if o != OP_FLUSH {
-                match issued.find(&key) {
-                    None => issued.insert(key, time_ns[i]),
-                    Some(at) => {
+                match issued.entry(&key) {
+                    Err(free) => issued.fill(free, &key, time_ns[i]),
+                    Ok(at) => {
                         issued.slots[at].dup += 1;
                         extra.entry(key).or_default().push_back(time_ns[i]);
                     }
                 }
             }
         } else if e == EV_COMPLETE {
-            let tkey = (dev[i], sector[i], flags[i]);
-            if o == OP_WRITE && nr_sector[i] == 0 {
-                let sl = slot(&tkey);
-                if twins[sl] == Some(tkey) {
-                    twins[sl] = None;
-                    continue; // second completion of a FUA write
+            if TWINS && o == OP_WRITE {
+                let tkey = twin_entry(&(dev[i], sector[i], flags[i]));
+                let sl = &mut twins[slot(&(dev[i], sector[i], flags[i]))];
+                if nr == 0 {
+                    if *sl == tkey {
+                        *sl = [0, 0];
+                        continue; // second completion of a FUA write
+                    }
+                } else {
+                    *sl = tkey;
                 }
             }
             s.requests[o.min(4) as usize] += 1;
-            s.sectors[o.min(4) as usize] += nr_sector[i] as u64;
+            s.sectors[o.min(4) as usize] += nr as u64;
             flag_hist[flags[i] as usize] += 1;
-            if o == OP_WRITE && nr_sector[i] > 0 {
-                twins[slot(&tkey)] = Some(tkey);
-            }
             if o != OP_FLUSH {
                 if let Some(at) = issued.find(&key) {
                     let v = &mut issued.slots[at];
@@ -395,7 +624,7 @@ mod tests {
     #[test]
     fn outstanding_table_agrees_with_a_hash_map_through_growth_and_removals() {
         // a deterministic pseudo-random mix: inserts (some at colliding sectors) and
-        // removals, with up to ~3000 entries at once (the table grows from 1024 slots)
+        // removals, with up to ~3000 entries at once (the table grows from 4096 slots)
         let mut t = Outstanding::new();
         let mut reference: HashMap<(u32, u64, u8), u64> = HashMap::new();
         let mut x: u64 = 12345;
@@ -428,12 +657,32 @@ mod tests {
     }
 
     #[test]
+    fn values_widen_at_the_first_that_does_not_fit_and_summarise_alike() {
+        let all: Vec<u64> = vec![9, 3, u32::MAX as u64, 1 << 40, 3, 12, u64::MAX, 0, 77];
+        let mut kept = Values::default();
+        kept.reserve(4);
+        for (i, &x) in all.iter().enumerate() {
+            kept.push(x);
+            let wide = !kept.is_narrow();
+            assert_eq!(wide, i >= 3, "after {x}");
+            assert_eq!(kept.len(), i + 1);
+        }
+        let pcts = [0.0, 10.0, 50.0, 90.0, 99.0, 100.0];
+        assert_eq!(kept.dist(&pcts), dist_from_values(&all, &pcts));
+        let narrow: Vec<u64> = all[..3].to_vec();
+        let mut kept = Values::default();
+        narrow.iter().for_each(|&x| kept.push(x));
+        assert!(kept.is_narrow());
+        assert_eq!(kept.dist(&pcts), dist_from_values(&narrow, &pcts));
+    }
+
+    #[test]
     fn percentiles_taken_in_any_order_match_a_full_sort() {
         let mut v: Vec<u64> = (0..10_001u64).map(|i| (i * 7919) % 10_007).collect();
         let mut sorted = v.clone();
         sorted.sort_unstable();
         let pcts = [99.0, 50.0, 90.0, 50.0, 100.0, 0.0];
-        let d = dist_from_values(&mut v, &pcts);
+        let d = dist_from_values(&v, &pcts);
         let n = sorted.len() as u64;
         for (p, got) in pcts.iter().zip(&d.pct) {
             assert_eq!(*got, sorted[(crate::stats::nearest_rank(n, *p) - 1) as usize] as f64);
@@ -446,10 +695,10 @@ mod tests {
         sorted.sort_unstable();
         let n = sorted.len() as u64;
         let all: Vec<f64> = (0..=100).map(|p| p as f64).collect();
-        let d = dist_from_values(&mut wide, &all);
+        let d = dist_from_values(&wide, &all);
         for (p, got) in all.iter().zip(&d.pct) {
             assert_eq!(*got, sorted[(crate::stats::nearest_rank(n, *p) - 1) as usize] as f64, "p{p}");
         }
-        assert_eq!(dist_from_values(&mut [7, 7, 7], &[50.0]).pct, vec![7.0]);
+        assert_eq!(dist_from_values(&[7u64, 7, 7], &[50.0]).pct, vec![7.0]);
     }
 }
