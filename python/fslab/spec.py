@@ -104,7 +104,8 @@ class StudySection(_Strict):
         default=False, description="with fresh = \"repetition\": a run whose files (names, sizes, block "
         "size) an earlier run of its pass laid out runs on those files instead of laying out its own, as a "
         "paper that made its files once and ran its cases on them did; reads then meet data earlier cases "
-        "wrote. Each run's provenance names the run that laid its files out")
+        "wrote; every set of files stays until the pass ends, so the device must hold them all. Each run's "
+        "provenance names the run that laid its files out")
     trace: bool = Field(default=False, description="a block-layer trace of every run (trace.parquet and "
                         "trace_* metrics)")
     simulate: list[str] = Field(default_factory=list, description="with trace: the device models each "
