@@ -1,0 +1,23 @@
+"""A run the guest failed on its disk's I/O errors names the host's reason (QEMU's
+BLOCK_IO_ERROR events, read from its monitor); other failures are left as they were."""
+
+from fslab.backends.guest.backend import _with_host_reason
+from fslab.backends.guest.qmp import describe_event
+from fslab.kernel_log import describe_errors
+
+EVENT = {"event": "BLOCK_IO_ERROR", "data": {"device": "disk0", "operation": "write", "action": "report",
+                                             "reason": "No space left on device", "nospace": True}}
+
+
+def test_the_event_says_disk_operation_reason_and_action() -> None:
+    assert describe_event(EVENT) == "disk0 write: No space left on device (QEMU's action: report)"
+
+
+def test_a_disk_error_failure_gets_the_hosts_reason_and_nothing_else_does() -> None:
+    facts = {"host_io_errors": [describe_event(EVENT)] * 3}
+    error = describe_errors(["I/O error, dev vda, sector 8 op 0x1:(WRITE)"], "during the run")
+    assert _with_host_reason(error, facts) == (
+        f"{error}; the host's reason: disk0 write: No space left on device (QEMU's action: report) and 2 more")
+    assert _with_host_reason("fio exited with status 1", facts) == "fio exited with status 1"
+    assert _with_host_reason(error, {}) == error
+    assert _with_host_reason(None, facts) is None
