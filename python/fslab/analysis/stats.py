@@ -6,7 +6,10 @@ Methods (each tested against published values in tests/test_stats.py):
   much spread: a latency cannot be negative), the interval is taken on the log scale
   instead: log x̄ ± t(0.975, n-1) · s/(√n · x̄), by the delta method (the standard error of
   log x̄ is about that of x̄ over x̄; Casella & Berger 2002, §5.5.4), then exponentiated,
-  so it stays above zero and is asymmetric (``Summary.log_scale``).
+  so it stays above zero and is asymmetric (``Summary.log_scale``). A share bounded by
+  ``upper`` (a percentage: 0 to 100) whose Student interval would leave 0..upper gets it
+  on the logit scale the same way: logit p̄ ± t · s/(√n · upper · p̄(1 − p̄)), p̄ = x̄/upper,
+  mapped back, so it stays inside the bounds (``Summary.bounded_ci``).
 - Difference of two means: Welch's unequal-variances t-test (Welch 1947), with the
   Welch–Satterthwaite degrees of freedom; sample sizes may differ.
 - Non-parametric alternative: Mann–Whitney U, two-sided (Mann & Whitney 1947). Exact
@@ -58,6 +61,9 @@ class Summary:
     # The log-scale interval, set only where the Student interval of positive values would
     # reach below zero: then it is the interval (``ci``), and reports say "log scale".
     log_ci: tuple[float, float] | None = None
+    # The logit-scale interval of a bounded share, set only where the Student interval
+    # would leave its bounds: then it is the interval, and reports say "logit scale".
+    bounded_ci: tuple[float, float] | None = None
 
     @property
     def log_scale(self) -> bool:
@@ -65,7 +71,10 @@ class Summary:
 
     @property
     def ci(self) -> tuple[float, float] | None:
-        """The 95% interval of the mean: Student's t, or on the log scale (``log_scale``)."""
+        """The 95% interval of the mean: Student's t, or on the log scale (``log_scale``),
+        or for a bounded share on the logit scale (``bounded_ci``)."""
+        if self.bounded_ci is not None:
+            return self.bounded_ci
         if self.log_ci is not None:
             return self.log_ci
         if self.ci_half_width is None:
@@ -80,8 +89,10 @@ class Summary:
         return self.sd / abs(self.mean)
 
 
-def summarize(values: Sequence[float], confidence: float = CONFIDENCE) -> Summary:
-    """Mean, sd and Student-t interval. Raises ValueError on an empty sample."""
+def summarize(values: Sequence[float], confidence: float = CONFIDENCE, *, upper: float | None = None) -> Summary:
+    """Mean, sd and Student-t interval; ``upper``: the values are a share from 0 to upper
+    (100 for a percentage), whose interval must stay inside. Raises ValueError on an
+    empty sample."""
     data = np.asarray(values, dtype=float)
     if data.size == 0:
         raise ValueError("cannot summarise an empty sample")
@@ -92,10 +103,27 @@ def summarize(values: Sequence[float], confidence: float = CONFIDENCE) -> Summar
     sd = float(data.std(ddof=1))
     t = float(sps.t.ppf(0.5 + confidence / 2, n - 1))
     half_width = t * sd / math.sqrt(n)
-    log_ci = None
-    if float(data.min()) > 0 and mean - half_width < 0:  # a positive quantity: keep its interval above 0
+    log_ci = bounded_ci = None
+    crosses = mean - half_width < 0 or (upper is not None and mean + half_width > upper)
+    if upper is not None and crosses and 0 < mean < upper and 0 <= float(data.min()) <= float(data.max()) <= upper:
+        bounded_ci = logit_scale_interval(mean, sd, n, upper, confidence)
+    elif float(data.min()) > 0 and mean - half_width < 0:  # a positive quantity: keep its interval above 0
         log_ci = log_scale_interval(mean, sd, n, confidence)
-    return Summary(n, mean, sd, half_width, float(np.median(data)), float(data.min()), float(data.max()), log_ci)
+    return Summary(n, mean, sd, half_width, float(np.median(data)), float(data.min()), float(data.max()), log_ci,
+                   bounded_ci)
+
+
+def logit_scale_interval(mean: float, sd: float, n: int, upper: float,
+                         confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """The interval of a share's mean (0 < mean < upper) on the logit scale, by the delta
+    method, mapped back: always inside (0, upper). Raises ValueError outside that."""
+    if not 0 < mean < upper or n < 2:
+        raise ValueError(f"a logit-scale interval needs 0 < mean < {upper} and n >= 2 (mean {mean}, n {n})")
+    p = mean / upper
+    t = float(sps.t.ppf(0.5 + confidence / 2, n - 1))
+    half = t * sd / (math.sqrt(n) * upper * p * (1 - p))
+    centre = math.log(p / (1 - p))
+    return (upper * float(special.expit(centre - half)), upper * float(special.expit(centre + half)))
 
 
 def log_scale_interval(mean: float, sd: float, n: int, confidence: float = CONFIDENCE) -> tuple[float, float]:

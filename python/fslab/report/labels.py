@@ -21,7 +21,10 @@ def mean_pm(summary: Summary, divisor: float = 1.0, n_expected: int | None = Non
     """'mean ± half-width (n=k)' in display units; '(n=k)' is left out when it equals
     ``n_expected`` (a table that states n per row), and '± …' when n < 2."""
     text = fmt(summary.mean / divisor)
-    if summary.log_ci is not None:  # positive values whose ± would reach below zero
+    if summary.bounded_ci is not None:  # a share whose ± would leave 0..100%
+        low, high = summary.bounded_ci
+        text += f" ({fmt(low / divisor)} to {fmt(high / divisor)}, logit scale)"
+    elif summary.log_ci is not None:  # positive values whose ± would reach below zero
         low, high = summary.log_ci
         text += f" ({fmt(low / divisor)} to {fmt(high / divisor)}, log scale)"
     elif summary.ci_half_width is not None:

@@ -39,7 +39,7 @@ def _op_cells(runs: Sequence[RunNumbers], prefix: str, op: str) -> list[str]:
     if op not in DATA_OPS:
         return cells + ["—"] * (len(SIZE_STATS) + 1)
     cells += [mean_ci(numbers(runs, f"{prefix}{op}_size_{k}_bytes", 1 / 1024), n) for k in SIZE_STATS]
-    return cells + [mean_ci(numbers(runs, f"{prefix}{op}_sequential_fraction", 100.0), n)]
+    return cells + [mean_ci(numbers(runs, f"{prefix}{op}_sequential_fraction", 100.0), n, upper=100.0)]
 
 
 def size_table(title: str, by_fs: Mapping[str, Sequence[RunNumbers]],

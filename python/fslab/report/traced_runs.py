@@ -87,11 +87,12 @@ def stored_numbers(run: StoredRun) -> dict[str, float]:
     return {name: float(m["value"]) for name, m in run["metrics"].items() if m["value"] is not None}
 
 
-def mean_ci(vals: list[float], n_expected: int) -> str:
-    """'mean ± half-width', with (n=k) when fewer than the row's n runs had a number."""
+def mean_ci(vals: list[float], n_expected: int, upper: float | None = None) -> str:
+    """'mean ± half-width', with (n=k) when fewer than the row's n runs had a number;
+    ``upper``: a share from 0 to upper, whose interval stays inside (stats.summarize)."""
     if not vals:
         return "—"
-    return mean_pm(summarize(vals), n_expected=n_expected)
+    return mean_pm(summarize(vals, upper=upper), n_expected=n_expected)
 
 
 @dataclass(frozen=True)
