@@ -13,8 +13,8 @@ from scipy import stats as sps
 
 from fslab.analysis.stats import summarize
 from fslab.report.labels import mean_pm
-from fslab.report.units import fmt
 from fslab.report.size_table import size_table
+from fslab.report.units import fmt
 
 SPREAD = [3.0, 33.6]  # two runs' sequential share, %
 
