@@ -44,6 +44,7 @@ from .reaper import GuestState, kill_qemu, process_start_ticks
 GiB = 1 << 30
 MiB = 1 << 20
 CONSOLE_TAIL_LINES = 40
+QMP_SOCKET = "qmp.sock"  # in the guest's run folder, QEMU's working directory
 _PR_SET_PDEATHSIG = 1
 # cryptomgr.notests: the kernel's boot-time self-tests of its crypto algorithms (results
 # only logged; no algorithm changes) took 1.3 s of a TCG boot in crypto_algapi_init, 0.24 s
@@ -198,7 +199,6 @@ class Guest:
         self.console_path: Path | None = None
         self.last_console_tail = ""  # kept when the run folder (and its console) goes
         self._qmp: QmpEvents | None = None
-        self._qmp_dir: str | None = None
         self._host_io_errors: list[str] = []  # kept when the guest is torn down
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -230,8 +230,10 @@ class Guest:
                 "-virtfs", f"local,path={_q(self.build.modules)},mount_tag=modules,"
                            "security_model=none,readonly=on",
                 "-virtfs", f"local,path={_q(folder / 'ctl')},mount_tag=fslabctl,security_model=none"]
-        if self._qmp_dir is not None:  # the host's reasons for refused disk requests (qmp.py)
-            argv += ["-qmp", f"unix:{_q(Path(self._qmp_dir) / 'qmp')},server=on,wait=off"]
+        # The host's reasons for refused disk requests (qmp.py). A relative path: QEMU runs
+        # in the guest's run folder (removed with it, also by `fslab cleanup`), whose full
+        # path may not fit in a unix socket's 108 bytes; it is reached via /proc/PID/cwd.
+        argv += ["-qmp", f"unix:{QMP_SOCKET},server=on,wait=off"]
         # TCG's default CPU model (qemu64) lacks SSE4.2 and POPCNT, which wheels such as
         # pyarrow's take for granted ("Illegal instruction"); "max" offers all TCG can do.
         argv += ["-accel", "kvm", "-cpu", "host"] if self.kvm else ["-accel", "tcg", "-cpu", c.tcg_cpu]
@@ -274,19 +276,17 @@ class Guest:
         self.console_path.parent.mkdir(parents=True, exist_ok=True)
         self.console_path.write_bytes(b"")
         started = time.monotonic()
-        # A short path: a unix socket's name must fit in 108 bytes.
-        self._qmp_dir = tempfile.mkdtemp(prefix="fslab-qmp-")
         with shielded(), open(self._folder / "qemu.stderr", "wb") as stderr:
             # Shielded: the state file must name the QEMU we start, whatever happens.
             self._proc = subprocess.Popen(
                 self._qemu_argv(qemu, self._folder), stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True,
+                stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True, cwd=self._folder,
                 preexec_fn=_die_with_parent if self.config.die_with_parent else None)
             self._state = GuestState(self._proc.pid, process_start_ticks(self._proc.pid),
                                      os.getpid(), process_start_ticks(os.getpid()),
                                      str(self._folder))
             self._state.write()
-        self._qmp = QmpEvents(Path(self._qmp_dir) / "qmp").start()
+        self._qmp = QmpEvents(Path(f"/proc/{self._proc.pid}/cwd") / QMP_SOCKET).start()
         deadline = started + self.config.boot_timeout_s
         while not (ctl / "ready").exists():
             if self._proc.poll() is not None:
@@ -327,9 +327,6 @@ class Guest:
                 self._qmp.stop()
                 self._host_io_errors = list(self._qmp.errors)
                 self._qmp = None
-            if self._qmp_dir is not None:
-                shutil.rmtree(self._qmp_dir, ignore_errors=True)
-                self._qmp_dir = None
             if self._folder is not None:
                 self.last_console_tail = self.console_tail()
                 shutil.rmtree(self._folder, ignore_errors=True)
