@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from fio_studies import write_fio_study
 from fslab.kernel_log import DiskErrorWatch, kernel_names
 from fslab.runner import run_study
 from fslab.store import Store
@@ -62,26 +63,8 @@ def test_a_log_that_cannot_be_read_is_said() -> None:
     assert watch.take({"vda"}) == []
 
 
-STUDY = """
-[study]
-name = "disk errors"
-repetitions = 2
-order = "in-order"
+WORKLOAD = 'rw = "write"\nbs = "64k"\nsize = "4M"\nexec_postrun = "sh {script}"'
 
-[device]
-size = "256MiB"
-image_dir = "{images}"
-
-[filesystems.ext4]
-
-[[workloads]]
-kind = "fio"
-name = "w"
-rw = "write"
-bs = "64k"
-size = "4M"
-exec_postrun = "sh {script}"
-"""
 
 # Once (a marker file): log an I/O error naming the loop device behind this study's image.
 INJECT = """set -e
@@ -96,8 +79,7 @@ def test_the_run_that_saw_the_error_fails_and_the_next_is_ok(device_support, tmp
     images = tmp_path / "images"
     script = tmp_path / "inject.sh"
     script.write_text(INJECT.format(marker=tmp_path / "injected", images=images))
-    study = tmp_path / "study.toml"
-    study.write_text(STUDY.format(images=images, script=script))
+    study = write_fio_study(tmp_path, WORKLOAD.format(script=script), name="disk errors", repetitions=2)
     results = tmp_path / "results"
     run_study(str(study), results_dir=results, allow_exec=True)
     assert (tmp_path / "injected").exists()

@@ -7,36 +7,18 @@ from pathlib import Path
 
 import pytest
 
+from fio_studies import write_fio_study
 from fslab.errors import SpecError
 from fslab.runner import run_study
 from fslab.store import Store
 from fslab.study import load_spec
 from fslab.workloads.fio import JOB_FILE_INPUT, read_job_files, runs_program, write_job_files
 
-STUDY = """
-[study]
-name = "exec test"
-repetitions = 1
-order = "in-order"
-
-[device]
-size = "256MiB"
-image_dir = "{images}"
-
-[filesystems.ext4]
-
-[[workloads]]
-kind = "fio"
-name = "w"
-{workload}
-"""
 INLINE = 'rw = "write"\nbs = "64k"\nsize = "4M"\nexec_prerun = "touch {marker}"'
 
 
 def write_study(tmp_path: Path, workload: str) -> Path:
-    path = tmp_path / "study.toml"
-    path.write_text(STUDY.format(images=tmp_path / "images", workload=workload))
-    return path
+    return write_fio_study(tmp_path, workload, name="exec test")
 
 
 def write_job_file(tmp_path: Path, marker: Path, name: str = "job.fio") -> Path:

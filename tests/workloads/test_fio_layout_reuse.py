@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from fio_studies import write_fio_study
 from fslab.errors import SpecError
 from fslab.runner import run_study
 from fslab.store import Store
@@ -18,38 +19,20 @@ from fslab.workloads import WORKLOADS
 
 fio = WORKLOADS.get("fio")
 
-STUDY = """
-[study]
-name = "layout reuse"
-repetitions = 1
-order = "in-order"
-fresh = "{fresh}"
-{reuse}
-
-[device]
-size = "256MiB"
-image_dir = "{images}"
-
-[filesystems.ext4]
-
-[[workloads]]
-kind = "fio"
-name = "w"
-bs = "4k"
+WORKLOAD = """bs = "4k"
 size = "16M"
 nrfiles = 2
 runtime = 1
 time_based = 1
 [workloads.axes]
-rw = {rw}
-"""
+rw = {rw}"""
+
 
 
 def write_study(tmp_path: Path, *, rw: list[str], fresh: str = "repetition", reuse: bool = True) -> Path:
-    path = tmp_path / "study.toml"
-    path.write_text(STUDY.format(fresh=fresh, reuse="reuse_layout = true" if reuse else "",
-                                 images=tmp_path / "images", rw=str(rw).replace("'", '"')))
-    return path
+    study = f'fresh = "{fresh}"' + ("\nreuse_layout = true" if reuse else "")
+    return write_fio_study(tmp_path, WORKLOAD.format(rw=str(rw).replace("'", '"')), name="layout reuse",
+                           study_extra=study)
 
 
 def test_cells_that_differ_in_how_they_do_io_share_a_layout_and_files_do_not() -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from fio_studies import write_fio_study
 from fslab.errors import SpecError
 from fslab.runner import run_study
 from fslab.study import load_spec
@@ -16,23 +17,6 @@ from fslab.workloads import WORKLOADS, ParamError
 from fslab.workloads.fio import read_job_files, write_job_files
 from fslab.workloads.fio_paths import path_problem
 
-STUDY = """
-[study]
-name = "paths"
-repetitions = 1
-order = "in-order"
-
-[device]
-size = "256MiB"
-image_dir = "{images}"
-
-[filesystems.ext4]
-
-[[workloads]]
-kind = "fio"
-name = "w"
-{workload}
-"""
 BASE = 'rw = "write"\nbs = "64k"\nsize = "4M"\n'
 
 ESCAPES = ["/etc/passwd", "../../x", "a/../../x", "${HOME}/x", "~/x"]
@@ -46,9 +30,7 @@ REFUSED = [("read_iolog", "log.txt"), ("replay_redirect", "/dev/sda"), ("merge_b
 
 
 def write_study(tmp_path: Path, workload: str) -> Path:
-    path = tmp_path / "study.toml"
-    path.write_text(STUDY.format(images=tmp_path / "images", workload=workload))
-    return path
+    return write_fio_study(tmp_path, workload, name="paths")
 
 
 @pytest.mark.parametrize("key", LOGS + UNDER_TEST)
