@@ -93,16 +93,22 @@ impl Outstanding {
 
     #[inline]
     fn find(&self, k: &ReqKey) -> Option<usize> {
+        self.probe(k).ok()
+    }
+
+    /// Where `k` is (Ok) or, if absent, the free slot its probe sequence ends at (Err).
+    #[inline]
+    fn probe(&self, k: &ReqKey) -> Result<usize, usize> {
         let mask = self.slots.len() - 1;
         let d = devop(k);
         let mut i = self.home_of(k.1, d);
         loop {
             let s = self.slot_at(i);
             if s.devop == 0 {
-                return None;
+                return Err(i);
             }
             if s.sector == k.1 && s.devop == d {
-                return Some(i);
+                return Ok(i);
             }
             i = (i + 1) & mask;
         }
@@ -123,19 +129,7 @@ impl Outstanding {
         if (self.len + 1) * 2 > self.slots.len() {
             self.grow();
         }
-        let mask = self.slots.len() - 1;
-        let d = devop(k);
-        let mut i = self.home_of(k.1, d);
-        loop {
-            let s = self.slot_at(i);
-            if s.devop == 0 {
-                return Err(i);
-            }
-            if s.sector == k.1 && s.devop == d {
-                return Ok(i);
-            }
-            i = (i + 1) & mask;
-        }
+        self.probe(k)
     }
 
     /// Put `k` with issue time `t` in the free slot `at` that `entry` returned.
@@ -562,8 +556,9 @@ fn summarize_with<const TWINS: bool>(c: &Columns) -> Summary {
             }
         } else if e == EV_COMPLETE {
             if TWINS && o == OP_WRITE {
-                let tkey = twin_entry(&(dev[i], sector[i], flags[i]));
-                let sl = &mut twins[slot(&(dev[i], sector[i], flags[i]))];
+                let twin = (dev[i], sector[i], flags[i]);
+                let tkey = twin_entry(&twin);
+                let sl = &mut twins[slot(&twin)];
                 if nr == 0 {
                     if *sl == tkey {
                         *sl = [0, 0];
