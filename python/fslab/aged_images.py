@@ -29,7 +29,7 @@ from .devices.image import IMAGE_PREFIX, IMAGE_SUFFIX, attach, check_free_space,
 from .errors import FslabError
 from .filesystems import FILESYSTEMS, mkfs, mounted
 from .fragmentation import file_extents
-from .kernel_log import IMAGE_NOT_KEPT, DiskErrorWatch, describe_errors
+from .kernel_log import IMAGE_NOT_KEPT, DiskErrorWatch
 from .resources import tracked
 from .signals import shielded
 
@@ -159,9 +159,7 @@ def make_aged_filesystem(image: Path, size_bytes: int, fs_type: str, mkfs_args: 
                     # them), so a copy moves only live data and free space reads as zeros.
                     run_command(["fstrim", str(mountpoint)], timeout=600, check=False)
                 # An image aged on a disk that refused writes would be every repetition's start.
-                errors = watch.take(device.kernel_names())
-                if errors:
-                    raise FslabError(describe_errors(errors, "while it was aged", IMAGE_NOT_KEPT))
+                watch.refuse(device.kernel_names(), "while it was aged", IMAGE_NOT_KEPT)
                 return report
         finally:
             with shielded():

@@ -194,6 +194,7 @@ class TimeModel:
         self._setups: dict[tuple[str, ...], _Seen] = {}
         self._declared: dict[str, float | None] = {}
         self._params: dict[str, str] = {}  # cell id -> its parameters as a key
+        self._layouts: dict[str, str | None] = {}  # cell id -> the files it lays out (reuse_layout)
         previous: HistoryRun | None = None
         for run in history:  # ordered by study, then start
             own = run["study_id"] == study_id
@@ -238,9 +239,13 @@ class TimeModel:
         return self._declared[key]
 
     def _layout_key(self, cell: Cell) -> str | None:
-        from .workloads import WORKLOADS
+        """Workload.layout_key of the cell, once per cell (asked at every progress line)."""
+        if cell.id not in self._layouts:
+            from .workloads import WORKLOADS
 
-        return WORKLOADS.get(cell.workload_kind).layout_key(cell.params) if cell.workload_kind in WORKLOADS else None
+            self._layouts[cell.id] = (WORKLOADS.get(cell.workload_kind).layout_key(cell.params)
+                                      if cell.workload_kind in WORKLOADS else None)
+        return self._layouts[cell.id]
 
     def run_estimate(self, cell: Cell, reused_layout: bool = False) -> tuple[str, float, float, float] | None:
         """(basis, mean, low, high) of one run of ``cell``; None when nothing says.

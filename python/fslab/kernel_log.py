@@ -16,7 +16,11 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .errors import FslabError
+
 KMSG = "/dev/kmsg"
+# A failed run's provenance key for the error lines that failed it.
+KERNEL_IO_ERRORS = "kernel_io_errors"
 # "I/O error, dev vda, sector 233474 op 0x1:(WRITE) ..." (blk_print_req_error, 5.x-6.x),
 # "blk_update_request: I/O error, dev sda, ..." (4.x), "Buffer I/O error on dev vda1, ...",
 # and the block layer's other statuses ("critical space allocation error, dev loop1, ...").
@@ -86,6 +90,14 @@ class DiskErrorWatch:
             if match and _is_error_of(match.group(1), names):
                 found.append(message.strip())
         return found
+
+    def refuse(self, names: set[str], when: str, consequence: str,
+               error: type[FslabError] = FslabError) -> None:
+        """Raise ``error`` saying what was logged on ``names`` since the last take, if
+        anything was: for what must not go on from a disk that refused I/O."""
+        lines = self.take(names)
+        if lines:
+            raise error(describe_errors(lines, when, consequence))
 
     def close(self) -> None:
         if self._fd is not None:

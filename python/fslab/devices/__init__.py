@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from ..commands import declare_tools
 from ..jobdata.model import NO_GRANT as NO_GRANT
 from ..jobdata.model import Grant as Grant
+from ..kernel_log import kernel_names
 from ..registry import Registry
 from ..spec import DeviceSection
 
@@ -45,8 +46,6 @@ class DeviceHandle:
     def kernel_names(self) -> set[str]:
         """The kernel's names of this device, the devices below it (dm and md slaves)
         and its members, as its I/O error lines name them (fslab.kernel_log)."""
-        from ..kernel_log import kernel_names
-
         names: set[str] = set()
         for handle in (self, self.requests_on, *self.members):
             if handle is not None and handle.sysfs_name:

@@ -82,7 +82,7 @@ def age_job(job: Job, folder: JobFolder, work_dir: Path) -> AgingReport:
     from ..commands import run_command
     from ..devices import DEVICES
     from ..filesystems import FILESYSTEMS, mkfs, mounted
-    from ..kernel_log import IMAGE_NOT_KEPT, DiskErrorWatch, describe_errors
+    from ..kernel_log import IMAGE_NOT_KEPT, DiskErrorWatch
 
     cell = job.cell
     folder.make()
@@ -101,9 +101,7 @@ def age_job(job: Job, folder: JobFolder, work_dir: Path) -> AgingReport:
                 report = age(mountpoint, AgingOption.model_validate(cell.aging))
                 run_command(["fstrim", str(mountpoint)], timeout=600, check=False)
             # An image aged on a disk that refused writes would be every repetition's start.
-            errors = watch.take(device.kernel_names())
-            if errors:
-                raise FslabError(describe_errors(errors, "while it was aged", IMAGE_NOT_KEPT))
+            watch.refuse(device.kernel_names(), "while it was aged", IMAGE_NOT_KEPT)
     except FslabError as exc:
         (folder.path / AGING_ERROR).write_text(f"{exc}\n")
         raise

@@ -36,7 +36,7 @@ from ..filesystems import FILESYSTEMS, describe, quiesce
 from ..fragmentation import free_space_histogram
 from ..jobdata.model import Job, Run
 from ..jobdata.record import Metric, RunRecord, failed_record
-from ..kernel_log import DiskErrorWatch, describe_errors
+from ..kernel_log import KERNEL_IO_ERRORS, DiskErrorWatch, describe_errors
 from ..pagecache import drop_caches, sync_filesystem
 from ..provenance import fs_tool_version, host_facts
 from ..stored import STATUS_OK
@@ -136,9 +136,8 @@ def execute_job(job: Job, folder: JobFolder, work_dir: Path, emit: Callable[[Run
                     state.aging_metrics = report.metrics()
                 state.facts["quiesce_s"] = round(quiesce(dev), 3)
                 info, info_text = describe(fstype, dev, mountpoint)
-                setup_errors = state.disk_errors.take(state.disk_names)
-                if setup_errors:
-                    raise JobFailed(describe_errors(setup_errors, "while it was made, mounted or aged"))
+                state.disk_errors.refuse(state.disk_names, "while it was made, mounted or aged",
+                                         "no run is stored as ok", JobFailed)
                 state.texts["fsinfo.txt"] = info_text
                 state.facts["filesystem"] = {
                     "type": fstype.name,
@@ -172,7 +171,6 @@ def execute_job(job: Job, folder: JobFolder, work_dir: Path, emit: Callable[[Run
     finally:
         state.tool_pages.close()
         state.disk_errors.close()
-
 
 
 @contextlib.contextmanager
@@ -284,13 +282,14 @@ def _execute_run(
         # on. Errors of the study's scope (missing tool, device refused) stop it.
         if exc.scope == "study":
             raise
-        message = _with_disk_errors(str(exc), state)
+        message = _with_disk_errors(str(exc), state, provenance)
         (path / RUN_ERROR_FILE).write_text(message + "\n")
         return failed_record(run, message, started=started, provenance=provenance, artifact_dir=relative)
     except Exception as exc:  # a bug in a workload plug-in must not cost the study
         _study_level_os_error(exc)
         (path / RUN_ERROR_FILE).write_text(traceback.format_exc())
-        return failed_record(run, _with_disk_errors(f"internal error in workload {cell.workload_kind}: {exc!r}", state),
+        return failed_record(run, _with_disk_errors(f"internal error in workload {cell.workload_kind}: {exc!r}", state,
+                                                          provenance),
                              started=started, provenance=provenance, artifact_dir=relative)
     workload_s = time.monotonic() - t0
     finished = time.time()
@@ -299,6 +298,7 @@ def _execute_run(
     disk_errors = state.disk_errors.take(state.disk_names)
     if disk_errors:
         message = describe_errors(disk_errors, "during the run")
+        provenance[KERNEL_IO_ERRORS] = disk_errors
         (path / RUN_ERROR_FILE).write_text(message + "\n" + "\n".join(disk_errors) + "\n")
         return failed_record(run, message, started=started, provenance=provenance, artifact_dir=relative)
     try:
@@ -344,11 +344,14 @@ def _forget_layout(record: RunRecord, mountpoint: Path, state: _JobState) -> Non
         shutil.rmtree(mountpoint / layout, ignore_errors=True)
 
 
-def _with_disk_errors(message: str, state: _JobState) -> str:
+def _with_disk_errors(message: str, state: _JobState, provenance: dict[str, Any]) -> str:
     """A failed run's reason, with the disk errors the kernel logged meanwhile (they may
     be the cause; taken here so they are not blamed on the next run)."""
     errors = state.disk_errors.take(state.disk_names)
-    return f"{message}; and {describe_errors(errors, 'during the run')}" if errors else message
+    if not errors:
+        return message
+    provenance[KERNEL_IO_ERRORS] = errors
+    return f"{message}; and {describe_errors(errors, 'during the run')}"
 
 
 def _explained(exc: CommandFailed, cg: MemoryLimit | None, timeout_s: float | None) -> FslabError:

@@ -281,7 +281,7 @@ class FioWorkload(Workload):
         or remote clients lay out what fslab cannot see: never shared."""
         if "job_file" in params or "clients" in params:
             return None
-        shaping = {k: v for k, v in sorted(params.items()) if not _run_only(k)}
+        shaping = {k: v for k, v in params.items() if not _run_only(k)}
         return json.dumps(shaping, sort_keys=True, default=str)
 
     def prepare(self, params: dict[str, Any], ctx: RunContext) -> bool:

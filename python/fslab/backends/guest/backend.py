@@ -21,12 +21,13 @@ import socket
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...errors import FslabError
 from ...job.folder import CONSOLE_FILE, JobFolder, RecordWatcher, fail_unfinished
+from ...kernel_log import KERNEL_IO_ERRORS
 from ...resources import Resource, register, release, tracked
 from .. import BACKENDS
 
@@ -117,12 +118,12 @@ class GuestBackend:
                 elif result.exit_status != 0:
                     failure = f"the job entry exited with status {result.exit_status} in the guest"
                 facts: dict[str, Any] = {
-                         "kernel_release": result.kernel_release, "kernel_package": result.kernel_package,
-                         "accelerator": "kvm" if result.kvm else "tcg", "memory_bytes": result.memory_bytes,
-                         "cpus": result.cpus, "boot_s": round(result.boot_s, 3),
-                         "kernel_requested": settings.guest_kernel,
-                         # the machine QEMU ran on: reports group a guest's runs with its host's
-                         "vm_host": socket.gethostname()}
+                    "kernel_release": result.kernel_release, "kernel_package": result.kernel_package,
+                    "accelerator": "kvm" if result.kvm else "tcg", "memory_bytes": result.memory_bytes,
+                    "cpus": result.cpus, "boot_s": round(result.boot_s, 3),
+                    "kernel_requested": settings.guest_kernel,
+                    # the machine QEMU ran on: reports group a guest's runs with its host's
+                    "vm_host": socket.gethostname()}
                 if settings.guest_memory_full is not None:  # --quick kept the data-to-memory ratio
                     facts["memory_scaled_from_bytes"] = settings.guest_memory_full
                 if result.host_io_errors:  # why the host refused the guest's disk requests
@@ -139,7 +140,7 @@ class GuestBackend:
             provenance = {**record.provenance, "guest": facts}
             if host_disks:  # what the guest's virtio disks really were
                 provenance["device"] = {**provenance.get("device", {}), "host_disks": host_disks}
-            record = dataclasses.replace(record, provenance=provenance, error=_with_host_reason(record.error, facts))
+            record = dataclasses.replace(_with_host_reasons(record, facts), provenance=provenance)
             delivered.append(record)
             on_record(record)
         reason = failure or "the guest ended without a record of this run"
@@ -190,9 +191,8 @@ def _aged_copy(job: Job, size: int, dest: Path, folder: JobFolder, work_dir: Pat
             if result.exit_status == 0 and (aging_out / AGING_RESULT).exists():
                 return AgingReport.from_dict(json.loads((aging_out / AGING_RESULT).read_text()))
             if (aging_out / AGING_ERROR).exists():
-                reason = _with_host_reason((aging_out / AGING_ERROR).read_text().strip(),
-                                           {"host_io_errors": list(result.host_io_errors)})
-                raise JobFailed(reason or "aging failed in the guest")
+                error = (aging_out / AGING_ERROR).read_text().strip() or "aging failed in the guest"
+                raise JobFailed(_with_host_reason(error, result.host_io_errors) or error)
             why = (f"killed at its deadline of {deadline:.0f} s" if result.timed_out
                    else f"exited with status {result.exit_status}")
             raise JobFailed(f"the aging guest {why}; console (last lines):\n{result.console_tail}")
@@ -226,10 +226,17 @@ class _disks:
             release(token)
 
 
-def _with_host_reason(error: str | None, facts: dict[str, Any]) -> str | None:
-    """A run failed on the guest's disk errors names the host's reason, as QEMU gave it."""
-    reasons = facts.get("host_io_errors")
-    if not error or not reasons or "block I/O error" not in error:
+def _with_host_reasons(record: RunRecord, facts: dict[str, Any]) -> RunRecord:
+    """A run the guest failed on its disk's errors (their lines in its provenance) names
+    the host's reason too; any other record is left as it is."""
+    if KERNEL_IO_ERRORS not in record.provenance:
+        return record
+    return dataclasses.replace(record, error=_with_host_reason(record.error, facts.get("host_io_errors", ())))
+
+
+def _with_host_reason(error: str | None, reasons: Sequence[str]) -> str | None:
+    """A failure on the guest's disk errors, with the host's reason as QEMU gave it."""
+    if not error or not reasons:
         return error
     more = f" and {len(reasons) - 1} more" if len(reasons) > 1 else ""
     return f"{error}; the host's reason: {reasons[0]}{more}"
