@@ -94,6 +94,21 @@ def test_the_watcher_hands_on_a_record_written_just_before_the_job_ended(tmp_pat
     assert [r.run_key for r in shown] == [RunRecord.from_line(lines[0]).run_key]
 
 
+def test_each_look_reads_only_what_was_added_and_a_half_line_waits(tmp_path):
+    plan = null_plan(tmp_path, fresh="repetition")
+    source = JobFolder(tmp_path / "source")
+    run_job(plan.jobs[0], source, tmp_path / "work")
+    lines = source.record_lines()
+    folder = JobFolder(tmp_path / "out").make()
+    assert folder.new_record_lines(0) == ([], 0)  # no file yet
+    folder.records_file.write_text(lines[0] + lines[1][:10])
+    got, offset = folder.new_record_lines(0)
+    assert got == [lines[0]] and offset == len(lines[0].encode())
+    with open(folder.records_file, "a") as f:
+        f.write(lines[1][10:])
+    assert folder.new_record_lines(offset) == ([lines[1]], offset + len(lines[1].encode()))
+
+
 def test_an_error_in_the_progress_callback_is_raised_when_the_block_ends(tmp_path):
     plan = null_plan(tmp_path, fresh="repetition")
     folder = JobFolder(tmp_path / "out")

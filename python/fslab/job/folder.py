@@ -107,6 +107,18 @@ class JobFolder:
             return []
         return [line for line in lines[skip:] if line.endswith("\n")]
 
+    def new_record_lines(self, offset: int) -> tuple[list[str], int]:
+        """The complete lines of ``records.jsonl`` from byte ``offset`` on, and the offset
+        after the last of them (for a reader that looks again and again while it grows)."""
+        try:
+            with open(self.records_file, "rb") as f:
+                f.seek(offset)
+                data = f.read()
+        except FileNotFoundError:
+            return [], offset
+        whole = data[:data.rfind(b"\n") + 1]  # a line still being written waits for next time
+        return whole.decode().splitlines(keepends=True), offset + len(whole)
+
     def records(self, skip: int = 0) -> Iterator[RunRecord]:
         """The records after the first ``skip`` lines. A line that is not a record this
         fslab reads raises RecordFormatError naming the file."""
@@ -143,6 +155,7 @@ class RecordWatcher:
         self.on_record = on_record
         self.interval_s = interval_s
         self.seen = 0  # lines of records.jsonl handed on so far
+        self._offset = 0  # bytes of it read so far: each look reads only what was added
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="fslab-record-watcher", daemon=True)
         self._error: BaseException | None = None
@@ -170,8 +183,13 @@ class RecordWatcher:
                 return
 
     def _look(self) -> None:
-        for record in self.folder.records(self.seen):
+        lines, self._offset = self.folder.new_record_lines(self._offset)
+        for line in lines:
             self.seen += 1
+            try:
+                record = RunRecord.from_line(line)
+            except RecordFormatError as exc:
+                raise RecordFormatError(f"{self.folder.records_file}, line {self.seen}: {exc}") from None
             self.on_record(record)
 
 
