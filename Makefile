@@ -35,14 +35,14 @@ demo: setup
 	$(BIN)/fslab run quickstart
 
 # The host tier runs on pytest-xdist workers, a test file per worker (its module fixtures
-# made once); the guest tier after it, one test at a time. `make test WORKERS=0`: serially.
+# made once); `make test` runs the guest tier (one test at a time) beside it, its output
+# printed when both end (tests/run_tiers.py). `WORKERS=0`: the host tier serially.
 WORKERS ?= 2
 HOST_TESTS := $(BIN)/pytest -q -n $(WORKERS) --dist loadfile -m "not guest"
 
 test: setup lint
 	cd crates/fslab-core && cargo test -q
-	$(HOST_TESTS)
-	$(BIN)/pytest -q -m guest
+	$(BIN)/python tests/run_tiers.py --workers $(WORKERS)
 
 # The host tier: every test but those that boot a QEMU guest (marker `guest`).
 test-fast: setup

@@ -1,0 +1,125 @@
+"""`make test`'s two tiers side by side: the guest tier (one QEMU guest at a time, so one
+emulated CPU busy) runs beside the host tier's pytest-xdist workers instead of after them,
+which takes the suite's time from their sum to about the longer of the two.
+
+The host tier prints as it goes; the guest tier's output goes to a log file and is printed
+whole when it ends, so the two never interleave. The exit status fails when either tier
+fails. Ctrl-C (or SIGTERM) is passed on once to each tier, which then tears its fixtures
+down (guests, mounts, loop devices) as pytest does on an interrupt; a tier started with
+SIGINT ignored (a background job, `nohup`) gets its default handler back first, so the
+interrupt reaches it.
+
+    python tests/run_tiers.py [--workers N] [--guest-log FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import TextIO
+
+_PR_SET_PDEATHSIG = 1
+STOP_GRACE_S = 120.0  # a guest test's teardown (QEMU's exit, its images) fits well inside
+
+
+@dataclass(frozen=True)
+class Tier:
+    name: str
+    command: list[str]
+    log: Path | None = None  # None: print as it goes
+
+
+def _child_setup() -> None:
+    # Interrupts reach the tier even when this runner was started with SIGINT ignored, and
+    # a runner killed outright does not leave a tier running on its own.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def run_side_by_side(tiers: Sequence[Tier], out: TextIO | None = None) -> int:
+    """Runs every tier at once and returns 0 when all passed, else the first failing
+    tier's status (130 after an interrupt)."""
+    out = out or sys.stdout
+    procs: list[tuple[Tier, subprocess.Popen[bytes]]] = []
+    interrupted = False
+
+    def stop(signum: int, _frame: FrameType | None) -> None:
+        nonlocal interrupted
+        if interrupted:
+            return  # make passes a Ctrl-C on again: one interrupt per tier is enough
+        interrupted = True
+        for _, proc in procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        started = time.monotonic()
+        for tier in tiers:
+            stdout = tier.log.open("wb") if tier.log else None
+            # Own session: a terminal's Ctrl-C reaches the tiers once, through stop().
+            stderr = subprocess.STDOUT if stdout else None
+            procs.append((tier, subprocess.Popen(tier.command, stdout=stdout, stderr=stderr,
+                                                 preexec_fn=_child_setup, start_new_session=True)))
+            if stdout:
+                stdout.close()
+                print(f"{tier.name} tier running beside the others; its output: {tier.log}", file=out, flush=True)
+        statuses = {tier.name: _wait(proc, lambda: interrupted) for tier, proc in procs}
+        for tier in tiers:  # after every tier has ended, so no log lands inside live output
+            if tier.log:
+                print(f"\n--- {tier.name} tier ({tier.log}) ---", file=out, flush=True)
+                print(tier.log.read_text(errors="replace"), end="", file=out, flush=True)
+        elapsed = time.monotonic() - started
+        summary = ", ".join(f"{name} {'passed' if status == 0 else f'failed ({status})'}"
+                            for name, status in statuses.items())
+        print(f"\ntiers side by side in {elapsed:.0f} s: {summary}", file=out, flush=True)
+        if interrupted:
+            return 130
+        return next((status for status in statuses.values() if status != 0), 0)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _wait(proc: subprocess.Popen[bytes], interrupted: Callable[[], bool]) -> int:
+    """The tier's exit status; after an interrupt, a tier that has not ended within the
+    grace period is killed (its guests die with it: they are started with PDEATHSIG)."""
+    deadline: float | None = None
+    while True:
+        try:
+            return _status(proc.wait(timeout=1.0))
+        except subprocess.TimeoutExpired:
+            if interrupted():
+                deadline = deadline or time.monotonic() + STOP_GRACE_S
+                if time.monotonic() > deadline:
+                    proc.kill()
+
+
+def _status(code: int) -> int:
+    return 128 - code if code < 0 else code  # killed by signal N: the shell's 128 + N
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workers", default="2", help="the host tier's pytest-xdist workers (0: serially)")
+    parser.add_argument("--guest-log", type=Path, default=Path(".pytest-guest-tier.log"))
+    args = parser.parse_args(argv)
+    pytest = [sys.executable, "-m", "pytest", "-q"]
+    host = pytest + ["-n", args.workers, "--dist", "loadfile", "-m", "not guest"]
+    # The guest tier's own cache folder would race the host tier's on a write.
+    guest = pytest + ["-p", "no:cacheprovider", "-m", "guest"]
+    return run_side_by_side([Tier("guest", guest, log=args.guest_log), Tier("host", host)])
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    sys.exit(main())
