@@ -72,7 +72,7 @@ class AgingOption(BaseModel):
     """The study option ``aging = { fill = 0.5, pattern = "random-holes", seed = 7,
     file_sizes = "lognormal:64KiB:1.5" }`` (``rounds = N`` with ``pattern = "churn"``)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     fill: float = Field(gt=0, lt=1, description="the aged state: with fill_by = \"data\" the files "
                         "left hold this fraction of the device's bytes; with \"statfs\" this fraction of "

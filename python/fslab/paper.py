@@ -64,7 +64,7 @@ def _names(value: str | list[str] | None) -> list[str]:
 class PaperFigure(BaseModel):
     """``[[paper.figures]]``: one published figure and the cell(s) it stands beside."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     claim: str = Field(min_length=1, description="what the paper states, in a few words of your own")
     source: str = Field(min_length=1, description="where in the paper: table or figure, and section or page "
@@ -204,7 +204,7 @@ class PaperSection(BaseModel):
     """``[paper]``: the paper's figures this study can be compared on and its deviations
     from the paper's setup, shown above them in the report."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     figures: list[PaperFigure] = Field(default_factory=list, description="the paper's figures "
                                        "([[paper.figures]] rows)")

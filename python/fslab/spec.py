@@ -53,7 +53,7 @@ def check_guest_kernel(value: str) -> str:
 class StrictSection(BaseModel):
     """A section whose every field is declared: a misspelt key is an error."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 _Strict = StrictSection
@@ -199,7 +199,7 @@ class DeviceSection(BaseModel):
     """``[device]``: ``kind`` names the device plug-in; its other fields are the plug-in's
     own (its ``section`` model checks them)."""
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = ConfigDict(extra="allow", frozen=True, defer_build=True)
 
     kind: str = Field(default="image", description="the device kind (its plug-in owns the other fields)")
     machine_class: str | None = Field(
@@ -242,7 +242,7 @@ class FilesystemSection(_Strict):
 class WorkloadSection(BaseModel):
     """A workload: ``kind`` picks the plug-in, which validates the remaining parameters."""
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = ConfigDict(extra="allow", frozen=True, defer_build=True)
 
     kind: str = Field(description="the workload kind (its plug-in owns the other parameters)")
     name: str = Field(min_length=1, max_length=100, description="the workload's name in tables and reports")
@@ -328,7 +328,7 @@ class ModelDefinition(BaseModel):
     off), named in ``simulate`` like a shipped model. Its other keys are the model's
     parameters (as `fslab simulate --set` takes them)."""
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = ConfigDict(extra="allow", frozen=True, defer_build=True)
 
     base: str = Field(description="the shipped model it starts from (`fslab simulate --list`)")
     description: str | None = Field(default=None, description="what it stands for, in words")

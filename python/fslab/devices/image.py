@@ -43,7 +43,7 @@ def check_free_space(directory: Path, size: int,
 class ImageSection(StrictSection):
     """``[device]`` with ``kind = "image"``."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     size: int = Field(default=4 << 30, description="bytes of the sparse image")
     image_dir: str | None = Field(default=None, description="where image files go")
