@@ -1,4 +1,4 @@
-# fslab: `make demo` runs the quickstart study, `make test` runs the tests (and lint: ruff, mypy),
+# fslab: `make demo` runs the quickstart study, `make test` runs the tests (and lint: ruff, mypy, clippy),
 # `make test-fast` the host tier alone (no QEMU guest tests) for day-to-day work.
 # Each target runs `setup` first, so either alone is enough on a fresh machine.
 
@@ -35,14 +35,14 @@ demo: setup
 	$(BIN)/fslab run quickstart
 
 # The host tier runs on pytest-xdist workers, a test file per worker (its module fixtures
-# made once); `make test` runs the guest tier (one test at a time) beside it, its output
-# printed when both end (tests/run_tiers.py). `WORKERS=0`: the host tier serially.
+# made once). `make test` runs the guest tier (one test at a time, the longer tier) beside
+# lint, the Rust core's tests and then the host tier, and prints the guest tier's output
+# when all have ended (tests/run_tiers.py). `WORKERS=0`: the host tier serially.
 WORKERS ?= 2
 HOST_TESTS := $(BIN)/pytest -q -n $(WORKERS) --dist loadfile -m "not guest"
 
-test: setup lint
-	cd crates/fslab-core && cargo test -q
-	$(BIN)/python tests/run_tiers.py --workers $(WORKERS)
+test: setup
+	$(BIN)/python tests/run_tiers.py --workers $(WORKERS) --first "$(LINT)" --first "$(RUST_TESTS)"
 
 # The host tier: every test but those that boot a QEMU guest (marker `guest`).
 test-fast: setup
@@ -51,10 +51,12 @@ test-fast: setup
 bench: setup
 	$(BIN)/python -m bench
 
+# One verdict each for ruff, mypy and clippy (the last on the Rust core).
+LINT := $(BIN)/ruff check python tests bench && $(BIN)/mypy && (cd crates/fslab-core && cargo clippy -q -- -D warnings)
+RUST_TESTS := (cd crates/fslab-core && cargo test -q)
+
 lint: setup
-	$(BIN)/ruff check python tests bench
-	$(BIN)/mypy
-	cd crates/fslab-core && cargo clippy -q -- -D warnings
+	$(LINT)
 
 clean:
 	rm -rf $(VENV) crates/fslab-core/target

@@ -9,7 +9,7 @@ down (guests, mounts, loop devices) as pytest does on an interrupt; a tier start
 SIGINT ignored (a background job, `nohup`) gets its default handler back first, so the
 interrupt reaches it.
 
-    python tests/run_tiers.py [--workers N] [--guest-log FILE]
+    python tests/run_tiers.py [--workers N] [--guest-log FILE] [--first COMMAND ...]
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -112,9 +113,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workers", default="2", help="the host tier's pytest-xdist workers (0: serially)")
     parser.add_argument("--guest-log", type=Path, default=Path(".pytest-guest-tier.log"))
+    parser.add_argument("--first", action="append", default=[], metavar="COMMAND",
+                        help="a shell command the host tier runs first (lint, the Rust tests); "
+                             "the host tier stops if it fails")
     args = parser.parse_args(argv)
     pytest = [sys.executable, "-m", "pytest", "-q"]
     host = pytest + ["-n", args.workers, "--dist", "loadfile", "-m", "not guest"]
+    if args.first:
+        # The guest tier is the longer one: what must run anyway runs beside it, not before.
+        host = ["sh", "-c", " && ".join([*args.first, "exec " + shlex.join(host)])]
     # The guest tier's own cache folder would race the host tier's on a write.
     guest = pytest + ["-p", "no:cacheprovider", "-m", "guest"]
     return run_side_by_side([Tier("guest", guest, log=args.guest_log), Tier("host", host)])

@@ -106,7 +106,12 @@ def test_main_runs_the_host_tier_on_workers_and_the_guest_tier_alone(monkeypatch
     monkeypatch.setattr(run_tiers, "run_side_by_side", record)
     assert run_tiers.main(["--workers", "2", "--guest-log", str(tmp_path / "g.log")]) == 0
     assert run_tiers.main(["--workers", "0", "--guest-log", str(tmp_path / "g.log")]) == 0
-    guest, host, _, serial_host = seen
+    assert run_tiers.main(["--first", "make lint", "--first", "exit 4"]) == 0
+    guest, host, _, serial_host, _, with_first = seen
+    # What runs first runs in the host tier's shell, and a failure there ends the tier.
+    assert with_first.command[:2] == ["sh", "-c"]
+    assert subprocess.run(with_first.command[:2] + [with_first.command[2].replace("make lint", "true")]).returncode == 4
+    assert with_first.command[2].startswith("make lint && exit 4 && exec ")
     assert guest.command[-2:] == ["-m", "guest"] and guest.log == tmp_path / "g.log"
     assert host.command[-4:] == ["--dist", "loadfile", "-m", "not guest"] and "-n" in host.command
     assert serial_host.command[serial_host.command.index("-n") + 1] == "0" and serial_host.log is None
