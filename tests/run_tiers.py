@@ -15,6 +15,7 @@ interrupt reaches it.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes
 import os
 import shlex
@@ -39,11 +40,21 @@ class Tier:
     log: Path | None = None  # None: print as it goes
 
 
+_LIBC = ctypes.CDLL(None, use_errno=True)
+
+
 def _child_setup() -> None:
     # Interrupts reach the tier even when this runner was started with SIGINT ignored, and
     # a runner killed outright does not leave a tier running on its own.
     signal.signal(signal.SIGINT, signal.SIG_DFL)
-    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def _signal_tier(proc: subprocess.Popen[bytes], sig: int) -> None:
+    """To the tier's whole process group, as a terminal's Ctrl-C would reach it: the shell
+    of a tier that runs commands first, the command it is in, pytest-xdist's workers."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, sig)
 
 
 def run_side_by_side(tiers: Sequence[Tier], out: TextIO | None = None) -> int:
@@ -60,14 +71,14 @@ def run_side_by_side(tiers: Sequence[Tier], out: TextIO | None = None) -> int:
         interrupted = True
         for _, proc in procs:
             if proc.poll() is None:
-                proc.send_signal(signal.SIGINT)
+                _signal_tier(proc, signal.SIGINT)
 
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         started = time.monotonic()
         for tier in tiers:
             stdout = tier.log.open("wb") if tier.log else None
-            # Own session: a terminal's Ctrl-C reaches the tiers once, through stop().
+            # Own session and group: a terminal's Ctrl-C reaches the tiers once, through stop().
             stderr = subprocess.STDOUT if stdout else None
             procs.append((tier, subprocess.Popen(tier.command, stdout=stdout, stderr=stderr,
                                                  preexec_fn=_child_setup, start_new_session=True)))
@@ -102,7 +113,7 @@ def _wait(proc: subprocess.Popen[bytes], interrupted: Callable[[], bool]) -> int
             if interrupted():
                 deadline = deadline or time.monotonic() + STOP_GRACE_S
                 if time.monotonic() > deadline:
-                    proc.kill()
+                    _signal_tier(proc, signal.SIGKILL)
 
 
 def _status(code: int) -> int:

@@ -61,14 +61,16 @@ def test_an_interrupt_reaches_each_tier_once_though_the_runner_ignored_sigint(tm
             sys.exit(1)
     """
     driver = f"""
-        import sys
+        import shlex, sys
         sys.path.insert(0, {str(HERE)!r})
         from pathlib import Path
         from run_tiers import Tier, run_side_by_side
         tier = {[sys.executable, "-c", textwrap.dedent(tier)]!r}
         d = Path({str(tmp_path)!r})
+        # The host tier as make gives it: a shell that runs the command as its child.
+        host = ["sh", "-c", shlex.join(tier + [str(d / "h")]) + "; exit 5"]
         sys.exit(run_side_by_side([Tier("guest", tier + [str(d / "g")], log=d / "g.log"),
-                                   Tier("host", tier + [str(d / "h")])]))
+                                   Tier("host", host)]))
     """
     # Started as a background job or under nohup starts it: SIGINT ignored.
     runner = subprocess.Popen(_python(driver), preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
@@ -90,7 +92,7 @@ def test_an_interrupt_reaches_each_tier_once_though_the_runner_ignored_sigint(tm
     assert runner.returncode == 130, output
     assert (tmp_path / "g").read_text() == "interrupted\n"
     assert (tmp_path / "h").read_text() == "interrupted\n"
-    assert "guest failed (1), host failed (1)" in output
+    assert "guest failed (1), host failed" in output
 
 
 def test_main_runs_the_host_tier_on_workers_and_the_guest_tier_alone(monkeypatch: pytest.MonkeyPatch,
