@@ -23,7 +23,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -44,8 +44,9 @@ _LIBC = ctypes.CDLL(None, use_errno=True)
 
 
 def _child_setup() -> None:
-    # Interrupts reach the tier even when this runner was started with SIGINT ignored, and
-    # a runner killed outright does not leave a tier running on its own.
+    # exec resets a caught handler but keeps an ignored one: the tier takes Ctrl-C even where
+    # this runner was started with SIGINT ignored; and a runner killed outright does not
+    # leave a tier running on its own.
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
@@ -59,16 +60,16 @@ def _signal_tier(proc: subprocess.Popen[bytes], sig: int) -> None:
 
 def run_side_by_side(tiers: Sequence[Tier], out: TextIO | None = None) -> int:
     """Runs every tier at once and returns 0 when all passed, else the first failing
-    tier's status (130 after an interrupt)."""
+    tier's status (130 after an interrupt). A tier that fails while another still runs is
+    said at once; the others go on (their results are wanted too), and Ctrl-C stops them."""
     out = out or sys.stdout
     procs: list[tuple[Tier, subprocess.Popen[bytes]]] = []
-    interrupted = False
+    stop_by: list[float] = []  # set once, at the first interrupt: the tiers' shared grace period
 
     def stop(signum: int, _frame: FrameType | None) -> None:
-        nonlocal interrupted
-        if interrupted:
+        if stop_by:
             return  # make passes a Ctrl-C on again: one interrupt per tier is enough
-        interrupted = True
+        stop_by.append(time.monotonic() + STOP_GRACE_S)
         for _, proc in procs:
             if proc.poll() is None:
                 _signal_tier(proc, signal.SIGINT)
@@ -76,25 +77,27 @@ def run_side_by_side(tiers: Sequence[Tier], out: TextIO | None = None) -> int:
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         started = time.monotonic()
-        for tier in tiers:
-            stdout = tier.log.open("wb") if tier.log else None
-            # Own session and group: a terminal's Ctrl-C reaches the tiers once, through stop().
-            stderr = subprocess.STDOUT if stdout else None
-            procs.append((tier, subprocess.Popen(tier.command, stdout=stdout, stderr=stderr,
-                                                 preexec_fn=_child_setup, start_new_session=True)))
-            if stdout:
-                stdout.close()
-                print(f"{tier.name} tier running beside the others; its output: {tier.log}", file=out, flush=True)
-        statuses = {tier.name: _wait(proc, lambda: interrupted) for tier, proc in procs}
+        try:
+            for tier in tiers:
+                procs.append((tier, _start(tier)))
+                if stop_by:  # interrupted while the tiers were starting
+                    _signal_tier(procs[-1][1], signal.SIGINT)
+                if tier.log:
+                    print(f"{tier.name} tier running beside the others; its output: {tier.log}",
+                          file=out, flush=True)
+        except BaseException:
+            stop(signal.SIGINT, None)  # a tier that could not start: stop those that did
+            _wait_all(procs, stop_by, out)
+            raise
+        statuses = _wait_all(procs, stop_by, out)
         for tier in tiers:  # after every tier has ended, so no log lands inside live output
             if tier.log:
                 print(f"\n--- {tier.name} tier ({tier.log}) ---", file=out, flush=True)
                 print(tier.log.read_text(errors="replace"), end="", file=out, flush=True)
         elapsed = time.monotonic() - started
-        summary = ", ".join(f"{name} {'passed' if status == 0 else f'failed ({status})'}"
-                            for name, status in statuses.items())
+        summary = ", ".join(f"{name} {_said(status)}" for name, status in statuses.items())
         print(f"\ntiers side by side in {elapsed:.0f} s: {summary}", file=out, flush=True)
-        if interrupted:
+        if stop_by:
             return 130
         return next((status for status in statuses.values() if status != 0), 0)
     finally:
@@ -102,18 +105,45 @@ def run_side_by_side(tiers: Sequence[Tier], out: TextIO | None = None) -> int:
             signal.signal(sig, handler)
 
 
-def _wait(proc: subprocess.Popen[bytes], interrupted: Callable[[], bool]) -> int:
-    """The tier's exit status; after an interrupt, a tier that has not ended within the
-    grace period is killed (its guests die with it: they are started with PDEATHSIG)."""
-    deadline: float | None = None
-    while True:
-        try:
-            return _status(proc.wait(timeout=1.0))
-        except subprocess.TimeoutExpired:
-            if interrupted():
-                deadline = deadline or time.monotonic() + STOP_GRACE_S
-                if time.monotonic() > deadline:
+def _start(tier: Tier) -> subprocess.Popen[bytes]:
+    stdout = None
+    if tier.log:
+        tier.log.parent.mkdir(parents=True, exist_ok=True)
+        stdout = tier.log.open("wb")
+    try:
+        # Own session and group: a terminal's Ctrl-C reaches the tier once, through stop().
+        return subprocess.Popen(tier.command, stdout=stdout, stderr=subprocess.STDOUT if stdout else None,
+                                preexec_fn=_child_setup, start_new_session=True)
+    finally:
+        if stdout:
+            stdout.close()
+
+
+def _wait_all(procs: Sequence[tuple[Tier, subprocess.Popen[bytes]]], stop_by: list[float],
+              out: TextIO) -> dict[str, int]:
+    """Each tier's exit status, in the tiers' order. After an interrupt, a tier that has
+    not ended within the grace period is killed (its guests die with it: PDEATHSIG)."""
+    statuses: dict[str, int] = {}
+    while len(statuses) < len(procs):
+        for tier, proc in procs:
+            code = proc.poll()
+            if tier.name in statuses or code is None:
+                continue
+            statuses[tier.name] = _status(code)
+            running = [t.name for t, p in procs if t.name not in statuses]
+            if statuses[tier.name] != 0 and running and not stop_by:
+                print(f"\n{tier.name} tier {_said(statuses[tier.name])}; the {' and '.join(running)} tier "
+                      "goes on (Ctrl-C stops it)", file=out, flush=True)
+        if stop_by and time.monotonic() > stop_by[0]:
+            for tier, proc in procs:
+                if tier.name not in statuses:
                     _signal_tier(proc, signal.SIGKILL)
+        time.sleep(0.2)
+    return {tier.name: statuses[tier.name] for tier, _ in procs}
+
+
+def _said(status: int) -> str:
+    return "passed" if status == 0 else f"failed ({status})"
 
 
 def _status(code: int) -> int:

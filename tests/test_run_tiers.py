@@ -1,10 +1,10 @@
 """`make test` runs its two tiers side by side (tests/run_tiers.py): both run at once, the
-logged tier's output comes after the live one's, a failing tier fails the whole, and an
-interrupt reaches each tier once even when the runner was started with SIGINT ignored."""
+logged tier's output comes after the live one's, a failing tier is said at once and fails
+the whole, and an interrupt reaches each tier's processes even when the runner was started
+with SIGINT ignored."""
 
 from __future__ import annotations
 
-import io
 import os
 import signal
 import subprocess
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from run_tiers import Tier, run_side_by_side
+from run_tiers import Tier
 
 HERE = Path(__file__).parent
 
@@ -24,29 +24,69 @@ def _python(code: str) -> list[str]:
     return [sys.executable, "-c", textwrap.dedent(code)]
 
 
-def test_both_tiers_run_at_once_and_a_failing_one_fails_the_whole(tmp_path: Path) -> None:
+def _driver(guest: list[str], host: list[str], log: Path) -> list[str]:
+    """A runner of the two tiers in a process of its own, so its whole output (the live
+    tier's included, which goes to the real stdout) can be read in order."""
+    return _python(f"""
+        import sys
+        sys.path.insert(0, {str(HERE)!r})
+        from pathlib import Path
+        from run_tiers import Tier, run_side_by_side
+        sys.exit(run_side_by_side([Tier("guest", {guest!r}, log=Path({str(log)!r})), Tier("host", {host!r})]))
+    """)
+
+
+WAITS_FOR = """
+    import pathlib, sys, time
+    mine, theirs = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
+    mine.touch()
+    for _ in range(400):
+        if theirs.exists():
+            print("{name} saw the other tier", flush=True)
+            sys.exit({code})
+        time.sleep(0.05)
+    sys.exit(99)
+"""
+
+
+def test_both_tiers_run_at_once_and_the_logged_one_is_printed_after(tmp_path: Path) -> None:
     # Each tier waits for the file the other writes: they can only both end if they ran together.
-    waits_for = """
-        import pathlib, sys, time
-        mine, theirs = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
-        mine.touch()
-        for _ in range(200):
-            if theirs.exists():
-                print("{name} saw the other tier")
-                sys.exit({code})
-            time.sleep(0.05)
-        sys.exit(99)
-    """
-    a, b = tmp_path / "a", tmp_path / "b"
-    log = tmp_path / "guest.log"
-    guest = Tier("guest", _python(waits_for.format(name="guest", code=0)) + [str(a), str(b)], log=log)
-    host = Tier("host", _python(waits_for.format(name="host", code=3)) + [str(b), str(a)])
-    out = io.StringIO()
-    assert run_side_by_side([guest, host], out=out) == 3
-    printed = out.getvalue()
-    assert "guest saw the other tier" in log.read_text()
-    assert printed.index("its output:") < printed.index("--- guest tier") < printed.index("guest saw the other tier")
-    assert "guest passed, host failed (3)" in printed
+    a, b, log = tmp_path / "a", tmp_path / "b", tmp_path / "logs" / "guest.log"  # its folder made
+    guest = _python(WAITS_FOR.format(name="guest", code=0)) + [str(a), str(b)]
+    host = _python(WAITS_FOR.format(name="host", code=0)) + [str(b), str(a)]
+    done = subprocess.run(_driver(guest, host, log), capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    printed = done.stdout
+    assert (printed.index("its output:") < printed.index("host saw the other tier")
+            < printed.index("--- guest tier") < printed.index("guest saw the other tier")), printed
+    assert "guest passed, host passed" in printed
+
+
+def test_a_tier_that_fails_is_said_at_once_and_fails_the_whole(tmp_path: Path) -> None:
+    # The guest tier ends only once the test has read that the host tier failed.
+    go = tmp_path / "go"
+    guest = _python(WAITS_FOR.format(name="guest", code=0)) + [str(tmp_path / "g"), str(go)]
+    host = _python("import sys; print('lint failed', flush=True); sys.exit(3)")
+    runner = subprocess.Popen(_driver(guest, host, tmp_path / "g.log"), stdout=subprocess.PIPE, text=True)
+    try:
+        assert runner.stdout is not None
+        lines = []
+        for line in runner.stdout:
+            lines.append(line)
+            if "host tier failed (3); the guest tier goes on" in line:
+                go.touch()
+                break
+        rest, _ = runner.communicate(timeout=60)
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+    assert go.exists(), "".join(lines)
+    assert runner.returncode == 3
+    assert "guest passed, host failed (3)" in rest
+    # and the other way round: a failing guest tier fails the whole too
+    guest = _python("import sys; sys.exit(4)")
+    host = _python("pass")
+    assert subprocess.run(_driver(guest, host, tmp_path / "g2.log"), capture_output=True, timeout=60).returncode == 4
 
 
 def test_an_interrupt_reaches_each_tier_once_though_the_runner_ignored_sigint(tmp_path: Path) -> None:
