@@ -7,6 +7,7 @@ the test fails), processes first."""
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import random
 import shutil
@@ -73,14 +74,17 @@ def private_network(roles: list[str]) -> Iterator[Network]:
     """One namespace per role, all on one bridge; torn down whatever happens."""
     tag = f"fs{os.getpid() % 100000}{random.randrange(100):02d}"
     net = Network(tag, f"10.213.{random.randrange(1, 250)}")
-    # The first `ip netns add` bind-mounts /run/netns onto itself and leaves it: unmount it
-    # afterwards if it was not there before and no namespace (of anybody's) remains.
-    had_run_netns = _is_mount_point(RUN_NETNS)
     hub = f"{tag}-hub"
     made: list[str] = []
     try:
-        _ip("netns", "add", hub)
-        made.append(hub)
+        with _run_netns_lock():
+            # The first `ip netns add` bind-mounts /run/netns onto itself and leaves it. The
+            # marker says the tests made that mount, so whichever test ends last (in any
+            # process: xdist workers overlap) unmounts it; a mount made otherwise is left.
+            if not _is_mount_point(RUN_NETNS):
+                Path(TESTS_MADE_RUN_NETNS).touch()
+            _ip("netns", "add", hub)
+            made.append(hub)
         _ip("-n", hub, "link", "set", "lo", "up")
         _ip("-n", hub, "link", "add", "br0", "type", "bridge")
         _ip("-n", hub, "link", "set", "br0", "up")
@@ -101,13 +105,24 @@ def private_network(roles: list[str]) -> Iterator[Network]:
     finally:
         for proc in net.processes:
             stop(proc)
-        for ns in reversed(made):
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
-        if not had_run_netns and _is_mount_point(RUN_NETNS) and not any(Path(RUN_NETNS).iterdir()):
-            subprocess.run(["umount", RUN_NETNS], capture_output=True)
+        with _run_netns_lock():
+            for ns in reversed(made):
+                subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+            marker = Path(TESTS_MADE_RUN_NETNS)
+            if marker.exists() and _is_mount_point(RUN_NETNS) and not any(Path(RUN_NETNS).iterdir()):
+                subprocess.run(["umount", RUN_NETNS], capture_output=True, check=True)
+                marker.unlink()
 
 
 RUN_NETNS = "/run/netns"
+TESTS_MADE_RUN_NETNS = "/run/fslab-tests-made-netns-mount"
+
+
+@contextlib.contextmanager
+def _run_netns_lock() -> Iterator[None]:
+    with open("/run/fslab-tests-netns.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 def _is_mount_point(path: str) -> bool:
