@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from fio_studies import write_fio_study
 from fslab.errors import FslabError
 from fslab.runner import run_study
 
@@ -30,22 +31,6 @@ directory = "{fake}"
 kind = "null"
 name = "w"
 fail = {fail}
-"""
-
-FIO_STUDY = """
-[study]
-name = "colon"
-repetitions = 1
-[device]
-size = "256MiB"
-image_dir = "{images}"
-[filesystems.ext4]
-[[workloads]]
-kind = "fio"
-name = "w"
-rw = "write"
-bs = "64k"
-size = "4M"
 """
 
 
@@ -73,8 +58,7 @@ def test_plan_refuses_the_results_path_a_run_would_refuse(tmp_path):
 
 
 def test_a_results_path_with_a_colon_runs_fio(device_support, tmp_path):
-    study = tmp_path / "s.toml"
-    study.write_text(FIO_STUDY.format(images=tmp_path / "images"))
+    study = write_fio_study(tmp_path, 'rw = "write"\nbs = "64k"\nsize = "4M"', name="colon")
     outcome = run_study(str(study), results_dir=tmp_path / "a:b" / "r")
     assert outcome.runs_done == 1 and outcome.runs_failed == 0
 
