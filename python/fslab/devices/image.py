@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pydantic import ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from ..commands import run_command
 from ..errors import CommandFailed, FslabError
@@ -42,8 +42,6 @@ def check_free_space(directory: Path, size: int,
 
 class ImageSection(StrictSection):
     """``[device]`` with ``kind = "image"``."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     size: int = Field(default=4 << 30, description="bytes of the sparse image")
     image_dir: str | None = Field(default=None, description="where image files go")
