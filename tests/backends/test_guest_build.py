@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import gzip
 import lzma
+import os
 import stat
 import struct
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from fslab.backends.guest import cpio
-from fslab.backends.guest.build import cache_key, module_closure, unpack_kernel
+from fslab.backends.guest.build import BUSYBOX, INITRAMFS_MODULES, cache_key, module_closure, unpack_kernel
 from fslab.backends.guest.kernel import KernelTree, fetch_kernel, from_path
 from fslab.errors import MissingCapability, SpecError
 
@@ -135,3 +138,42 @@ def test_a_kernel_without_an_xz_payload_is_booted_as_it_is(tmp_path: Path) -> No
     bzimage = tmp_path / "vmlinuz"
     bzimage.write_bytes(b"MZ" + bytes(100) + gzip.compress(_elf_with_note(b"Xen", 18)))
     assert unpack_kernel(bzimage, tmp_path / "vmlinux") is None
+
+
+def _buildable_tree(folder: Path) -> Path:
+    """A kernel tree with every initramfs module, each a few MiB of random bytes so that a
+    build (gzip of the initramfs) takes long enough for two builders to overlap."""
+    release = "6.1.0-98-amd64"
+    modules = folder / "lib" / "modules" / release
+    modules.mkdir(parents=True)
+    lines = []
+    for name in INITRAMFS_MODULES:
+        (modules / f"{name}.ko").write_bytes(os.urandom(2 << 20))
+        lines.append(f"{name}.ko:")
+    (modules / "modules.dep").write_text("\n".join(lines) + "\n")
+    (folder / "boot").mkdir()
+    image = folder / "boot" / f"vmlinuz-{release}"
+    image.write_bytes(b"kernel")
+    return image
+
+
+BUILDER = """
+import sys
+from pathlib import Path
+from fslab.backends.guest.build import build
+for _ in range(3):
+    build(sys.argv[1], root=Path(sys.argv[2]), force=True)
+"""
+
+
+@pytest.mark.skipif(not BUSYBOX.exists(), reason="busybox is not installed (apt-get install busybox-static)")
+def test_two_processes_building_one_cache_at_once_both_succeed(tmp_path: Path) -> None:
+    # Without the cache's build lock each deletes the other's half-written .partial folder.
+    image = _buildable_tree(tmp_path / "tree")
+    root = tmp_path / "cache"
+    builders = [subprocess.Popen([sys.executable, "-c", BUILDER, str(image), str(root)],
+                                 stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    errors = [p.communicate(timeout=300)[1] for p in builders]
+    assert [p.returncode for p in builders] == [0, 0], errors
+    [built] = (root / "builds").iterdir()
+    assert (built / "manifest.json").exists() and not list((root / "builds").glob("*.partial"))

@@ -40,11 +40,13 @@ host busy: QEMU start to the agent's ready 12.6-13.9 s unpacked, 18.2-25.5 s as 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import lzma
 import shutil
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -64,6 +66,7 @@ BUILDER_VERSION = 5
 # second vCPU beside the others made no difference: 7 boots each, alternated, at load 4-5.)
 INITRAMFS_MODULES = ("virtio_pci", "virtio_blk", "9pnet_virtio", "9p", "overlay", "loop")
 BUSYBOX = Path("/bin/busybox")
+BUILD_LOCK = "build.lock"  # in the cache root: held while fetching and building
 
 
 @dataclass(frozen=True)
@@ -221,6 +224,29 @@ def build(kernel: str = "6.1", *, root: Path | None = None, force: bool = False)
         raise MissingCapability("busybox is not installed (the guest's init needs it)",
                                 fix="apt-get install busybox-static")
     root = root or paths.cache_root()
+    with _build_lock(root):
+        return _build_locked(kernel, root, force)
+
+
+@contextlib.contextmanager
+def _build_lock(root: Path) -> Iterator[None]:
+    """One builder per cache at a time: two processes starting on a fresh cache (two
+    studies, or the test suite's lanes) would otherwise download into and rebuild the same
+    folders at once, each deleting the other's half-written ``.partial``. A waiter then
+    finds the finished build. The kernel drops the lock when its holder dies."""
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        f = open(root / BUILD_LOCK, "a")  # noqa: SIM115 (held across the yield)
+    except OSError:
+        # A cache this user cannot write: nothing can be built in it, only read from it.
+        yield
+        return
+    with f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
+def _build_locked(kernel: str, root: Path, force: bool) -> GuestBuild:
     tree = fetch_kernel(kernel, root)
     key = cache_key(tree, INITRAMFS_MODULES)
     folder = paths.builds_dir(root) / key
