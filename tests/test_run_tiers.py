@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from run_tiers import Tier
+from run_tiers import Tier, make_tiers
 
 HERE = Path(__file__).parent
 
@@ -158,3 +158,35 @@ def test_main_runs_the_host_tier_on_workers_and_the_guest_tier_alone(monkeypatch
     assert host.command[-4:] == ["--dist", "loadfile", "-m", "not guest"] and "-n" in host.command
     assert serial_host.command[serial_host.command.index("-n") + 1] == "0" and serial_host.log is None
     assert os.path.basename(host.command[0]).startswith("python")
+
+
+def test_a_tiers_later_step_runs_after_a_failure_and_its_output_joins_the_log(tmp_path: Path) -> None:
+    log = tmp_path / "g.log"
+    driver = _python(f"""
+        import sys
+        sys.path.insert(0, {str(HERE)!r})
+        from pathlib import Path
+        from run_tiers import Tier, run_side_by_side
+        first = [sys.executable, "-c", "print('first step', flush=True); raise SystemExit(6)"]
+        then = [sys.executable, "-c", "print('second step', flush=True)"]
+        host_then = [sys.executable, "-c", "import sys; print('host tail', flush=True); sys.exit(7)"]
+        sys.exit(run_side_by_side([Tier("guest", first, log=Path({str(log)!r}), then=(then,)),
+                                   Tier("host", [sys.executable, "-c", "pass"], then=(host_then,))]))
+    """)
+    done = subprocess.run(driver, capture_output=True, text=True, timeout=60)
+    # each tier's status is its first failing step's, and the whole's the first failing tier's
+    assert done.returncode == 6, done.stdout + done.stderr
+    assert "guest failed (6), host failed (7)" in done.stdout
+    assert log.read_text().splitlines() == ["first step", "second step"]
+    assert done.stdout.index("host tail") < done.stdout.index("--- guest tier")
+
+
+def test_a_guest_tail_file_moves_from_the_guest_tier_to_the_host_tiers_end() -> None:
+    guest, host = make_tiers(["--first", "lint", "--guest-tail", "tests/guest/test_x.py"])
+    assert "--ignore=tests/guest/test_x.py" in guest.command
+    assert host.command[:2] == ["sh", "-c"] and host.command[2].startswith("lint && exec ")
+    [tail] = host.then
+    assert tail[-1] == "tests/guest/test_x.py" and ("-m", "guest") in zip(tail, tail[1:])
+    assert not any(arg.startswith("--ignore") for arg in tail)
+    # without a tail, the host tier is one step
+    assert make_tiers([])[1].then == ()
