@@ -127,6 +127,17 @@ impl Ftl {
         }
     }
 
+    /// The maps, lent to the benchmark's memory floor (`models::floor`), which only
+    /// times accesses to them and leaves them inconsistent: never use the FTL after.
+    pub fn floor_maps(&mut self) -> crate::models::floor::FloorMaps<'_> {
+        crate::models::floor::FloorMaps {
+            l2p: &mut self.l2p,
+            p2l: &mut self.p2l,
+            valid: &mut self.valid,
+            units_per_block: self.units_per_block,
+        }
+    }
+
     /// Physical unit holding `lpn`, if it holds data.
     #[inline]
     pub fn lookup(&self, lpn: u64) -> Option<u32> {
