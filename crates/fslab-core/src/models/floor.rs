@@ -13,7 +13,8 @@
 //!
 //! The lookup's result feeds the completion time, as in the model. Two forms:
 //! `overlapped` lets the loads of later requests start before earlier ones return (their
-//! addresses come from the list, so a replay can do the same by prefetching); `serialized`
+//! addresses come from the list: it prefetches the lookup 16 requests ahead, as the
+//! replay does); `serialized`
 //! makes each request's address wait on the previous completion, the latency-bound case of
 //! a replay that overlaps nothing. The maps are not kept consistent (the write head and the
 //! GC's victim scan just walk the physical space): only the cost of the accesses counts.
@@ -69,6 +70,12 @@ fn run<const SERIAL: bool>(m: FloorMaps<'_>, reqs: &[Request], copies_per_write:
     let mut credit = 0.0f64;
     let mut now = 0u64;
     for (i, r) in reqs.iter().enumerate() {
+        if !SERIAL {
+            // As the replay does: start the lookup of a request a few ahead.
+            if let Some(a) = reqs.get(i + 16) {
+                crate::models::prefetch_read(&l2p[(a.offset() / UNIT_BYTES) as usize]);
+            }
+        }
         let mut lpn = (r.offset() / UNIT_BYTES) as usize;
         if SERIAL {
             // `now` stays far below 2^63, so this adds 0, but only once `now` is known.
