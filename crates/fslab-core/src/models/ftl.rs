@@ -230,26 +230,32 @@ impl Ftl {
         self.programmed_units += 1;
         self.plane_valid[plane as usize] += 1;
         if slot + 1 == self.units_per_block {
-            self.closed[b as usize] = true;
-            self.link(b);
-            let nb = match self.free[plane as usize].pop() {
-                Some(nb) => nb,
-                None => {
-                    // Keep the maps consistent with a block of the plane with most free
-                    // blocks; the replay then reports the error (`Ssd::error`).
-                    self.exhausted.get_or_insert(plane);
-                    let donor = (0..self.planes).max_by_key(|&p| self.free[p as usize].len()).unwrap_or(plane);
-                    match self.free[donor as usize].pop() {
-                        Some(nb) => nb,
-                        // Unreachable: valid units never exceed the logical units, which
-                        // leave planes x (gc_free_blocks + 2) blocks spare (Ssd::new).
-                        None => b,
-                    }
-                }
-            };
-            self.active[plane as usize] = nb;
+            self.close_active(plane, b);
         }
         phys
+    }
+
+    /// `plane`'s active block `b` is full: list it as a GC candidate and open the next
+    /// free block.
+    fn close_active(&mut self, plane: u32, b: u32) {
+        self.closed[b as usize] = true;
+        self.link(b);
+        let nb = match self.free[plane as usize].pop() {
+            Some(nb) => nb,
+            None => {
+                // Keep the maps consistent with a block of the plane with most free
+                // blocks; the replay then reports the error (`Ssd::error`).
+                self.exhausted.get_or_insert(plane);
+                let donor = (0..self.planes).max_by_key(|&p| self.free[p as usize].len()).unwrap_or(plane);
+                match self.free[donor as usize].pop() {
+                    Some(nb) => nb,
+                    // Unreachable: valid units never exceed the logical units, which
+                    // leave planes x (gc_free_blocks + 2) blocks spare (Ssd::new).
+                    None => b,
+                }
+            }
+        };
+        self.active[plane as usize] = nb;
     }
 
     /// Host write of one logical unit to `plane`. Runs GC on that plane if needed.
@@ -290,14 +296,32 @@ impl Ftl {
         self.plane_valid[plane as usize] -= v as u64;
         self.unlink(victim);
         self.closed[victim as usize] = false;
-        let base = victim * upb;
-        for u in base..base + upb {
-            let lpn = self.p2l[u as usize];
-            if lpn != NIL {
-                self.p2l[u as usize] = NIL;
-                self.place(lpn, plane);
+        // `place` for each valid unit, with the active block's counts summed in registers
+        // and stored when it fills or the victim is done (nothing reads them in between).
+        let base = (victim * upb) as usize;
+        let mut b = self.active[plane as usize];
+        let mut slot = self.fill[b as usize];
+        let mut placed = 0u32;
+        for u in base..base + upb as usize {
+            let lpn = self.p2l[u];
+            if lpn == NIL {
+                continue;
+            }
+            self.p2l[u] = NIL;
+            let phys = b * upb + slot;
+            self.p2l[phys as usize] = lpn;
+            self.l2p[lpn as usize] = phys;
+            slot += 1;
+            placed += 1;
+            if slot == upb {
+                self.account_placed(plane, b, slot, placed);
+                self.close_active(plane, b);
+                b = self.active[plane as usize];
+                slot = self.fill[b as usize];
+                placed = 0;
             }
         }
+        self.account_placed(plane, b, slot, placed);
         work.moved_units += v as u64;
         work.erases += 1;
         self.valid[victim as usize] = 0;
@@ -306,6 +330,16 @@ impl Ftl {
         self.gc_runs += 1;
         self.erases += 1;
         true
+    }
+
+    /// The counts `place` keeps, for `placed` units put in `plane`'s block `b`, now filled
+    /// up to `fill`.
+    #[inline]
+    fn account_placed(&mut self, plane: u32, b: u32, fill: u32, placed: u32) {
+        self.valid[b as usize] += placed;
+        self.fill[b as usize] = fill;
+        self.programmed_units += placed as u64;
+        self.plane_valid[plane as usize] += placed as u64;
     }
 
     pub fn trim(&mut self, lpn: u64) {
