@@ -189,6 +189,39 @@ impl Ftl {
         }
     }
 
+    /// Closed block `b` lost a valid unit: move it to the head of the next lower bucket.
+    /// The same as `unlink`, the count's decrement and `link`, without their repeated
+    /// index arithmetic and the stores `link` overwrites.
+    #[inline]
+    fn demote(&mut self, b: u32) {
+        let plane = self.per_plane_blocks.div(b);
+        let bi = b as usize;
+        let v = self.valid[bi];
+        let (n, p) = (self.next[bi], self.prev[bi]);
+        let from = self.bucket_index(plane, v);
+        if p != NIL {
+            self.next[p as usize] = n;
+        } else {
+            self.bucket_head[from] = n;
+        }
+        if n != NIL {
+            self.prev[n as usize] = p;
+        }
+        self.valid[bi] = v - 1;
+        // Bucket v - 1 of the plane is the slot just below bucket v.
+        let old = self.bucket_head[from - 1];
+        self.next[bi] = old;
+        self.prev[bi] = NIL;
+        if old != NIL {
+            self.prev[old as usize] = b;
+        }
+        self.bucket_head[from - 1] = b;
+        let hint = &mut self.min_hint[plane as usize];
+        if v - 1 < *hint {
+            *hint = v - 1;
+        }
+    }
+
     /// Valid units of the least and the most loaded of `n` planes from `first` on.
     #[inline]
     pub fn load_range(&self, first: u32, n: u32) -> (u64, u64) {
@@ -208,9 +241,7 @@ impl Ftl {
         self.plane_valid[self.per_plane_blocks.div(b) as usize] -= 1;
         self.p2l[phys as usize] = NIL;
         if self.closed[b as usize] {
-            self.unlink(b);
-            self.valid[b as usize] -= 1;
-            self.link(b);
+            self.demote(b);
         } else {
             self.valid[b as usize] -= 1;
         }
