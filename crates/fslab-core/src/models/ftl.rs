@@ -453,6 +453,22 @@ impl Ftl {
             .map(|p| valid[p * self.blocks_per_plane as usize..(p + 1) * self.blocks_per_plane as usize].iter().map(|&v| v as u64).sum())
             .collect();
         assert_eq!(per_plane, self.plane_valid);
+        // Every closed block sits, once, in its plane's bucket of its valid count, with
+        // both links consistent, and no bucket below the plane's hint holds a block.
+        let mut listed = 0;
+        for plane in 0..self.planes {
+            for v in 0..=self.units_per_block {
+                let (mut b, mut prev) = (self.bucket_head[self.bucket_index(plane, v)], NIL);
+                while b != NIL {
+                    assert!(self.closed[b as usize] && self.valid[b as usize] == v, "block {b} in bucket {v}");
+                    assert_eq!((b / self.blocks_per_plane, self.prev[b as usize]), (plane, prev));
+                    assert!(v >= self.min_hint[plane as usize], "plane {plane}: bucket {v} below the hint");
+                    listed += 1;
+                    (prev, b) = (b, self.next[b as usize]);
+                }
+            }
+        }
+        assert_eq!(listed, self.closed.iter().filter(|&&c| c).count());
     }
 }
 
