@@ -189,12 +189,11 @@ impl Ftl {
         }
     }
 
-    /// Closed block `b` lost a valid unit: move it to the head of the next lower bucket.
-    /// The same as `unlink`, the count's decrement and `link`, without their repeated
-    /// index arithmetic and the stores `link` overwrites.
+    /// Closed block `b` of `plane` lost a valid unit: move it to the head of the next
+    /// lower bucket. The same as `unlink`, the count's decrement and `link`, without their
+    /// repeated index arithmetic and the stores `link` overwrites.
     #[inline]
-    fn demote(&mut self, b: u32) {
-        let plane = self.per_plane_blocks.div(b);
+    fn demote(&mut self, b: u32, plane: u32) {
         let bi = b as usize;
         let v = self.valid[bi];
         let (n, p) = (self.next[bi], self.prev[bi]);
@@ -238,10 +237,11 @@ impl Ftl {
     #[inline]
     fn invalidate(&mut self, phys: u32) {
         let b = self.per_block.div(phys);
-        self.plane_valid[self.per_plane_blocks.div(b) as usize] -= 1;
+        let plane = self.per_plane_blocks.div(b);
+        self.plane_valid[plane as usize] -= 1;
         self.p2l[phys as usize] = NIL;
         if self.closed[b as usize] {
-            self.demote(b);
+            self.demote(b, plane);
         } else {
             self.valid[b as usize] -= 1;
         }
