@@ -236,6 +236,26 @@ fn reference_loop(py: Python<'_>, synthetic: &Bound<'_, PyDict>) -> PyResult<(u6
     }))
 }
 
+/// The SSD model's memory floor for benchmarks (`crate::models::floor`): only the FTL map
+/// accesses a replay must do, over the same synthetic stream on the maps of the SSD
+/// `params` describe, with `copies_per_write` GC copies per host write. Returns
+/// (requests, wall time in ns of the loop alone).
+#[pyfunction]
+fn ssd_floor_loop(
+    py: Python<'_>,
+    params: &Bound<'_, PyDict>,
+    synthetic: &Bound<'_, PyDict>,
+    copies_per_write: f64,
+    serialized: bool,
+) -> PyResult<(u64, u128)> {
+    let reqs = generate(&synthetic_from_dict(synthetic)?).map_err(to_py_err)?;
+    let p = params_from_dict(params)?;
+    let wall = py
+        .allow_threads(|| crate::models::floor::floor_replay(&p, &reqs, copies_per_write.max(0.0), serialized))
+        .map_err(to_py_err)?;
+    Ok((reqs.len() as u64, wall))
+}
+
 /// Logical capacity in bytes the model `params` describe offers the host (built by the
 /// model itself, so RAID geometry and rounding are the model's, not a Python copy).
 #[pyfunction]
@@ -272,6 +292,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate_synthetic, m)?)?;
     m.add_function(wrap_pyfunction!(synthetic_requests, m)?)?;
     m.add_function(wrap_pyfunction!(reference_loop, m)?)?;
+    m.add_function(wrap_pyfunction!(ssd_floor_loop, m)?)?;
     // block-layer tracing (crate::trace::py): its own registration, one line here
     crate::trace::py::register(m)?;
     // timed file-system operations (crate::alloc::py)

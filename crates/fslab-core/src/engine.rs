@@ -44,8 +44,16 @@ impl Event {
 /// (down, Floyd's way: the smaller child moves up to the bottom, then the new event sifts
 /// up a little, which is cheap because new events are usually the latest). The vacancy
 /// is filled by the last element only if something other than a push comes next.
+///
+/// In front of the heap sits a FIFO for events pushed in increasing (time, seq) order: a
+/// device that completes in submission order (an SSD's reads, whose host link serialises
+/// them) then never touches the heap, and a pop takes the smaller of the two heads. The
+/// pop order is the same as the heap's alone, since (time, seq) is a total order.
 #[derive(Default)]
 pub struct EventQueue {
+    /// Events pushed in increasing key order (the common case: a device completing in
+    /// submission order) queue here in O(1); the others go to the heap.
+    fifo: std::collections::VecDeque<Event>,
     heap: Vec<Event>,
     seq: u64,
     /// `heap[0]` is a stale, already-popped event.
@@ -61,7 +69,9 @@ impl EventQueue {
     pub fn push(&mut self, time: Ns, kind: EventKind) {
         self.seq += 1;
         let ev = Event { time, seq: self.seq, kind };
-        if self.root_vacant {
+        if self.fifo.back().is_none_or(|b| b.key() < ev.key()) {
+            self.fifo.push_back(ev);
+        } else if self.root_vacant {
             self.root_vacant = false;
             self.fill_root(ev);
         } else {
@@ -75,20 +85,28 @@ impl EventQueue {
         if self.root_vacant {
             self.close_vacancy();
         }
-        let top = *self.heap.first()?;
-        self.root_vacant = true;
-        Some(top)
+        match (self.heap.first(), self.fifo.front()) {
+            (Some(h), Some(f)) if f.key() < h.key() => self.fifo.pop_front(),
+            (Some(&h), _) => {
+                self.root_vacant = true;
+                Some(h)
+            }
+            (None, _) => self.fifo.pop_front(),
+        }
     }
 
     pub fn peek_time(&mut self) -> Option<Ns> {
         if self.root_vacant {
             self.close_vacancy();
         }
-        self.heap.first().map(|e| e.time)
+        match (self.heap.first(), self.fifo.front()) {
+            (Some(h), Some(f)) => Some(h.time.min(f.time)),
+            (h, f) => h.or(f).map(|e| e.time),
+        }
     }
 
     pub fn len(&self) -> usize {
-        self.heap.len() - self.root_vacant as usize
+        self.heap.len() - self.root_vacant as usize + self.fifo.len()
     }
 
     pub fn is_empty(&self) -> bool {

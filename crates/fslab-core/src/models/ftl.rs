@@ -127,6 +127,17 @@ impl Ftl {
         }
     }
 
+    /// The maps, lent to the benchmark's memory floor (`models::floor`), which only
+    /// times accesses to them and leaves them inconsistent: never use the FTL after.
+    pub fn floor_maps(&mut self) -> crate::models::floor::FloorMaps<'_> {
+        crate::models::floor::FloorMaps {
+            l2p: &mut self.l2p,
+            p2l: &mut self.p2l,
+            valid: &mut self.valid,
+            units_per_block: self.units_per_block,
+        }
+    }
+
     /// Physical unit holding `lpn`, if it holds data.
     #[inline]
     pub fn lookup(&self, lpn: u64) -> Option<u32> {
@@ -178,6 +189,38 @@ impl Ftl {
         }
     }
 
+    /// Closed block `b` of `plane` lost a valid unit: move it to the head of the next
+    /// lower bucket. The same as `unlink`, the count's decrement and `link`, without their
+    /// repeated index arithmetic and the stores `link` overwrites.
+    #[inline]
+    fn demote(&mut self, b: u32, plane: u32) {
+        let bi = b as usize;
+        let v = self.valid[bi];
+        let (n, p) = (self.next[bi], self.prev[bi]);
+        let from = self.bucket_index(plane, v);
+        if p != NIL {
+            self.next[p as usize] = n;
+        } else {
+            self.bucket_head[from] = n;
+        }
+        if n != NIL {
+            self.prev[n as usize] = p;
+        }
+        self.valid[bi] = v - 1;
+        // Bucket v - 1 of the plane is the slot just below bucket v.
+        let old = self.bucket_head[from - 1];
+        self.next[bi] = old;
+        self.prev[bi] = NIL;
+        if old != NIL {
+            self.prev[old as usize] = b;
+        }
+        self.bucket_head[from - 1] = b;
+        let hint = &mut self.min_hint[plane as usize];
+        if v - 1 < *hint {
+            *hint = v - 1;
+        }
+    }
+
     /// Valid units of the least and the most loaded of `n` planes from `first` on.
     #[inline]
     pub fn load_range(&self, first: u32, n: u32) -> (u64, u64) {
@@ -194,12 +237,11 @@ impl Ftl {
     #[inline]
     fn invalidate(&mut self, phys: u32) {
         let b = self.per_block.div(phys);
-        self.plane_valid[self.per_plane_blocks.div(b) as usize] -= 1;
+        let plane = self.per_plane_blocks.div(b);
+        self.plane_valid[plane as usize] -= 1;
         self.p2l[phys as usize] = NIL;
         if self.closed[b as usize] {
-            self.unlink(b);
-            self.valid[b as usize] -= 1;
-            self.link(b);
+            self.demote(b, plane);
         } else {
             self.valid[b as usize] -= 1;
         }
@@ -219,26 +261,32 @@ impl Ftl {
         self.programmed_units += 1;
         self.plane_valid[plane as usize] += 1;
         if slot + 1 == self.units_per_block {
-            self.closed[b as usize] = true;
-            self.link(b);
-            let nb = match self.free[plane as usize].pop() {
-                Some(nb) => nb,
-                None => {
-                    // Keep the maps consistent with a block of the plane with most free
-                    // blocks; the replay then reports the error (`Ssd::error`).
-                    self.exhausted.get_or_insert(plane);
-                    let donor = (0..self.planes).max_by_key(|&p| self.free[p as usize].len()).unwrap_or(plane);
-                    match self.free[donor as usize].pop() {
-                        Some(nb) => nb,
-                        // Unreachable: valid units never exceed the logical units, which
-                        // leave planes x (gc_free_blocks + 2) blocks spare (Ssd::new).
-                        None => b,
-                    }
-                }
-            };
-            self.active[plane as usize] = nb;
+            self.close_active(plane, b);
         }
         phys
+    }
+
+    /// `plane`'s active block `b` is full: list it as a GC candidate and open the next
+    /// free block.
+    fn close_active(&mut self, plane: u32, b: u32) {
+        self.closed[b as usize] = true;
+        self.link(b);
+        let nb = match self.free[plane as usize].pop() {
+            Some(nb) => nb,
+            None => {
+                // Keep the maps consistent with a block of the plane with most free
+                // blocks; the replay then reports the error (`Ssd::error`).
+                self.exhausted.get_or_insert(plane);
+                let donor = (0..self.planes).max_by_key(|&p| self.free[p as usize].len()).unwrap_or(plane);
+                match self.free[donor as usize].pop() {
+                    Some(nb) => nb,
+                    // Unreachable: valid units never exceed the logical units, which
+                    // leave planes x (gc_free_blocks + 2) blocks spare (Ssd::new).
+                    None => b,
+                }
+            }
+        };
+        self.active[plane as usize] = nb;
     }
 
     /// Host write of one logical unit to `plane`. Runs GC on that plane if needed.
@@ -279,14 +327,32 @@ impl Ftl {
         self.plane_valid[plane as usize] -= v as u64;
         self.unlink(victim);
         self.closed[victim as usize] = false;
-        let base = victim * upb;
-        for u in base..base + upb {
-            let lpn = self.p2l[u as usize];
-            if lpn != NIL {
-                self.p2l[u as usize] = NIL;
-                self.place(lpn, plane);
+        // `place` for each valid unit, with the active block's counts summed in registers
+        // and stored when it fills or the victim is done (nothing reads them in between).
+        let base = (victim * upb) as usize;
+        let mut b = self.active[plane as usize];
+        let mut slot = self.fill[b as usize];
+        let mut placed = 0u32;
+        for u in base..base + upb as usize {
+            let lpn = self.p2l[u];
+            if lpn == NIL {
+                continue;
+            }
+            self.p2l[u] = NIL;
+            let phys = b * upb + slot;
+            self.p2l[phys as usize] = lpn;
+            self.l2p[lpn as usize] = phys;
+            slot += 1;
+            placed += 1;
+            if slot == upb {
+                self.account_placed(plane, b, slot, placed);
+                self.close_active(plane, b);
+                b = self.active[plane as usize];
+                slot = self.fill[b as usize];
+                placed = 0;
             }
         }
+        self.account_placed(plane, b, slot, placed);
         work.moved_units += v as u64;
         work.erases += 1;
         self.valid[victim as usize] = 0;
@@ -295,6 +361,16 @@ impl Ftl {
         self.gc_runs += 1;
         self.erases += 1;
         true
+    }
+
+    /// The counts `place` keeps, for `placed` units put in `plane`'s block `b`, now filled
+    /// up to `fill`.
+    #[inline]
+    fn account_placed(&mut self, plane: u32, b: u32, fill: u32, placed: u32) {
+        self.valid[b as usize] += placed;
+        self.fill[b as usize] = fill;
+        self.programmed_units += placed as u64;
+        self.plane_valid[plane as usize] += placed as u64;
     }
 
     pub fn trim(&mut self, lpn: u64) {
@@ -377,6 +453,22 @@ impl Ftl {
             .map(|p| valid[p * self.blocks_per_plane as usize..(p + 1) * self.blocks_per_plane as usize].iter().map(|&v| v as u64).sum())
             .collect();
         assert_eq!(per_plane, self.plane_valid);
+        // Every closed block sits, once, in its plane's bucket of its valid count, with
+        // both links consistent, and no bucket below the plane's hint holds a block.
+        let mut listed = 0;
+        for plane in 0..self.planes {
+            for v in 0..=self.units_per_block {
+                let (mut b, mut prev) = (self.bucket_head[self.bucket_index(plane, v)], NIL);
+                while b != NIL {
+                    assert!(self.closed[b as usize] && self.valid[b as usize] == v, "block {b} in bucket {v}");
+                    assert_eq!((b / self.blocks_per_plane, self.prev[b as usize]), (plane, prev));
+                    assert!(v >= self.min_hint[plane as usize], "plane {plane}: bucket {v} below the hint");
+                    listed += 1;
+                    (prev, b) = (b, self.next[b as usize]);
+                }
+            }
+        }
+        assert_eq!(listed, self.closed.iter().filter(|&&c| c).count());
     }
 }
 

@@ -4,6 +4,7 @@
 
 pub mod fastdiv;
 pub mod fixed;
+pub mod floor;
 pub mod ftl;
 pub mod hdd;
 pub mod raid;

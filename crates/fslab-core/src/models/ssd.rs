@@ -347,13 +347,17 @@ impl Ssd {
         done + self.cfg.fixed_latency_ns
     }
 
+    #[inline]
     fn read(&mut self, now: Ns, req: &Request) -> Ns {
         let t_cmd = now.max(self.ctrl_free) + self.cfg.cmd_read_ns;
         self.ctrl_free = t_cmd;
         self.controller_ns += self.cfg.cmd_read_ns;
         self.host_read_bytes += req.bytes;
-        let mut units_moved = 0u64;
         let (first, last) = unit_range(req);
+        if last == first + 1 {
+            return self.read_unit(t_cmd, first, req.bytes);
+        }
+        let mut units_moved = 0u64;
         let upp = self.units_per_page;
         let mut earliest = Ns::MAX;
         let mut done = t_cmd;
@@ -387,6 +391,33 @@ impl Ssd {
         let link = self.link_ns(req.bytes);
         let le = (ls + link).max(done + self.link_unit_ns);
         self.channel_units += units_moved;
+        self.link_ns_total += link;
+        self.link_free = le;
+        le + self.cfg.fixed_latency_ns
+    }
+
+    /// `read` of a request inside one 4 KiB unit (the common case), the same steps as
+    /// its loop without the loop's bookkeeping: the same result, fewer instructions.
+    #[inline]
+    fn read_unit(&mut self, t_cmd: Ns, lpn: u64, bytes: u64) -> Ns {
+        let xe = match self.ftl.lookup(lpn) {
+            // Never written or trimmed: zeros from the controller, no flash.
+            None => t_cmd,
+            Some(phys) => {
+                let plane = self.ftl.plane_of_phys(phys) as usize;
+                let ch = self.plane_channel[plane] as usize;
+                let page_ready = t_cmd.max(self.plane_free[plane]) + self.cfg.t_read_ns;
+                self.flash_read_units += self.units_per_page as u64;
+                let xe = page_ready.max(self.ch_free[ch]) + self.unit_ch_ns;
+                self.ch_free[ch] = xe;
+                self.plane_free[plane] = xe;
+                self.channel_units += 1;
+                xe
+            }
+        };
+        // The unit's data is both the first and the last to leave the flash.
+        let link = self.link_ns(bytes);
+        let le = (xe.max(self.link_free) + link).max(xe + self.link_unit_ns);
         self.link_ns_total += link;
         self.link_free = le;
         le + self.cfg.fixed_latency_ns
