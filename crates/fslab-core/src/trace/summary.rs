@@ -456,61 +456,54 @@ fn dist_known<T: Copy + Into<u64>>(v: &[T], min: u64, max: u64, sum: u128, pcts:
 /// than as they come (three updates of memory per value in the per-event loop).
 #[derive(Debug, Clone)]
 pub struct Values {
-    kept: Kept,
-}
-
-#[derive(Debug, Clone)]
-enum Kept {
-    Narrow(Vec<u32>),
-    Wide(Vec<u64>),
+    narrow: Vec<u32>,
+    wide: Vec<u64>,
+    /// 2^32 while the values are narrow, 0 once wide: `push` tests one comparison.
+    bound: u64,
 }
 
 impl Default for Values {
     fn default() -> Self {
-        Values { kept: Kept::Narrow(Vec::new()) }
+        Values { narrow: Vec::new(), wide: Vec::new(), bound: 1 << 32 }
     }
 }
 
 impl Values {
     #[inline]
     pub fn push(&mut self, x: u64) {
-        match &mut self.kept {
-            Kept::Narrow(v) if x <= u32::MAX as u64 => v.push(x as u32),
-            Kept::Narrow(_) => self.widen_and_push(x),
-            Kept::Wide(v) => v.push(x),
+        if x < self.bound {
+            self.narrow.push(x as u32);
+        } else {
+            self.push_wide(x);
         }
     }
 
     #[cold]
-    fn widen_and_push(&mut self, x: u64) {
-        if let Kept::Narrow(v) = &self.kept {
-            let mut wide: Vec<u64> = Vec::with_capacity(v.capacity().max(v.len() + 1));
-            wide.extend(v.iter().map(|&x| x as u64));
-            wide.push(x);
-            self.kept = Kept::Wide(wide);
+    fn push_wide(&mut self, x: u64) {
+        if self.bound != 0 {
+            let mut wide: Vec<u64> = Vec::with_capacity(self.narrow.capacity().max(self.narrow.len() + 1));
+            wide.extend(self.narrow.iter().map(|&x| x as u64));
+            self.wide = wide;
+            self.narrow = Vec::new();
+            self.bound = 0;
         }
+        self.wide.push(x);
     }
 
     /// Room for `n` more values, in huge pages where the kernel offers them (tens of MB
     /// filled once: a fault per 2 MiB instead of per 4 KiB).
     pub fn reserve(&mut self, n: usize) {
-        match &mut self.kept {
-            Kept::Narrow(v) => {
-                v.reserve(n);
-                crate::mem::huge_pages(v.spare_capacity_mut());
-            }
-            Kept::Wide(v) => {
-                v.reserve(n);
-                crate::mem::huge_pages(v.spare_capacity_mut());
-            }
+        if self.is_narrow() {
+            self.narrow.reserve(n);
+            crate::mem::huge_pages(self.narrow.spare_capacity_mut());
+        } else {
+            self.wide.reserve(n);
+            crate::mem::huge_pages(self.wide.spare_capacity_mut());
         }
     }
 
     pub fn len(&self) -> usize {
-        match &self.kept {
-            Kept::Narrow(v) => v.len(),
-            Kept::Wide(v) => v.len(),
-        }
+        self.narrow.len() + self.wide.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -518,17 +511,16 @@ impl Values {
     }
 
     pub fn is_narrow(&self) -> bool {
-        matches!(self.kept, Kept::Narrow(_))
+        self.bound != 0
     }
 
     /// Count, min, max, mean and the percentiles `pcts` of the values.
     pub fn dist(&self, pcts: &[f64]) -> Dist {
-        match &self.kept {
-            Kept::Narrow(v) => {
-                let (min, max, sum) = narrow_min_max_sum(v);
-                dist_known(v, min, max, sum, pcts)
-            }
-            Kept::Wide(v) => dist_from_values(v, pcts),
+        if self.is_narrow() {
+            let (min, max, sum) = narrow_min_max_sum(&self.narrow);
+            dist_known(&self.narrow, min, max, sum, pcts)
+        } else {
+            dist_from_values(&self.wide, pcts)
         }
     }
 }
@@ -618,7 +610,6 @@ impl DataAcc {
             *dd.sizes.entry(nr).or_default() += 1;
         }
         if let Some(pe) = self.prev_end[d] {
-            dd.transitions += 1;
             dd.sequential += (st == pe) as u64;
             dd.forward += (st >= pe) as u64;
             dd.seeks.push(st.abs_diff(pe));
@@ -626,7 +617,7 @@ impl DataAcc {
         self.prev_end[d] = Some(st + nr);
         let t = &mut self.tasks[comm as usize];
         t.0 += 1;
-        t.1 += nr * 512;
+        t.1 += nr; // sectors; bytes when the pass ends
     }
 }
 
@@ -772,6 +763,8 @@ impl Pass {
                     *dd.sizes.entry(nr as u64).or_default() += k;
                 }
             }
+            // every data request after a direction's first is a transition
+            dd.transitions = dd.sizes.values().sum::<u64>().saturating_sub(1);
         }
         for (f, &k) in flag_hist.iter().enumerate() {
             for b in 0..8 {
@@ -780,7 +773,7 @@ impl Pass {
         }
         for (code, &(r, b)) in acc.tasks.iter().enumerate().take(u16::MAX as usize) {
             if r > 0 {
-                s.tasks.insert(code as u16, (r, b));
+                s.tasks.insert(code as u16, (r, b.wrapping_mul(512)));
             }
         }
         s
