@@ -51,7 +51,7 @@ impl std::hash::Hash for ReqKey {
 /// Issued, not yet completed requests: open addressing with linear probing and
 /// backward-shift deletion (no tombstones, so a table that sees millions of inserts and
 /// removals stays as short as the queue), indexed by the high bits of one multiply.
-/// A slot is 32 bytes, aligned: (sector, dev/op word with bit 63 = occupied, issue time,
+/// A slot is 32 bytes, aligned: (sector, dev/op word, never 0 in a used slot, issue time,
 /// further issues of the same key waiting in `extra`).
 #[derive(Clone, Copy, Default)]
 #[repr(C, align(32))]
@@ -62,10 +62,11 @@ struct Slot {
     dup: u64,
 }
 
-const OCCUPIED: u64 = 1 << 63;
-
+/// (dev << 8 | op) + 1: at most 2^40, never 0 (the mark of an empty slot); no 64-bit
+/// constant to keep in a register.
+#[inline(always)]
 fn devop(k: &ReqKey) -> u64 {
-    OCCUPIED | ((k.0 as u64) << 8) | k.2 as u64
+    (((k.0 as u64) << 8) | k.2 as u64) + 1
 }
 
 struct Outstanding {
@@ -583,38 +584,47 @@ struct Columns<'a> {
     comm: &'a [u16],
 }
 
-/// What the data requests of one direction add up to while the pass runs.
+/// What one direction's requests add up to while the pass runs, in one place (one
+/// address to compute per event, not one per field).
+#[derive(Default)]
+struct DirAcc {
+    prev_end: Option<u64>,
+    sequential: u64,
+    forward: u64,
+    seeks: Values,
+    latency_ns: Values,
+    sizes: FastMap<u64, u64>,
+    small_sizes: Vec<u64>,
+}
+
+/// The directions' accumulators and the data requests per task.
 struct DataAcc {
-    small_sizes: Box<[[u64; SMALL_SIZES]; 2]>,
-    prev_end: [Option<u64>; 2],
+    dirs: [DirAcc; 2],
     // indexed by a u16: no bounds checks
     tasks: Box<[(u64, u64); 1 << 16]>,
 }
 
 impl DataAcc {
     fn new() -> DataAcc {
-        DataAcc {
-            small_sizes: vec![[0u64; SMALL_SIZES]; 2].into_boxed_slice().try_into().unwrap(),
-            prev_end: [None, None],
-            tasks: vec![(0, 0); 1 << 16].into_boxed_slice().try_into().unwrap(),
-        }
+        let dir = || DirAcc { small_sizes: vec![0; SMALL_SIZES], ..DirAcc::default() };
+        DataAcc { dirs: [dir(), dir()], tasks: vec![(0, 0); 1 << 16].into_boxed_slice().try_into().unwrap() }
     }
 
     /// A data request of direction `d` (0 read, 1 write) of `nr` > 0 sectors at `st`.
     #[inline(always)]
-    fn add(&mut self, dd: &mut Direction, d: usize, st: u64, nr: u32, comm: u16) {
+    fn add(&mut self, d: usize, st: u64, nr: u32, comm: u16) {
+        let a = &mut self.dirs[d];
         let nr = nr as u64;
-        if (nr as usize) < SMALL_SIZES {
-            self.small_sizes[d][nr as usize] += 1;
-        } else {
-            *dd.sizes.entry(nr).or_default() += 1;
+        match a.small_sizes.get_mut(nr as usize) {
+            Some(k) => *k += 1,
+            None => *a.sizes.entry(nr).or_default() += 1,
         }
-        if let Some(pe) = self.prev_end[d] {
-            dd.sequential += (st == pe) as u64;
-            dd.forward += (st >= pe) as u64;
-            dd.seeks.push(st.abs_diff(pe));
+        if let Some(pe) = a.prev_end {
+            a.sequential += (st == pe) as u64;
+            a.forward += (st >= pe) as u64;
+            a.seeks.push(st.abs_diff(pe));
         }
-        self.prev_end[d] = Some(st + nr);
+        a.prev_end = Some(st + nr);
         let t = &mut self.tasks[comm as usize];
         t.0 += 1;
         t.1 += nr; // sectors; bytes when the pass ends
@@ -648,7 +658,7 @@ fn summarize_with<const BY_ISSUE: bool>(c: &Columns) -> Summary {
     };
     // Room for the common case (half the events are a direction's data requests) without
     // regrowing: capacity that is never written costs no memory.
-    for d in p.s.dirs.iter_mut() {
+    for d in p.acc.dirs.iter_mut() {
         d.seeks.reserve(n / 2);
         d.latency_ns.reserve(n / 2);
     }
@@ -688,7 +698,7 @@ impl Pass {
                     }
                     if BY_ISSUE && o <= OP_WRITE && nr_sector[i] > 0 {
                         let d = o as usize;
-                        acc.add(&mut s.dirs[d], d, sector[i], nr_sector[i], comm[i]);
+                        acc.add(d, sector[i], nr_sector[i], comm[i]);
                     }
                     let key = ReqKey(dev[i], sector[i], o);
                     match issued.entry(&key) {
@@ -724,7 +734,7 @@ impl Pass {
                     flag_hist[flags[i] as usize] += 1;
                     if !BY_ISSUE && o <= OP_WRITE && nr > 0 {
                         let d = o as usize;
-                        acc.add(&mut s.dirs[d], d, sector[i], nr, comm[i]);
+                        acc.add(d, sector[i], nr, comm[i]);
                     }
                     if o == OP_FLUSH {
                         continue;
@@ -744,7 +754,7 @@ impl Pass {
                             }
                         }
                         if o <= OP_WRITE {
-                            s.dirs[o as usize].latency_ns.push(time_ns[i].saturating_sub(t0));
+                            acc.dirs[o as usize].latency_ns.push(time_ns[i].saturating_sub(t0));
                         }
                     }
                 }
@@ -757,12 +767,18 @@ impl Pass {
     /// The summary, from the counts the pass kept.
     fn finish(self) -> Summary {
         let Pass { mut s, flag_hist, acc, .. } = self;
-        for (dd, small) in s.dirs.iter_mut().zip(acc.small_sizes.iter()) {
-            for (nr, &k) in small.iter().enumerate() {
+        let DataAcc { dirs, tasks } = acc;
+        for (dd, a) in s.dirs.iter_mut().zip(dirs) {
+            dd.sizes = a.sizes;
+            for (nr, &k) in a.small_sizes.iter().enumerate() {
                 if k > 0 {
                     *dd.sizes.entry(nr as u64).or_default() += k;
                 }
             }
+            dd.sequential = a.sequential;
+            dd.forward = a.forward;
+            dd.seeks = a.seeks;
+            dd.latency_ns = a.latency_ns;
             // every data request after a direction's first is a transition
             dd.transitions = dd.sizes.values().sum::<u64>().saturating_sub(1);
         }
@@ -771,7 +787,7 @@ impl Pass {
                 s.flag_counts[b] += ((f >> b) & 1) as u64 * k;
             }
         }
-        for (code, &(r, b)) in acc.tasks.iter().enumerate().take(u16::MAX as usize) {
+        for (code, &(r, b)) in tasks.iter().enumerate().take(u16::MAX as usize) {
             if r > 0 {
                 s.tasks.insert(code as u16, (r, b.wrapping_mul(512)));
             }
