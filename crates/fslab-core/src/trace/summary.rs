@@ -325,7 +325,7 @@ fn radix_select<T: Copy + Into<u64>>(v: &[T], min: u64, max: u64, ranks: &[usize
 /// selection finds each rank. When those buckets hold over an eighth of the values (a
 /// distribution piled on a few values, with outliers far off), `radix_select` narrows
 /// in place instead of copying.
-fn select_ranks<T: Copy + Into<u64>>(v: &[T], min: u64, max: u64, ranks: &[usize]) -> Vec<u64> {
+fn select_ranks<T: Kept>(v: &[T], min: u64, max: u64, ranks: &[usize]) -> Vec<u64> {
     if min == max {
         return vec![min; ranks.len()];
     }
@@ -369,18 +369,20 @@ fn select_ranks<T: Copy + Into<u64>>(v: &[T], min: u64, max: u64, ranks: &[usize
     if held > v.len() / 8 || wanted.len() > 255 {
         return radix_select(v, min, max, ranks);
     }
-    // which copy each wanted bucket goes to (0: not wanted): one load per value
-    let mut copy_of = vec![0u8; 1 << width];
-    let mut copies: Vec<Vec<u64>> = Vec::with_capacity(wanted.len());
-    for (k, &b) in wanted.iter().enumerate() {
-        copy_of[b] = k as u8 + 1;
-        copies.push(Vec::with_capacity((h[b][0] + h[b][1]) as usize));
-    }
-    for &x in v {
-        let x: u64 = x.into();
-        let k = copy_of[bucket(x)];
-        if k != 0 {
-            copies[k as usize - 1].push(x);
+    let mut copies: Vec<Vec<u64>> =
+        wanted.iter().map(|&b| Vec::with_capacity((h[b][0] + h[b][1]) as usize)).collect();
+    if !T::copy_ranges(v, &wanted, shared, shift, &mut copies) {
+        // which copy each wanted bucket goes to (0: not wanted): one load per value
+        let mut copy_of = vec![0u8; 1 << width];
+        for (k, &b) in wanted.iter().enumerate() {
+            copy_of[b] = k as u8 + 1;
+        }
+        for &x in v {
+            let x: u64 = x.into();
+            let k = copy_of[bucket(x)];
+            if k != 0 {
+                copies[k as usize - 1].push(x);
+            }
         }
     }
     at.iter()
@@ -391,8 +393,69 @@ fn select_ranks<T: Copy + Into<u64>>(v: &[T], min: u64, max: u64, ranks: &[usize
         .collect()
 }
 
+/// A type of kept values: 32 or 64 bits.
+pub trait Kept: Copy + Into<u64> {
+    /// Copy the values of up to four buckets (`wanted`, indexes of the 2^`shift`-wide
+    /// ranges above `shared`) into `copies`, bucket by bucket, and return true; false
+    /// (nothing copied) where this type has no fast way.
+    fn copy_ranges(_v: &[Self], _wanted: &[usize], _shared: u64, _shift: u32, _copies: &mut [Vec<u64>]) -> bool {
+        false
+    }
+}
+
+impl Kept for u64 {}
+
+impl Kept for u32 {
+    fn copy_ranges(v: &[u32], wanted: &[usize], shared: u64, shift: u32, copies: &mut [Vec<u64>]) -> bool {
+        if wanted.len() > 4 || shift > 16 {
+            return false;
+        }
+        // buckets as ranges [lo, lo + w) of 32-bit values; unused places repeat the first
+        let w = 1u32 << shift;
+        let mut lo = [(shared | (wanted[0] as u64) << shift) as u32; 4];
+        for (l, &b) in lo.iter_mut().zip(wanted) {
+            *l = (shared | (b as u64) << shift) as u32;
+        }
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2 (checked just above).
+            unsafe { copy_ranges_avx2(v, &lo, w, copies) };
+            return true;
+        }
+        copy_ranges_any(v, &lo, w, copies);
+        true
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn copy_ranges_avx2(v: &[u32], lo: &[u32; 4], w: u32, copies: &mut [Vec<u64>]) {
+    copy_ranges_any(v, lo, w, copies)
+}
+
+/// Blocks of 16 values are tested against the ranges without a branch (vector
+/// instructions); only a block with a value in one is looked at value by value.
+#[inline(always)]
+fn copy_ranges_any(v: &[u32], lo: &[u32; 4], w: u32, copies: &mut [Vec<u64>]) {
+    let inside = |x: u32| {
+        (x.wrapping_sub(lo[0]) < w) | (x.wrapping_sub(lo[1]) < w) | (x.wrapping_sub(lo[2]) < w) | (x.wrapping_sub(lo[3]) < w)
+    };
+    let mut take = |x: u32| {
+        if let Some(k) = (0..copies.len()).find(|&k| x.wrapping_sub(lo[k]) < w) {
+            copies[k].push(x as u64);
+        }
+    };
+    let mut blocks = v.chunks_exact(16);
+    for b in &mut blocks {
+        if b.iter().fold(false, |a, &x| a | inside(x)) {
+            b.iter().for_each(|&x| take(x));
+        }
+    }
+    blocks.remainder().iter().for_each(|&x| take(x));
+}
+
 /// Summary of raw values (read only, in any order).
-pub fn dist_from_values<T: Copy + Into<u64>>(v: &[T], pcts: &[f64]) -> Dist {
+pub fn dist_from_values<T: Kept>(v: &[T], pcts: &[f64]) -> Dist {
     // one pass for sum, min and max (an integer sum: exact, and the order of a float sum
     // would change the last bits of the mean)
     let (mut sum, mut min, mut max) = (0u128, u64::MAX, 0u64);
@@ -440,7 +503,7 @@ fn narrow_min_max_sum_any(v: &[u32]) -> (u64, u64, u128) {
 }
 
 /// Summary of values whose min, max and sum are known.
-fn dist_known<T: Copy + Into<u64>>(v: &[T], min: u64, max: u64, sum: u128, pcts: &[f64]) -> Dist {
+fn dist_known<T: Kept>(v: &[T], min: u64, max: u64, sum: u128, pcts: &[f64]) -> Dist {
     let n = v.len() as u64;
     if n == 0 {
         return Dist::default();
@@ -590,24 +653,29 @@ struct Columns<'a> {
 struct DirAcc {
     prev_end: Option<u64>,
     sequential: u64,
-    forward: u64,
     seeks: Values,
+    // not beside `sequential`: two adjacent counters are added as one vector, which
+    // takes more instructions than two plain additions
+    forward: u64,
     latency_ns: Values,
     sizes: FastMap<u64, u64>,
     small_sizes: Vec<u64>,
 }
 
-/// The directions' accumulators and the data requests per task.
+/// The directions' accumulators and the data requests and sectors per task (two
+/// arrays: a pair would be added as one vector, in more instructions).
 struct DataAcc {
     dirs: [DirAcc; 2],
     // indexed by a u16: no bounds checks
-    tasks: Box<[(u64, u64); 1 << 16]>,
+    task_requests: Box<[u64; 1 << 16]>,
+    task_sectors: Box<[u64; 1 << 16]>,
 }
 
 impl DataAcc {
     fn new() -> DataAcc {
         let dir = || DirAcc { small_sizes: vec![0; SMALL_SIZES], ..DirAcc::default() };
-        DataAcc { dirs: [dir(), dir()], tasks: vec![(0, 0); 1 << 16].into_boxed_slice().try_into().unwrap() }
+        let per_task = || vec![0u64; 1 << 16].into_boxed_slice().try_into().unwrap();
+        DataAcc { dirs: [dir(), dir()], task_requests: per_task(), task_sectors: per_task() }
     }
 
     /// A data request of direction `d` (0 read, 1 write) of `nr` > 0 sectors at `st`.
@@ -625,9 +693,8 @@ impl DataAcc {
             a.seeks.push(st.abs_diff(pe));
         }
         a.prev_end = Some(st + nr);
-        let t = &mut self.tasks[comm as usize];
-        t.0 += 1;
-        t.1 += nr; // sectors; bytes when the pass ends
+        self.task_requests[comm as usize] += 1;
+        self.task_sectors[comm as usize] += nr; // bytes when the pass ends
     }
 }
 
@@ -767,7 +834,7 @@ impl Pass {
     /// The summary, from the counts the pass kept.
     fn finish(self) -> Summary {
         let Pass { mut s, flag_hist, acc, .. } = self;
-        let DataAcc { dirs, tasks } = acc;
+        let DataAcc { dirs, task_requests, task_sectors } = acc;
         for (dd, a) in s.dirs.iter_mut().zip(dirs) {
             dd.sizes = a.sizes;
             for (nr, &k) in a.small_sizes.iter().enumerate() {
@@ -787,7 +854,7 @@ impl Pass {
                 s.flag_counts[b] += ((f >> b) & 1) as u64 * k;
             }
         }
-        for (code, &(r, b)) in tasks.iter().enumerate().take(u16::MAX as usize) {
+        for (code, (&r, &b)) in task_requests.iter().zip(task_sectors.iter()).enumerate().take(u16::MAX as usize) {
             if r > 0 {
                 s.tasks.insert(code as u16, (r, b.wrapping_mul(512)));
             }
@@ -890,11 +957,14 @@ mod tests {
         let wide: Vec<u64> = (0..50_000).map(|_| next(&mut x)).collect();
         let narrow_range: Vec<u64> = (0..50_000).map(|_| 1_000_000 + next(&mut x) % 5000).collect();
         for (name, v) in [("spread", spread), ("piled", piled), ("wide", wide), ("narrow range", narrow_range)] {
-            let want = sorted_dist(v.clone(), &pcts);
-            assert_eq!(dist_from_values(&v, &pcts), want, "{name}");
-            let mut kept = Values::default();
-            v.iter().for_each(|&x| kept.push(x));
-            assert_eq!(kept.dist(&pcts), want, "{name}, kept");
+            // seven percentiles (more buckets than the vector copy takes) and three
+            for pcts in [&pcts[..], &[50.0, 90.0, 99.0]] {
+                let want = sorted_dist(v.clone(), pcts);
+                assert_eq!(dist_from_values(&v, pcts), want, "{name}");
+                let mut kept = Values::default();
+                v.iter().for_each(|&x| kept.push(x));
+                assert_eq!(kept.dist(pcts), want, "{name}, kept");
+            }
         }
     }
 
