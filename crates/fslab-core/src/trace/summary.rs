@@ -883,11 +883,11 @@ mod tests {
             let at = t.find(&k);
             assert_eq!(at.is_some(), reference.contains_key(&(k.0, k.1, k.2)));
             match at {
-                None if grow || x % 3 == 0 => {
+                None if grow || x.is_multiple_of(3) => {
                     t.insert(k, step);
                     reference.insert((k.0, k.1, k.2), step);
                 }
-                Some(i) if !grow || x % 4 == 0 => {
+                Some(i) if !grow || x.is_multiple_of(4) => {
                     assert_eq!(t.slots[i].t, reference[&(k.0, k.1, k.2)]);
                     t.remove_at(i);
                     reference.remove(&(k.0, k.1, k.2));
@@ -971,6 +971,7 @@ mod tests {
     /// The summary computed the plain way: `analyze::match_requests` for what is counted
     /// and each latency (exact maps, no caches), data requests picked event by event,
     /// percentiles from a full sort.
+    #[allow(clippy::too_many_arguments)]
     fn plain_summary(
         time: &[u64], event: &[u8], dev: &[u32], sector: &[u64], nr: &[u32], op: &[u8], flags: &[u8],
         comm: &[u16], pcts: &[f64],
@@ -1070,7 +1071,7 @@ mod tests {
                     _ => next(&mut x) % (1 << 24),
                 };
                 next_sector = st + n as u64;
-                let fua = r >= fua_from && o == OP_WRITE && next(&mut x) % 3 == 0;
+                let fua = r >= fua_from && o == OP_WRITE && next(&mut x).is_multiple_of(3);
                 let f = if fua { crate::trace::FL_FUA | crate::trace::FL_SYNC } else { crate::trace::FL_SYNC };
                 if issues {
                     push(t, EV_ISSUE, d, st, n, o, f, (next(&mut x) % 5) as u16);
@@ -1088,7 +1089,7 @@ mod tests {
                         t += 3;
                     }
                 }
-                if r >= fua_from && next(&mut x) % 50 == 0 {
+                if r >= fua_from && next(&mut x).is_multiple_of(50) {
                     push(t, EV_COMPLETE, d, 0, 0, OP_WRITE, crate::trace::FL_SYNC, crate::trace::page::NO_COMM); // empty preflush
                 }
             }
@@ -1100,7 +1101,7 @@ mod tests {
 
     #[test]
     fn percentiles_taken_in_any_order_match_a_full_sort() {
-        let mut v: Vec<u64> = (0..10_001u64).map(|i| (i * 7919) % 10_007).collect();
+        let v: Vec<u64> = (0..10_001u64).map(|i| (i * 7919) % 10_007).collect();
         let mut sorted = v.clone();
         sorted.sort_unstable();
         let pcts = [99.0, 50.0, 90.0, 50.0, 100.0, 0.0];
@@ -1112,7 +1113,7 @@ mod tests {
         assert_eq!(d.min, sorted[0] as f64);
         assert_eq!(d.max, *sorted.last().unwrap() as f64);
         // values over all 64 bits, repeated values, and a single value
-        let mut wide: Vec<u64> = vec![u64::MAX, 0, 1 << 63, 5, 5, 5, u64::MAX - 1, 1 << 20, 77];
+        let wide: Vec<u64> = vec![u64::MAX, 0, 1 << 63, 5, 5, 5, u64::MAX - 1, 1 << 20, 77];
         let mut sorted = wide.clone();
         sorted.sort_unstable();
         let n = sorted.len() as u64;
