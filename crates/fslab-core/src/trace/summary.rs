@@ -8,6 +8,9 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use super::{EV_COMPLETE, EV_ISSUE, OP_FLUSH, OP_READ, OP_WRITE};
 
+// The pass takes an op code of a data request as its direction's index.
+const _: () = assert!(OP_READ == 0 && OP_WRITE == 1);
+
 /// Multiply-shift hashing: keys are integers from the kernel, not adversarial input.
 #[derive(Default)]
 pub struct FastHasher(u64);
@@ -48,7 +51,7 @@ impl std::hash::Hash for ReqKey {
 /// Issued, not yet completed requests: open addressing with linear probing and
 /// backward-shift deletion (no tombstones, so a table that sees millions of inserts and
 /// removals stays as short as the queue), indexed by the high bits of one multiply.
-/// A slot is 32 bytes, aligned: (sector, dev/op word with bit 63 = occupied, issue time,
+/// A slot is 32 bytes, aligned: (sector, dev/op word, never 0 in a used slot, issue time,
 /// further issues of the same key waiting in `extra`).
 #[derive(Clone, Copy, Default)]
 #[repr(C, align(32))]
@@ -59,10 +62,11 @@ struct Slot {
     dup: u64,
 }
 
-const OCCUPIED: u64 = 1 << 63;
-
+/// (dev << 8 | op) + 1: at most 2^40, never 0 (the mark of an empty slot); no 64-bit
+/// constant to keep in a register.
+#[inline(always)]
 fn devop(k: &ReqKey) -> u64 {
-    OCCUPIED | ((k.0 as u64) << 8) | k.2 as u64
+    (((k.0 as u64) << 8) | k.2 as u64) + 1
 }
 
 struct Outstanding {
@@ -314,8 +318,144 @@ fn radix_select<T: Copy + Into<u64>>(v: &[T], min: u64, max: u64, ranks: &[usize
     prefix
 }
 
+/// The values of 0-based ranks `ranks` in sorted order, in two reads of the values when
+/// the ranks' buckets are small (the usual case): a histogram of the top 16 varying bits
+/// (no test per value: every value has the shared bits above them) places each rank in
+/// a bucket; a second read copies the values of those few buckets aside, where a
+/// selection finds each rank. When those buckets hold over an eighth of the values (a
+/// distribution piled on a few values, with outliers far off), `radix_select` narrows
+/// in place instead of copying.
+fn select_ranks<T: Kept>(v: &[T], min: u64, max: u64, ranks: &[usize]) -> Vec<u64> {
+    if min == max {
+        return vec![min; ranks.len()];
+    }
+    let top = 64 - (min ^ max).leading_zeros();
+    if v.len() > u32::MAX as usize {
+        return radix_select(v, min, max, ranks); // counts beyond 32 bits
+    }
+    let width = top.min(16);
+    let shift = top - width;
+    let mask = (1u64 << width) - 1;
+    let bucket = |x: u64| ((x >> shift) & mask) as usize;
+    // two histograms, even and odd values: runs of one bucket (values piled on one
+    // value) then do not wait on their own last increment
+    let mut h = vec![[0u32; 2]; 1 << width];
+    let mut pairs = v.chunks_exact(2);
+    for p in &mut pairs {
+        h[bucket(p[0].into())][0] += 1;
+        h[bucket(p[1].into())][1] += 1;
+    }
+    for &x in pairs.remainder() {
+        h[bucket(x.into())][0] += 1;
+    }
+    // each rank's bucket and its rank among that bucket's values
+    let mut at: Vec<(usize, usize)> = Vec::with_capacity(ranks.len());
+    for &r in ranks {
+        let (mut b, mut left) = (0usize, r);
+        while (h[b][0] + h[b][1]) as usize <= left {
+            left -= (h[b][0] + h[b][1]) as usize;
+            b += 1;
+        }
+        at.push((b, left));
+    }
+    let shared = if top == 64 { 0 } else { min >> top << top };
+    if shift == 0 {
+        return at.iter().map(|&(b, _)| shared | b as u64).collect();
+    }
+    let mut wanted: Vec<usize> = at.iter().map(|&(b, _)| b).collect();
+    wanted.sort_unstable();
+    wanted.dedup();
+    let held: usize = wanted.iter().map(|&b| (h[b][0] + h[b][1]) as usize).sum();
+    if held > v.len() / 8 || wanted.len() > 255 {
+        return radix_select(v, min, max, ranks);
+    }
+    let mut copies: Vec<Vec<u64>> =
+        wanted.iter().map(|&b| Vec::with_capacity((h[b][0] + h[b][1]) as usize)).collect();
+    if !T::copy_ranges(v, &wanted, shared, shift, &mut copies) {
+        // which copy each wanted bucket goes to (0: not wanted): one load per value
+        let mut copy_of = vec![0u8; 1 << width];
+        for (k, &b) in wanted.iter().enumerate() {
+            copy_of[b] = k as u8 + 1;
+        }
+        for &x in v {
+            let x: u64 = x.into();
+            let k = copy_of[bucket(x)];
+            if k != 0 {
+                copies[k as usize - 1].push(x);
+            }
+        }
+    }
+    at.iter()
+        .map(|&(b, left)| {
+            let c = &mut copies[wanted.binary_search(&b).unwrap()];
+            *c.select_nth_unstable(left).1
+        })
+        .collect()
+}
+
+/// A type of kept values: 32 or 64 bits.
+pub trait Kept: Copy + Into<u64> {
+    /// Copy the values of up to four buckets (`wanted`, indexes of the 2^`shift`-wide
+    /// ranges above `shared`) into `copies`, bucket by bucket, and return true; false
+    /// (nothing copied) where this type has no fast way.
+    fn copy_ranges(_v: &[Self], _wanted: &[usize], _shared: u64, _shift: u32, _copies: &mut [Vec<u64>]) -> bool {
+        false
+    }
+}
+
+impl Kept for u64 {}
+
+impl Kept for u32 {
+    fn copy_ranges(v: &[u32], wanted: &[usize], shared: u64, shift: u32, copies: &mut [Vec<u64>]) -> bool {
+        if wanted.len() > 4 || shift > 16 {
+            return false;
+        }
+        // buckets as ranges [lo, lo + w) of 32-bit values; unused places repeat the first
+        let w = 1u32 << shift;
+        let mut lo = [(shared | (wanted[0] as u64) << shift) as u32; 4];
+        for (l, &b) in lo.iter_mut().zip(wanted) {
+            *l = (shared | (b as u64) << shift) as u32;
+        }
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2 (checked just above).
+            unsafe { copy_ranges_avx2(v, &lo, w, copies) };
+            return true;
+        }
+        copy_ranges_any(v, &lo, w, copies);
+        true
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn copy_ranges_avx2(v: &[u32], lo: &[u32; 4], w: u32, copies: &mut [Vec<u64>]) {
+    copy_ranges_any(v, lo, w, copies)
+}
+
+/// Blocks of 16 values are tested against the ranges without a branch (vector
+/// instructions); only a block with a value in one is looked at value by value.
+#[inline(always)]
+fn copy_ranges_any(v: &[u32], lo: &[u32; 4], w: u32, copies: &mut [Vec<u64>]) {
+    let inside = |x: u32| {
+        (x.wrapping_sub(lo[0]) < w) | (x.wrapping_sub(lo[1]) < w) | (x.wrapping_sub(lo[2]) < w) | (x.wrapping_sub(lo[3]) < w)
+    };
+    let mut take = |x: u32| {
+        if let Some(k) = (0..copies.len()).find(|&k| x.wrapping_sub(lo[k]) < w) {
+            copies[k].push(x as u64);
+        }
+    };
+    let mut blocks = v.chunks_exact(16);
+    for b in &mut blocks {
+        if b.iter().fold(false, |a, &x| a | inside(x)) {
+            b.iter().for_each(|&x| take(x));
+        }
+    }
+    blocks.remainder().iter().for_each(|&x| take(x));
+}
+
 /// Summary of raw values (read only, in any order).
-pub fn dist_from_values<T: Copy + Into<u64>>(v: &[T], pcts: &[f64]) -> Dist {
+pub fn dist_from_values<T: Kept>(v: &[T], pcts: &[f64]) -> Dist {
     // one pass for sum, min and max (an integer sum: exact, and the order of a float sum
     // would change the last bits of the mean)
     let (mut sum, mut min, mut max) = (0u128, u64::MAX, 0u64);
@@ -328,84 +468,106 @@ pub fn dist_from_values<T: Copy + Into<u64>>(v: &[T], pcts: &[f64]) -> Dist {
     dist_known(v, min, max, sum, pcts)
 }
 
+/// (min, max, sum) of 32-bit values: with AVX2 where the CPU has it (the baseline x86-64
+/// target has no vector min/max of 32-bit integers, so the loop would stay scalar).
+fn narrow_min_max_sum(v: &[u32]) -> (u64, u64, u128) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2 (checked just above).
+        return unsafe { narrow_min_max_sum_avx2(v) };
+    }
+    narrow_min_max_sum_any(v)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn narrow_min_max_sum_avx2(v: &[u32]) -> (u64, u64, u128) {
+    narrow_min_max_sum_any(v)
+}
+
+/// 2^32 values at a time summed in 64 bits (exact); a loop without branches, which the
+/// compiler turns into vector instructions.
+#[inline(always)]
+fn narrow_min_max_sum_any(v: &[u32]) -> (u64, u64, u128) {
+    let (mut min, mut max, mut sum) = (u32::MAX, 0u32, 0u128);
+    for part in v.chunks(u32::MAX as usize) {
+        let mut s = 0u64;
+        for &x in part {
+            min = min.min(x);
+            max = max.max(x);
+            s += x as u64;
+        }
+        sum += s as u128;
+    }
+    (min as u64, max as u64, sum)
+}
+
 /// Summary of values whose min, max and sum are known.
-fn dist_known<T: Copy + Into<u64>>(v: &[T], min: u64, max: u64, sum: u128, pcts: &[f64]) -> Dist {
+fn dist_known<T: Kept>(v: &[T], min: u64, max: u64, sum: u128, pcts: &[f64]) -> Dist {
     let n = v.len() as u64;
     if n == 0 {
         return Dist::default();
     }
     let ranks: Vec<usize> = pcts.iter().map(|&p| (crate::stats::nearest_rank(n, p) - 1) as usize).collect();
-    let pct = radix_select(v, min, max, &ranks).into_iter().map(|x| x as f64).collect();
+    let pct = select_ranks(v, min, max, &ranks).into_iter().map(|x| x as f64).collect();
     Dist { count: n, min: min as f64, max: max as f64, mean: sum as f64 / n as f64, pct }
 }
 
 /// Values kept for exact percentiles (seek distances, latencies): 32 bits each while
 /// every value fits, which halves the memory the pass fills and the traffic of the passes
 /// that summarise it; 64 bits each from the first value that does not fit. Their min, max
-/// and sum are kept as they come, so summarising them needs no pass of its own.
+/// and sum are taken when they are summarised, in a pass the compiler vectorises, rather
+/// than as they come (three updates of memory per value in the per-event loop).
 #[derive(Debug, Clone)]
 pub struct Values {
-    kept: Kept,
-    min: u64,
-    max: u64,
-    sum: u128,
-}
-
-#[derive(Debug, Clone)]
-enum Kept {
-    Narrow(Vec<u32>),
-    Wide(Vec<u64>),
+    narrow: Vec<u32>,
+    wide: Vec<u64>,
+    /// 2^32 while the values are narrow, 0 once wide: `push` tests one comparison.
+    bound: u64,
 }
 
 impl Default for Values {
     fn default() -> Self {
-        Values { kept: Kept::Narrow(Vec::new()), min: u64::MAX, max: 0, sum: 0 }
+        Values { narrow: Vec::new(), wide: Vec::new(), bound: 1 << 32 }
     }
 }
 
 impl Values {
     #[inline]
     pub fn push(&mut self, x: u64) {
-        self.min = self.min.min(x);
-        self.max = self.max.max(x);
-        self.sum += x as u128;
-        match &mut self.kept {
-            Kept::Narrow(v) if x <= u32::MAX as u64 => v.push(x as u32),
-            Kept::Narrow(_) => self.widen_and_push(x),
-            Kept::Wide(v) => v.push(x),
+        if x < self.bound {
+            self.narrow.push(x as u32);
+        } else {
+            self.push_wide(x);
         }
     }
 
     #[cold]
-    fn widen_and_push(&mut self, x: u64) {
-        if let Kept::Narrow(v) = &self.kept {
-            let mut wide: Vec<u64> = Vec::with_capacity(v.capacity().max(v.len() + 1));
-            wide.extend(v.iter().map(|&x| x as u64));
-            wide.push(x);
-            self.kept = Kept::Wide(wide);
+    fn push_wide(&mut self, x: u64) {
+        if self.bound != 0 {
+            let mut wide: Vec<u64> = Vec::with_capacity(self.narrow.capacity().max(self.narrow.len() + 1));
+            wide.extend(self.narrow.iter().map(|&x| x as u64));
+            self.wide = wide;
+            self.narrow = Vec::new();
+            self.bound = 0;
         }
+        self.wide.push(x);
     }
 
     /// Room for `n` more values, in huge pages where the kernel offers them (tens of MB
     /// filled once: a fault per 2 MiB instead of per 4 KiB).
     pub fn reserve(&mut self, n: usize) {
-        match &mut self.kept {
-            Kept::Narrow(v) => {
-                v.reserve(n);
-                crate::mem::huge_pages(v.spare_capacity_mut());
-            }
-            Kept::Wide(v) => {
-                v.reserve(n);
-                crate::mem::huge_pages(v.spare_capacity_mut());
-            }
+        if self.is_narrow() {
+            self.narrow.reserve(n);
+            crate::mem::huge_pages(self.narrow.spare_capacity_mut());
+        } else {
+            self.wide.reserve(n);
+            crate::mem::huge_pages(self.wide.spare_capacity_mut());
         }
     }
 
     pub fn len(&self) -> usize {
-        match &self.kept {
-            Kept::Narrow(v) => v.len(),
-            Kept::Wide(v) => v.len(),
-        }
+        self.narrow.len() + self.wide.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -413,14 +575,16 @@ impl Values {
     }
 
     pub fn is_narrow(&self) -> bool {
-        matches!(self.kept, Kept::Narrow(_))
+        self.bound != 0
     }
 
     /// Count, min, max, mean and the percentiles `pcts` of the values.
     pub fn dist(&self, pcts: &[f64]) -> Dist {
-        match &self.kept {
-            Kept::Narrow(v) => dist_known(v, self.min, self.max, self.sum, pcts),
-            Kept::Wide(v) => dist_known(v, self.min, self.max, self.sum, pcts),
+        if self.is_narrow() {
+            let (min, max, sum) = narrow_min_max_sum(&self.narrow);
+            dist_known(&self.narrow, min, max, sum, pcts)
+        } else {
+            dist_from_values(&self.wide, pcts)
         }
     }
 }
@@ -463,9 +627,7 @@ pub fn summarize(
         time_ns, event: &event[..n], dev: &dev[..n], sector: &sector[..n], nr_sector: &nr_sector[..n],
         op: &op[..n], flags: &flags[..n], comm: &comm[..n],
     };
-    // The twin cache is only ever read at an empty write completion: a trace without
-    // one (no FUA, no empty preflush) needs none of its stores.
-    if has_empty_write_completion(cols.event, cols.op, cols.nr_sector) {
+    if cols.event.contains(&EV_ISSUE) {
         summarize_with::<true>(&cols)
     } else {
         summarize_with::<false>(&cols)
@@ -485,131 +647,220 @@ struct Columns<'a> {
     comm: &'a [u16],
 }
 
-/// Whether any event is a write completion of no sectors (a FUA twin or an empty
-/// preflush), a block at a time without branches inside the block (vectorised): first
-/// whether the block has an event of no sectors at all (one column), only then which.
-fn has_empty_write_completion(event: &[u8], op: &[u8], nr_sector: &[u32]) -> bool {
-    const BLOCK: usize = 4096;
-    event.chunks(BLOCK).zip(op.chunks(BLOCK)).zip(nr_sector.chunks(BLOCK)).any(|((e, o), nr)| {
-        nr.iter().fold(false, |acc, &nr| acc | (nr == 0))
-            && e.iter().zip(o).zip(nr).any(|((&e, &o), &nr)| e == EV_COMPLETE && o == OP_WRITE && nr == 0)
-    })
+/// What one direction's requests add up to while the pass runs, in one place (one
+/// address to compute per event, not one per field).
+#[derive(Default)]
+struct DirAcc {
+    prev_end: Option<u64>,
+    sequential: u64,
+    seeks: Values,
+    // not beside `sequential`: two adjacent counters are added as one vector, which
+    // takes more instructions than two plain additions
+    forward: u64,
+    latency_ns: Values,
+    sizes: FastMap<u64, u64>,
+    small_sizes: Vec<u64>,
 }
 
-fn summarize_with<const TWINS: bool>(c: &Columns) -> Summary {
-    let Columns { time_ns, event, dev, sector, nr_sector, op, flags, comm } = *c;
-    let n = time_ns.len();
-    let mut s = Summary::default();
-    let data_ev = if event.contains(&EV_ISSUE) { EV_ISSUE } else { EV_COMPLETE };
-    s.used_issue_events = data_ev == EV_ISSUE;
-    let mut issued = Outstanding::new();
-    let mut extra: FastMap<ReqKey, VecDeque<u64>> = FastMap::default();
-    let mut small_sizes = vec![[0u64; SMALL_SIZES]; 2];
+/// The directions' accumulators and the data requests and sectors per task (two
+/// arrays: a pair would be added as one vector, in more instructions).
+struct DataAcc {
+    dirs: [DirAcc; 2],
+    // indexed by a u16: no bounds checks
+    task_requests: Box<[u64; 1 << 16]>,
+    task_sectors: Box<[u64; 1 << 16]>,
+}
+
+impl DataAcc {
+    fn new() -> DataAcc {
+        let dir = || DirAcc { small_sizes: vec![0; SMALL_SIZES], ..DirAcc::default() };
+        let per_task = || vec![0u64; 1 << 16].into_boxed_slice().try_into().unwrap();
+        DataAcc { dirs: [dir(), dir()], task_requests: per_task(), task_sectors: per_task() }
+    }
+
+    /// A data request of direction `d` (0 read, 1 write) of `nr` > 0 sectors at `st`.
+    #[inline(always)]
+    fn add(&mut self, d: usize, st: u64, nr: u32, comm: u16) {
+        let a = &mut self.dirs[d];
+        let nr = nr as u64;
+        match a.small_sizes.get_mut(nr as usize) {
+            Some(k) => *k += 1,
+            None => *a.sizes.entry(nr).or_default() += 1,
+        }
+        if let Some(pe) = a.prev_end {
+            a.sequential += (st == pe) as u64;
+            a.forward += (st >= pe) as u64;
+            a.seeks.push(st.abs_diff(pe));
+        }
+        a.prev_end = Some(st + nr);
+        self.task_requests[comm as usize] += 1;
+        self.task_sectors[comm as usize] += nr; // bytes when the pass ends
+    }
+}
+
+/// The state of the pass, so that it can go on from any event with other settings.
+struct Pass {
+    s: Summary,
+    issued: Outstanding,
+    extra: FastMap<ReqKey, VecDeque<u64>>,
+    twins: Vec<[u64; 2]>,
+    flag_hist: [u64; 256],
+    acc: DataAcc,
+}
+
+/// The pass over a trace. It starts without the cache of FUA twins (which costs a
+/// random store per data write completion) and takes it up from the first empty write
+/// completion, the only event that reads it (a FUA twin or an empty preflush), filled
+/// with the data write completions before that event as if it had been kept from the
+/// start: most traces have none and never pay for the cache, nor for a scan for one.
+fn summarize_with<const BY_ISSUE: bool>(c: &Columns) -> Summary {
+    let n = c.time_ns.len();
+    let mut p = Pass {
+        s: Summary { used_issue_events: BY_ISSUE, ..Summary::default() },
+        issued: Outstanding::new(),
+        extra: FastMap::default(),
+        twins: Vec::new(),
+        flag_hist: [0; 256],
+        acc: DataAcc::new(),
+    };
     // Room for the common case (half the events are a direction's data requests) without
     // regrowing: capacity that is never written costs no memory.
-    for d in s.dirs.iter_mut() {
+    for d in p.acc.dirs.iter_mut() {
         d.seeks.reserve(n / 2);
         d.latency_ns.reserve(n / 2);
     }
-    let mut twins: Vec<[u64; 2]> = if TWINS { vec![[0, 0]; TWIN_SLOTS] } else { Vec::new() };
-    let mut flag_hist = [0u64; 256];
-    // indexed by a u16: no bounds checks
-    let mut task_vec: Box<[(u64, u64); 1 << 16]> = vec![(0, 0); 1 << 16].try_into().unwrap();
-    let mut prev_end: [Option<u64>; 2] = [None, None];
-    for i in 0..n {
-        let o = op[i];
-        let e = event[i];
-        let nr = nr_sector[i];
-        let dir = match o { OP_READ => Some(0), OP_WRITE => Some(1), _ => None };
-        if e == data_ev && nr > 0 {
-            if let Some(d) = dir {
-                let nr = nr as u64;
-                let dd = &mut s.dirs[d];
-                if (nr as usize) < SMALL_SIZES {
-                    small_sizes[d][nr as usize] += 1;
-                } else {
-                    *dd.sizes.entry(nr).or_default() += 1;
-                }
-                if let Some(pe) = prev_end[d] {
-                    dd.transitions += 1;
-                    let st = sector[i];
-                    dd.sequential += (st == pe) as u64;
-                    dd.forward += (st >= pe) as u64;
-                    dd.seeks.push(st.abs_diff(pe));
-                }
-                prev_end[d] = Some(sector[i] + nr);
-                let t = &mut task_vec[comm[i] as usize];
-                t.0 += 1;
-                t.1 += nr * 512;
+    let (mut p, stopped) = p.run::<false, BY_ISSUE>(c, 0);
+    if let Err(at) = stopped {
+        p.twins = vec![[0, 0]; TWIN_SLOTS];
+        for i in 0..at {
+            if c.event[i] == EV_COMPLETE && c.op[i] == OP_WRITE && c.nr_sector[i] > 0 {
+                let twin = (c.dev[i], c.sector[i], c.flags[i]);
+                p.twins[slot(&twin)] = twin_entry(&twin);
             }
         }
-        let key = ReqKey(dev[i], sector[i], o);
-        if e == EV_ISSUE {
-            if o != OP_FLUSH {
-                match issued.entry(&key) {
-                    Err(free) => issued.fill(free, &key, time_ns[i]),
-                    Ok(at) => {
-                        issued.slots[at].dup += 1;
-                        extra.entry(key).or_default().push_back(time_ns[i]);
+        let (q, all_done) = p.run::<true, BY_ISSUE>(c, at);
+        debug_assert!(all_done.is_ok());
+        p = q;
+    }
+    p.finish()
+}
+
+impl Pass {
+    /// Events `from..` in time order. `BY_ISSUE`: data requests are issue events (else
+    /// completions); `TWINS`: FUA twins are recognised; without it the pass stops at the
+    /// first empty write completion, before taking it, and returns its index. Each event
+    /// kind takes its own branch, which tests only what that kind needs. The state is
+    /// taken by value: in locals, the compiler need not assume that the stores to one
+    /// part of it may change another.
+    fn run<const TWINS: bool, const BY_ISSUE: bool>(self, c: &Columns, from: usize) -> (Pass, Result<(), usize>) {
+        let Columns { time_ns, event, dev, sector, nr_sector, op, flags, comm } = *c;
+        let Pass { mut s, mut issued, mut extra, mut twins, mut flag_hist, mut acc } = self;
+        let stopped = 'events: {
+            for i in from..time_ns.len() {
+                let o = op[i];
+                let e = event[i];
+                if e == EV_ISSUE {
+                    if o == OP_FLUSH {
+                        continue;
                     }
-                }
-            }
-        } else if e == EV_COMPLETE {
-            if TWINS && o == OP_WRITE {
-                let twin = (dev[i], sector[i], flags[i]);
-                let tkey = twin_entry(&twin);
-                let sl = &mut twins[slot(&twin)];
-                if nr == 0 {
-                    if *sl == tkey {
-                        *sl = [0, 0];
-                        continue; // second completion of a FUA write
+                    if BY_ISSUE && o <= OP_WRITE && nr_sector[i] > 0 {
+                        let d = o as usize;
+                        acc.add(d, sector[i], nr_sector[i], comm[i]);
                     }
-                } else {
-                    *sl = tkey;
-                }
-            }
-            s.requests[o.min(4) as usize] += 1;
-            s.sectors[o.min(4) as usize] += nr as u64;
-            flag_hist[flags[i] as usize] += 1;
-            if o != OP_FLUSH {
-                if let Some(at) = issued.find(&key) {
-                    let v = &mut issued.slots[at];
-                    let t0 = v.t;
-                    if v.dup == 0 {
-                        issued.remove_at(at);
-                    } else {
-                        v.dup -= 1;
-                        let q = extra.get_mut(&key).unwrap();
-                        v.t = q.pop_front().unwrap();
-                        if q.is_empty() {
-                            extra.remove(&key);
+                    let key = ReqKey(dev[i], sector[i], o);
+                    match issued.entry(&key) {
+                        Err(free) => issued.fill(free, &key, time_ns[i]),
+                        Ok(at) => {
+                            issued.slots[at].dup += 1;
+                            extra.entry(key).or_default().push_back(time_ns[i]);
                         }
                     }
-                    if let Some(d) = dir {
-                        s.dirs[d].latency_ns.push(time_ns[i].saturating_sub(t0));
+                } else if e == EV_COMPLETE {
+                    let nr = nr_sector[i];
+                    if o == OP_WRITE {
+                        if !TWINS {
+                            if nr == 0 {
+                                break 'events Err(i);
+                            }
+                        } else {
+                            let twin = (dev[i], sector[i], flags[i]);
+                            let tkey = twin_entry(&twin);
+                            let sl = &mut twins[slot(&twin)];
+                            if nr == 0 {
+                                if *sl == tkey {
+                                    *sl = [0, 0];
+                                    continue; // second completion of a FUA write
+                                }
+                            } else {
+                                *sl = tkey;
+                            }
+                        }
+                    }
+                    s.requests[o.min(4) as usize] += 1;
+                    s.sectors[o.min(4) as usize] += nr as u64;
+                    flag_hist[flags[i] as usize] += 1;
+                    if !BY_ISSUE && o <= OP_WRITE && nr > 0 {
+                        let d = o as usize;
+                        acc.add(d, sector[i], nr, comm[i]);
+                    }
+                    if o == OP_FLUSH {
+                        continue;
+                    }
+                    let key = ReqKey(dev[i], sector[i], o);
+                    if let Some(at) = issued.find(&key) {
+                        let v = &mut issued.slots[at];
+                        let t0 = v.t;
+                        if v.dup == 0 {
+                            issued.remove_at(at);
+                        } else {
+                            v.dup -= 1;
+                            let q = extra.get_mut(&key).unwrap();
+                            v.t = q.pop_front().unwrap();
+                            if q.is_empty() {
+                                extra.remove(&key);
+                            }
+                        }
+                        if o <= OP_WRITE {
+                            acc.dirs[o as usize].latency_ns.push(time_ns[i].saturating_sub(t0));
+                        }
                     }
                 }
             }
-        }
+            Ok(())
+        };
+        (Pass { s, issued, extra, twins, flag_hist, acc }, stopped)
     }
-    for (dd, small) in s.dirs.iter_mut().zip(small_sizes.iter()) {
-        for (nr, &k) in small.iter().enumerate() {
-            if k > 0 {
-                *dd.sizes.entry(nr as u64).or_default() += k;
+
+    /// The summary, from the counts the pass kept.
+    fn finish(self) -> Summary {
+        let Pass { mut s, flag_hist, acc, .. } = self;
+        let DataAcc { dirs, task_requests, task_sectors } = acc;
+        for (dd, a) in s.dirs.iter_mut().zip(dirs) {
+            dd.sizes = a.sizes;
+            for (nr, &k) in a.small_sizes.iter().enumerate() {
+                if k > 0 {
+                    *dd.sizes.entry(nr as u64).or_default() += k;
+                }
+            }
+            dd.sequential = a.sequential;
+            dd.forward = a.forward;
+            dd.seeks = a.seeks;
+            dd.latency_ns = a.latency_ns;
+            // every data request after a direction's first is a transition
+            dd.transitions = dd.sizes.values().sum::<u64>().saturating_sub(1);
+        }
+        for (f, &k) in flag_hist.iter().enumerate() {
+            for b in 0..8 {
+                s.flag_counts[b] += ((f >> b) & 1) as u64 * k;
             }
         }
-    }
-    for (f, &k) in flag_hist.iter().enumerate() {
-        for b in 0..8 {
-            s.flag_counts[b] += ((f >> b) & 1) as u64 * k;
+        for (code, (&r, &b)) in task_requests.iter().zip(task_sectors.iter()).enumerate().take(u16::MAX as usize) {
+            if r > 0 {
+                s.tasks.insert(code as u16, (r, b.wrapping_mul(512)));
+            }
         }
+        s
     }
-    for (code, &(r, b)) in task_vec.iter().enumerate().take(u16::MAX as usize) {
-        if r > 0 {
-            s.tasks.insert(code as u16, (r, b));
-        }
-    }
-    s
 }
 
 #[cfg(test)]
@@ -632,11 +883,11 @@ mod tests {
             let at = t.find(&k);
             assert_eq!(at.is_some(), reference.contains_key(&(k.0, k.1, k.2)));
             match at {
-                None if grow || x % 3 == 0 => {
+                None if grow || x.is_multiple_of(3) => {
                     t.insert(k, step);
                     reference.insert((k.0, k.1, k.2), step);
                 }
-                Some(i) if !grow || x % 4 == 0 => {
+                Some(i) if !grow || x.is_multiple_of(4) => {
                     assert_eq!(t.slots[i].t, reference[&(k.0, k.1, k.2)]);
                     t.remove_at(i);
                     reference.remove(&(k.0, k.1, k.2));
@@ -671,9 +922,186 @@ mod tests {
         assert_eq!(kept.dist(&pcts), dist_from_values(&narrow, &pcts));
     }
 
+    /// xorshift64: deterministic pseudo-random numbers for the tests.
+    fn next(x: &mut u64) -> u64 {
+        *x ^= *x << 13;
+        *x ^= *x >> 7;
+        *x ^= *x << 17;
+        *x
+    }
+
+    fn sorted_dist(mut v: Vec<u64>, pcts: &[f64]) -> Dist {
+        if v.is_empty() {
+            return Dist::default();
+        }
+        v.sort_unstable();
+        let n = v.len() as u64;
+        Dist {
+            count: n,
+            min: v[0] as f64,
+            max: v[v.len() - 1] as f64,
+            mean: v.iter().map(|&x| x as u128).sum::<u128>() as f64 / n as f64,
+            pct: pcts.iter().map(|&p| v[(crate::stats::nearest_rank(n, p) - 1) as usize] as f64).collect(),
+        }
+    }
+
+    #[test]
+    fn selection_matches_a_full_sort_on_spread_piled_and_wide_values() {
+        let pcts = [0.0, 1.0, 50.0, 90.0, 99.0, 99.9, 100.0];
+        let mut x = 99u64;
+        let spread: Vec<u64> = (0..200_000).map(|_| next(&mut x) >> 40).collect();
+        // nearly all on three values, a few far off: the ranks' buckets hold most values
+        let piled: Vec<u64> = (0..200_000)
+            .map(|i| match next(&mut x) % 1000 { 0 => 1 << 30, 1..=3 => next(&mut x) >> 34, _ => 100_000 + i % 3 })
+            .collect();
+        let wide: Vec<u64> = (0..50_000).map(|_| next(&mut x)).collect();
+        let narrow_range: Vec<u64> = (0..50_000).map(|_| 1_000_000 + next(&mut x) % 5000).collect();
+        for (name, v) in [("spread", spread), ("piled", piled), ("wide", wide), ("narrow range", narrow_range)] {
+            // seven percentiles (more buckets than the vector copy takes) and three
+            for pcts in [&pcts[..], &[50.0, 90.0, 99.0]] {
+                let want = sorted_dist(v.clone(), pcts);
+                assert_eq!(dist_from_values(&v, pcts), want, "{name}");
+                let mut kept = Values::default();
+                v.iter().for_each(|&x| kept.push(x));
+                assert_eq!(kept.dist(pcts), want, "{name}, kept");
+            }
+        }
+    }
+
+    /// The summary computed the plain way: `analyze::match_requests` for what is counted
+    /// and each latency (exact maps, no caches), data requests picked event by event,
+    /// percentiles from a full sort.
+    #[allow(clippy::too_many_arguments)]
+    fn plain_summary(
+        time: &[u64], event: &[u8], dev: &[u32], sector: &[u64], nr: &[u32], op: &[u8], flags: &[u8],
+        comm: &[u16], pcts: &[f64],
+    ) -> String {
+        let (lat, counted) = super::super::analyze::match_requests(time, event, dev, sector, nr, op, flags);
+        let (mut requests, mut sectors, mut flag_counts) = ([0u64; 5], [0u64; 5], [0u64; 8]);
+        for i in 0..time.len() {
+            if counted[i] == 1 {
+                requests[op[i].min(4) as usize] += 1;
+                sectors[op[i].min(4) as usize] += nr[i] as u64;
+                (0..8).for_each(|b| flag_counts[b] += ((flags[i] >> b) & 1) as u64);
+            }
+        }
+        let data_ev = if event.contains(&EV_ISSUE) { EV_ISSUE } else { EV_COMPLETE };
+        let mut tasks: BTreeMap<u16, (u64, u64)> = BTreeMap::new();
+        let mut dirs = Vec::new();
+        for d in [OP_READ, OP_WRITE] {
+            let data: Vec<usize> =
+                (0..time.len()).filter(|&i| event[i] == data_ev && nr[i] > 0 && op[i] == d).collect();
+            let mut sizes: BTreeMap<u64, u64> = BTreeMap::new();
+            data.iter().for_each(|&i| *sizes.entry(nr[i] as u64).or_default() += 1);
+            for &i in data.iter().filter(|&&i| comm[i] != crate::trace::page::NO_COMM) {
+                let t = tasks.entry(comm[i]).or_default();
+                t.0 += 1;
+                t.1 += nr[i] as u64 * 512;
+            }
+            let pairs: Vec<(u64, u64)> = data.windows(2).map(|w| (sector[w[1]], sector[w[0]] + nr[w[0]] as u64)).collect();
+            let seeks: Vec<u64> = pairs.iter().map(|&(st, pe)| st.abs_diff(pe)).collect();
+            let latency: Vec<u64> = (0..time.len()).filter(|&i| lat[i] >= 0 && op[i] == d).map(|i| lat[i] as u64).collect();
+            dirs.push(format!(
+                "{sizes:?} {} {} {} {:?} {:?}",
+                pairs.len(),
+                pairs.iter().filter(|&&(st, pe)| st == pe).count(),
+                pairs.iter().filter(|&&(st, pe)| st >= pe).count(),
+                sorted_dist(seeks, pcts),
+                sorted_dist(latency, pcts)
+            ));
+        }
+        format!("{requests:?} {sectors:?} {flag_counts:?} {tasks:?} {} {dirs:?}", data_ev == EV_ISSUE)
+    }
+
+    fn summary_text(s: &Summary, pcts: &[f64]) -> String {
+        let dirs: Vec<String> = s
+            .dirs
+            .iter()
+            .map(|d| {
+                let sizes: BTreeMap<u64, u64> = d.sizes.iter().map(|(&k, &v)| (k, v)).collect();
+                format!(
+                    "{sizes:?} {} {} {} {:?} {:?}",
+                    d.transitions,
+                    d.sequential,
+                    d.forward,
+                    d.seeks.dist(pcts),
+                    d.latency_ns.dist(pcts)
+                )
+            })
+            .collect();
+        format!("{:?} {:?} {:?} {:?} {} {dirs:?}", s.requests, s.sectors, s.flag_counts, s.tasks, s.used_issue_events)
+    }
+
+    #[test]
+    fn summary_equals_a_plain_computation_on_random_traces() {
+        // Random traces of reads, writes, flushes and discards on two devices, queue depth
+        // up to 40, completions out of order, sequential runs, re-issues of a sector still
+        // in flight, FUA writes (a data completion, then an empty twin after a flush) from
+        // none to the first or only the last request, empty preflushes, and traces
+        // without issue events (completions only).
+        let pcts = [0.0, 50.0, 90.0, 99.0, 100.0];
+        let mut x = 7u64;
+        for case in 0..40u64 {
+            let (mut time, mut event, mut dev, mut sector, mut nr, mut op, mut flags, mut comm) =
+                (vec![], vec![], vec![], vec![], vec![], vec![], vec![], vec![]);
+            let mut push = |t: u64, e: u8, d: u32, s: u64, n: u32, o: u8, f: u8, c: u16| {
+                time.push(t);
+                event.push(e);
+                dev.push(d);
+                sector.push(s);
+                nr.push(n);
+                op.push(o);
+                flags.push(f);
+                comm.push(c);
+            };
+            let requests = 2000 + next(&mut x) % 3000;
+            let fua_from = match case % 4 { 0 => u64::MAX, 1 => 0, 2 => requests - 3, _ => requests / 2 };
+            let issues = case % 5 != 4;
+            let mut flight: Vec<(u32, u64, u32, u8, u8)> = Vec::new();
+            let mut t = 0u64;
+            let mut next_sector = 0u64;
+            for r in 0..requests {
+                t += 1 + next(&mut x) % 1000;
+                let o = match next(&mut x) % 20 { 0 => crate::trace::OP_FLUSH, 1 => crate::trace::OP_DISCARD, 2..=9 => OP_READ, _ => OP_WRITE };
+                let d = 1 + (next(&mut x) % 2) as u32;
+                let n = if o == crate::trace::OP_FLUSH { 0 } else { 1 + (next(&mut x) % 64) as u32 * 8 };
+                let st = match next(&mut x) % 4 {
+                    0 => next_sector,
+                    1 if !flight.is_empty() => flight[0].1, // a sector still in flight
+                    _ => next(&mut x) % (1 << 24),
+                };
+                next_sector = st + n as u64;
+                let fua = r >= fua_from && o == OP_WRITE && next(&mut x).is_multiple_of(3);
+                let f = if fua { crate::trace::FL_FUA | crate::trace::FL_SYNC } else { crate::trace::FL_SYNC };
+                if issues {
+                    push(t, EV_ISSUE, d, st, n, o, f, (next(&mut x) % 5) as u16);
+                }
+                flight.push((d, st, n, o, f));
+                while flight.len() > (next(&mut x) % 40) as usize {
+                    let k = (next(&mut x) as usize) % flight.len().min(4); // mostly in order
+                    let (d, st, n, o, f) = flight.remove(k);
+                    t += next(&mut x) % 50;
+                    push(t, EV_COMPLETE, d, st, n, o, f, crate::trace::page::NO_COMM);
+                    if f & crate::trace::FL_FUA != 0 {
+                        push(t + 1, EV_ISSUE, d, u64::MAX, 0, crate::trace::OP_FLUSH, crate::trace::FL_PREFLUSH, 0);
+                        push(t + 2, EV_COMPLETE, d, u64::MAX, 0, crate::trace::OP_FLUSH, crate::trace::FL_PREFLUSH, 0);
+                        push(t + 3, EV_COMPLETE, d, st, 0, o, f, crate::trace::page::NO_COMM); // the twin
+                        t += 3;
+                    }
+                }
+                if r >= fua_from && next(&mut x).is_multiple_of(50) {
+                    push(t, EV_COMPLETE, d, 0, 0, OP_WRITE, crate::trace::FL_SYNC, crate::trace::page::NO_COMM); // empty preflush
+                }
+            }
+            let got = summarize(&time, &event, &dev, &sector, &nr, &op, &flags, &comm);
+            let want = plain_summary(&time, &event, &dev, &sector, &nr, &op, &flags, &comm, &pcts);
+            assert_eq!(summary_text(&got, &pcts), want, "case {case}");
+        }
+    }
+
     #[test]
     fn percentiles_taken_in_any_order_match_a_full_sort() {
-        let mut v: Vec<u64> = (0..10_001u64).map(|i| (i * 7919) % 10_007).collect();
+        let v: Vec<u64> = (0..10_001u64).map(|i| (i * 7919) % 10_007).collect();
         let mut sorted = v.clone();
         sorted.sort_unstable();
         let pcts = [99.0, 50.0, 90.0, 50.0, 100.0, 0.0];
@@ -685,7 +1113,7 @@ mod tests {
         assert_eq!(d.min, sorted[0] as f64);
         assert_eq!(d.max, *sorted.last().unwrap() as f64);
         // values over all 64 bits, repeated values, and a single value
-        let mut wide: Vec<u64> = vec![u64::MAX, 0, 1 << 63, 5, 5, 5, u64::MAX - 1, 1 << 20, 77];
+        let wide: Vec<u64> = vec![u64::MAX, 0, 1 << 63, 5, 5, 5, u64::MAX - 1, 1 << 20, 77];
         let mut sorted = wide.clone();
         sorted.sort_unstable();
         let n = sorted.len() as u64;
