@@ -17,6 +17,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
+#include <stdbool.h>
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -58,10 +59,11 @@ struct {
 	__array(values, struct pcpu_ring);
 } rings SEC(".maps");
 
-/* [0] issue, [1] complete (count programs), [2] records the ring had no room for */
+/* [0] issue, [1] complete events that passed the filter, [2] records the ring had no room
+ * for, [3] issue, [4] complete events recorded by a backup program (below) */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 3);
+	__uint(max_entries, 5);
 	__type(key, __u32);
 	__type(value, __u64);
 } counts SEC(".maps");
@@ -76,6 +78,7 @@ static __always_inline void bump(__u32 slot)
 static __always_inline int emit_to(void *ring, __u16 event, __u64 sector, __u32 nr_sector, __u32 opf,
 				   __u16 error)
 {
+	bump(event); /* events seen, to check the consumer's count against */
 	struct rec *r = bpf_ringbuf_reserve(ring, sizeof(*r), 0);
 	if (!r) {
 		bump(2);
@@ -111,6 +114,59 @@ static __always_inline int emit_pcpu(__u16 event, __u64 sector, __u32 nr_sector,
 	return emit_to(ring, event, sector, nr_sector, opf, error);
 }
 
+/* pcpu-array: records in one mmap-able array, a region of array_slots records a CPU, used as
+ * a ring by plain stores. A record's slot is claimed with an atomic add on its CPU's head
+ * (a program preempted or interrupted on that CPU by another cannot take the same slot) and
+ * published by writing time_ns last; the consumer reads records in slot order up to the
+ * first unpublished one, zeroes their time_ns and advances its tail. No lock, no wake-up:
+ * the consumer drains on a timer. */
+const volatile __u32 array_slots = 1 << 18; /* a CPU's records; a power of two */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1); /* CPUs x array_slots, set by the loader */
+	__type(key, __u32);
+	__type(value, struct rec);
+} recs SEC(".maps");
+
+/* a CPU's [head, tail] at index 8*cpu: a 64-byte line each */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 8); /* 8 x CPUs, set by the loader */
+	__type(key, __u32);
+	__type(value, __u64);
+} heads SEC(".maps");
+
+static __always_inline int emit_array(__u16 event, __u64 sector, __u32 nr_sector, __u32 opf, __u16 error)
+{
+	bump(event);
+	__u32 cpu = bpf_get_smp_processor_id();
+	__u32 hk = cpu * 8, tk = cpu * 8 + 1;
+	__u64 *head = bpf_map_lookup_elem(&heads, &hk);
+	__u64 *tail = bpf_map_lookup_elem(&heads, &tk);
+	if (!head || !tail)
+		return 0;
+	__u64 idx = __sync_fetch_and_add(head, 1);
+	if (idx - *(volatile __u64 *)tail >= array_slots) {
+		bump(2); /* full: the slot stays unwritten, the consumer skips it by the count */
+		return 0;
+	}
+	__u32 key = cpu * array_slots + (__u32)(idx & (array_slots - 1));
+	struct rec *r = bpf_map_lookup_elem(&recs, &key);
+	if (!r)
+		return 0;
+	r->sector = sector;
+	r->nr_sector = nr_sector;
+	r->opf = opf;
+	r->pid = bpf_get_current_pid_tgid() >> 32;
+	r->event = event;
+	r->error = error;
+	*(volatile __u64 *)&r->time_ns = bpf_ktime_get_ns(); /* published */
+	return 0;
+}
+
 /* ---- tp_btf: typed arguments, fields read with plain loads ---- */
 
 static __always_inline __u32 dev_of(struct request *rq)
@@ -119,37 +175,70 @@ static __always_inline __u32 dev_of(struct request *rq)
 	return disk ? ((__u32)disk->major << 20) | (__u32)disk->first_minor : 0;
 }
 
-SEC("tp_btf/block_rq_issue")
-int BPF_PROG(btf_ring_issue, struct request *rq)
+/* A tp_btf program does not run again on a CPU where it is already running: the kernel
+ * skips the call and counts a recursion miss. The block tracepoints run preemptibly on
+ * this kernel (the loop device completes requests in its workers' task context), so a
+ * completion on a CPU whose earlier completion was preempted inside the program would be
+ * lost. Each ring program therefore has a backup attached after it to the same tracepoint:
+ * the primary marks itself busy on its CPU while it runs; the backup records an event only
+ * when the primary is busy there, i.e. was skipped for this event. A call skipped in the
+ * few instructions between the kernel's recursion check and the primary's first store is
+ * still lost; the kernel counts every skipped call (recursion_misses), so the loss is known:
+ * the primary's misses less the backup's records. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, __u32);
+} busy SEC(".maps");
+
+#define TO_RING 0
+#define TO_PCPU_RING 1
+#define TO_ARRAY 2
+
+static __always_inline int on_rq(struct request *rq, __u16 event, __u32 nr_sector, __u16 error, int to,
+				 bool backup)
 {
-	if (dev_of(rq) != target_dev)
+	__u32 key = event;
+	__u32 *b = bpf_map_lookup_elem(&busy, &key);
+	if (!b || (backup && !*b))
 		return 0;
-	return emit(EV_ISSUE, rq->__sector, rq->__data_len >> 9, rq->cmd_flags, 0);
+	if (!backup)
+		*b = 1; /* first: the window in which a skipped call goes unseen is the kernel's entry */
+	if (dev_of(rq) != target_dev)
+		goto out;
+	if (backup)
+		bump(3 + event);
+	if (to == TO_PCPU_RING)
+		emit_pcpu(event, rq->__sector, nr_sector, rq->cmd_flags, error);
+	else if (to == TO_ARRAY)
+		emit_array(event, rq->__sector, nr_sector, rq->cmd_flags, error);
+	else
+		emit(event, rq->__sector, nr_sector, rq->cmd_flags, error);
+out:
+	if (!backup)
+		*b = 0;
+	return 0;
 }
 
-SEC("tp_btf/block_rq_complete")
-int BPF_PROG(btf_ring_complete, struct request *rq, blk_status_t error, unsigned int nr_bytes)
-{
-	if (dev_of(rq) != target_dev)
-		return 0;
-	return emit(EV_COMPLETE, rq->__sector, nr_bytes >> 9, rq->cmd_flags, error);
-}
+#define RING_PROGS(name, to, backup)                                                             \
+	SEC("tp_btf/block_rq_issue")                                                               \
+	int BPF_PROG(name##_issue, struct request *rq)                                             \
+	{                                                                                          \
+		return on_rq(rq, EV_ISSUE, rq->__data_len >> 9, 0, to, backup);                 \
+	}                                                                                          \
+	SEC("tp_btf/block_rq_complete")                                                            \
+	int BPF_PROG(name##_complete, struct request *rq, blk_status_t error, unsigned int nr_bytes) \
+	{                                                                                          \
+		return on_rq(rq, EV_COMPLETE, nr_bytes >> 9, error, to, backup);                 \
+	}
 
-SEC("tp_btf/block_rq_issue")
-int BPF_PROG(pcpu_ring_issue, struct request *rq)
-{
-	if (dev_of(rq) != target_dev)
-		return 0;
-	return emit_pcpu(EV_ISSUE, rq->__sector, rq->__data_len >> 9, rq->cmd_flags, 0);
-}
-
-SEC("tp_btf/block_rq_complete")
-int BPF_PROG(pcpu_ring_complete, struct request *rq, blk_status_t error, unsigned int nr_bytes)
-{
-	if (dev_of(rq) != target_dev)
-		return 0;
-	return emit_pcpu(EV_COMPLETE, rq->__sector, nr_bytes >> 9, rq->cmd_flags, error);
-}
+RING_PROGS(btf_ring, TO_RING, false)
+RING_PROGS(btf_ring_backup, TO_RING, true)
+RING_PROGS(pcpu_ring, TO_PCPU_RING, false)
+RING_PROGS(pcpu_ring_backup, TO_PCPU_RING, true)
+RING_PROGS(pcpu_array, TO_ARRAY, false)
+RING_PROGS(pcpu_array_backup, TO_ARRAY, true)
 
 /* The hooks alone: what attaching any program to these tracepoints costs. */
 SEC("tp_btf/block_rq_issue")
