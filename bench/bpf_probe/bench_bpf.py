@@ -29,7 +29,8 @@ records must both equal it, with none dropped.
 
 Needs root, fio, clang, llvm, libbpf-dev and bpftool (Debian). Run from the repository:
 ``PYTHONPATH=python python -m bench.bpf_probe.bench_bpf`` (FSLAB_BENCH_TRACE_ROUNDS,
-FSLAB_BENCH_TRACE_RUNTIME_S as for bench_trace; FSLAB_BPF_METHODS to pick configurations).
+FSLAB_BENCH_TRACE_RUNTIME_S as for bench_trace; FSLAB_BPF_METHODS to pick configurations,
+FSLAB_BPF_PROBE to use a loader already built by build.sh).
 """
 
 from __future__ import annotations
@@ -234,7 +235,7 @@ def main() -> None:
     from fslab.devices import handle_for
 
     with tempfile.TemporaryDirectory(prefix="fslab-bpf-") as tmp:
-        probe = build(Path(tmp) / "build")
+        probe = Path(os.environ["FSLAB_BPF_PROBE"]) if os.environ.get("FSLAB_BPF_PROBE") else build(Path(tmp) / "build")
         with _tmpfs(Path(tmp) / "t") as t, _loop_on(t / "img") as dev:
             r, loads = measure(probe, dev, handle_for(dev).dev_t)
             report(r, loads)
