@@ -4,8 +4,9 @@
  * Each pair of programs hooks block_rq_issue and block_rq_complete, keeps only requests of
  * one device (dev == major<<20|minor, the tracefs filter's rule) and does one of:
  *   - ring:  writes a 32-byte record (the fields fslab's trace keeps) into one BPF ring
- *            buffer shared by the CPUs (pcpu: one ring a CPU), waking the consumer only
- *            once wake_bytes are waiting, so it drains in batches;
+ *            buffer shared by the CPUs (pcpu-ring: one ring a CPU), waking the consumer
+ *            only once wake_bytes are waiting, so it drains in batches;
+ *   - array: writes the same record into a CPU's region of an mmap-able array (below);
  *   - count: increments a per-CPU counter (the lower bound of any BPF capture);
  *   - nop:   returns at once (no filter): the cost of the hook itself.
  * Three ways to attach the same work are compared: tp_btf (the raw tracepoint with typed

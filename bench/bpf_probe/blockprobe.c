@@ -3,13 +3,14 @@
  *
  *   blockprobe MODE MAJOR MINOR
  *
- * MODE picks the program pair: btf-ring, pcpu-ring, pcpu-array, btf-count, btf-nop, raw-ring,
- * tp-ring. The probe
- * attaches, prints "ready", drains the ring buffer(s) in batches (the kernel side wakes it
- * once BLOCKPROBE_WAKE_KB of records wait, default 1024; a 200 ms poll timeout catches the
- * tail) until SIGINT/SIGTERM, then
- * detaches, drains what is left and prints one JSON line: records by event, records the
- * ring had no room for, counters, the consumer's CPU time while attached and its wake-ups.
+ * MODE picks the programs: btf-ring, pcpu-ring, pcpu-array, btf-count, btf-nop, raw-ring,
+ * tp-ring. The probe attaches, prints "ready" and drains the records in batches until
+ * SIGINT/SIGTERM: the ring buffers when the kernel side wakes it (once BLOCKPROBE_WAKE_KB
+ * of records wait, default 1024) or a 200 ms poll times out; the array every 10 ms
+ * (BLOCKPROBE_SLOTS records a CPU, default 262144). Then it detaches, drains what is left
+ * and prints one JSON line: records by event, events each program passed, records with no
+ * room, the consumer's CPU time while attached and its wake-ups, and per program the
+ * calls the kernel skipped (recursion_misses).
  * With kernel.bpf_stats_enabled=1 it also prints each program's run count and run time.
  * BLOCKPROBE_RING_KB sizes the ring (each CPU's for pcpu-ring; default 32768, 4096 a CPU).
  */
@@ -94,7 +95,8 @@ static void prog_stats(struct bpf_program *p, int first)
 int main(int argc, char **argv)
 {
 	if (argc != 4) {
-		fprintf(stderr, "usage: %s btf-ring|pcpu-ring|pcpu-array|btf-count|btf-nop|raw-ring|tp-ring MAJOR MINOR\n", argv[0]);
+		fprintf(stderr, "usage: %s btf-ring|pcpu-ring|pcpu-array|btf-count|btf-nop|raw-ring|tp-ring MAJOR MINOR\n",
+			argv[0]);
 		return 2;
 	}
 	const char *mode = argv[1];
