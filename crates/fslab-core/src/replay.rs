@@ -2,7 +2,7 @@
 //! number of requests outstanding, as fio drives a device at an iodepth) or open loop
 //! (each request issued at its own trace timestamp), and summarise the outcome.
 
-use crate::engine::{EventKind, EventQueue};
+use crate::engine::{Ctx, EventKind, EventQueue};
 use crate::error::{CoreError, Result};
 use crate::models::{write_amplification, Counters, DeviceModel, Facts, Mechanisms};
 use crate::request::{Ns, Op, Request};
@@ -106,6 +106,10 @@ pub fn replay(model: &mut dyn DeviceModel, reqs: &[Request], mode: Mode) -> Resu
         model.submit(now, i as u64, &reqs[i], q);
     };
     match mode {
+        Mode::Closed { queue_depth } if model.completes_on_submit() && n > 0 => {
+            last_done = closed_on_submit(model, reqs, queue_depth, &mut latencies, &mut q);
+            first_issue = 0;
+        }
         Mode::Closed { queue_depth } => {
             let qd = (queue_depth.max(1) as usize).min(n);
             for ahead in reqs.iter().take(PREFETCH_AHEAD) {
@@ -180,6 +184,45 @@ pub fn replay(model: &mut dyn DeviceModel, reqs: &[Request], mode: Mode) -> Resu
         counters: model.counters(),
         time_by_mechanism_ns: model.time_by_mechanism(),
     })
+}
+
+/// The closed loop of a model that `completes_on_submit`: the same events in the same
+/// order as the general loop, which it saves a dynamic call back (`Ctx::complete`) per
+/// request and the checks for events such a model never asks for. Every request is issued
+/// at 0 or at a completion, so the first issue is at 0; the last completion popped is the
+/// last one (events pop in time order). `latencies` as in `replay`; returns the last
+/// completion time. `reqs` must not be empty.
+fn closed_on_submit(model: &mut dyn DeviceModel, reqs: &[Request], queue_depth: u32, latencies: &mut [Ns], q: &mut EventQueue) -> Ns {
+    let n = reqs.len();
+    let qd = (queue_depth.max(1) as usize).min(n);
+    for ahead in reqs.iter().take(PREFETCH_AHEAD) {
+        model.prefetch(ahead);
+    }
+    let mut next = 0usize;
+    // A function rather than a closure so that it can be forced inline at both calls.
+    #[inline(always)]
+    fn issue(model: &mut dyn DeviceModel, q: &mut EventQueue, reqs: &[Request], latencies: &mut [Ns], next: usize, now: Ns) {
+        if let Some(ahead) = reqs.get(next + PREFETCH_AHEAD) {
+            model.prefetch(ahead);
+        }
+        latencies[next] = now;
+        q.complete(next as u64, model.service(now, &reqs[next]));
+    }
+    while next < qd {
+        issue(model, q, reqs, latencies, next, 0);
+        next += 1;
+    }
+    let mut last_done = 0;
+    while let Some(ev) = q.pop() {
+        let EventKind::Completion { tag } = ev.kind else { unreachable!("a model that completes on submit asks for no wake-up") };
+        latencies[tag as usize] = ev.time - latencies[tag as usize];
+        last_done = ev.time;
+        if next < n {
+            issue(model, q, reqs, latencies, next, ev.time);
+            next += 1;
+        }
+    }
+    last_done
 }
 
 /// The p-th percentile (0–100) of sorted values: fslab's one definition, the nearest
