@@ -27,16 +27,36 @@ pub struct Event {
     pub kind: EventKind,
 }
 
-impl Event {
-    /// The order key: time first, then insertion sequence (unique, so the order is total
-    /// and any correct priority queue pops the same sequence).
+/// What a `KeyQueue` orders by: a unique key, so the order is total and any correct
+/// priority queue pops the same sequence.
+pub trait Keyed: Copy + Default {
+    fn key(&self) -> u128;
+}
+
+impl Keyed for Event {
+    /// Time first, then insertion sequence.
     #[inline(always)]
     fn key(&self) -> u128 {
         ((self.time as u128) << 64) | self.seq as u128
     }
 }
 
-/// A binary min-heap of events on (time, seq).
+impl Default for Event {
+    fn default() -> Self {
+        Event { time: 0, seq: 0, kind: EventKind::Arrival { index: 0 } }
+    }
+}
+
+/// A bare key is its own order (a replay that needs no more than a time and a tag packs
+/// them in one, `time << 64 | tag`).
+impl Keyed for u128 {
+    #[inline(always)]
+    fn key(&self) -> u128 {
+        *self
+    }
+}
+
+/// A binary min-heap of items on their key (events on (time, seq)).
 ///
 /// Why not `std::collections::BinaryHeap`: replay pops an event and, in a closed loop,
 /// the model it hands the event to pushes the next one straight away. Here a pop leaves
@@ -52,42 +72,52 @@ impl Event {
 /// the FIFO take events a few places before its end, sorted in, did not pay: an SSD's
 /// write completions, released by the write buffer as programs end, are further out of
 /// order than that, and the moves cost more than the heap's sift.)
-#[derive(Default)]
-pub struct EventQueue {
-    /// Events pushed in increasing key order (the common case: a device completing in
+pub struct KeyQueue<T> {
+    /// Items pushed in increasing key order (the common case: a device completing in
     /// submission order) queue here in O(1); the others go to the heap.
-    fifo: Fifo,
-    heap: Vec<Event>,
-    seq: u64,
-    /// `heap[0]` is a stale, already-popped event.
+    fifo: Fifo<T>,
+    heap: Vec<T>,
+    /// `heap[0]` is a stale, already-popped item.
     root_vacant: bool,
 }
 
-/// A ring of events with a power-of-two capacity, growing by doubling: `VecDeque`'s job
-/// with a mask instead of its wrap-around branches and bounds checks.
+impl<T> Default for KeyQueue<T> {
+    fn default() -> Self {
+        KeyQueue { fifo: Fifo { buf: Vec::new(), head: 0, len: 0 }, heap: Vec::new(), root_vacant: false }
+    }
+}
+
+/// The engine's queue: events in (time, insertion) order.
 #[derive(Default)]
-struct Fifo {
-    buf: Vec<Event>,
+pub struct EventQueue {
+    q: KeyQueue<Event>,
+    seq: u64,
+}
+
+/// A ring of items with a power-of-two capacity, growing by doubling: `VecDeque`'s job
+/// with a mask instead of its wrap-around branches and bounds checks.
+struct Fifo<T> {
+    buf: Vec<T>,
     head: usize,
     len: usize,
 }
 
-impl Fifo {
-    /// The event `i` places from the head; `buf` must be allocated (it is once `len > 0`).
+impl<T: Keyed> Fifo<T> {
+    /// The item `i` places from the head; `buf` must be allocated (it is once `len > 0`).
     #[inline(always)]
-    fn at(&self, i: usize) -> &Event {
+    fn at(&self, i: usize) -> &T {
         let slot = (self.head + i) & (self.buf.len() - 1);
         // SAFETY: the capacity is a power of two, so masking keeps `slot` below it.
         unsafe { self.buf.get_unchecked(slot) }
     }
 
     #[inline(always)]
-    fn front(&self) -> Option<&Event> {
+    fn front(&self) -> Option<&T> {
         (self.len > 0).then(|| self.at(0))
     }
 
     #[inline(always)]
-    fn pop_front(&mut self) -> Option<Event> {
+    fn pop_front(&mut self) -> Option<T> {
         let ev = *self.front()?;
         self.head = (self.head + 1) & (self.buf.len() - 1);
         self.len -= 1;
@@ -96,7 +126,7 @@ impl Fifo {
 
     /// Append `ev` if its key is above the last one's; false (nothing changed) otherwise.
     #[inline(always)]
-    fn push(&mut self, ev: Event) -> bool {
+    fn push(&mut self, ev: T) -> bool {
         let n = self.len;
         if n > 0 && self.at(n - 1).key() > ev.key() {
             return false;
@@ -116,7 +146,7 @@ impl Fifo {
         let cap = (self.buf.len() * 2).max(64);
         let mut buf = Vec::with_capacity(cap);
         buf.extend((0..self.len).map(|i| *self.at(i)));
-        buf.resize(cap, Event { time: 0, seq: 0, kind: EventKind::Arrival { index: 0 } });
+        buf.resize(cap, T::default());
         self.buf = buf;
         self.head = 0;
     }
@@ -130,7 +160,30 @@ impl EventQueue {
     #[inline(always)]
     pub fn push(&mut self, time: Ns, kind: EventKind) {
         self.seq += 1;
-        let ev = Event { time, seq: self.seq, kind };
+        self.q.push(Event { time, seq: self.seq, kind });
+    }
+
+    #[inline]
+    pub fn pop(&mut self) -> Option<Event> {
+        self.q.pop()
+    }
+
+    pub fn peek_time(&mut self) -> Option<Ns> {
+        self.q.peek().map(|e| e.time)
+    }
+
+    pub fn len(&self) -> usize {
+        self.q.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl<T: Keyed> KeyQueue<T> {
+    #[inline(always)]
+    pub fn push(&mut self, ev: T) {
         if self.fifo.push(ev) {
             return;
         }
@@ -144,7 +197,7 @@ impl EventQueue {
     }
 
     #[inline]
-    pub fn pop(&mut self) -> Option<Event> {
+    pub fn pop(&mut self) -> Option<T> {
         if self.root_vacant {
             self.close_vacancy();
         }
@@ -158,13 +211,14 @@ impl EventQueue {
         }
     }
 
-    pub fn peek_time(&mut self) -> Option<Ns> {
+    /// The item `pop` would return, left in place.
+    pub fn peek(&mut self) -> Option<T> {
         if self.root_vacant {
             self.close_vacancy();
         }
         match (self.heap.first(), self.fifo.front()) {
-            (Some(h), Some(f)) => Some(h.time.min(f.time)),
-            (h, f) => h.or(f).map(|e| e.time),
+            (Some(h), Some(f)) => Some(if f.key() < h.key() { *f } else { *h }),
+            (h, f) => h.or(f).copied(),
         }
     }
 
@@ -176,7 +230,7 @@ impl EventQueue {
         self.len() == 0
     }
 
-    /// Move the last event into the vacant root.
+    /// Move the last item into the vacant root.
     #[inline]
     fn close_vacancy(&mut self) {
         self.root_vacant = false;
@@ -188,7 +242,7 @@ impl EventQueue {
 
     /// Put `ev` in place of `heap[0]` (whose content is discarded) and restore the order.
     #[inline]
-    fn fill_root(&mut self, ev: Event) {
+    fn fill_root(&mut self, ev: T) {
         let h = &mut self.heap[..];
         let n = h.len();
         let mut hole = 0;
@@ -210,7 +264,7 @@ impl EventQueue {
 
     /// Place `ev` at `hole` or above it.
     #[inline]
-    fn sift_up(&mut self, mut hole: usize, ev: Event) {
+    fn sift_up(&mut self, mut hole: usize, ev: T) {
         let h = &mut self.heap[..];
         let key = ev.key();
         while hole > 0 {

@@ -2,7 +2,7 @@
 //! number of requests outstanding, as fio drives a device at an iodepth) or open loop
 //! (each request issued at its own trace timestamp), and summarise the outcome.
 
-use crate::engine::{Ctx, EventKind, EventQueue};
+use crate::engine::{EventKind, EventQueue, KeyQueue};
 use crate::error::{CoreError, Result};
 use crate::models::{write_amplification, Counters, DeviceModel, Facts, Mechanisms};
 use crate::request::{Ns, Op, Request};
@@ -207,7 +207,8 @@ fn outcome(model: &dyn DeviceModel, latencies: Vec<Ns>, elapsed_ns: Ns, read_byt
 
 /// The closed loop of a model that `completes_on_submit`: the same events in the same
 /// order as the general loop, which it saves a dynamic call back (`Ctx::complete`) per
-/// request, the checks for events such a model never asks for, and the pass of `scan`
+/// request, half the bytes an event queue moves (a completion is a time and a tag), the
+/// checks for events such a model never asks for, and the pass of `scan`
 /// before it: each request is checked as it is issued, in list order, so a bad one gives
 /// the same error (the model, left part-way, is not used after an error). Every request is
 /// issued at 0 or at a completion, so the first issue is at 0; the last completion popped
@@ -217,7 +218,9 @@ fn closed_on_submit(model: &mut dyn DeviceModel, reqs: &[Request], queue_depth: 
         reqs: &'a [Request],
         capacity: u64,
         latencies: Vec<Ns>,
-        q: EventQueue,
+        /// Completions as `time << 64 | tag`: requests are issued in tag order, so tag
+        /// order is the engine's insertion order and this is its (time, seq) order.
+        q: KeyQueue<u128>,
         read_bytes: u64,
         write_bytes: u64,
     }
@@ -231,7 +234,8 @@ fn closed_on_submit(model: &mut dyn DeviceModel, reqs: &[Request], queue_depth: 
             check(r, i, self.capacity, &mut self.read_bytes, &mut self.write_bytes)?;
             // Holds the issue time until the request completes, then its latency.
             self.latencies[i] = now;
-            self.q.complete(i as u64, model.service(now, r));
+            let done = model.service(now, r);
+            self.q.push(((done as u128) << 64) | i as u128);
             Ok(())
         }
     }
@@ -240,18 +244,18 @@ fn closed_on_submit(model: &mut dyn DeviceModel, reqs: &[Request], queue_depth: 
     for ahead in reqs.iter().take(PREFETCH_AHEAD) {
         model.prefetch(ahead);
     }
-    let mut l = Loop { reqs, capacity: model.capacity_bytes(), latencies: vec![0; n], q: EventQueue::new(), read_bytes: 0, write_bytes: 0 };
+    let mut l = Loop { reqs, capacity: model.capacity_bytes(), latencies: vec![0; n], q: KeyQueue::default(), read_bytes: 0, write_bytes: 0 };
     for i in 0..qd {
         l.issue(model, i, 0)?;
     }
     let mut next = qd;
     let mut last_done = 0;
-    while let Some(ev) = l.q.pop() {
-        let EventKind::Completion { tag } = ev.kind else { unreachable!("a model that completes on submit asks for no wake-up") };
-        l.latencies[tag as usize] = ev.time - l.latencies[tag as usize];
-        last_done = ev.time;
+    while let Some(key) = l.q.pop() {
+        let (time, tag) = ((key >> 64) as Ns, key as u64 as usize);
+        l.latencies[tag] = time - l.latencies[tag];
+        last_done = time;
         if next < n {
-            l.issue(model, next, ev.time)?;
+            l.issue(model, next, time)?;
             next += 1;
         }
     }
