@@ -69,9 +69,10 @@ impl Keyed for u128 {
 /// device that completes in submission order (an SSD's reads, whose host link serialises
 /// them) then never touches the heap, and a pop takes the smaller of the two heads. The
 /// pop order is the same as the heap's alone, since (time, seq) is a total order. (Letting
-/// the FIFO take events a few places before its end, sorted in, did not pay: an SSD's
-/// write completions, released by the write buffer as programs end, are further out of
-/// order than that, and the moves cost more than the heap's sift.)
+/// the FIFO take events a few places before its end, sorted in, did not pay, neither one
+/// place at a time nor by a binary search and a block move: an SSD's write completions,
+/// released by the write buffer as programs end, are further out of order than that, and
+/// the moves cost more than the heap's sift.)
 pub struct KeyQueue<T> {
     /// Items pushed in increasing key order (the common case: a device completing in
     /// submission order) queue here in O(1); the others go to the heap.
@@ -83,7 +84,7 @@ pub struct KeyQueue<T> {
 
 impl<T> Default for KeyQueue<T> {
     fn default() -> Self {
-        KeyQueue { fifo: Fifo { buf: Vec::new(), head: 0, len: 0 }, heap: Vec::new(), root_vacant: false }
+        KeyQueue { fifo: Fifo { buf: Vec::new(), head: 0, end: 0 }, heap: Vec::new(), root_vacant: false }
     }
 }
 
@@ -94,61 +95,70 @@ pub struct EventQueue {
     seq: u64,
 }
 
-/// A ring of items with a power-of-two capacity, growing by doubling: `VecDeque`'s job
-/// with a mask instead of its wrap-around branches and bounds checks.
+/// Items in increasing key order in `buf[head..end]`: popped at the head, pushed at the
+/// end. A linear buffer moved back to the front now and then (when it runs out at the end)
+/// costs fewer instructions than a ring's wrap-around.
 struct Fifo<T> {
     buf: Vec<T>,
     head: usize,
-    len: usize,
+    end: usize,
 }
 
 impl<T: Keyed> Fifo<T> {
-    /// The item `i` places from the head; `buf` must be allocated (it is once `len > 0`).
     #[inline(always)]
-    fn at(&self, i: usize) -> &T {
-        let slot = (self.head + i) & (self.buf.len() - 1);
-        // SAFETY: the capacity is a power of two, so masking keeps `slot` below it.
-        unsafe { self.buf.get_unchecked(slot) }
+    fn len(&self) -> usize {
+        self.end - self.head
     }
 
     #[inline(always)]
     fn front(&self) -> Option<&T> {
-        (self.len > 0).then(|| self.at(0))
+        // SAFETY: `head < end <= buf.len()`.
+        (self.head < self.end).then(|| unsafe { self.buf.get_unchecked(self.head) })
     }
 
     #[inline(always)]
     fn pop_front(&mut self) -> Option<T> {
         let ev = *self.front()?;
-        self.head = (self.head + 1) & (self.buf.len() - 1);
-        self.len -= 1;
+        self.head += 1;
+        if self.head == self.end {
+            // Empty: start again at the front, so the buffer seldom needs compacting.
+            (self.head, self.end) = (0, 0);
+        }
         Some(ev)
     }
 
     /// Append `ev` if its key is above the last one's; false (nothing changed) otherwise.
     #[inline(always)]
     fn push(&mut self, ev: T) -> bool {
-        let n = self.len;
-        if n > 0 && self.at(n - 1).key() > ev.key() {
+        let (head, end) = (self.head, self.end);
+        // SAFETY: `end - 1` is in `head..end` when the run is not empty.
+        if end > head && unsafe { self.buf.get_unchecked(end - 1) }.key() > ev.key() {
             return false;
         }
-        if n == self.buf.len() {
-            self.grow();
+        if end == self.buf.len() {
+            self.make_room();
         }
-        let slot = (self.head + n) & (self.buf.len() - 1);
-        // SAFETY: as in `at`.
-        unsafe { *self.buf.get_unchecked_mut(slot) = ev }
-        self.len = n + 1;
+        let end = self.end;
+        // SAFETY: `make_room` left `end < buf.len()`.
+        unsafe { *self.buf.get_unchecked_mut(end) = ev }
+        self.end = end + 1;
         true
     }
 
+    /// Leave `end < buf.len()`: move the run to the front if that frees half the buffer,
+    /// else grow it.
     #[cold]
-    fn grow(&mut self) {
-        let cap = (self.buf.len() * 2).max(64);
-        let mut buf = Vec::with_capacity(cap);
-        buf.extend((0..self.len).map(|i| *self.at(i)));
-        buf.resize(cap, T::default());
-        self.buf = buf;
-        self.head = 0;
+    fn make_room(&mut self) {
+        let len = self.len();
+        if self.head > 0 && len <= self.buf.len() / 2 {
+            self.buf.copy_within(self.head..self.end, 0);
+        } else {
+            let mut buf = Vec::with_capacity((2 * self.buf.len()).max(256));
+            buf.extend_from_slice(&self.buf[self.head..self.end]);
+            buf.resize(buf.capacity(), T::default());
+            self.buf = buf;
+        }
+        (self.head, self.end) = (0, len);
     }
 }
 
@@ -223,7 +233,7 @@ impl<T: Keyed> KeyQueue<T> {
     }
 
     pub fn len(&self) -> usize {
-        self.heap.len() - self.root_vacant as usize + self.fifo.len
+        self.heap.len() - self.root_vacant as usize + self.fifo.len()
     }
 
     pub fn is_empty(&self) -> bool {
