@@ -2,7 +2,7 @@
 //! number of requests outstanding, as fio drives a device at an iodepth) or open loop
 //! (each request issued at its own trace timestamp), and summarise the outcome.
 
-use crate::engine::{EventKind, EventQueue};
+use crate::engine::{EventKind, EventQueue, KeyQueue};
 use crate::error::{CoreError, Result};
 use crate::models::{write_amplification, Counters, DeviceModel, Facts, Mechanisms};
 use crate::request::{Ns, Op, Request};
@@ -61,24 +61,7 @@ fn scan(reqs: &[Request], capacity: u64) -> Result<Scan> {
     let mut s = Scan { base_ns: Ns::MAX, read_bytes: 0, write_bytes: 0 };
     for (i, r) in reqs.iter().enumerate() {
         s.base_ns = s.base_ns.min(r.time_ns);
-        match r.op {
-            Op::Flush => continue,
-            Op::Read => s.read_bytes += r.bytes,
-            Op::Write => s.write_bytes += r.bytes,
-            Op::Trim => {}
-        }
-        if r.bytes == 0 {
-            return Err(CoreError::BadRequest { index: i, reason: "zero bytes".into() });
-        }
-        if r.offset() + r.bytes > capacity {
-            return Err(CoreError::BadRequest {
-                index: i,
-                reason: format!(
-                    "ends at byte {} beyond the model's capacity of {capacity} bytes (set a larger capacity)",
-                    r.offset() + r.bytes
-                ),
-            });
-        }
+        check(r, i, capacity, &mut s.read_bytes, &mut s.write_bytes)?;
     }
     if reqs.is_empty() {
         s.base_ns = 0;
@@ -86,13 +69,47 @@ fn scan(reqs: &[Request], capacity: u64) -> Result<Scan> {
     Ok(s)
 }
 
+/// Check request `i` against the device and add its bytes to the read or write total.
+#[inline(always)]
+fn check(r: &Request, i: usize, capacity: u64, read_bytes: &mut u64, write_bytes: &mut u64) -> Result<()> {
+    match r.op {
+        Op::Flush => return Ok(()),
+        Op::Read => *read_bytes += r.bytes,
+        Op::Write => *write_bytes += r.bytes,
+        Op::Trim => {}
+    }
+    if r.bytes == 0 || r.offset() + r.bytes > capacity {
+        return Err(bad_request(r, i, capacity));
+    }
+    Ok(())
+}
+
+#[cold]
+fn bad_request(r: &Request, i: usize, capacity: u64) -> CoreError {
+    if r.bytes == 0 {
+        return CoreError::BadRequest { index: i, reason: "zero bytes".into() };
+    }
+    CoreError::BadRequest {
+        index: i,
+        reason: format!(
+            "ends at byte {} beyond the model's capacity of {capacity} bytes (set a larger capacity)",
+            r.offset() + r.bytes
+        ),
+    }
+}
+
 /// How many requests ahead of the one being issued to hint the model (`prefetch`), so the
 /// state a request will touch is in cache by the time it is issued.
 const PREFETCH_AHEAD: usize = 16;
 
 pub fn replay(model: &mut dyn DeviceModel, reqs: &[Request], mode: Mode) -> Result<ReplayOutcome> {
-    let Scan { base_ns: base, read_bytes, write_bytes } = scan(reqs, model.capacity_bytes())?;
     let n = reqs.len();
+    if let Mode::Closed { queue_depth } = mode {
+        if model.completes_on_submit() && n > 0 {
+            return closed_on_submit(model, reqs, queue_depth);
+        }
+    }
+    let Scan { base_ns: base, read_bytes, write_bytes } = scan(reqs, model.capacity_bytes())?;
     // Holds each request's issue time until it completes, then its latency (every
     // request completes exactly once), so the two never need separate arrays.
     let mut latencies: Vec<Ns> = vec![0; n];
@@ -168,18 +185,81 @@ pub fn replay(model: &mut dyn DeviceModel, reqs: &[Request], mode: Mode) -> Resu
             }
         }
     }
+    let elapsed_ns = if n == 0 { 0 } else { last_done.saturating_sub(first_issue) };
+    outcome(model, latencies, elapsed_ns, read_bytes, write_bytes)
+}
+
+/// The outcome of a finished replay, or the model's error.
+fn outcome(model: &dyn DeviceModel, latencies: Vec<Ns>, elapsed_ns: Ns, read_bytes: u64, write_bytes: u64) -> Result<ReplayOutcome> {
     if let Some(reason) = model.error() {
         return Err(CoreError::Model(reason));
     }
     Ok(ReplayOutcome {
         facts: model.facts(),
         latencies_ns: latencies,
-        elapsed_ns: if n == 0 { 0 } else { last_done.saturating_sub(first_issue) },
+        elapsed_ns,
         read_bytes,
         write_bytes,
         counters: model.counters(),
         time_by_mechanism_ns: model.time_by_mechanism(),
     })
+}
+
+/// The closed loop of a model that `completes_on_submit`: the same events in the same
+/// order as the general loop, which it saves a dynamic call back (`Ctx::complete`) per
+/// request, half the bytes an event queue moves (a completion is a time and a tag), the
+/// checks for events such a model never asks for, and the pass of `scan`
+/// before it: each request is checked as it is issued, in list order, so a bad one gives
+/// the same error (the model, left part-way, is not used after an error). Every request is
+/// issued at 0 or at a completion, so the first issue is at 0; the last completion popped
+/// is the last one (events pop in time order). `reqs` must not be empty.
+fn closed_on_submit(model: &mut dyn DeviceModel, reqs: &[Request], queue_depth: u32) -> Result<ReplayOutcome> {
+    struct Loop<'a> {
+        reqs: &'a [Request],
+        capacity: u64,
+        latencies: Vec<Ns>,
+        /// Completions as `time << 64 | tag`: requests are issued in tag order, so tag
+        /// order is the engine's insertion order and this is its (time, seq) order.
+        q: KeyQueue<u128>,
+        read_bytes: u64,
+        write_bytes: u64,
+    }
+    impl Loop<'_> {
+        #[inline(always)]
+        fn issue(&mut self, model: &mut dyn DeviceModel, i: usize, now: Ns) -> Result<()> {
+            if let Some(ahead) = self.reqs.get(i + PREFETCH_AHEAD) {
+                model.prefetch(ahead);
+            }
+            let r = &self.reqs[i];
+            check(r, i, self.capacity, &mut self.read_bytes, &mut self.write_bytes)?;
+            // Holds the issue time until the request completes, then its latency.
+            self.latencies[i] = now;
+            let done = model.service(now, r);
+            self.q.push(((done as u128) << 64) | i as u128);
+            Ok(())
+        }
+    }
+    let n = reqs.len();
+    let qd = (queue_depth.max(1) as usize).min(n);
+    for ahead in reqs.iter().take(PREFETCH_AHEAD) {
+        model.prefetch(ahead);
+    }
+    let mut l = Loop { reqs, capacity: model.capacity_bytes(), latencies: vec![0; n], q: KeyQueue::default(), read_bytes: 0, write_bytes: 0 };
+    for i in 0..qd {
+        l.issue(model, i, 0)?;
+    }
+    let mut next = qd;
+    let mut last_done = 0;
+    while let Some(key) = l.q.pop() {
+        let (time, tag) = ((key >> 64) as Ns, key as u64 as usize);
+        l.latencies[tag] = time - l.latencies[tag];
+        last_done = time;
+        if next < n {
+            l.issue(model, next, time)?;
+            next += 1;
+        }
+    }
+    outcome(model, l.latencies, last_done, l.read_bytes, l.write_bytes)
 }
 
 /// The p-th percentile (0–100) of sorted values: fslab's one definition, the nearest

@@ -35,6 +35,17 @@ pub trait DeviceModel {
     /// A request arrives at `now`. The model reports its completion, now or later,
     /// through `ctx.complete(tag, at)`.
     fn submit(&mut self, now: Ns, tag: u64, req: &Request, ctx: &mut dyn Ctx);
+    /// True for a model that knows each request's completion time as it is submitted
+    /// and never asks to be woken: the replay then calls `service` instead of `submit`
+    /// and queues the completion itself (no dynamic call back through `Ctx`).
+    fn completes_on_submit(&self) -> bool {
+        false
+    }
+    /// `submit` of a model that `completes_on_submit`: the completion time of `req`,
+    /// arriving at `now`. Never called on other models.
+    fn service(&mut self, _now: Ns, _req: &Request) -> Ns {
+        unreachable!("service() is only called on a model that completes_on_submit()")
+    }
     /// A hint: `req` will be submitted soon. A model may start loading the state it will
     /// touch (a cache prefetch); it must not change anything observable.
     #[inline]

@@ -45,6 +45,7 @@ pub const KIND: Kind = Kind {
 };
 
 pub const UNIT_BYTES: u64 = 4096;
+const UNIT_SECTORS: u64 = UNIT_BYTES / crate::request::SECTOR_BYTES;
 
 #[derive(Clone, Debug)]
 pub struct SsdConfig {
@@ -313,6 +314,7 @@ impl Ssd {
         self.batch_units = self.units_per_page * self.batch_planes.len() as u32;
     }
 
+    #[inline(never)]
     fn write(&mut self, now: Ns, req: &Request) -> Ns {
         let t_cmd = now.max(self.ctrl_free) + self.cfg.cmd_write_ns;
         self.ctrl_free = t_cmd;
@@ -322,21 +324,14 @@ impl Ssd {
         self.link_ns_total += link;
         let le = ls + link;
         self.link_free = le;
-        let (first, last) = unit_range(req);
         let mut done = le;
-        for lpn in first..last {
-            let slot = self.ring_head;
-            let accept = le.max(self.ring[slot]);
-            done = done.max(accept);
-            self.ring_head = if slot + 1 == self.ring.len() { 0 } else { slot + 1 };
-            let idx = self.batch_slots.len() as u32;
-            let plane = self.batch_planes[self.per_page.div(idx) as usize];
-            let work = self.ftl.write(lpn, plane);
-            self.gc_time(plane, accept, work);
-            self.batch_slots.push(slot as u32);
-            self.batch_ready = self.batch_ready.max(accept);
-            if idx + 1 == self.batch_units {
-                self.program_batch();
+        // The common request, one aligned 4 KiB unit, skips the unit arithmetic.
+        if req.bytes == UNIT_BYTES && req.sector.is_multiple_of(UNIT_SECTORS) {
+            done = done.max(self.write_unit(le, req.sector / UNIT_SECTORS));
+        } else {
+            let (first, last) = unit_range(req);
+            for lpn in first..last {
+                done = done.max(self.write_unit(le, lpn));
             }
         }
         if req.fua {
@@ -347,12 +342,42 @@ impl Ssd {
         done + self.cfg.fixed_latency_ns
     }
 
-    #[inline]
+    /// Unit `lpn` of a write whose data has crossed the host link at `le`: into the next
+    /// buffer slot once it is free (returned: when the unit is accepted), and onto flash
+    /// with the batch it fills.
+    #[inline(always)]
+    fn write_unit(&mut self, le: Ns, lpn: u64) -> Ns {
+        let slot = self.ring_head;
+        let accept = le.max(self.ring[slot]);
+        self.ring_head = if slot + 1 == self.ring.len() { 0 } else { slot + 1 };
+        let idx = self.batch_slots.len() as u32;
+        let plane = self.batch_planes[self.per_page.div(idx) as usize];
+        let work = self.ftl.write(lpn, plane);
+        self.gc_time(plane, accept, work);
+        self.batch_slots.push(slot as u32);
+        self.batch_ready = self.batch_ready.max(accept);
+        if idx + 1 == self.batch_units {
+            self.program_batch();
+        }
+        accept
+    }
+
+    #[inline(always)]
     fn read(&mut self, now: Ns, req: &Request) -> Ns {
         let t_cmd = now.max(self.ctrl_free) + self.cfg.cmd_read_ns;
         self.ctrl_free = t_cmd;
         self.controller_ns += self.cfg.cmd_read_ns;
         self.host_read_bytes += req.bytes;
+        // The common request, one aligned 4 KiB unit, skips the unit arithmetic.
+        if req.bytes == UNIT_BYTES && req.sector.is_multiple_of(UNIT_SECTORS) {
+            return self.read_unit(t_cmd, req.sector / UNIT_SECTORS, UNIT_BYTES);
+        }
+        self.read_units(t_cmd, req)
+    }
+
+    /// `read` of any other request, from its command's end at `t_cmd`.
+    #[inline(never)]
+    fn read_units(&mut self, t_cmd: Ns, req: &Request) -> Ns {
         let (first, last) = unit_range(req);
         if last == first + 1 {
             return self.read_unit(t_cmd, first, req.bytes);
@@ -398,7 +423,7 @@ impl Ssd {
 
     /// `read` of a request inside one 4 KiB unit (the common case), the same steps as
     /// its loop without the loop's bookkeeping: the same result, fewer instructions.
-    #[inline]
+    #[inline(always)]
     fn read_unit(&mut self, t_cmd: Ns, lpn: u64, bytes: u64) -> Ns {
         let xe = match self.ftl.lookup(lpn) {
             // Never written or trimmed: zeros from the controller, no flash.
@@ -415,14 +440,20 @@ impl Ssd {
                 xe
             }
         };
-        // The unit's data is both the first and the last to leave the flash.
+        // The unit's data is both the first and the last to leave the flash (for a whole
+        // unit the second bound is never above the first).
         let link = self.link_ns(bytes);
-        let le = (xe.max(self.link_free) + link).max(xe + self.link_unit_ns);
+        let le = if bytes == UNIT_BYTES {
+            xe.max(self.link_free) + link
+        } else {
+            (xe.max(self.link_free) + link).max(xe + self.link_unit_ns)
+        };
         self.link_ns_total += link;
         self.link_free = le;
         le + self.cfg.fixed_latency_ns
     }
 
+    #[inline(never)]
     fn trim(&mut self, now: Ns, req: &Request) -> Ns {
         let t_cmd = now.max(self.ctrl_free) + self.cfg.cmd_write_ns;
         self.ctrl_free = t_cmd;
@@ -436,6 +467,7 @@ impl Ssd {
         t_cmd + self.cfg.fixed_latency_ns
     }
 
+    #[inline(never)]
     fn flush(&mut self, now: Ns) -> Ns {
         let t_cmd = now.max(self.ctrl_free) + self.cfg.cmd_write_ns;
         self.ctrl_free = t_cmd;
@@ -459,13 +491,23 @@ impl DeviceModel for Ssd {
 
     #[inline]
     fn submit(&mut self, now: Ns, tag: u64, req: &Request, ctx: &mut dyn Ctx) {
-        let done = match req.op {
+        let done = self.service(now, req);
+        ctx.complete(tag, done);
+    }
+
+    /// Every resource keeps the time it is next free, so the completion is known now.
+    fn completes_on_submit(&self) -> bool {
+        true
+    }
+
+    #[inline]
+    fn service(&mut self, now: Ns, req: &Request) -> Ns {
+        match req.op {
             Op::Write => self.write(now, req),
             Op::Read => self.read(now, req),
             Op::Trim => self.trim(now, req),
             Op::Flush => self.flush(now),
-        };
-        ctx.complete(tag, done);
+        }
     }
 
     #[inline]
