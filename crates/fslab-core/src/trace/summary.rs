@@ -2,10 +2,11 @@
 //! analysis keeps up with tens of millions of events a second. Percentiles use the
 //! linear interpolation between closest ranks (numpy's default), on the 0-100 scale.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap};
 
 use std::hash::{BuildHasherDefault, Hasher};
 
+use super::inflight::Inflight;
 use super::{EV_COMPLETE, EV_ISSUE, OP_FLUSH, OP_READ, OP_WRITE};
 
 // The pass takes an op code of a data request as its direction's index.
@@ -40,7 +41,21 @@ pub type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FastHasher>>;
 /// A request's identity (dev, sector, op), hashed with one multiply instead of one per
 /// field: the issue map is touched twice per request, the hottest thing in the pass.
 #[derive(Clone, Copy, PartialEq, Eq)]
-struct ReqKey(u32, u64, u8);
+pub(super) struct ReqKey(pub(super) u32, pub(super) u64, pub(super) u8);
+
+impl ReqKey {
+    /// (dev << 8 | op) + 1: at most 2^40, never 0 (the mark of an empty slot); no 64-bit
+    /// constant to keep in a register.
+    #[inline(always)]
+    pub(super) fn devop(&self) -> u64 {
+        (((self.0 as u64) << 8) | self.2 as u64) + 1
+    }
+
+    /// The key of a sector and a `devop` word.
+    pub(super) fn from_parts(sector: u64, devop: u64) -> ReqKey {
+        ReqKey(((devop - 1) >> 8) as u32, sector, (devop - 1) as u8)
+    }
+}
 
 impl std::hash::Hash for ReqKey {
     fn hash<H: Hasher>(&self, state: &mut H) {
@@ -55,28 +70,21 @@ impl std::hash::Hash for ReqKey {
 /// further issues of the same key waiting in `extra`).
 #[derive(Clone, Copy, Default)]
 #[repr(C, align(32))]
-struct Slot {
+pub(super) struct Slot {
     sector: u64,
     devop: u64,
-    t: u64,
-    dup: u64,
+    pub(super) t: u64,
+    pub(super) dup: u64,
 }
 
-/// (dev << 8 | op) + 1: at most 2^40, never 0 (the mark of an empty slot); no 64-bit
-/// constant to keep in a register.
-#[inline(always)]
-fn devop(k: &ReqKey) -> u64 {
-    (((k.0 as u64) << 8) | k.2 as u64) + 1
-}
-
-struct Outstanding {
-    slots: Vec<Slot>,
+pub(super) struct Outstanding {
+    pub(super) slots: Vec<Slot>,
     shift: u32,
-    len: usize,
+    pub(super) len: usize,
 }
 
 impl Outstanding {
-    fn new() -> Outstanding {
+    pub(super) fn new() -> Outstanding {
         Outstanding { slots: vec![Slot::default(); 4096], shift: 64 - 12, len: 0 }
     }
 
@@ -96,7 +104,7 @@ impl Outstanding {
     }
 
     #[inline]
-    fn find(&self, k: &ReqKey) -> Option<usize> {
+    pub(super) fn find(&self, k: &ReqKey) -> Option<usize> {
         self.probe(k).ok()
     }
 
@@ -104,7 +112,7 @@ impl Outstanding {
     #[inline]
     fn probe(&self, k: &ReqKey) -> Result<usize, usize> {
         let mask = self.slots.len() - 1;
-        let d = devop(k);
+        let d = k.devop();
         let mut i = self.home_of(k.1, d);
         loop {
             let s = self.slot_at(i);
@@ -129,7 +137,7 @@ impl Outstanding {
     /// sequence for the issue path's look-up and insertion. Grows the table first when
     /// one more entry would fill it over half.
     #[inline]
-    fn entry(&mut self, k: &ReqKey) -> Result<usize, usize> {
+    pub(super) fn entry(&mut self, k: &ReqKey) -> Result<usize, usize> {
         if (self.len + 1) * 2 > self.slots.len() {
             self.grow();
         }
@@ -138,8 +146,8 @@ impl Outstanding {
 
     /// Put `k` with issue time `t` in the free slot `at` that `entry` returned.
     #[inline]
-    fn fill(&mut self, at: usize, k: &ReqKey, t: u64) {
-        self.slots[at] = Slot { sector: k.1, devop: devop(k), t, dup: 0 };
+    pub(super) fn fill(&mut self, at: usize, k: &ReqKey, t: u64) {
+        self.slots[at] = Slot { sector: k.1, devop: k.devop(), t, dup: 0 };
         self.len += 1;
     }
 
@@ -163,7 +171,7 @@ impl Outstanding {
         self.slots[i] = s;
     }
 
-    fn remove_at(&mut self, mut i: usize) {
+    pub(super) fn remove_at(&mut self, mut i: usize) {
         let mask = self.slots.len() - 1;
         self.slots[i] = Slot::default();
         self.len -= 1;
@@ -701,8 +709,7 @@ impl DataAcc {
 /// The state of the pass, so that it can go on from any event with other settings.
 struct Pass {
     s: Summary,
-    issued: Outstanding,
-    extra: FastMap<ReqKey, VecDeque<u64>>,
+    issued: Inflight,
     twins: Vec<[u64; 2]>,
     flag_hist: [u64; 256],
     acc: DataAcc,
@@ -717,8 +724,7 @@ fn summarize_with<const BY_ISSUE: bool>(c: &Columns) -> Summary {
     let n = c.time_ns.len();
     let mut p = Pass {
         s: Summary { used_issue_events: BY_ISSUE, ..Summary::default() },
-        issued: Outstanding::new(),
-        extra: FastMap::default(),
+        issued: Inflight::new(),
         twins: Vec::new(),
         flag_hist: [0; 256],
         acc: DataAcc::new(),
@@ -754,7 +760,7 @@ impl Pass {
     /// part of it may change another.
     fn run<const TWINS: bool, const BY_ISSUE: bool>(self, c: &Columns, from: usize) -> (Pass, Result<(), usize>) {
         let Columns { time_ns, event, dev, sector, nr_sector, op, flags, comm } = *c;
-        let Pass { mut s, mut issued, mut extra, mut twins, mut flag_hist, mut acc } = self;
+        let Pass { mut s, mut issued, mut twins, mut flag_hist, mut acc } = self;
         let stopped = 'events: {
             for i in from..time_ns.len() {
                 let o = op[i];
@@ -768,13 +774,7 @@ impl Pass {
                         acc.add(d, sector[i], nr_sector[i], comm[i]);
                     }
                     let key = ReqKey(dev[i], sector[i], o);
-                    match issued.entry(&key) {
-                        Err(free) => issued.fill(free, &key, time_ns[i]),
-                        Ok(at) => {
-                            issued.slots[at].dup += 1;
-                            extra.entry(key).or_default().push_back(time_ns[i]);
-                        }
-                    }
+                    issued.issue(&key, time_ns[i]);
                 } else if e == EV_COMPLETE {
                     let nr = nr_sector[i];
                     if o == OP_WRITE {
@@ -807,19 +807,7 @@ impl Pass {
                         continue;
                     }
                     let key = ReqKey(dev[i], sector[i], o);
-                    if let Some(at) = issued.find(&key) {
-                        let v = &mut issued.slots[at];
-                        let t0 = v.t;
-                        if v.dup == 0 {
-                            issued.remove_at(at);
-                        } else {
-                            v.dup -= 1;
-                            let q = extra.get_mut(&key).unwrap();
-                            v.t = q.pop_front().unwrap();
-                            if q.is_empty() {
-                                extra.remove(&key);
-                            }
-                        }
+                    if let Some(t0) = issued.complete(&key) {
                         if o <= OP_WRITE {
                             acc.dirs[o as usize].latency_ns.push(time_ns[i].saturating_sub(t0));
                         }
@@ -828,7 +816,7 @@ impl Pass {
             }
             Ok(())
         };
-        (Pass { s, issued, extra, twins, flag_hist, acc }, stopped)
+        (Pass { s, issued, twins, flag_hist, acc }, stopped)
     }
 
     /// The summary, from the counts the pass kept.
