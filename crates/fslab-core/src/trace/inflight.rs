@@ -23,6 +23,9 @@ const QUEUE_SLOTS: usize = 1024;
 /// A completion looks this far into the queue before the queue moves into the table.
 const LOOK_AHEAD: usize = 8;
 
+/// A queue slot's `devop` is 0 unless it holds a request still in flight, so the look at
+/// the head needs no test that the queue is empty. While the table is in use, `head` is
+/// 1 and `tail` 0: the test for room in the queue fails, and slot 1 is empty.
 pub struct Inflight {
     queue: Box<[Queued; QUEUE_SLOTS]>,
     // positions count up without wrapping; a position's slot is its low bits
@@ -47,48 +50,49 @@ impl Inflight {
         }
     }
 
-    /// A request `k` issued at `t`.
+    /// A request (`sector`, `devop`: `ReqKey::devop`) issued at `t`. The key comes in two
+    /// words, not by reference: a reference would make the caller store it in memory.
     #[inline(always)]
-    pub fn issue(&mut self, k: &ReqKey, t: u64) {
-        if !self.hashed && self.tail - self.head < QUEUE_SLOTS {
-            self.queue[self.tail % QUEUE_SLOTS] = Queued { sector: k.1, devop: k.devop(), t };
+    pub fn issue(&mut self, sector: u64, devop: u64, t: u64) {
+        if self.tail.wrapping_sub(self.head) < QUEUE_SLOTS {
+            self.queue[self.tail % QUEUE_SLOTS] = Queued { sector, devop, t };
             self.tail += 1;
         } else {
-            self.issue_slow(k, t);
+            self.issue_slow(sector, devop, t);
         }
     }
 
     #[cold]
     #[inline(never)]
-    fn issue_slow(&mut self, k: &ReqKey, t: u64) {
+    fn issue_slow(&mut self, sector: u64, devop: u64, t: u64) {
         if !self.hashed {
             self.move_queue_to_table(); // the queue is full
         }
-        self.table_issue(k, t);
+        self.table_issue(&ReqKey::from_parts(sector, devop), t);
     }
 
-    /// The issue time of the oldest request `k` not yet completed, which is now complete.
+    /// The issue time of the oldest request (`sector`, `devop`) not yet completed, which
+    /// is now complete.
     #[inline(always)]
-    pub fn complete(&mut self, k: &ReqKey) -> Option<u64> {
-        if !self.hashed && self.head != self.tail {
-            let q = &self.queue[self.head % QUEUE_SLOTS];
-            if q.sector == k.1 && q.devop == k.devop() {
-                self.head += 1;
-                return Some(q.t);
-            }
+    pub fn complete(&mut self, sector: u64, devop: u64) -> Option<u64> {
+        let q = &mut self.queue[self.head % QUEUE_SLOTS];
+        if q.sector == sector && q.devop == devop {
+            q.devop = 0;
+            self.head += 1;
+            return Some(q.t);
         }
-        self.complete_slow(k)
+        self.complete_slow(sector, devop)
     }
 
     #[cold]
     #[inline(never)]
-    fn complete_slow(&mut self, k: &ReqKey) -> Option<u64> {
+    fn complete_slow(&mut self, sector: u64, d: u64) -> Option<u64> {
+        let k = &ReqKey::from_parts(sector, d);
         if !self.hashed {
             // requests that completed out of turn leave gaps at the head
             while self.head != self.tail && self.queue[self.head % QUEUE_SLOTS].devop == 0 {
                 self.head += 1;
             }
-            let d = k.devop();
             let end = self.tail.min(self.head + LOOK_AHEAD);
             for at in self.head..end {
                 let q = &mut self.queue[at % QUEUE_SLOTS];
@@ -111,7 +115,10 @@ impl Inflight {
         let t0 = v.t;
         if v.dup == 0 {
             self.table.remove_at(at);
-            self.hashed = self.table.len > 0; // empty: back to the queue
+            if self.table.len == 0 {
+                // back to the queue
+                (self.head, self.tail, self.hashed) = (0, 0, false);
+            }
         } else {
             v.dup -= 1;
             let q = self.extra.get_mut(k).unwrap();
@@ -136,14 +143,12 @@ impl Inflight {
     /// Move the queued requests, in issue order, into the table.
     fn move_queue_to_table(&mut self) {
         for at in self.head..self.tail {
-            let q = self.queue[at % QUEUE_SLOTS];
+            let q = std::mem::take(&mut self.queue[at % QUEUE_SLOTS]);
             if q.devop != 0 {
                 self.table_issue(&ReqKey::from_parts(q.sector, q.devop), q.t);
             }
         }
-        self.head = 0;
-        self.tail = 0;
-        self.hashed = true;
+        (self.head, self.tail, self.hashed) = (1, 0, true);
     }
 }
 
@@ -174,7 +179,7 @@ mod tests {
             if step % 20_000 == 0 {
                 for k in flight.drain(..) {
                     let want = reference.get_mut(&(k.0, k.1, k.2)).and_then(|q| q.pop_front());
-                    assert_eq!(f.complete(&k), want, "drain at {step}");
+                    assert_eq!(f.complete(k.1, k.devop()), want, "drain at {step}");
                 }
             }
             let depth = [40, 100, 1500, 60][phase as usize];
@@ -182,7 +187,7 @@ mod tests {
             if flight.len() < depth && r % 2 == 0 {
                 let sector = if r % 7 == 0 && !flight.is_empty() { flight[0].1 } else { (r >> 8) % 100_000 };
                 let k = ReqKey((r >> 40) as u32 % 3, sector, (r >> 50) as u8 % 4);
-                f.issue(&k, step);
+                f.issue(k.1, k.devop(), step);
                 reference.entry((k.0, k.1, k.2)).or_default().push_back(step);
                 flight.push(k);
             } else if !flight.is_empty() {
@@ -192,13 +197,14 @@ mod tests {
                     continue; // never completes
                 }
                 let want = reference.get_mut(&(k.0, k.1, k.2)).and_then(|q| q.pop_front());
-                assert_eq!(f.complete(&k), want, "step {step}");
+                assert_eq!(f.complete(k.1, k.devop()), want, "step {step}");
                 if r % 5 == 0 {
-                    assert_eq!(f.complete(&ReqKey(9, r, 1)), None, "a key never issued");
+                    assert_eq!(f.complete(r, ReqKey(9, r, 1).devop()), None, "a key never issued");
                 }
             }
             hashed_seen |= f.hashed;
             queued_after_hashed |= hashed_seen && !f.hashed && f.tail > f.head;
+            assert_eq!(f.hashed, (f.head, f.tail) == (1, 0));
         }
         assert!(hashed_seen && queued_after_hashed, "both ways and back");
     }

@@ -658,6 +658,7 @@ struct Columns<'a> {
 /// What one direction's requests add up to while the pass runs, in one place (one
 /// address to compute per event, not one per field).
 #[derive(Default)]
+#[repr(C)] // the fields in this order (see `forward`)
 struct DirAcc {
     prev_end: Option<u64>,
     sequential: u64,
@@ -712,6 +713,10 @@ struct Pass {
     issued: Inflight,
     twins: Vec<[u64; 2]>,
     flag_hist: [u64; 256],
+    /// completed requests and sectors by op code, any byte: no clamp per event (folded
+    /// into `Summary::requests` and `sectors` when the pass ends)
+    op_requests: [u64; 256],
+    op_sectors: [u64; 256],
     acc: DataAcc,
 }
 
@@ -727,6 +732,8 @@ fn summarize_with<const BY_ISSUE: bool>(c: &Columns) -> Summary {
         issued: Inflight::new(),
         twins: Vec::new(),
         flag_hist: [0; 256],
+        op_requests: [0; 256],
+        op_sectors: [0; 256],
         acc: DataAcc::new(),
     };
     // Room for the common case (half the events are a direction's data requests) without
@@ -760,7 +767,7 @@ impl Pass {
     /// part of it may change another.
     fn run<const TWINS: bool, const BY_ISSUE: bool>(self, c: &Columns, from: usize) -> (Pass, Result<(), usize>) {
         let Columns { time_ns, event, dev, sector, nr_sector, op, flags, comm } = *c;
-        let Pass { mut s, mut issued, mut twins, mut flag_hist, mut acc } = self;
+        let Pass { s, mut issued, mut twins, mut flag_hist, mut op_requests, mut op_sectors, mut acc } = self;
         let stopped = 'events: {
             for i in from..time_ns.len() {
                 let o = op[i];
@@ -774,7 +781,7 @@ impl Pass {
                         acc.add(d, sector[i], nr_sector[i], comm[i]);
                     }
                     let key = ReqKey(dev[i], sector[i], o);
-                    issued.issue(&key, time_ns[i]);
+                    issued.issue(key.1, key.devop(), time_ns[i]);
                 } else if e == EV_COMPLETE {
                     let nr = nr_sector[i];
                     if o == OP_WRITE {
@@ -796,8 +803,8 @@ impl Pass {
                             }
                         }
                     }
-                    s.requests[o.min(4) as usize] += 1;
-                    s.sectors[o.min(4) as usize] += nr as u64;
+                    op_requests[o as usize] += 1;
+                    op_sectors[o as usize] += nr as u64;
                     flag_hist[flags[i] as usize] += 1;
                     if !BY_ISSUE && o <= OP_WRITE && nr > 0 {
                         let d = o as usize;
@@ -807,7 +814,7 @@ impl Pass {
                         continue;
                     }
                     let key = ReqKey(dev[i], sector[i], o);
-                    if let Some(t0) = issued.complete(&key) {
+                    if let Some(t0) = issued.complete(key.1, key.devop()) {
                         if o <= OP_WRITE {
                             acc.dirs[o as usize].latency_ns.push(time_ns[i].saturating_sub(t0));
                         }
@@ -816,12 +823,16 @@ impl Pass {
             }
             Ok(())
         };
-        (Pass { s, issued, twins, flag_hist, acc }, stopped)
+        (Pass { s, issued, twins, flag_hist, op_requests, op_sectors, acc }, stopped)
     }
 
     /// The summary, from the counts the pass kept.
     fn finish(self) -> Summary {
-        let Pass { mut s, flag_hist, acc, .. } = self;
+        let Pass { mut s, flag_hist, op_requests, op_sectors, acc, .. } = self;
+        for o in 0..256 {
+            s.requests[o.min(4)] += op_requests[o];
+            s.sectors[o.min(4)] += op_sectors[o];
+        }
         let DataAcc { dirs, task_requests, task_sectors } = acc;
         for (dd, a) in s.dirs.iter_mut().zip(dirs) {
             dd.sizes = a.sizes;
