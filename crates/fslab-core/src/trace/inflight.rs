@@ -50,66 +50,88 @@ impl Inflight {
         }
     }
 
-    /// A request (`sector`, `devop`: `ReqKey::devop`) issued at `t`. The key comes in two
-    /// words, not by reference: a reference would make the caller store it in memory.
+    /// A request `k` issued at `t`.
     #[inline(always)]
-    pub fn issue(&mut self, sector: u64, devop: u64, t: u64) {
+    pub fn issue(&mut self, k: ReqKey, t: u64) {
         if self.tail.wrapping_sub(self.head) < QUEUE_SLOTS {
-            self.queue[self.tail % QUEUE_SLOTS] = Queued { sector, devop, t };
+            self.queue[self.tail % QUEUE_SLOTS] = Queued { sector: k.1, devop: k.devop(), t };
             self.tail += 1;
+        } else if self.hashed {
+            self.table_issue(&k, t);
         } else {
-            self.issue_slow(sector, devop, t);
+            self.queue_full(k.1, k.devop(), t);
         }
     }
 
+    /// The key comes in two words, not by reference: a reference would make the caller
+    /// store it in memory on every event.
     #[cold]
     #[inline(never)]
-    fn issue_slow(&mut self, sector: u64, devop: u64, t: u64) {
-        if !self.hashed {
-            self.move_queue_to_table(); // the queue is full
-        }
+    fn queue_full(&mut self, sector: u64, devop: u64, t: u64) {
+        self.move_queue_to_table();
         self.table_issue(&ReqKey::from_parts(sector, devop), t);
     }
 
-    /// The issue time of the oldest request (`sector`, `devop`) not yet completed, which
-    /// is now complete.
+    /// The issue time of the oldest request `k` not yet completed, which is now complete.
     #[inline(always)]
-    pub fn complete(&mut self, sector: u64, devop: u64) -> Option<u64> {
+    pub fn complete(&mut self, k: ReqKey) -> Option<u64> {
         let q = &mut self.queue[self.head % QUEUE_SLOTS];
-        if q.sector == sector && q.devop == devop {
+        if q.sector == k.1 && q.devop == k.devop() {
             q.devop = 0;
             self.head += 1;
             return Some(q.t);
         }
-        self.complete_slow(sector, devop)
+        if self.hashed {
+            return self.table_complete(&k);
+        }
+        self.queue_miss(k.1, k.devop())
     }
 
+    /// A completion whose request is not at the head of the queue: one of the next few,
+    /// or none queued, or else the queue moves into the table.
     #[cold]
     #[inline(never)]
-    fn complete_slow(&mut self, sector: u64, d: u64) -> Option<u64> {
-        let k = &ReqKey::from_parts(sector, d);
-        if !self.hashed {
-            // requests that completed out of turn leave gaps at the head
-            while self.head != self.tail && self.queue[self.head % QUEUE_SLOTS].devop == 0 {
-                self.head += 1;
-            }
-            let end = self.tail.min(self.head + LOOK_AHEAD);
-            for at in self.head..end {
-                let q = &mut self.queue[at % QUEUE_SLOTS];
-                if q.sector == k.1 && q.devop == d {
-                    q.devop = 0;
-                    let t = q.t;
-                    if at == self.head {
-                        self.head += 1;
-                    }
-                    return Some(t);
-                }
-            }
-            if end == self.tail {
-                return None; // looked at every queued request
-            }
-            self.move_queue_to_table();
+    fn queue_miss(&mut self, sector: u64, d: u64) -> Option<u64> {
+        // requests that completed out of turn leave gaps at the head
+        while self.head != self.tail && self.queue[self.head % QUEUE_SLOTS].devop == 0 {
+            self.head += 1;
         }
+        let end = self.tail.min(self.head + LOOK_AHEAD);
+        for at in self.head..end {
+            let q = &mut self.queue[at % QUEUE_SLOTS];
+            if q.sector == sector && q.devop == d {
+                q.devop = 0;
+                let t = q.t;
+                if at == self.head {
+                    self.head += 1;
+                }
+                return Some(t);
+            }
+        }
+        if end == self.tail {
+            return None; // looked at every queued request
+        }
+        self.move_queue_to_table();
+        self.table_complete(&ReqKey::from_parts(sector, d))
+    }
+
+    #[inline(always)]
+    fn table_issue(&mut self, k: &ReqKey, t: u64) {
+        match self.table.entry(k) {
+            Err(free) => self.table.fill(free, k, t),
+            Ok(at) => self.table_issue_again(at, k, t),
+        }
+    }
+
+    /// A request issued while one of the same key is in the table.
+    #[cold]
+    fn table_issue_again(&mut self, at: usize, k: &ReqKey, t: u64) {
+        self.table.slots[at].dup += 1;
+        self.extra.entry(*k).or_default().push_back(t);
+    }
+
+    #[inline(always)]
+    fn table_complete(&mut self, k: &ReqKey) -> Option<u64> {
         let at = self.table.find(k)?;
         let v = &mut self.table.slots[at];
         let t0 = v.t;
@@ -120,23 +142,20 @@ impl Inflight {
                 (self.head, self.tail, self.hashed) = (0, 0, false);
             }
         } else {
-            v.dup -= 1;
-            let q = self.extra.get_mut(k).unwrap();
-            v.t = q.pop_front().unwrap();
-            if q.is_empty() {
-                self.extra.remove(k);
-            }
+            self.table_complete_again(at, k);
         }
         Some(t0)
     }
 
-    fn table_issue(&mut self, k: &ReqKey, t: u64) {
-        match self.table.entry(k) {
-            Err(free) => self.table.fill(free, k, t),
-            Ok(at) => {
-                self.table.slots[at].dup += 1;
-                self.extra.entry(*k).or_default().push_back(t);
-            }
+    /// The slot at `at` takes the next issue of its key.
+    #[cold]
+    fn table_complete_again(&mut self, at: usize, k: &ReqKey) {
+        let v = &mut self.table.slots[at];
+        v.dup -= 1;
+        let q = self.extra.get_mut(k).unwrap();
+        v.t = q.pop_front().unwrap();
+        if q.is_empty() {
+            self.extra.remove(k);
         }
     }
 
@@ -179,7 +198,7 @@ mod tests {
             if step % 20_000 == 0 {
                 for k in flight.drain(..) {
                     let want = reference.get_mut(&(k.0, k.1, k.2)).and_then(|q| q.pop_front());
-                    assert_eq!(f.complete(k.1, k.devop()), want, "drain at {step}");
+                    assert_eq!(f.complete(k), want, "drain at {step}");
                 }
             }
             let depth = [40, 100, 1500, 60][phase as usize];
@@ -187,7 +206,7 @@ mod tests {
             if flight.len() < depth && r % 2 == 0 {
                 let sector = if r % 7 == 0 && !flight.is_empty() { flight[0].1 } else { (r >> 8) % 100_000 };
                 let k = ReqKey((r >> 40) as u32 % 3, sector, (r >> 50) as u8 % 4);
-                f.issue(k.1, k.devop(), step);
+                f.issue(k, step);
                 reference.entry((k.0, k.1, k.2)).or_default().push_back(step);
                 flight.push(k);
             } else if !flight.is_empty() {
@@ -197,9 +216,9 @@ mod tests {
                     continue; // never completes
                 }
                 let want = reference.get_mut(&(k.0, k.1, k.2)).and_then(|q| q.pop_front());
-                assert_eq!(f.complete(k.1, k.devop()), want, "step {step}");
+                assert_eq!(f.complete(k), want, "step {step}");
                 if r % 5 == 0 {
-                    assert_eq!(f.complete(r, ReqKey(9, r, 1).devop()), None, "a key never issued");
+                    assert_eq!(f.complete(ReqKey(9, r, 1)), None, "a key never issued");
                 }
             }
             hashed_seen |= f.hashed;

@@ -781,7 +781,7 @@ impl Pass {
                         acc.add(d, sector[i], nr_sector[i], comm[i]);
                     }
                     let key = ReqKey(dev[i], sector[i], o);
-                    issued.issue(key.1, key.devop(), time_ns[i]);
+                    issued.issue(key, time_ns[i]);
                 } else if e == EV_COMPLETE {
                     let nr = nr_sector[i];
                     if o == OP_WRITE {
@@ -814,7 +814,7 @@ impl Pass {
                         continue;
                     }
                     let key = ReqKey(dev[i], sector[i], o);
-                    if let Some(t0) = issued.complete(key.1, key.devop()) {
+                    if let Some(t0) = issued.complete(key) {
                         if o <= OP_WRITE {
                             acc.dirs[o as usize].latency_ns.push(time_ns[i].saturating_sub(t0));
                         }
