@@ -39,7 +39,7 @@ impl Hasher for FastHasher {
 pub type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FastHasher>>;
 
 /// A request's identity (dev, sector, op), hashed with one multiply instead of one per
-/// field: the issue map is touched twice per request, the hottest thing in the pass.
+/// field: the table of requests in flight is touched twice per request when in use.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) struct ReqKey(pub(super) u32, pub(super) u64, pub(super) u8);
 
@@ -63,7 +63,8 @@ impl std::hash::Hash for ReqKey {
     }
 }
 
-/// Issued, not yet completed requests: open addressing with linear probing and
+/// Issued, not yet completed requests (the table behind `Inflight`'s queue, used when
+/// completions come out of order): open addressing with linear probing and
 /// backward-shift deletion (no tombstones, so a table that sees millions of inserts and
 /// removals stays as short as the queue), indexed by the high bits of one multiply.
 /// A slot is 32 bytes, aligned: (sector, dev/op word, never 0 in a used slot, issue time,
