@@ -84,6 +84,9 @@ impl Inflight {
         if self.hashed {
             return self.table_complete(&k);
         }
+        if self.head == self.tail {
+            return None; // nothing queued: a trace of completions only takes this path
+        }
         self.queue_miss(k.1, k.devop())
     }
 
