@@ -7,6 +7,7 @@
 pub mod analyze;
 pub mod capture;
 pub mod format;
+mod inflight;
 pub mod page;
 pub mod py;
 pub mod summary;

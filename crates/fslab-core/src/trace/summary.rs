@@ -2,10 +2,11 @@
 //! analysis keeps up with tens of millions of events a second. Percentiles use the
 //! linear interpolation between closest ranks (numpy's default), on the 0-100 scale.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap};
 
 use std::hash::{BuildHasherDefault, Hasher};
 
+use super::inflight::Inflight;
 use super::{EV_COMPLETE, EV_ISSUE, OP_FLUSH, OP_READ, OP_WRITE};
 
 // The pass takes an op code of a data request as its direction's index.
@@ -38,9 +39,23 @@ impl Hasher for FastHasher {
 pub type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FastHasher>>;
 
 /// A request's identity (dev, sector, op), hashed with one multiply instead of one per
-/// field: the issue map is touched twice per request, the hottest thing in the pass.
+/// field: the table of requests in flight is touched twice per request when in use.
 #[derive(Clone, Copy, PartialEq, Eq)]
-struct ReqKey(u32, u64, u8);
+pub(super) struct ReqKey(pub(super) u32, pub(super) u64, pub(super) u8);
+
+impl ReqKey {
+    /// (dev << 8 | op) + 1: at most 2^40, never 0 (the mark of an empty slot); no 64-bit
+    /// constant to keep in a register.
+    #[inline(always)]
+    pub(super) fn devop(&self) -> u64 {
+        (((self.0 as u64) << 8) | self.2 as u64) + 1
+    }
+
+    /// The key of a sector and a `devop` word.
+    pub(super) fn from_parts(sector: u64, devop: u64) -> ReqKey {
+        ReqKey(((devop - 1) >> 8) as u32, sector, (devop - 1) as u8)
+    }
+}
 
 impl std::hash::Hash for ReqKey {
     fn hash<H: Hasher>(&self, state: &mut H) {
@@ -48,35 +63,29 @@ impl std::hash::Hash for ReqKey {
     }
 }
 
-/// Issued, not yet completed requests: open addressing with linear probing and
+/// Issued, not yet completed requests (the table behind `Inflight`'s queue, used when
+/// completions come out of order): open addressing with linear probing and
 /// backward-shift deletion (no tombstones, so a table that sees millions of inserts and
 /// removals stays as short as the queue), indexed by the high bits of one multiply.
 /// A slot is 32 bytes, aligned: (sector, dev/op word, never 0 in a used slot, issue time,
 /// further issues of the same key waiting in `extra`).
 #[derive(Clone, Copy, Default)]
 #[repr(C, align(32))]
-struct Slot {
+pub(super) struct Slot {
     sector: u64,
     devop: u64,
-    t: u64,
-    dup: u64,
+    pub(super) t: u64,
+    pub(super) dup: u64,
 }
 
-/// (dev << 8 | op) + 1: at most 2^40, never 0 (the mark of an empty slot); no 64-bit
-/// constant to keep in a register.
-#[inline(always)]
-fn devop(k: &ReqKey) -> u64 {
-    (((k.0 as u64) << 8) | k.2 as u64) + 1
-}
-
-struct Outstanding {
-    slots: Vec<Slot>,
+pub(super) struct Outstanding {
+    pub(super) slots: Vec<Slot>,
     shift: u32,
-    len: usize,
+    pub(super) len: usize,
 }
 
 impl Outstanding {
-    fn new() -> Outstanding {
+    pub(super) fn new() -> Outstanding {
         Outstanding { slots: vec![Slot::default(); 4096], shift: 64 - 12, len: 0 }
     }
 
@@ -96,7 +105,7 @@ impl Outstanding {
     }
 
     #[inline]
-    fn find(&self, k: &ReqKey) -> Option<usize> {
+    pub(super) fn find(&self, k: &ReqKey) -> Option<usize> {
         self.probe(k).ok()
     }
 
@@ -104,7 +113,7 @@ impl Outstanding {
     #[inline]
     fn probe(&self, k: &ReqKey) -> Result<usize, usize> {
         let mask = self.slots.len() - 1;
-        let d = devop(k);
+        let d = k.devop();
         let mut i = self.home_of(k.1, d);
         loop {
             let s = self.slot_at(i);
@@ -129,7 +138,7 @@ impl Outstanding {
     /// sequence for the issue path's look-up and insertion. Grows the table first when
     /// one more entry would fill it over half.
     #[inline]
-    fn entry(&mut self, k: &ReqKey) -> Result<usize, usize> {
+    pub(super) fn entry(&mut self, k: &ReqKey) -> Result<usize, usize> {
         if (self.len + 1) * 2 > self.slots.len() {
             self.grow();
         }
@@ -138,8 +147,8 @@ impl Outstanding {
 
     /// Put `k` with issue time `t` in the free slot `at` that `entry` returned.
     #[inline]
-    fn fill(&mut self, at: usize, k: &ReqKey, t: u64) {
-        self.slots[at] = Slot { sector: k.1, devop: devop(k), t, dup: 0 };
+    pub(super) fn fill(&mut self, at: usize, k: &ReqKey, t: u64) {
+        self.slots[at] = Slot { sector: k.1, devop: k.devop(), t, dup: 0 };
         self.len += 1;
     }
 
@@ -163,7 +172,7 @@ impl Outstanding {
         self.slots[i] = s;
     }
 
-    fn remove_at(&mut self, mut i: usize) {
+    pub(super) fn remove_at(&mut self, mut i: usize) {
         let mask = self.slots.len() - 1;
         self.slots[i] = Slot::default();
         self.len -= 1;
@@ -650,6 +659,7 @@ struct Columns<'a> {
 /// What one direction's requests add up to while the pass runs, in one place (one
 /// address to compute per event, not one per field).
 #[derive(Default)]
+#[repr(C)] // the fields in this order (see `forward`)
 struct DirAcc {
     prev_end: Option<u64>,
     sequential: u64,
@@ -701,10 +711,13 @@ impl DataAcc {
 /// The state of the pass, so that it can go on from any event with other settings.
 struct Pass {
     s: Summary,
-    issued: Outstanding,
-    extra: FastMap<ReqKey, VecDeque<u64>>,
+    issued: Inflight,
     twins: Vec<[u64; 2]>,
     flag_hist: [u64; 256],
+    /// completed requests and sectors by op code, any byte: no clamp per event (folded
+    /// into `Summary::requests` and `sectors` when the pass ends)
+    op_requests: [u64; 256],
+    op_sectors: [u64; 256],
     acc: DataAcc,
 }
 
@@ -717,10 +730,11 @@ fn summarize_with<const BY_ISSUE: bool>(c: &Columns) -> Summary {
     let n = c.time_ns.len();
     let mut p = Pass {
         s: Summary { used_issue_events: BY_ISSUE, ..Summary::default() },
-        issued: Outstanding::new(),
-        extra: FastMap::default(),
+        issued: Inflight::new(),
         twins: Vec::new(),
         flag_hist: [0; 256],
+        op_requests: [0; 256],
+        op_sectors: [0; 256],
         acc: DataAcc::new(),
     };
     // Room for the common case (half the events are a direction's data requests) without
@@ -754,7 +768,7 @@ impl Pass {
     /// part of it may change another.
     fn run<const TWINS: bool, const BY_ISSUE: bool>(self, c: &Columns, from: usize) -> (Pass, Result<(), usize>) {
         let Columns { time_ns, event, dev, sector, nr_sector, op, flags, comm } = *c;
-        let Pass { mut s, mut issued, mut extra, mut twins, mut flag_hist, mut acc } = self;
+        let Pass { s, mut issued, mut twins, mut flag_hist, mut op_requests, mut op_sectors, mut acc } = self;
         let stopped = 'events: {
             for i in from..time_ns.len() {
                 let o = op[i];
@@ -768,13 +782,7 @@ impl Pass {
                         acc.add(d, sector[i], nr_sector[i], comm[i]);
                     }
                     let key = ReqKey(dev[i], sector[i], o);
-                    match issued.entry(&key) {
-                        Err(free) => issued.fill(free, &key, time_ns[i]),
-                        Ok(at) => {
-                            issued.slots[at].dup += 1;
-                            extra.entry(key).or_default().push_back(time_ns[i]);
-                        }
-                    }
+                    issued.issue(key, time_ns[i]);
                 } else if e == EV_COMPLETE {
                     let nr = nr_sector[i];
                     if o == OP_WRITE {
@@ -796,8 +804,8 @@ impl Pass {
                             }
                         }
                     }
-                    s.requests[o.min(4) as usize] += 1;
-                    s.sectors[o.min(4) as usize] += nr as u64;
+                    op_requests[o as usize] += 1;
+                    op_sectors[o as usize] += nr as u64;
                     flag_hist[flags[i] as usize] += 1;
                     if !BY_ISSUE && o <= OP_WRITE && nr > 0 {
                         let d = o as usize;
@@ -807,19 +815,7 @@ impl Pass {
                         continue;
                     }
                     let key = ReqKey(dev[i], sector[i], o);
-                    if let Some(at) = issued.find(&key) {
-                        let v = &mut issued.slots[at];
-                        let t0 = v.t;
-                        if v.dup == 0 {
-                            issued.remove_at(at);
-                        } else {
-                            v.dup -= 1;
-                            let q = extra.get_mut(&key).unwrap();
-                            v.t = q.pop_front().unwrap();
-                            if q.is_empty() {
-                                extra.remove(&key);
-                            }
-                        }
+                    if let Some(t0) = issued.complete(key) {
                         if o <= OP_WRITE {
                             acc.dirs[o as usize].latency_ns.push(time_ns[i].saturating_sub(t0));
                         }
@@ -828,12 +824,16 @@ impl Pass {
             }
             Ok(())
         };
-        (Pass { s, issued, extra, twins, flag_hist, acc }, stopped)
+        (Pass { s, issued, twins, flag_hist, op_requests, op_sectors, acc }, stopped)
     }
 
     /// The summary, from the counts the pass kept.
     fn finish(self) -> Summary {
-        let Pass { mut s, flag_hist, acc, .. } = self;
+        let Pass { mut s, flag_hist, op_requests, op_sectors, acc, .. } = self;
+        for o in 0..256 {
+            s.requests[o.min(4)] += op_requests[o];
+            s.sectors[o.min(4)] += op_sectors[o];
+        }
         let DataAcc { dirs, task_requests, task_sectors } = acc;
         for (dd, a) in s.dirs.iter_mut().zip(dirs) {
             dd.sizes = a.sizes;
