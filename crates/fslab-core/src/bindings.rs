@@ -248,6 +248,10 @@ fn ssd_floor_loop(
     copies_per_write: f64,
     serialized: bool,
 ) -> PyResult<(u64, u128)> {
+    if !copies_per_write.is_finite() {
+        // an infinite credit of copies would never run out: the loop would not end
+        return Err(PyValueError::new_err(format!("copies_per_write must be finite, not {copies_per_write}")));
+    }
     let reqs = generate(&synthetic_from_dict(synthetic)?).map_err(to_py_err)?;
     let p = params_from_dict(params)?;
     let wall = py

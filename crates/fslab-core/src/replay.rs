@@ -5,7 +5,7 @@
 use crate::engine::{EventKind, EventQueue, KeyQueue};
 use crate::error::{CoreError, Result};
 use crate::models::{write_amplification, Counters, DeviceModel, Facts, Mechanisms};
-use crate::request::{Ns, Op, Request};
+use crate::request::{Ns, Op, Request, SECTOR_BYTES};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
@@ -78,7 +78,10 @@ fn check(r: &Request, i: usize, capacity: u64, read_bytes: &mut u64, write_bytes
         Op::Write => *write_bytes += r.bytes,
         Op::Trim => {}
     }
-    if r.bytes == 0 || r.offset() + r.bytes > capacity {
+    // Checked: a sector from outside (a trace, Python) near 2^55 would wrap the byte
+    // offset to a small one, which passes the bound and reaches past the model's maps.
+    let end = r.sector.checked_mul(SECTOR_BYTES).and_then(|o| o.checked_add(r.bytes));
+    if r.bytes == 0 || end.is_none_or(|e| e > capacity) {
         return Err(bad_request(r, i, capacity));
     }
     Ok(())
@@ -93,7 +96,7 @@ fn bad_request(r: &Request, i: usize, capacity: u64) -> CoreError {
         index: i,
         reason: format!(
             "ends at byte {} beyond the model's capacity of {capacity} bytes (set a larger capacity)",
-            r.offset() + r.bytes
+            u128::from(r.sector) * u128::from(SECTOR_BYTES) + u128::from(r.bytes)
         ),
     }
 }

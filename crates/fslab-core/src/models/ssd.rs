@@ -512,7 +512,9 @@ impl DeviceModel for Ssd {
 
     #[inline]
     fn prefetch(&self, req: &Request) {
-        self.ftl.prefetch(req.offset() / UNIT_BYTES);
+        // From the sector, not the byte offset: the request is not checked yet, and a
+        // sector near 2^55 would overflow the multiplication.
+        self.ftl.prefetch(req.sector / UNIT_SECTORS);
     }
 
     fn precondition(&mut self) {
