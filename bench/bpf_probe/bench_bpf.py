@@ -53,8 +53,9 @@ BPF_METHODS = ("btf-ring", "pcpu-ring", "pcpu-array", "btf-count", "btf-nop", "r
 # by bpf_stats (289/245 ns against 164/146 ns, issue/complete, on a loaded machine), and
 # tp-ring (the classic tracepoint: the kernel's record is built first; it loses events
 # whenever any BPF program already runs on the CPU).
-METHODS = tuple(os.environ.get("FSLAB_BPF_METHODS", "none,floor,btf-ring,pcpu-ring,pcpu-array,btf-count,btf-nop")
-                .split(","))
+# Every ratio is against the round's untraced run, so "none" is always measured.
+METHODS = tuple(dict.fromkeys(["none", *os.environ.get(
+    "FSLAB_BPF_METHODS", "floor,btf-ring,pcpu-ring,pcpu-array,btf-count,btf-nop").split(",")]))
 
 
 def build(out: Path) -> Path:

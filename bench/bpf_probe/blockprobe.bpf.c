@@ -76,6 +76,18 @@ static __always_inline void bump(__u32 slot)
 		*c += 1;
 }
 
+/* A record's fields but its time, which each writer sets in its own order. */
+static __always_inline void fill(struct rec *r, __u16 event, __u64 sector, __u32 nr_sector, __u32 opf,
+				 __u16 error)
+{
+	r->sector = sector;
+	r->nr_sector = nr_sector;
+	r->opf = opf;
+	r->pid = bpf_get_current_pid_tgid() >> 32;
+	r->event = event;
+	r->error = error;
+}
+
 static __always_inline int emit_to(void *ring, __u16 event, __u64 sector, __u32 nr_sector, __u32 opf,
 				   __u16 error)
 {
@@ -86,12 +98,7 @@ static __always_inline int emit_to(void *ring, __u16 event, __u64 sector, __u32 
 		return 0;
 	}
 	r->time_ns = bpf_ktime_get_ns();
-	r->sector = sector;
-	r->nr_sector = nr_sector;
-	r->opf = opf;
-	r->pid = bpf_get_current_pid_tgid() >> 32;
-	r->event = event;
-	r->error = error;
+	fill(r, event, sector, nr_sector, opf, error);
 	/* Batch the consumer's wake-ups: one per wake_bytes of records, not one per record. */
 	__u64 flags = bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) >= wake_bytes ? BPF_RB_FORCE_WAKEUP
 										: BPF_RB_NO_WAKEUP;
@@ -158,12 +165,7 @@ static __always_inline int emit_array(__u16 event, __u64 sector, __u32 nr_sector
 	struct rec *r = bpf_map_lookup_elem(&recs, &key);
 	if (!r)
 		return 0;
-	r->sector = sector;
-	r->nr_sector = nr_sector;
-	r->opf = opf;
-	r->pid = bpf_get_current_pid_tgid() >> 32;
-	r->event = event;
-	r->error = error;
+	fill(r, event, sector, nr_sector, opf, error);
 	*(volatile __u64 *)&r->time_ns = bpf_ktime_get_ns(); /* published */
 	return 0;
 }
