@@ -96,3 +96,48 @@ def _child_of(pid: int, timeout_s: float = 60.0) -> int:
             return int(children[0])
         time.sleep(0.05)
     raise AssertionError(f"the server {pid} forked no child within {timeout_s} s")
+
+
+FIO_STUDY = """
+[study]
+name = "warm"
+repetitions = 1
+
+[device]
+size = "64MiB"
+
+[filesystems.ext4]
+
+[[workloads]]
+kind = "fio"
+name = "w"
+rw = "randwrite"
+bs = "4k"
+size = "4M"
+runtime = 1
+time_based = 1
+"""
+
+
+def test_the_server_computes_once_what_every_child_would(tmp_path, monkeypatch):
+    """warm() fills the caches a child inherits: the tools' versions and executables' files."""
+    import tomllib
+
+    from fslab import commands, toolpages
+    from fslab.backends import choose_backend
+    from fslab.job.serve import warm
+    from fslab.plan import make_plan
+    from fslab.study import parse_spec
+
+    spec = parse_spec(tomllib.loads(FIO_STUDY), "warm.toml")
+    (job,) = make_plan(spec, backends=choose_backend, source="warm.toml", study_dir=tmp_path).jobs
+    job_file = tmp_path / "job.json"
+    write_job(job, job_file)
+    monkeypatch.setattr(toolpages, "_FILES", {})
+    monkeypatch.setattr(commands, "_VERSIONS", {})
+    warm(["run", str(job_file), "--out", str(tmp_path / "out")])
+    assert any(Path(path).name == "fio" for path, *_ in toolpages._FILES)
+    asked = {argv for argv, *_ in commands._VERSIONS}
+    assert ("fio", "--version") in asked and any(argv[0].startswith("mkfs.ext4") or argv[0] == "mke2fs"
+                                                 for argv in asked), asked
+    assert not (tmp_path / "out").exists()  # nothing of the job was done
