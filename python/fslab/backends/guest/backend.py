@@ -92,6 +92,8 @@ class GuestBackend:
                 on_record: Callable[[RunRecord], None],
                 on_progress: Callable[[RunRecord], None] | None = None) -> None:
         if job.cell.aging is not None:
+            if self._pool is not None:  # its guests (aging, then the job) would run beside the kept one
+                self._pool.close(graceful=True)
             self._execute_aged(job, folder, work_dir, on_record, on_progress)
             return
         with self.keep_booted():
