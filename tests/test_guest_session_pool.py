@@ -98,3 +98,21 @@ def test_a_punched_image_reads_as_zeros_with_its_size_and_inode(tmp_path):
         assert image.stat().st_blocks == 0  # holes again: the next job's disk is sparse
     finally:
         os.close(keeper)
+
+
+def test_a_job_on_an_aged_image_powers_the_kept_guest_off_first(tmp_path, recorded, monkeypatch):
+    """Its aging guest and its own guest would otherwise run beside the kept one."""
+    from fslab.backends.guest.backend import GuestBackend
+    from fslab.jobdata.model import Cell, Job, JobSettings, Run
+
+    backend = GuestBackend()
+    ran: list[str] = []
+    monkeypatch.setattr(backend, "_execute_aged", lambda job, *args: ran.append(job.id))
+    cell = Cell("c", "ext4", "ext4", (), (), "w", "fio", {}, {}, "guest", aging={"fill": 0.5})
+    aged = Job("aged", "guest", (Run(cell, 0),), JobSettings(device={"kind": "image", "size": 1 << 30}))
+    with backend.keep_booted():
+        assert backend._pool is not None
+        backend._pool.session_for(_key(tmp_path), tmp_path, tmp_path, None)
+        backend.execute(aged, None, tmp_path, lambda record: None)
+        assert ran == ["aged"] and backend._pool.current is None
+    assert recorded == ["start s0", "close s0 graceful"]
