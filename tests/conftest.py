@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from fslab.devices import DeviceHandle
-from fslab.devices.image import ImageSection, provision
+from fslab.devices.image import provision
+from fslab.devices.sections import ImageSection
 from fslab.filesystems import FILESYSTEMS, mkfs, mounted
 
 

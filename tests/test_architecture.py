@@ -115,13 +115,15 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def _discovering_packages(graph: dict[str, set[str]]) -> dict[str, set[str]]:
-    """A package whose ``__init__`` discovers its plug-ins (pkgutil) imports them by name at
-    run time, which the source does not show; each plug-in importing its package back is
-    that pattern, not a circle. Drop plug-in -> own package edges for such packages."""
+    """A package whose ``__init__`` discovers its plug-ins (pkgutil, or a Registry given the
+    package's name, which loads them on demand) imports them by name at run time, which the
+    source does not show; each plug-in importing its package back is that pattern, not a
+    circle. Drop plug-in -> own package edges for such packages."""
     modules = _modules()
     out = {m: set(targets) for m, targets in graph.items()}
     for package, (path, is_package) in modules.items():
-        if is_package and "pkgutil.iter_modules" in path.read_text():
+        text = path.read_text()
+        if is_package and ("pkgutil.iter_modules" in text or re.search(r"Registry\([^)]*__name__\)", text)):
             for module in out:
                 if module.rpartition(".")[0] == package:
                     out[module].discard(package)

@@ -21,7 +21,8 @@ HOLDER = textwrap.dedent("""
     import os, subprocess, sys, time
     from pathlib import Path
     from fslab.cgroups import memory_limit
-    from fslab.devices.image import ImageSection, provision
+    from fslab.devices.image import provision
+    from fslab.devices.sections import ImageSection
     from fslab.filesystems import FILESYSTEMS, mounted
 
     work = Path(sys.argv[1])

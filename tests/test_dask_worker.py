@@ -26,7 +26,8 @@ time.sleep(60)
 KILLED_JOB = """
 import sys, time
 from pathlib import Path
-from fslab.devices.image import ImageSection, provision
+from fslab.devices.image import provision
+from fslab.devices.sections import ImageSection
 with provision(ImageSection(size=64 << 20), Path(sys.argv[1]), "killedjob") as dev:
     print(dev.path, flush=True)
     time.sleep(60)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from fslab.devices.image import ImageSection
+from fslab.devices.sections import ImageSection
 from fslab.filesystems import FILESYSTEMS
 
 

@@ -5,6 +5,7 @@ fake device, the null file system and the null workload, so they need no root.""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -139,6 +140,36 @@ def test_light_job_entry_imports_no_cli_library_and_names_a_bad_job_file(tmp_pat
                           capture_output=True, text=True, timeout=120)
     assert done.stdout.strip() == "2 []", done.stderr
     assert f"{tmp_path / 'job.json'}: not a valid fslab job" in done.stderr
+
+
+def test_the_job_entry_runs_a_job_without_pydantic_or_other_plug_ins(tmp_path):
+    """A guest under TCG pays for every module the job process imports: the entry imports
+    no pydantic (the job was checked when it was planned), and running a job loads its own
+    workload and device kind, not every plug-in."""
+    imported = subprocess.run(
+        [sys.executable, "-c", "import sys, fslab.job.__main__, fslab.job.entry, fslab.job.execute\n"
+         "print(' '.join(sorted(m for m in sys.modules if m.startswith(('pydantic', 'fslab.spec')))))"],
+        capture_output=True, text=True, check=True, timeout=120)
+    assert imported.stdout.split() == []
+    job = null_plan(tmp_path).jobs[0]
+    write_job(job, tmp_path / "job.json")
+    script = ("import runpy, sys; sys.argv = ['x', 'run', sys.argv[1], '--out', sys.argv[2]]\n"
+              "try:\n    runpy.run_module('fslab.job', run_name='__main__')\n"
+              "except SystemExit as exc:\n"
+              "    print(exc.code, ' '.join(sorted(m for m in sys.modules if m.startswith(\n"
+              "        ('pydantic', 'fslab.spec', 'fslab.devices.', 'fslab.workloads.')))))")
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "job.json"), str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["0", "fslab.devices.fake", "fslab.workloads.null"], done.stderr
+    assert [r.status for r in JobFolder(tmp_path / "out").records()] == ["ok"] * len(job.runs)
+
+
+def test_a_job_device_section_missing_a_field_is_an_error_naming_it(tmp_path):
+    job = null_plan(tmp_path).jobs[0]
+    settings = dataclasses.replace(job.settings, device={"kind": "fake"})  # no "directory"
+    broken = dataclasses.replace(job, settings=settings)
+    with pytest.raises(FslabError, match=r"device section \(kind = 'fake'\) has no field 'directory'.*plan"):
+        run_job(broken, JobFolder(tmp_path / "out"), tmp_path / "work")
 
 
 def test_plan_writes_every_job_as_json(tmp_path):

@@ -38,11 +38,13 @@ def _declared_tools() -> dict[str, str]:
     import fslab.fragmentation
     import fslab.workloads  # noqa: F401  (each registers its plug-ins and their tools)
     from fslab.commands import TOOLS
+    from fslab.devices import DEVICES
     from fslab.filesystems import FILESYSTEMS
     from fslab.workloads import WORKLOADS
 
-    # The plug-ins' own declarations are all in TOOLS (a tool of two packages is refused there).
-    for registry in (WORKLOADS, FILESYSTEMS):
+    # Listing a registry loads each of its plug-ins, and so their tools. The plug-ins' own
+    # declarations are all in TOOLS (a tool of two packages is refused there).
+    for registry in (WORKLOADS, FILESYSTEMS, DEVICES):
         for name in registry.names():
             for tool, package in registry.get(name).tools.items():
                 assert TOOLS[tool].package == package

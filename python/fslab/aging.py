@@ -141,7 +141,8 @@ class AgingReport:
         return out
 
 
-# The verified aged state (AgingReport.metrics) and free-space facts (executor).
+# The verified aged state (AgingReport.metrics); its free_extents_count is declared with
+# the free-space histogram that counts them (fslab.fragmentation).
 declare_metrics("aging", {
     "utilisation_fraction": MetricKind("fraction", False, "share of the file system's blocks in use (statfs)"),
     "data_bytes": MetricKind("B", False, "file data left by aging (the sum of its files' sizes)"),
@@ -149,7 +150,6 @@ declare_metrics("aging", {
     "used_bytes": MetricKind("B", False, "bytes in use by statfs after aging (metadata included)"),
     "files_count": MetricKind("files", False, "files present"),
     "written_bytes": MetricKind("B", False, "bytes written while aging (deleted files included)"),
-    "free_extents_count": MetricKind("extents", False, "free-space extents (more = more scattered)"),
     "layout_score": MetricKind("fraction", True, "share of file blocks contiguous with their predecessor"),
     "fragments_per_file_mean": MetricKind("fragments", False, "mean physically contiguous runs per file"),
 })

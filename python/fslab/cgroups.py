@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,7 +67,7 @@ def memory_limit(limit_bytes: int) -> Iterator[MemoryLimit]:
             fix="mount the cgroup v1 memory controller or enable 'memory' in cgroup v2",
         )
     root = V1_ROOT if version == 1 else V2_ROOT
-    path = root / f"{PREFIX}{uuid.uuid4().hex[:12]}"
+    path = root / f"{PREFIX}{os.urandom(6).hex()}"
     token = register(Resource("cgroup", str(path)))
     path.mkdir()
     try:

@@ -35,10 +35,13 @@ def _md_checks() -> list[Check]:
 
 
 def run_checks() -> list[Check]:
-    # Importing the registries makes every plug-in declare its tools.
+    # Listing the registries loads every plug-in, and each declares its tools.
     import fslab.backends  # noqa: F401
-    import fslab.devices  # noqa: F401
-    import fslab.workloads  # noqa: F401
+    from fslab.devices import DEVICES
+    from fslab.workloads import WORKLOADS
+
+    DEVICES.names()
+    WORKLOADS.names()
 
     checks = [Check("root", os.geteuid() == 0, f"uid {os.geteuid()}",
                     "run fslab as root (sudo)", "devices and mounts")]

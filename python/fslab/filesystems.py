@@ -21,7 +21,6 @@ from .mounts import mount_at
 from .registry import Registry
 from .resources import Resource, register, release
 from .signals import shielded
-from .spec import GUEST_KERNEL_SERIES
 
 if TYPE_CHECKING:
     from .spec import StudySpec
@@ -255,6 +254,8 @@ def names_a_path(argument: str) -> str | None:
 
 
 def validate_filesystems(spec: StudySpec, source: str) -> None:
+    from .spec import GUEST_KERNEL_SERIES  # the study schema: not loaded where jobs run
+
     for name, section in spec.filesystems.items():
         key = section.type or name
         if key not in FILESYSTEMS:

@@ -26,7 +26,14 @@ from pathlib import Path
 
 from .commands import declare_tools, run_command
 from .errors import CommandFailed, FslabError
+from .metrics import MetricKind, declare_metrics
 from .mounts import filesystem_holding, mount_at
+
+# Counted from the histogram below: an aged state's (fslab.aging) and a run's free space
+# before and after (fslab.job.execute), declared here so either may be loaded alone.
+declare_metrics("free-space facts", {
+    "free_extents_count": MetricKind("extents", False, "free-space extents (more = more scattered)"),
+})
 
 # linux/fs.h: FS_IOC_FIEMAP = _IOWR('f', 11, struct fiemap); struct fiemap is 32 bytes,
 # each struct fiemap_extent 56.

@@ -189,7 +189,8 @@ def probe_filesystems(plan: Plan, work_dir: Path) -> list[str]:
     """Make and mount each host file-system entry once, with the study's options, on a
     sparse scratch image of its device's size: a rejected option or a too small device is
     found now, not in every run. Returns what failed, by field."""
-    from .devices.image import ImageSection, provision
+    from .devices.image import provision
+    from .devices.sections import ImageSection
 
     problems: list[str] = []
     probed: set[str] = set()

@@ -686,6 +686,7 @@ def _migrate_1_to_2(db: sqlite3.Connection) -> None:
     from .metrics import UndeclaredMetric, kind_of
     from .workloads import WORKLOADS
 
+    WORKLOADS.names()  # loads every workload plug-in: each declares its metrics
     with db:
         db.execute("ALTER TABLE studies ADD COLUMN facts_json TEXT NOT NULL DEFAULT '{}'")
         db.execute("ALTER TABLE metrics ADD COLUMN higher_is_better INTEGER")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from fslab.devices.emulated import EmulatedSection
+from fslab.devices.sections import EmulatedSection
 
 
 def test_usb_flash_profile_fills_the_device() -> None:

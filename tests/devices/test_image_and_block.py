@@ -11,11 +11,11 @@ import pytest
 
 from fslab.commands import run_command
 from fslab.devices import Grant
-from fslab.devices.block import BlockSection
 from fslab.devices.block import preflight as block_preflight
 from fslab.devices.block import provision as provision_block
-from fslab.devices.image import ImageSection, fslab_loop_devices
+from fslab.devices.image import fslab_loop_devices
 from fslab.devices.image import provision as provision_image
+from fslab.devices.sections import BlockSection, ImageSection
 from fslab.errors import DeviceRefused, FslabError
 
 

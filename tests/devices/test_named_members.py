@@ -62,4 +62,7 @@ def test_members_are_named_once_and_say_how_many_disks() -> None:
     with pytest.raises(ValueError, match="drop disks"):
         raid(["/dev/a", "/dev/b", "/dev/c"], disks=4)
     inner = DEVICES.get("raid").guest_section(raid(["/dev/a", "/dev/b", "/dev/c"]))
-    assert inner["disks"] == 3 and "members" not in inner  # in the guest: its first 3 virtio disks
+    # in the guest: its first 3 virtio disks, not the host's paths
+    assert inner["disks"] == 3 and inner["members"] == [] and inner["vdisks"] == 0
+    # every field written: the job reads it as plain data, and it is still a valid section
+    assert DEVICES.get("raid").from_job(inner).force is False and DEVICES.get("raid").parse(inner).vdisks == 0

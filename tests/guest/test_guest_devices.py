@@ -24,8 +24,10 @@ SCRIPT = textwrap.dedent("""
     import json, os, subprocess, sys, time
     from pathlib import Path
     from fslab.devices.guest_disks import take
-    from fslab.devices.raid import RaidSection, provision as raid
-    from fslab.devices.emulated import EmulatedSection, provision as emulated
+    from fslab.devices.raid import provision as raid
+    from fslab.devices.sections import RaidSection
+    from fslab.devices.emulated import provision as emulated
+    from fslab.devices.sections import EmulatedSection
 
     def use(path):
         # mkfs, mount, write 4 MiB with O_DIRECT and time 16 direct 4 KiB reads
@@ -87,13 +89,14 @@ HOST_SCRIPT = textwrap.dedent("""
     from pathlib import Path
     from fslab.devices import Grant
     from fslab.devices.guest_disks import take
-    from fslab.devices.raid import RaidSection, preflight, provision
+    from fslab.devices.raid import preflight, provision
+    from fslab.devices.sections import RaidSection
     from fslab.resources import _current
 
     KILLED = (
         "import time\\n"
         "from pathlib import Path\\n"
-        "from fslab.devices.raid import RaidSection, provision\\n"
+        "from fslab.devices.raid import provision\\nfrom fslab.devices.sections import RaidSection\\n"
         "section = RaidSection(level=0, disks=2, member_size='32MiB')\\n"
         "with provision(section, Path('/mnt/scratch/killed'), 'killed') as h:\\n"
         "    print(h.path, flush=True)\\n"

@@ -1,26 +1,32 @@
 """Devices a file system is made on. Each kind is a registry entry whose ``provision``
-is a context manager: it yields a DeviceHandle and always releases the device."""
+is a context manager: it yields a DeviceHandle and always releases the device.
+
+A kind's ``[device]`` section is a pydantic model in fslab.devices.sections, loaded only
+where a study's sections are checked (planning, preflight); a job reads its section,
+checked when it was planned, as plain data (``DeviceKind.from_job``), so the modules of
+this package load without pydantic."""
 
 from __future__ import annotations
 
-import importlib
 import os
-import pkgutil
 import stat
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-from pydantic import BaseModel
+from typing import TYPE_CHECKING, Any
 
 from ..commands import declare_tools
+from ..errors import FslabError
 from ..jobdata.model import NO_GRANT as NO_GRANT
 from ..jobdata.model import Grant as Grant
 from ..kernel_log import kernel_names
 from ..registry import Registry
-from ..spec import DeviceSection
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from ..spec import DeviceSection
 
 
 @dataclass(frozen=True)
@@ -118,7 +124,8 @@ class HostProbe:
 class DeviceKind:
     """A device family, one module each.
 
-    ``section``: the pydantic model of its fields in ``[device]`` (besides ``kind``).
+    ``section_name``: the pydantic model of its fields in ``[device]`` (besides ``kind``),
+    a class of fslab.devices.sections (``section`` loads it).
     ``provision(section, workdir, tag, grant)``: a context manager yielding a handle and
     always releasing the device. ``preflight(section, grant, resuming)``: once per study,
     before any mkfs; returns the identities of the user's disks it names, keyed by disk
@@ -130,7 +137,7 @@ class DeviceKind:
     """
 
     name: str
-    section: type[BaseModel]
+    section_name: str
     provision: Callable[[Any, Path, str, Grant], AbstractContextManager[DeviceHandle]]
     preflight: Callable[[Any, Grant, bool], dict[str, str] | None] | None = None
     needs_root: bool = True
@@ -159,14 +166,51 @@ class DeviceKind:
     # section's size, an array's data disks, a handed-over disk's size). None: unknown.
     capacity: Callable[[Any], int | None] | None = None
 
+    @property
+    def section(self) -> type[BaseModel]:
+        """The model of this kind's section (loads pydantic)."""
+        from . import sections
+
+        model: type[BaseModel] = getattr(sections, self.section_name)
+        return model
+
     def parse(self, section: DeviceSection | dict[str, Any]) -> Any:
         """The typed section of this kind (raises pydantic's ValidationError)."""
-        data = section.params if isinstance(section, DeviceSection) else {
-            k: v for k, v in section.items() if k != "kind"}
+        data = {k: v for k, v in section.items() if k != "kind"} if isinstance(section, dict) else section.params
         return self.section.model_validate(data)
 
+    def from_job(self, data: dict[str, Any]) -> SectionData:
+        """A job's section (``JobSettings.device``): checked by ``parse`` when the study
+        was planned and written with every field, so read as it is."""
+        return SectionData(self.name, {k: v for k, v in data.items() if k != "kind"})
 
-DEVICES: Registry[DeviceKind] = Registry("device kind")
+
+class SectionData:
+    """A device section as a job carries it: its fields as attributes, read-only. A
+    field the job lacks is an FslabError naming it (a job written by another fslab)."""
+
+    __slots__ = ("_kind", "_fields")
+
+    def __init__(self, kind: str, fields: dict[str, Any]):
+        object.__setattr__(self, "_kind", kind)
+        object.__setattr__(self, "_fields", dict(fields))
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self._fields[name]
+        except KeyError:
+            raise FslabError(f"the job's device section (kind = {self._kind!r}) has no field {name!r}: "
+                             "the job was written by another version of fslab; plan the study again") from None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"a job's device section is read-only ({name})")
+
+    def __repr__(self) -> str:
+        return f"SectionData({self._kind!r}, {self._fields!r})"
+
+
+# Each kind is the module of its name, loaded when first asked for (a job loads its own).
+DEVICES: Registry[DeviceKind] = Registry("device kind", __name__)
 
 
 def capacity_of(section: DeviceSection) -> int | None:
@@ -187,12 +231,3 @@ def disk_bytes(path: str) -> int | None:
 def register_device_kind(kind: DeviceKind) -> DeviceKind:
     declare_tools(kind.tools, f"{kind.name} devices")
     return DEVICES.register(kind.name, kind)
-
-
-def _discover() -> None:
-    """Every module in this package registers one device kind when imported."""
-    for info in pkgutil.iter_modules(__path__):
-        importlib.import_module(f"{__name__}.{info.name}")
-
-
-_discover()

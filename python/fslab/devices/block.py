@@ -14,22 +14,25 @@ import shlex
 import stat
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
-
-from pydantic import Field
+from typing import TYPE_CHECKING, Any
 
 from ..commands import run_command
 from ..errors import DeviceRefused
 from ..mounts import mount_table
-from ..spec import StrictSection
-from . import NO_GRANT, DeviceHandle, DeviceKind, Grant, disk_bytes, handle_for, queue_facts, register_device_kind
+from . import (
+    NO_GRANT,
+    DeviceHandle,
+    DeviceKind,
+    Grant,
+    SectionData,
+    disk_bytes,
+    handle_for,
+    queue_facts,
+    register_device_kind,
+)
 
-
-class BlockSection(StrictSection):
-    """``[device]`` with ``kind = "block"``: a real device the user hands over."""
-
-    path: str = Field(description="the device node, e.g. /dev/sdb")
-    force: bool = Field(default=False, description="allow a device that carries a signature")
+if TYPE_CHECKING:
+    from .sections import BlockSection
 
 
 def _whole_disk_and_partitions(sysfs_name: str) -> list[str]:
@@ -133,7 +136,7 @@ def check_device(path: str, *, allow_signature: bool) -> DeviceHandle:
     return handle
 
 
-def _confirmed(section: BlockSection, allowed: frozenset[str]) -> str:
+def _confirmed(section: BlockSection | SectionData, allowed: frozenset[str]) -> str:
     assert section.path is not None
     real = os.path.realpath(section.path)
     if section.path not in allowed and real not in allowed:
@@ -186,7 +189,7 @@ def preflight(section: BlockSection, grant: Grant, resuming: bool = False) -> di
     return {section.path: json.dumps(identity(handle.sysfs_name), sort_keys=True)}
 
 
-def _same_disk(section: BlockSection, handle: DeviceHandle, expected: dict[str, str]) -> None:
+def _same_disk(section: BlockSection | SectionData, handle: DeviceHandle, expected: dict[str, str]) -> None:
     now = identity(handle.sysfs_name)
     if now != expected:
         raise DeviceRefused(
@@ -202,12 +205,13 @@ def checked(path: str, force: bool, grant: Grant) -> DeviceHandle:
     # The signature was checked in preflight; later runs find the file system fslab made,
     # so each run checks instead that the disk at the path is still the one recorded.
     check_device(os.path.realpath(path), allow_signature=True)
-    handle = check_device(_confirmed(BlockSection(path=path, force=force), grant.allowed), allow_signature=True)
+    section = SectionData("block", {"path": path, "force": force})  # as a job carries it
+    handle = check_device(_confirmed(section, grant.allowed), allow_signature=True)
     expected = recorded_identity(grant, path)
     if expected is None:
         raise DeviceRefused(f"{path} was not checked before this job (the job carries no "
                             "identity of the disk): run the study through `fslab run`")
-    _same_disk(BlockSection(path=path, force=force), handle, expected)
+    _same_disk(section, handle, expected)
     return handle
 
 
@@ -250,7 +254,7 @@ def disk_facts(path: str) -> dict[str, Any]:
 
 
 register_device_kind(DeviceKind(
-    "block", BlockSection, provision, preflight,
+    "block", "BlockSection", provision, preflight,
     tools={"blkid": "util-linux", "wipefs": "util-linux"}, description=__doc__ or "",
     guest_passthrough=passthrough, guest_section=lambda section: {"kind": "vdisk", "index": 0},
     user_disks=lambda section: [section.path], capacity=lambda section: disk_bytes(section.path),

@@ -10,7 +10,7 @@ kind ``emulated``, which only the guest backend can provide (``needs_guest``).
 - ``null_blk``: memory-backed, completing after ``delay_ms`` through its timer mode.
 
 Named profiles fill these fields for a device class (``profile = "usb-flash"``); fields
-given beside a profile override it. See PROFILES for what each is and is not.
+given beside a profile override it. See fslab.devices.sections.PROFILES for what each is and is not.
 """
 
 from __future__ import annotations
@@ -20,15 +20,11 @@ import dataclasses
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal
-
-from pydantic import Field, field_validator, model_validator
+from typing import TYPE_CHECKING, Any
 
 from ..commands import run_command
 from ..errors import FslabError
 from ..signals import shielded
-from ..spec import StrictSection
-from ..units import parse_size
 from . import NO_GRANT, DeviceHandle, DeviceKind, Grant, handle_for, queue_facts, register_device_kind
 from .guest_disks import take
 
@@ -36,58 +32,10 @@ TOOLS = {"dmsetup": "dmsetup", "modprobe": "kmod", "blockdev": "util-linux"}
 MiB = 1 << 20
 GiB = 1 << 30
 
-
-# A USB 2.0 flash drive like seed 003's (an LG UJ1, 2 GB): dm-delay with a fixed delay per
-# request, reads 1 ms, writes (and the flushes fsync sends) 13 ms. Where the figures come
-# from: cheap USB 2.0 drives sustain 6-8 MB/s of large writes (f3write on a Verbatim Store
-# 'n' Go: 7.73 MB/s; zero-fill of an old Sony 8 GB stick: 5.9-6.1 MB/s, both published
-# user measurements) but many small files write at about 0.3 MB/s even on a drive that
-# writes large files at 46 MB/s (a USB 3.0 review quoted in Wikipedia's "USB flash drive"
-# article): ~75 writes of 4 KiB per second, 13 ms each; a
-# 4 KiB read costs about 1 ms (USB 2.0 bulk transfer plus a flash page read). What it is:
-# the per-request latency of small reads and writes, which decides seed 003's 4 KiB
-# operations. What it is not: a throughput limit for large transfers (a 1 MiB write costs
-# 13 ms here, ~150 ms on the drive), nor the drive's garbage collection or wear levelling.
-PROFILES: dict[str, dict[str, Any]] = {
-    "usb-flash": {"model": "dm-delay", "delay_ms": 1.0, "write_delay_ms": 13.0, "rotational": False},
-}
+if TYPE_CHECKING:
+    from .sections import EmulatedSection
 
 
-class EmulatedSection(StrictSection):
-    """``[device]`` with ``kind = "emulated"``."""
-
-    profile: Literal["usb-flash"] | None = Field(default=None, description="a named device class "
-                                                  "filling model, delays and rotational (devices/emulated.py)")
-    model: Literal["scsi_debug", "dm-delay", "null_blk"] = Field(description="which emulation")
-    size: int = Field(default=1 << 30, description="bytes (scsi_debug: MiB steps; null_blk: "
-                      "GiB steps; dm-delay: the lower disk's size)")
-    delay_ms: float = Field(default=0.0, ge=0, le=1000, description="added to every request")
-    write_delay_ms: float | None = Field(default=None, ge=0, le=1000, description="dm-delay only: "
-                                         "writes and flushes get this delay instead (None: delay_ms)")
-    rotational: bool = Field(default=True, description="what the queue reports to the "
-                             "file system and the I/O scheduler")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _profile(cls, data: Any) -> Any:
-        if isinstance(data, dict) and data.get("profile") in PROFILES:
-            return {**PROFILES[data["profile"]], **data}
-        return data
-
-    @field_validator("size", mode="before")
-    @classmethod
-    def _size(cls, value: Any) -> int:
-        return parse_size(value)
-
-    @model_validator(mode="after")
-    def _check(self) -> EmulatedSection:
-        if self.model == "null_blk" and self.size % GiB:
-            raise ValueError("null_blk sizes come in whole GiB")
-        if self.model == "scsi_debug" and self.size % MiB:
-            raise ValueError("scsi_debug sizes come in whole MiB")
-        if self.write_delay_ms is not None and self.model != "dm-delay":
-            raise ValueError("write_delay_ms needs model = \"dm-delay\" (the others delay every request alike)")
-        return self
 
 
 def _wait_for(path: Path, limit_s: float = 10.0) -> None:
@@ -195,7 +143,7 @@ def provision(section: EmulatedSection, workdir: Path, tag: str, grant: Grant = 
 
 
 register_device_kind(DeviceKind(
-    "emulated", EmulatedSection, provision, tools=TOOLS, needs_guest=True, description=__doc__ or "",
+    "emulated", "EmulatedSection", provision, tools=TOOLS, needs_guest=True, description=__doc__ or "",
     capacity=lambda section: section.size,
     # dm-delay sits on a virtio disk; scsi_debug and null_blk are made by the guest kernel
     guest_disks=lambda section: [section.size] if section.model == "dm-delay" else [],

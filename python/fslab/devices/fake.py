@@ -9,18 +9,12 @@ import contextlib
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from pydantic import Field
-
-from ..spec import StrictSection
 from . import NO_GRANT, DeviceHandle, DeviceKind, Grant, register_device_kind
 
-
-class FakeSection(StrictSection):
-    """``[device]`` with ``kind = "fake"``."""
-
-    directory: str | None = Field(default=None, description="where the fake device's directory "
-                                  "goes (default: /dev/shm when writable, else the work dir)")
+if TYPE_CHECKING:
+    from .sections import FakeSection
 
 
 def _base(section: FakeSection, workdir: Path) -> Path:
@@ -47,5 +41,5 @@ def provision(section: FakeSection, workdir: Path, tag: str, grant: Grant = NO_G
 
 
 register_device_kind(DeviceKind(
-    "fake", FakeSection, provision, needs_root=False, traceable=False, description=__doc__ or "",
+    "fake", "FakeSection", provision, needs_root=False, traceable=False, description=__doc__ or "",
 ))

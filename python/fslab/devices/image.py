@@ -8,18 +8,17 @@ import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
-
-from pydantic import Field, field_validator, model_validator
+from typing import TYPE_CHECKING
 
 from ..commands import run_command
 from ..errors import CommandFailed, FslabError
 from ..mounts import filesystem_holding
 from ..resources import Resource, register, release
 from ..signals import shielded
-from ..spec import StrictSection
-from ..units import parse_size
 from . import NO_GRANT, DeviceHandle, DeviceKind, Grant, handle_for, queue_facts, register_device_kind
+
+if TYPE_CHECKING:
+    from .sections import ImageSection
 
 IMAGE_PREFIX = "fslab-"
 IMAGE_SUFFIX = ".img"
@@ -38,25 +37,6 @@ def check_free_space(directory: Path, size: int,
             f"not enough free space in {directory} for {size >> 20} MiB of images "
             f"({free >> 20} MiB free): {fix}"
         )
-
-
-class ImageSection(StrictSection):
-    """``[device]`` with ``kind = "image"``."""
-
-    size: int = Field(default=4 << 30, description="bytes of the sparse image")
-    image_dir: str | None = Field(default=None, description="where image files go")
-
-    @field_validator("size", mode="before")
-    @classmethod
-    def _size(cls, value: Any) -> int:
-        return parse_size(value)
-
-    @model_validator(mode="after")
-    def _check(self) -> ImageSection:
-        if self.size < 64 << 20:
-            raise ValueError("an image device needs at least 64MiB (and each file system its own floor: "
-                             "btrfs 109 MiB, xfs 300 MiB; fslab plan checks them)")
-        return self
 
 
 @contextlib.contextmanager
@@ -161,7 +141,7 @@ def fslab_loop_devices() -> list[tuple[str, str]]:
 
 
 register_device_kind(DeviceKind(
-    "image", ImageSection, provision, image_file=True, tools={"losetup": "mount"}, description=__doc__ or "",
+    "image", "ImageSection", provision, image_file=True, tools={"losetup": "mount"}, description=__doc__ or "",
     capacity=lambda section: section.size,
     # In a guest the image is the guest's first virtio disk (no loop device in between).
     guest_disks=lambda section: [section.size],

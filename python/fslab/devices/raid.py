@@ -33,73 +33,26 @@ import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal
-
-from pydantic import Field, field_validator, model_validator
+from typing import TYPE_CHECKING, Any
 
 from ..commands import run_command
 from ..errors import CommandFailed
 from ..resources import Resource, register, release
 from ..signals import shielded
-from ..spec import StrictSection
-from ..units import parse_size
 from . import NO_GRANT, DeviceHandle, DeviceKind, Grant, disk_bytes, handle_for, queue_facts, register_device_kind
 from .guest_disks import take
 from .image import IMAGE_PREFIX, IMAGE_SUFFIX, attach, check_free_space, detach
 from .md_kernel import host_md, load_md
 
+if TYPE_CHECKING:
+    from .sections import RaidSection
+
 TOOLS = {"mdadm": "mdadm", "losetup": "mount", "modprobe": "kmod"}
 
 
-class RaidSection(StrictSection):
-    """``[device]`` with ``kind = "raid"``."""
-
-    level: Literal[0, 5] = Field(description="md RAID level: 0 (striping) or 5 (striping + parity)")
-    disks: int = Field(default=8, ge=2, le=32, description="member devices")
-    chunk: int = Field(default=512 << 10, description="chunk (stripe unit) per member, bytes")
-    member_size: int = Field(default=1 << 30, description="bytes of each member's image")
-    resync: Literal["assume-clean", "wait"] = Field(
-        default="assume-clean", description="RAID5: skip the initial resync (fresh zeroed "
-        "members) or run it and wait")
-    members: list[str] = Field(default_factory=list, description="the user's disks to build the array "
-                               "on (each checked and confirmed as kind = \"block\"); empty: images")
-    force: bool = Field(default=False, description="allow members that carry a signature")
-    vdisks: int | None = Field(default=None, ge=0, description="inside a guest (written by the guest "
-                               "backend, not by users): the members are its virtio disks from this index on")
-
-    @field_validator("chunk", "member_size", mode="before")
-    @classmethod
-    def _size(cls, value: Any) -> int:
-        return parse_size(value)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _disks_from_members(cls, data: Any) -> Any:
-        """Named members say how many disks there are."""
-        if isinstance(data, dict) and data.get("members") and "disks" not in data:
-            return {**data, "disks": len(data["members"])}
-        return data
-
-    @model_validator(mode="after")
-    def _check(self) -> RaidSection:
-        if self.members and self.vdisks is not None:
-            raise ValueError("vdisks is written by the guest backend for its own disks: name members instead")
-        if self.members:
-            if len(set(self.members)) != len(self.members):
-                raise ValueError("members: a disk is named twice")
-            if self.disks != len(self.members):
-                raise ValueError(f"disks = {self.disks} but {len(self.members)} members are named: drop disks")
-        if self.chunk < 4096 or self.chunk & (self.chunk - 1):
-            raise ValueError("chunk must be a power of two of at least 4KiB (md's rule)")
-        if self.level == 5 and self.disks < 3:
-            raise ValueError("RAID5 needs at least 3 disks")
-        if not self.members and self.member_size < 16 * self.chunk:
-            raise ValueError("member_size must hold at least 16 chunks")
-        return self
-
-    @property
-    def data_disks(self) -> int:
-        return self.disks - (1 if self.level == 5 else 0)
+def data_disks(section: RaidSection) -> int:
+    """The array's disks that hold data (not parity)."""
+    return int(section.disks) - (1 if section.level == 5 else 0)
 
 
 def _free_md() -> str:
@@ -196,7 +149,7 @@ def _array(section: RaidSection, tag: str, members: list[str], workdir: Path) ->
             "kind": "raid",
             "level": section.level,
             "raid_disks": int((md_sys / "raid_disks").read_text()),
-            "data_disks": section.data_disks,
+            "data_disks": data_disks(section),
             "chunk_bytes": int((md_sys / "chunk_size").read_text()),
             "layout": (md_sys / "layout").read_text().strip(),
             "resync": section.resync if section.level == 5 else "none (RAID0 has no parity)",
@@ -255,8 +208,8 @@ def _field(detail: str, name: str) -> str | None:
 def preflight(section: RaidSection, grant: Grant, resuming: bool = False) -> dict[str, str] | None:
     """Named members: each checked and confirmed exactly as a ``kind = "block"`` disk
     (``--destroy-data-on`` naming each); their identities, by path, for the jobs."""
-    from .block import BlockSection
     from .block import preflight as block_preflight
+    from .sections import BlockSection
 
     if not section.members:
         return None
@@ -278,20 +231,21 @@ def capacity(section: RaidSection) -> int | None:
     """Data bytes of the array: its data disks times the smallest member."""
     sizes = [disk_bytes(m) for m in section.members] if section.members else [section.member_size]
     known = [s for s in sizes if s is not None]
-    return section.data_disks * min(known) if known and len(known) == len(sizes) else None
+    return data_disks(section) * min(known) if known and len(known) == len(sizes) else None
 
 
 def guest_section(section: RaidSection) -> dict[str, Any]:
     """In the guest: an array over its first ``disks`` virtio disks (the members: the
-    named disks handed over, or the images the backend made)."""
-    inner = section.model_dump(exclude={"members", "force"})
+    named disks handed over, or the images the backend made). Every field is written:
+    the job reads its section as plain data (fslab.devices.SectionData), without defaults."""
+    inner = {**section.model_dump(), "members": [], "force": False}
     if section.members:
         inner["member_size"] = 16 * section.chunk  # unused: the members are given
     return {"kind": "raid", **inner, "vdisks": 0}
 
 
 register_device_kind(DeviceKind(
-    "raid", RaidSection, provision, preflight, tools=TOOLS, needs_guest=True, description=__doc__ or "",
+    "raid", "RaidSection", provision, preflight, tools=TOOLS, needs_guest=True, description=__doc__ or "",
     host_probe=lambda section: host_md(section.level),
     guest_disks=lambda section: [] if section.members else [section.member_size] * section.disks,
     guest_section=guest_section, guest_passthrough=lambda section, grant: passthrough(section, grant),

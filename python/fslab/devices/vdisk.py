@@ -9,19 +9,14 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from pathlib import Path
-
-from pydantic import Field
+from typing import TYPE_CHECKING
 
 from ..errors import DeviceRefused
-from ..spec import StrictSection
 from . import NO_GRANT, DeviceHandle, DeviceKind, Grant, handle_for, queue_facts, register_device_kind
 from .guest_disks import guest_disks
 
-
-class VdiskSection(StrictSection):
-    """``[device]`` with ``kind = "vdisk"`` (written by the guest backend, not by users)."""
-
-    index: int = Field(default=0, ge=0, description="which of the guest's virtio disks")
+if TYPE_CHECKING:
+    from .sections import VdiskSection
 
 
 @contextlib.contextmanager
@@ -36,4 +31,4 @@ def provision(section: VdiskSection, workdir: Path, tag: str, grant: Grant = NO_
     yield DeviceHandle(handle.path, handle.sysfs_name, handle.major, handle.minor, facts)
 
 
-register_device_kind(DeviceKind("vdisk", VdiskSection, provision, needs_guest=True, description=__doc__ or ""))
+register_device_kind(DeviceKind("vdisk", "VdiskSection", provision, needs_guest=True, description=__doc__ or ""))

@@ -92,7 +92,7 @@ def age_job(job: Job, folder: JobFolder, work_dir: Path) -> AgingReport:
             raise FslabError(f"job {job.id}: its file system has no aging option: nothing to age")
         fstype = FILESYSTEMS.get(cell.fs_type)
         kind = DEVICES.get(job.settings.device["kind"])
-        section = kind.parse(job.settings.device)
+        section = kind.from_job(job.settings.device)
         tag = f"{os.getpid()}-{os.urandom(4).hex()}"
         with DiskErrorWatch() as watch, kind.provision(section, work_dir, tag, job.grant) as device:
             mkfs(fstype, device, list(cell.mkfs))

@@ -15,25 +15,18 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import hashlib
 import os
 import shutil
 import time
-import traceback
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..aged_images import AGED_IMAGES_DIR, AgedCopy, aged_image_device
-from ..aging import age
-from ..aging_option import AgingOption
 from ..cgroups import MemoryLimit, memory_limit
 from ..devices import DEVICES, DeviceHandle
 from ..errors import STUDY_LEVEL_ERRNOS, CommandFailed, FslabError, JobFailed, ResultsUnwritable, WorkloadFailed
 from ..filesystems import FILESYSTEMS, describe, quiesce
-from ..fragmentation import free_space_histogram
 from ..jobdata.model import Job, Run
 from ..jobdata.record import Metric, RunRecord, failed_record
 from ..kernel_log import KERNEL_IO_ERRORS, DiskErrorWatch, describe_errors
@@ -45,6 +38,10 @@ from ..units import format_bytes
 from ..workloads import WORKLOADS, RunContext, Workload, WorkloadResult
 from .folder import RUN_ERROR_FILE, JobFolder, fail_unfinished
 from .tracing import RunTrace, traced
+
+if TYPE_CHECKING:  # aging (pydantic) and layout facts load only for the jobs that use them
+    from ..aged_images import AgedCopy
+    from ..aging_option import AgingOption
 
 
 @dataclass(frozen=True)
@@ -106,10 +103,10 @@ def execute_job(job: Job, folder: JobFolder, work_dir: Path, emit: Callable[[Run
     settings = job.settings
     fstype = FILESYSTEMS.get(cell.fs_type)
     device_kind = DEVICES.get(settings.device["kind"])
-    section = device_kind.parse(settings.device)
-    aging = AgingOption.model_validate(cell.aging) if cell.aging is not None else None
+    section = device_kind.from_job(settings.device)  # checked when planned: no pydantic here
+    aging = _aging_option(cell.aging) if cell.aging is not None else None
     # The owner's pid in the name lets `fslab cleanup` tell a live study from a dead one.
-    tag = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    tag = f"{os.getpid()}-{os.urandom(4).hex()}"
     job_started = time.time()
     state = _JobState()
     if job.resumed_without:
@@ -131,6 +128,8 @@ def execute_job(job: Job, folder: JobFolder, work_dir: Path, emit: Callable[[Run
             with _setup_step(), fstype.mounted(dev, list(cell.mount), work_dir / f"mnt-{tag}") as mnt:
                 mountpoint = mnt.mountpoint
                 if aging is not None and aged_copy is None:  # not an image file: aged in place
+                    from ..aging import age
+
                     report = age(mountpoint, aging)
                     state.facts["aging"] = report.as_dict()
                     state.aging_metrics = report.metrics()
@@ -182,9 +181,13 @@ def _device_for(job: Job, section: Any, work_dir: Path, tag: str,
     cell = job.cell
     kind = DEVICES.get(job.settings.device["kind"])
     if aging is not None and job.settings.preaged is not None:  # a guest's disk, aged by the host's cache
+        from ..aged_images import AgedCopy
+
         with kind.provision(section, work_dir, tag, job.grant) as dev:
             yield dev, AgedCopy.from_dict(job.settings.preaged)
     elif aging is not None and kind.image_file:
+        from ..aged_images import AGED_IMAGES_DIR, aged_image_device
+
         image_dir = Path(section.image_dir) if section.image_dir else work_dir
         with aged_image_device(cell.fs_type, list(cell.mkfs), list(cell.mount), section.size, aging,
                                image_dir, work_dir / AGED_IMAGES_DIR, tag) as (dev, copy):
@@ -192,6 +195,14 @@ def _device_for(job: Job, section: Any, work_dir: Path, tag: str,
     else:
         with kind.provision(section, work_dir, tag, job.grant) as dev:
             yield dev, None
+
+
+def _aging_option(data: dict[str, Any]) -> AgingOption:
+    """The cell's aging option, typed. Imported here, not at the top: the option is a
+    pydantic model, and a job without aging (most) runs without loading pydantic."""
+    from ..aging_option import AgingOption
+
+    return AgingOption.model_validate(data)
 
 
 @contextlib.contextmanager
@@ -256,6 +267,8 @@ def _execute_run(
             provenance["prepare_quiesce_s"] = round(quiesce(dev), 3)
         free_before = None
         if cell.aging is not None or workload.capabilities.free_space_facts:
+            from ..fragmentation import free_space_histogram
+
             # Before counters start: the tools read the device themselves.
             free_before = free_space_histogram(mountpoint)
             provenance["free_space_before"] = free_before.as_dict()
@@ -287,7 +300,7 @@ def _execute_run(
         return failed_record(run, message, started=started, provenance=provenance, artifact_dir=relative)
     except Exception as exc:  # a bug in a workload plug-in must not cost the study
         _study_level_os_error(exc)
-        (path / RUN_ERROR_FILE).write_text(traceback.format_exc())
+        (path / RUN_ERROR_FILE).write_text(_traceback())
         return failed_record(run, _with_disk_errors(f"internal error in workload {cell.workload_kind}: {exc!r}", state,
                                                           provenance),
                              started=started, provenance=provenance, artifact_dir=relative)
@@ -305,6 +318,8 @@ def _execute_run(
         metrics = _collect_metrics(result, before, dev, run_trace, ctx, cell.params, provenance, workload)
         metrics += [Metric.of(name, value) for name, value in state.aging_metrics.items()]
         if free_before is not None:  # after the device counters were read
+            from ..fragmentation import free_space_histogram
+
             free_after = free_space_histogram(mountpoint)
             provenance["free_space_after"] = free_after.as_dict()
             for when, hist in (("before", free_before), ("after", free_after)):
@@ -312,7 +327,7 @@ def _execute_run(
                     metrics.append(Metric.of(f"free_space_{when}_free_extents_count", hist.free_extents))
     except Exception as exc:  # the measurement is kept on disk; the study goes on
         _study_level_os_error(exc)
-        (path / RUN_ERROR_FILE).write_text(traceback.format_exc())
+        (path / RUN_ERROR_FILE).write_text(_traceback())
         return failed_record(run, f"the workload ran, but collecting its results failed: {exc!r}",
                              started=started, provenance=provenance, artifact_dir=relative)
     metrics.append(Metric.of("wall_s", finished - started))
@@ -332,6 +347,8 @@ def _shared_layout(run: Run, workload: Workload, reuse_layout: bool) -> str | No
     key = workload.layout_key(run.cell.params) if reuse_layout else None
     if key is None:
         return None
+    import hashlib
+
     return "fslab-layout-" + hashlib.sha256(f"{run.cell.workload_kind}\0{key}".encode()).hexdigest()[:16]
 
 
@@ -415,6 +432,13 @@ def _phase_predictions(result: WorkloadResult, run_trace: RunTrace, ctx: ExecCon
         run_trace.path, result.phases, ctx.job.settings.simulate, queue_depth, ctx.job.settings.models,
         trace_note, loaded)
     return predicted
+
+
+def _traceback() -> str:
+    """The exception being handled, as Python prints it (traceback loads only on errors)."""
+    import traceback
+
+    return traceback.format_exc()
 
 
 def _study_level_os_error(exc: BaseException) -> None:

@@ -1,6 +1,7 @@
-"""Workloads: one module each, which registers itself (``register_workload``) when this
-package imports it. A workload turns a cell's parameters into a real tool run on a
-mounted file system and returns metrics with declared units.
+"""Workloads: one module each, named as the workload kind it registers
+(``register_workload``) when the registry first asks for that kind. A workload turns a
+cell's parameters into a real tool run on a mounted file system and returns metrics with
+declared units.
 
 Contract of an entry (see ``Workload``): ``validate`` normalises and checks parameters
 (raising ParamError that names the parameter), ``quick`` scales them down for smoke
@@ -20,12 +21,10 @@ measured other than its parameters say), and the phases of a run come back typed
 from __future__ import annotations
 
 import contextvars
-import importlib
-import pkgutil
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..cgroups import MemoryLimit
 from ..commands import declare_tools
@@ -34,7 +33,9 @@ from ..errors import SpecError
 from ..filesystems import direct_io_ignored
 from ..metrics import MetricKind, check_declared, declare_metrics
 from ..registry import Registry
-from ..spec import WorkloadSection
+
+if TYPE_CHECKING:
+    from ..spec import WorkloadSection
 
 
 @dataclass(frozen=True)
@@ -211,7 +212,8 @@ class Workload:
         return []
 
 
-WORKLOADS: Registry[Workload] = Registry("workload kind")
+# Each kind is the module of its name, loaded when first asked for (a job loads its own).
+WORKLOADS: Registry[Workload] = Registry("workload kind", __name__)
 
 # Smoke runs (--quick): data sizes are divided by QUICK_DIVISOR, but a size is never made
 # smaller than QUICK_MIN_SIZE (a size already below it is kept as it is).
@@ -319,12 +321,3 @@ def register_workload(workload: Workload) -> Workload:
         _REGISTERING.reset(token)
     check_declared(f"workload {workload.name!r}", workload.primary_metrics(example))
     return WORKLOADS.register(workload.name, workload)
-
-
-def _discover() -> None:
-    """Every module in this package registers its workloads when imported."""
-    for info in pkgutil.iter_modules(__path__):
-        importlib.import_module(f"{__name__}.{info.name}")
-
-
-_discover()
