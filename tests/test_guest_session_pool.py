@@ -116,3 +116,12 @@ def test_a_job_on_an_aged_image_powers_the_kept_guest_off_first(tmp_path, record
         backend.execute(aged, None, tmp_path, lambda record: None)
         assert ran == ["aged"] and backend._pool.current is None
     assert recorded == ["start s0", "close s0 graceful"]
+
+
+def test_a_lockup_that_lasts_is_a_hung_kernel_and_a_short_one_is_not():
+    from fslab.backends.guest.hang import kernel_hang
+
+    short = "[  80.6] watchdog: BUG: soft lockup - CPU#0 stuck for 27s! [busybox:942]\n"
+    assert kernel_hang(short) is None  # a vCPU the busy host did not run for a while
+    long = short + "[1360.7] watchdog: BUG: soft lockup - CPU#1 stuck for 1219s! [python3:943]\n"
+    assert kernel_hang(long) == "the guest's kernel hung: CPU 1 stuck for 1219 s in python3:943 (soft lockup)"

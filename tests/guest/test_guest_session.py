@@ -13,6 +13,7 @@ import pytest
 import fslab
 from fslab.backends.guest.backend import GuestBackend
 from fslab.backends.guest.build import GuestBuild
+from fslab.backends.guest.launcher import GuestFailed
 from fslab.backends.guest.session import SessionKey
 from fslab.job.entry import write_job
 from fslab.job.folder import JobFolder
@@ -34,17 +35,17 @@ def test_jobs_share_a_boot_on_fresh_disks_and_an_interrupt_leaves_nothing(guest_
     jobs_dir.mkdir()
     # The null study's jobs (fake device, null file system) run in the guest unchanged; the
     # fake device's folder lies in the shared folder, which the guest may write.
-    plan = null_plan(jobs_dir, fresh="run")
+    plan = null_plan(jobs_dir, fresh="run", sleep=600.0)
     work = tmp_path / "work"
     work.mkdir()
     key = SessionKey(kernel="6.1", memory_bytes=512 * MiB, handed=(), image_sizes=(64 * MiB,), share=jobs_dir)
     backend = GuestBackend()
     outcomes = []
 
-    def run(n: int) -> JobFolder:
+    def run(n: int, deadline_s: float = 600) -> JobFolder:
         folder = JobFolder(jobs_dir / f"job-{n}").make()
         write_job(plan.jobs[n], folder.job_file)
-        outcomes.append(session.run_job(["run", str(folder.job_file), "--out", str(folder.path)], 600,
+        outcomes.append(session.run_job(["run", str(folder.job_file), "--out", str(folder.path)], deadline_s,
                                         folder.console_file))
         return folder
 
@@ -82,6 +83,15 @@ def test_jobs_share_a_boot_on_fresh_disks_and_an_interrupt_leaves_nothing(guest_
                               tmp_path / "bad-console.log")
         assert bad.exit_status == 2 and not session.reusable
         assert _qemu_of(tmp_path), "the guest runs until the block ends"
+
+        # A kernel that says it has been stuck for minutes is hung: the guest is killed
+        # then, not at the job's deadline (the kernel's own words, as a hung one prints them).
+        session.guest.run(["sh", "-c", "(sleep 20; echo '<2>watchdog: BUG: soft lockup - CPU#1 stuck for 999s! "
+                           "[fio:77]' > /dev/kmsg) > /dev/null 2>&1 < /dev/null &"], 60)
+        slow = next(i for i, job in enumerate(plan.jobs) if job.runs[0].cell.workload == "slow")  # sleeps 600 s
+        with pytest.raises(GuestFailed, match="kernel hung: CPU 1 stuck for 999 s in fio:77"):
+            run(slow, deadline_s=240)
+        assert _qemu_of(tmp_path) == []
         raise KeyboardInterrupt
     assert _qemu_of(tmp_path) == []
     assert list(work.rglob("*.img")) == []

@@ -30,12 +30,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...resources import tracked
+from .hang import kernel_hang
 from .launcher import Guest, GuestConfig, GuestFailed, console_tail
 
 SERVE_DIR = "serve"  # in the guest's control folder (/run/fslab/ctl in the guest)
 GUEST_CONTROL = "/run/fslab/ctl"
 SERVER_START_S = 120.0
 POLL_S = 0.02
+HANG_LOOK_S = 5.0  # how often the console is read for a hung kernel
 _FALLOC_FL_KEEP_SIZE = 0x01
 _FALLOC_FL_PUNCH_HOLE = 0x02
 
@@ -169,7 +171,17 @@ class GuestSession:
         assert guest is not None
         status_file = self._serve_dir / f"status-{n}"
         started = time.monotonic()
+        console = guest.console_path
+        console_seen = _size(console) if console else 0
+        next_look = started + HANG_LOOK_S
         while not status_file.exists():
+            if console is not None and time.monotonic() > next_look:  # a hung kernel ends it now
+                next_look = time.monotonic() + HANG_LOOK_S
+                text = _read_from(console, console_seen)
+                if (hang := kernel_hang(text)) is not None:
+                    self.reusable = False
+                    guest.kill()
+                    raise GuestFailed(hang, guest.console_tail())
             if not guest.alive:
                 self.reusable = False
                 raise GuestFailed("the guest died while it ran the job", guest.console_tail())
@@ -231,6 +243,15 @@ def _size(path: Path) -> int:
 def _read(path: Path) -> str:
     try:
         return path.read_text(errors="replace")
+    except OSError:
+        return ""
+
+
+def _read_from(path: Path, offset: int) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            return f.read().decode(errors="replace")
     except OSError:
         return ""
 
