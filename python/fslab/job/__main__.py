@@ -44,7 +44,7 @@ def main(argv: list[str]) -> int:
     if args.command == "serve":
         from .serve import serve
 
-        return serve(args.dir)
+        return serve(args.dir, main)
     folder = JobFolder(args.out.resolve())  # absolute: tools run in the runs' folders
     work = (args.work or args.out / "work").resolve()
     try:

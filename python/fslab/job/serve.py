@@ -14,7 +14,7 @@ The protocol, in DIR (a folder the host shares with the guest):
     stop          the server exits
 Before it forks the child of a job, the server computes what every job of that kind would
 compute alike, so each child inherits it instead of paying for it (4-10 s a job under
-TCG): the pydantic validators of its device section (built on first use), the version of
+TCG): the modules of its device kind and workload (loaded on first use), the version of
 its file system's and workload's tools, and the files of the workload's executables.
 
 ``disks`` are the guest's virtio disks: before and after its job the child writes back
@@ -30,6 +30,7 @@ import os
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 
 BLKFLSBUF = 0x1261  # <linux/fs.h>: write back, then drop a block device's cached pages
@@ -46,10 +47,8 @@ def drop_disk_caches(disks: list[str]) -> None:
             os.close(fd)
 
 
-def _child(folder: Path, n: int, request: dict[str, list[str]]) -> int:
+def _child(folder: Path, n: int, request: dict[str, list[str]], main: Callable[[list[str]], int]) -> int:
     """In the forked child: the job, between two drops of its disks' caches."""
-    from .__main__ import main
-
     for fd, name in ((1, f"out-{n}"), (2, f"err-{n}")):
         target = os.open(folder / name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         os.dup2(target, fd)
@@ -79,7 +78,7 @@ def warm(argv: list[str]) -> None:
 
     try:
         job = load_job(Path(argv[1]))
-        DEVICES.get(job.settings.device["kind"]).parse(job.settings.device)
+        DEVICES.get(job.settings.device["kind"]).from_job(job.settings.device)  # its module, loaded
         fs_tool_version(job.cell.fs_type)
         for kind in dict.fromkeys(run.cell.workload_kind for run in job.runs):
             workload = WORKLOADS.get(kind)
@@ -102,8 +101,9 @@ def _status_of(wait_status: int) -> int:
     return os.WEXITSTATUS(wait_status)
 
 
-def serve(folder: Path) -> int:
-    """Run requests in order until ``stop`` appears; 0 then."""
+def serve(folder: Path, main: Callable[[list[str]], int]) -> int:
+    """Run requests in order until ``stop`` appears, each as ``main(argv)`` (the job
+    entry's) in a child; 0 then."""
     # Imported once, here, for every child: the job entry and what a run always needs.
     from . import entry, execute  # noqa: F401
 
@@ -124,7 +124,7 @@ def serve(folder: Path) -> int:
         if pid == 0:
             code = 2
             try:
-                code = _child(folder, n, request)
+                code = _child(folder, n, request, main)
             finally:
                 os._exit(code)
         _, wait_status = os.waitpid(pid, 0)

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from ...errors import FslabError
 from ...job.folder import CONSOLE_FILE, JobFolder, RecordWatcher, fail_unfinished
 from ...kernel_log import KERNEL_IO_ERRORS
-from ...resources import Resource, register, release, tracked
+from ...resources import tracked
 from ...stored import STATUS_OK
 from .. import BACKENDS
 
@@ -146,6 +146,7 @@ class GuestBackend:
         of a guest of its own, which runs this job alone."""
         from ...job.entry import write_job
         from .launcher import GuestConfig, GuestFailed, run_in_guest
+        from .session import ImageDisks
 
         out_dir = folder.make().path
         work_dir.mkdir(parents=True, exist_ok=True)
@@ -158,7 +159,7 @@ class GuestBackend:
         started = time.time()
         guests = work_dir / "guests"
         # Written down first: if this process dies, `fslab cleanup` kills the guest's QEMU.
-        with _disks(image_sizes, work_dir) as images, tracked("guests", str(guests), work_dir):
+        with ImageDisks(image_sizes, work_dir) as images, tracked("guests", str(guests), work_dir):
             disks = [*handed, *images]
             if kind.image_file:
                 # Aged once per key in a guest of its own, copied onto this job's disk.
@@ -328,32 +329,6 @@ def _aged_copy(job: Job, size: int, dest: Path, folder: JobFolder, work_dir: Pat
             raise JobFailed(f"the aging guest {why}; console (last lines):\n{result.console_tail}")
 
     return aged_image(key, make, work_dir / AGED_IMAGES_DIR, dest)
-
-
-class _disks:
-    """Sparse image files for the guest's virtio disks, in the state file while they
-    exist, removed afterwards (also on errors and Ctrl-C)."""
-
-    def __init__(self, sizes: list[int], work_dir: Path):
-        self.paths = [work_dir / f"fslab-guestdisk-{uuid.uuid4().hex[:8]}-{i}.img" for i in range(len(sizes))]
-        self.sizes = sizes
-        self.tokens: list[int] = []
-
-    def __enter__(self) -> list[Path]:
-        from ...devices.image import check_free_space
-
-        if self.paths:
-            check_free_space(self.paths[0].parent, sum(self.sizes))
-        for path, size in zip(self.paths, self.sizes):
-            self.tokens.append(register(Resource("image", str(path), str(path.parent))))
-            with open(path, "wb") as f:
-                f.truncate(size)
-        return self.paths
-
-    def __exit__(self, *exc: object) -> None:
-        for path, token in zip(self.paths, self.tokens):
-            path.unlink(missing_ok=True)
-            release(token)
 
 
 def _with_host_reasons(record: RunRecord, facts: dict[str, Any]) -> RunRecord:

@@ -25,11 +25,12 @@ import os
 import shlex
 import sys
 import time
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...resources import tracked
+from ...resources import Resource, register, release, tracked
 from .hang import kernel_hang
 from .launcher import Guest, GuestConfig, GuestFailed, console_tail
 
@@ -70,6 +71,32 @@ class JobOutcome:
     jobs_before: int  # jobs this guest ran before this one since its boot
 
 
+class ImageDisks:
+    """Sparse image files for the guest's virtio disks, in the state file while they
+    exist, removed afterwards (also on errors and Ctrl-C)."""
+
+    def __init__(self, sizes: list[int], work_dir: Path):
+        self.paths = [work_dir / f"fslab-guestdisk-{uuid.uuid4().hex[:8]}-{i}.img" for i in range(len(sizes))]
+        self.sizes = sizes
+        self.tokens: list[int] = []
+
+    def __enter__(self) -> list[Path]:
+        from ...devices.image import check_free_space
+
+        if self.paths:
+            check_free_space(self.paths[0].parent, sum(self.sizes))
+        for path, size in zip(self.paths, self.sizes):
+            self.tokens.append(register(Resource("image", str(path), str(path.parent))))
+            with open(path, "wb") as f:
+                f.truncate(size)
+        return self.paths
+
+    def __exit__(self, *exc: object) -> None:
+        for path, token in zip(self.paths, self.tokens):
+            path.unlink(missing_ok=True)
+            release(token)
+
+
 def punch_out(image: Path) -> None:
     """Make an image all holes again (reads return zeros), keeping its size and inode:
     QEMU keeps it open. Where the file system cannot punch, truncating does the same."""
@@ -107,10 +134,8 @@ class GuestSession:
         self.close(graceful=exc_type is None)
 
     def start(self) -> GuestSession:
-        from .backend import _disks
-
         try:
-            self.images = self._stack.enter_context(_disks(list(self.key.image_sizes), self._work_dir))
+            self.images = self._stack.enter_context(ImageDisks(list(self.key.image_sizes), self._work_dir))
             # Written down first: if this process dies, `fslab cleanup` kills the guest's QEMU.
             self._stack.enter_context(tracked("guests", str(self._guests), self._work_dir))
             config = GuestConfig(kernel=self.key.kernel, memory_bytes=self.key.memory_bytes,
