@@ -135,6 +135,10 @@ export HOME=/root LANG=C.UTF-8 TERM=dumb
 # model: seconds under TCG, for plugins no job uses.
 export PYDANTIC_DISABLE_PLUGINS=__all__
 cd /
+# The TSC rate the kernel measured (cpu MHz), for the host to pass to later TCG boots as
+# lpj= (launcher.tcg_lpj); written before ready, so it is there once the host sees ready.
+while read -r a b _ mhz; do [ "$a $b" = "cpu MHz" ] && break; done < /proc/cpuinfo
+echo "$mhz" > $C/tsc_mhz
 read -r up rest < /proc/uptime
 read -r _ _ release _ < /proc/version
 echo "fslab-guest: ready at $up s, kernel $release"
