@@ -185,8 +185,9 @@ def tcg_lpj(guest_build: GuestBuild) -> str:
 
     Without it, the guest's second vCPU calibrates its delay loop by counting against
     timer ticks: 0.19-1.25 s of a TCG boot (the more the host is loaded, the longer), for
-    a value that came out 2-3x off the first vCPU's (TCG offers no invariant TSC, so the
-    kernel cannot reuse the first vCPU's). With lpj both take the TSC rate the guest's
+    a value that came out anywhere from a third of the first vCPU's to 1.2x it (1343-5050
+    BogoMIPS against 4196 in four boots; TCG offers no invariant TSC, so the kernel cannot
+    reuse the first vCPU's). With lpj both take the TSC rate the guest's
     boot vCPU measured in an earlier boot here (a guest's TSC is the host's under TCG),
     which is what the boot vCPU derives its own value from: the bring-up then took
     0.03-0.06 s."""
