@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from fslab.backends.guest import cpio
-from fslab.backends.guest.build import BUSYBOX, INITRAMFS_MODULES, cache_key, module_closure, unpack_kernel
+from fslab.backends.guest.build import BUSYBOX, INITRAMFS_MODULES, build, cache_key, module_closure, unpack_kernel
 from fslab.backends.guest.kernel import KernelTree, fetch_kernel, from_path
 from fslab.errors import MissingCapability, SpecError
 
@@ -177,3 +177,87 @@ def test_two_processes_building_one_cache_at_once_both_succeed(tmp_path: Path) -
     assert [p.returncode for p in builders] == [0, 0], errors
     [built] = (root / "builds").iterdir()
     assert (built / "manifest.json").exists() and not list((root / "builds").glob("*.partial"))
+
+
+# The initramfs modules as Debian's 6.1 lays them out (names shortened), dependencies as
+# its modules.dep lists them: every one, the deepest last.
+GUEST_DEPS = [
+    "kernel/drivers/virtio/virtio_pci.ko: kernel/drivers/virtio/virtio_pci_modern_dev.ko "
+    "kernel/drivers/virtio/virtio.ko kernel/drivers/virtio/virtio_ring.ko",
+    "kernel/drivers/virtio/virtio_pci_modern_dev.ko:",
+    "kernel/drivers/virtio/virtio.ko: kernel/drivers/virtio/virtio_ring.ko",
+    "kernel/drivers/virtio/virtio_ring.ko:",
+    "kernel/drivers/block/virtio_blk.ko: kernel/drivers/virtio/virtio.ko kernel/drivers/virtio/virtio_ring.ko",
+    "kernel/drivers/block/loop.ko:",
+    "kernel/net/9p/9pnet_virtio.ko: kernel/net/9p/9pnet.ko kernel/drivers/virtio/virtio.ko "
+    "kernel/drivers/virtio/virtio_ring.ko",
+    "kernel/net/9p/9pnet.ko:",
+    "kernel/fs/9p/9p.ko: kernel/fs/fscache/fscache.ko kernel/net/9p/9pnet.ko kernel/fs/netfs/netfs.ko",
+    "kernel/fs/fscache/fscache.ko: kernel/fs/netfs/netfs.ko",
+    "kernel/fs/netfs/netfs.ko:",
+    "kernel/fs/overlayfs/overlay.ko:",
+]
+
+
+def _initramfs_of(tmp_path: Path, release: str) -> dict[str, tuple[int, bytes]]:
+    """Build a guest from a hand-laid tree of GUEST_DEPS and read its initramfs back."""
+    boot = tmp_path / "tree" / "boot"
+    boot.mkdir(parents=True)
+    (boot / f"vmlinuz-{release}").write_bytes(b"kernel")
+    modules = tmp_path / "tree" / "lib" / "modules" / release
+    for line in GUEST_DEPS:
+        rel = line.split(":")[0]
+        (modules / rel).parent.mkdir(parents=True, exist_ok=True)
+        (modules / rel).write_bytes(b"module " + rel.encode())
+    (modules / "modules.dep").write_text("\n".join(GUEST_DEPS) + "\n")
+    built = build(str(boot / f"vmlinuz-{release}"), root=tmp_path / "cache")
+    return {name: (mode, body) for name, mode, body in _parse_newc(gzip.decompress(built.initramfs.read_bytes()))}
+
+
+@pytest.mark.skipif(not BUSYBOX.exists(), reason="busybox is not installed (apt-get install busybox-static)")
+def test_the_initramfs_splits_its_modules_into_boot_disk_and_late(tmp_path: Path) -> None:
+    files = _initramfs_of(tmp_path, "6.1.0-97-amd64")
+    mode, target = files["lib/modules/6.1.0-97-amd64"]
+    assert stat.S_ISLNK(mode) and target == b"/modules"  # where busybox modprobe looks
+    boot = files["modules/boot"][1].decode().split()
+    disk = files["modules/disk"][1].decode().split()
+    late = files["modules/late"][1].decode().split()
+    assert boot.index("virtio_ring") < boot.index("virtio") < boot.index("virtio_pci")
+    assert boot.index("netfs") < boot.index("fscache") < boot.index("9p")
+    assert "overlay" in boot and "virtio_blk" not in boot and "loop" not in boot
+    assert disk == ["virtio_blk"]  # virtio and virtio_ring come with the boot group
+    assert late == ["loop.ko"]
+    assert sorted(boot + disk + [m.removesuffix(".ko") for m in late]) == \
+        sorted(Path(line.split(":")[0]).stem for line in GUEST_DEPS)
+    dep = files["modules/modules.dep"][1].decode().splitlines()
+    assert "9p.ko: fscache.ko 9pnet.ko netfs.ko" in dep  # the kernel's order, by file name
+    for name in boot + disk:
+        assert files[f"modules/{name}.ko"][1].startswith(b"module kernel/")
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not BUSYBOX.exists(), reason="needs root (chroot) and busybox")
+def test_busybox_modprobe_in_the_initramfs_loads_dependencies_first(tmp_path: Path) -> None:
+    # The guest's init runs `modprobe -a <boot group>`: what busybox would insmod, in order,
+    # read from the very archive (unpacked, chrooted into, the host's release as the guest's).
+    release = os.uname().release
+    files = _initramfs_of(tmp_path, release)
+    root = tmp_path / "root"
+    for name, (mode, body) in files.items():
+        path = root / name
+        if stat.S_ISDIR(mode):
+            path.mkdir(parents=True, exist_ok=True)
+        elif stat.S_ISLNK(mode):
+            path.symlink_to(body.decode())
+        else:
+            path.write_bytes(body)
+            path.chmod(mode & 0o777)
+    boot = files["modules/boot"][1].decode().split()
+    done = subprocess.run(["chroot", str(root), "/bin/busybox", "modprobe", "-D", "-a", *boot],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    loaded = [Path(line.split()[1]).stem for line in done.stdout.splitlines()]
+    for line in GUEST_DEPS:
+        mod, _, deps = line.partition(":")
+        if Path(mod).stem in boot:
+            assert all(loaded.index(Path(d).stem) < loaded.index(Path(mod).stem) for d in deps.split())
+    assert set(loaded) == set(boot)

@@ -57,14 +57,22 @@ from .kernel import KernelTree, fetch_kernel
 
 # 2: cgroup v2 with memory in the guest; 3: /tmp overlaid, not hidden; 4: the kernel
 # unpacked for a PVH boot, loop in the initramfs, console marks; 5: mounts through
-# generated tables
-BUILDER_VERSION = 5
-# What init needs before it can mount the host's root: virtio PCI, 9p over virtio, the
-# overlay for /etc, /var and /root, and virtio disks; and loop, which nothing would load
-# on first use (no udev makes /dev/loop-control): insmod here costs milliseconds, the
-# host's modprobe over 9p under TCG about half a second. (overlay and loop loaded on the
-# second vCPU beside the others made no difference: 7 boots each, alternated, at load 4-5.)
-INITRAMFS_MODULES = ("virtio_pci", "virtio_blk", "9pnet_virtio", "9p", "overlay", "loop")
+# generated tables; 6: modules through one modprobe, virtio_blk only with disks, loop after
+# ready
+BUILDER_VERSION = 6
+# What init needs before it can mount the host's root: virtio PCI, 9p over virtio, and
+# the overlay for /etc, /var and /root.
+BOOT_MODULES = ("virtio_pci", "9pnet_virtio", "9p", "overlay")
+# Loaded by init only when the guest has a virtio disk (most jobs; not every guest).
+DISK_MODULES = ("virtio_blk",)
+# loop, which nothing would load on first use (no udev makes /dev/loop-control): insmod
+# from the initramfs costs milliseconds, the host's modprobe over 9p under TCG about half a
+# second. The agent loads it beside its first wait for a command, and the first command
+# starts once it is in (init_script.AGENT), so no command runs without it. (overlay and
+# loop loaded on the second vCPU beside the others made no difference: 7 boots each,
+# alternated, at load 4-5.)
+LATE_MODULES = ("loop",)
+INITRAMFS_MODULES = BOOT_MODULES + DISK_MODULES + LATE_MODULES
 BUSYBOX = Path("/bin/busybox")
 BUILD_LOCK = "build.lock"  # in the cache root: held while fetching and building
 
@@ -138,6 +146,7 @@ def cache_key(tree: KernelTree, modules: tuple[str, ...]) -> str:
         "release": tree.release,
         "vmlinuz": [str(tree.vmlinuz), tree.vmlinuz.stat().st_size, tree.vmlinuz.stat().st_mtime_ns],
         "modules": list(modules),
+        "module_groups": [BOOT_MODULES, DISK_MODULES, LATE_MODULES],
         "busybox": [str(BUSYBOX), st.st_size, st.st_mtime_ns],
         "init": render_init(),
         "agent": render_agent(),
@@ -147,17 +156,47 @@ def cache_key(tree: KernelTree, modules: tuple[str, ...]) -> str:
 
 
 def _entries(tree: KernelTree, closure: list[str]) -> list[cpio.Entry]:
-    entries = [cpio.Entry(d) for d in ("bin", "dev", "proc", "sys", "modules", "newroot")]
+    entries = [cpio.Entry(d) for d in ("bin", "dev", "proc", "sys", "modules", "newroot", "lib",
+                                       "lib/modules")]
     entries.append(cpio.Entry("bin/busybox", BUSYBOX.read_bytes()))
     entries.append(cpio.Entry("init", render_init().encode()))
     entries.append(cpio.Entry("agent.sh", render_agent().encode(), 0o644))
-    names = []
+    # busybox modprobe looks in /lib/modules/<release>: the flat folder, with a modules.dep
+    # of the kernel's own dependency lines (every dependency, depmod's order) by file name.
+    entries.append(cpio.Entry(f"lib/modules/{tree.release}", target="/modules"))
+    deps = _deps(tree)
+    dep_lines = []
     for rel in closure:
         base, data = _module_bytes(tree.modules / rel)
         entries.append(cpio.Entry(f"modules/{base}", data, 0o644))
-        names.append(base)
-    entries.append(cpio.Entry("modules/order", ("\n".join(names) + "\n").encode(), 0o644))
+        dep_lines.append(f"{base}: " + " ".join(_ko_name(d) for d in deps.get(rel, [])))
+    entries.append(cpio.Entry("modules/modules.dep", ("\n".join(dep_lines) + "\n").encode(), 0o644))
+    boot, disk, late = module_groups(tree)
+    # boot and disk: module names for one modprobe each; late: files, in load order.
+    entries.append(cpio.Entry("modules/boot", _names_line(boot), 0o644))
+    entries.append(cpio.Entry("modules/disk", _names_line(disk), 0o644))
+    entries.append(cpio.Entry("modules/late", "".join(_ko_name(m) + "\n" for m in late).encode(), 0o644))
     return entries
+
+
+def module_groups(tree: KernelTree) -> tuple[list[str], list[str], list[str]]:
+    """The module files init loads before its mounts, those it loads only for a virtio
+    disk, and those the agent loads after ready: each group without what an earlier one
+    already loads, dependencies first."""
+    boot = module_closure(tree, BOOT_MODULES)
+    disk = [m for m in module_closure(tree, BOOT_MODULES + DISK_MODULES) if m not in boot]
+    late = [m for m in module_closure(tree, INITRAMFS_MODULES) if m not in boot and m not in disk]
+    return boot, disk, late
+
+
+def _ko_name(rel: str) -> str:
+    """A module's file name in the initramfs (decompressed: .ko)."""
+    return Path(rel).name.removesuffix(".xz")
+
+
+def _names_line(rels: list[str]) -> bytes:
+    """Module names on one line (empty where every one is built in)."""
+    return (" ".join(_ko_name(r).removesuffix(".ko") for r in rels) + "\n").encode()
 
 
 def _module_bytes(path: Path) -> tuple[str, bytes]:

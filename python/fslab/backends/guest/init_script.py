@@ -45,10 +45,18 @@ if [ "$mode" = probe ]; then
 fi
 fail() { echo "FSLAB-INIT-FAILED: $*"; sleep 1; reboot -f; }
 # Every external command is a fork under emulation (8-18 ms; an insmod 50-150 ms), so the
-# mounts below go in a few `mount -a` over generated tables rather than a process each.
-while read -r m; do
-  insmod "/modules/$m" || fail "insmod $m"
-done < /modules/order
+# modules go in one modprobe (build.py writes their modules.dep) and the mounts below in a
+# few `mount -a` over generated tables rather than a process each.
+read -r mods < /modules/boot
+[ -z "$mods" ] || modprobe -a $mods || fail "modprobe -a $mods"
+# The disk's modules only where QEMU gave the guest a virtio disk (PCI 1af4:1001, or
+# 1af4:1042 when modern only): its /dev/vdX are there before the first command, and a
+# guest without disks does not load them.
+read -r mods < /modules/disk
+while read -r _ id _; do
+  case "$id" in 1af41001|1af41042)
+    [ -z "$mods" ] || modprobe -a $mods || fail "modprobe -a $mods"; break;; esac
+done < /proc/bus/pci/devices
 R=/newroot
 mark "modules loaded"
 mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=512000,cache=loose hostroot $R \
@@ -112,7 +120,9 @@ if [ -f $R/run/fslab/ctl/shares ]; then
   done < $R/run/fslab/ctl/shares
 fi
 mark "shares mounted"
-cp /bin/busybox /agent.sh $R/run/fslab/ || fail "copy of busybox and the agent"
+late=
+while read -r m; do late="$late /modules/$m"; done < /modules/late
+cp /bin/busybox /agent.sh /modules/late $late $R/run/fslab/ || fail "copy of busybox and the agent"
 echo fslab-guest > /proc/sys/kernel/hostname
 exec switch_root $R /run/fslab/busybox sh /run/fslab/agent.sh
 """
@@ -125,13 +135,24 @@ export HOME=/root LANG=C.UTF-8 TERM=dumb
 # model: seconds under TCG, for plugins no job uses.
 export PYDANTIC_DISABLE_PLUGINS=__all__
 cd /
+# The TSC rate the kernel measured (cpu MHz), for the host to pass to later TCG boots as
+# lpj= (launcher.tcg_lpj); written before ready, so it is there once the host sees ready.
+while read -r a b _ mhz; do [ "$a $b" = "cpu MHz" ] && break; done < /proc/cpuinfo
+echo "$mhz" > $C/tsc_mhz
 read -r up rest < /proc/uptime
 read -r _ _ release _ < /proc/version
 echo "fslab-guest: ready at $up s, kernel $release"
 echo "$up" > $C/ready.tmp && $B mv $C/ready.tmp $C/ready
+# The modules init left for after ready (build.LATE_MODULES) load while the host reacts to
+# ready; the first command starts once they are in.
+while read -r m; do
+  $B insmod /run/fslab/$m || echo "FSLAB-AGENT: insmod $m failed"
+done < /run/fslab/late &
+late=$!
 n=0
 while :; do
   if [ -e $C/cmd-$n.sh ]; then
+    [ -z "$late" ] || { wait $late; late=; }
     /bin/sh $C/cmd-$n.sh > $C/out-$n 2> $C/err-$n < /dev/null
     echo $? > $C/status-$n.tmp
     $B mv $C/status-$n.tmp $C/status-$n

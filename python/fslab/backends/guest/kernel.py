@@ -59,6 +59,17 @@ class KernelTree:
                    for line in builtin.read_text().splitlines())
 
 
+def config_hz(vmlinuz: Path, release: str) -> int | None:
+    """The kernel's timer frequency (CONFIG_HZ) from the config beside its image, as
+    Debian's packages ship it; None without one."""
+    try:
+        text = (vmlinuz.parent / f"config-{release}").read_text()
+    except OSError:
+        return None
+    match = re.search(r"^CONFIG_HZ=(\d+)$", text, re.MULTILINE)
+    return int(match.group(1)) if match else None
+
+
 def _apt_private_options(root: Path) -> list[str]:
     """apt options for a private configuration: its own sources list (the machine's
     Debian sources plus bookworm-backports) and its own state and cache folders."""

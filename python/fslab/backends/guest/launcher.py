@@ -37,6 +37,7 @@ from ...signals import shielded
 from ...spec import GUEST_MIN_MEMORY
 from . import paths
 from .build import GuestBuild, build
+from .kernel import config_hz
 from .kvm import kvm_verdict
 from .qmp import QmpEvents
 from .reaper import GuestState, kill_qemu, process_start_ticks
@@ -51,11 +52,20 @@ _PR_SET_PDEATHSIG = 1
 # without them (initcall_debug, one boot each, host load about 14). The rest cut what a
 # TCG boot spent on things no run sees (printk timestamps with initcall_debug, 6.1):
 # initcall_blacklist=crypto_kdf108_init, the SP800-108 KDF's self-test (all that initcall
-# does), 0.14 s; 8250.nr_uarts=1, the console's UART only, not four probed. Not
-# rodata=off (0.31 s): the measuring kernel's text would be writable and its memory
-# mapped otherwise than in a stock boot.
+# does), 0.14 s, and blake2s_mod_init, BLAKE2s's self-test (likewise), 0.01 s;
+# 8250.nr_uarts=1, the console's UART only, not four probed; ipv6.disable=1, the IPv6
+# stack's setup (inet6_init, 0.14 s): the guest has no network device. Not rodata=off
+# (0.31 s): the measuring kernel's text would be writable and its memory mapped otherwise
+# than in a stock boot.
 KERNEL_ARGS = ("console=ttyS0 panic=-1 loglevel=4 rdinit=/init cryptomgr.notests "
-               "initcall_blacklist=crypto_kdf108_init 8250.nr_uarts=1")
+               "initcall_blacklist=crypto_kdf108_init,blake2s_mod_init 8250.nr_uarts=1 "
+               "ipv6.disable=1")
+# q35 without the chipset parts no guest uses: the PS/2 controller (and VMware's port on
+# it), whose keyboard probe took 0.1 s of a TCG boot; the AHCI (SATA) and SMBus functions,
+# which the firmware initialises and the kernel enumerates for nothing (disks are
+# virtio-blk); SMM, which the firmware sets up and the kernel never enters.
+MACHINE = "q35,i8042=off,vmport=off,sata=off,smbus=off,smm=off"
+TSC_FILE = "tsc_mhz"  # the guest's TSC rate, in its control folder and in the cache root
 
 
 class GuestFailed(FslabError):
@@ -169,6 +179,44 @@ def _compile_fslab() -> None:
         compileall.compile_dir(Path(fslab.__file__).parent, quiet=2)
 
 
+def tcg_lpj(guest_build: GuestBuild) -> str:
+    """`` lpj=N`` for a TCG boot, or "" before any guest booted on this host since its
+    own boot (or for a kernel without its config).
+
+    Without it, the guest's second vCPU calibrates its delay loop by counting against
+    timer ticks: 0.19-1.25 s of a TCG boot (the more the host is loaded, the longer), for
+    a value that came out anywhere from a third of the first vCPU's to 1.2x it (1343-5050
+    BogoMIPS against 4196 in four boots; TCG offers no invariant TSC, so the kernel cannot
+    reuse the first vCPU's). With lpj both take the TSC rate the guest's
+    boot vCPU measured in an earlier boot here (a guest's TSC is the host's under TCG),
+    which is what the boot vCPU derives its own value from: the bring-up then took
+    0.03-0.06 s."""
+    hz = config_hz(guest_build.vmlinuz, guest_build.release)
+    try:
+        boot_id, mhz = (paths.cache_root() / TSC_FILE).read_text().split()
+        if hz is None or boot_id != _host_boot_id():
+            return ""
+        return f" lpj={round(float(mhz) * 1e6 / hz)}"
+    except (OSError, ValueError):
+        return ""
+
+
+def _host_boot_id() -> str:
+    return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+
+
+def _remember_tsc(reported: Path) -> None:
+    """Keep the TSC rate (MHz) a TCG guest reported (init_script.AGENT) for tcg_lpj."""
+    with contextlib.suppress(OSError, ValueError):
+        mhz = float(reported.read_text())
+        if not 100 <= mhz <= 100_000:
+            return
+        target = paths.cache_root() / TSC_FILE
+        tmp = target.with_name(f".{TSC_FILE}.{os.getpid()}")
+        tmp.write_text(f"{_host_boot_id()} {mhz:.3f}\n")
+        tmp.rename(target)
+
+
 def _q(path: Path) -> str:
     """A path inside a QEMU option string, where a comma must be doubled."""
     return str(path).replace(",", ",,")
@@ -227,11 +275,11 @@ class Guest:
     def _qemu_argv(self, qemu: str, folder: Path) -> list[str]:
         assert self.build is not None and self.console_path is not None  # both set when the guest starts
         c = self.config
-        argv = [qemu, "-machine", "q35", "-m", str(c.memory_bytes // MiB), "-smp", str(c.cpus),
+        argv = [qemu, "-machine", MACHINE, "-m", str(c.memory_bytes // MiB), "-smp", str(c.cpus),
                 "-nodefaults", "-display", "none", "-no-reboot", "-no-user-config",
                 "-serial", f"file:{_q(self.console_path)}",
                 "-kernel", str(self.build.boot_kernel), "-initrd", str(self.build.initramfs),
-                "-append", KERNEL_ARGS,
+                "-append", KERNEL_ARGS + ("" if self.kvm else tcg_lpj(self.build)),
                 "-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,"
                            "multidevs=remap",
                 "-virtfs", f"local,path={_q(self.build.modules)},mount_tag=modules,"
@@ -305,6 +353,8 @@ class Guest:
                                   self.console_tail())
             time.sleep(0.05)
         self.boot_s = time.monotonic() - started
+        if not self.kvm:
+            _remember_tsc(ctl / TSC_FILE)
 
     @property
     def host_io_errors(self) -> list[str]:
