@@ -10,7 +10,8 @@
    (what the entry cost before it had a light one). Target: under 2 s in the guest.
 4. A guest run's overhead: one small study (ext4, fio 1 s, a fresh file system per run,
    STUDY_RUNS runs) through the guest backend and through the host backend; a run's
-   overhead is its share of the study's wall time less the workload's 1 s. Target: the
+   overhead is its share of the study's wall time less the workload's 1 s. The guest
+   study's jobs (one a run) share a boot, as the local executor runs them. Target: the
    guest's at most 9x the host's (a third of the 27x measured before the guest was cut).
 5. I/O: the same small fio job (4 KiB random writes, O_DIRECT, psync, RUNTIME_S) on ext4
    over an image: on the host through a loop device with direct I/O, in the guest through

@@ -1,6 +1,7 @@
 """Estimates of time and noise: each run is estimated from runs of its own workload and
 backend (a mix of 5-second host runs and 2-minute guest runs is not averaged), a guest's
-boot counted per job, the basis said; the spread seen per host and workload kind, and the
+boot counted per job that boots one (consecutive guest jobs that need the same guest share
+it), the basis said; the spread seen per host and workload kind, and the
 runs it asks for; `fslab plan -r DIR` and `fslab run`'s plain progress lines say them."""
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from fslab.estimate import Countdown, TimeModel, duration_text
 from fslab.jobdata.model import Cell, Job, JobSettings, Run
 from fslab.jobdata.record import RunRecord
 from fslab.noise import half_width_at, noise_seen, runs_for_precision
+from fslab.priors import GUEST_SETUP_IN_BOOT
 from fslab.stored import HistoryRun
 
 
@@ -32,7 +34,7 @@ def history_run(study: int, cell_id: str, backend: str, start: float, wall: floa
     return HistoryRun(study_id=study, quick=quick, cell_id=cell_id, workload="w", workload_kind=kind,
                       params_json=json.dumps(params or {"rw": "read", "size": 1 << 20}), backend=backend,
                       fs_type="ext4", ok=True, started_at=start, finished_at=start + wall, sequence=0, job=job,
-                      host=host, boot_s=None, value=value)
+                      host=host, boot_s=None, jobs_before_in_boot=None, value=value)
 
 
 def mixed_history() -> list[HistoryRun]:
@@ -55,14 +57,49 @@ def jobs_of(*cells: Cell, runs_each: int = 1) -> list[Job]:
 def test_each_run_is_estimated_from_its_own_workload_and_backend_with_a_setup_per_job():
     model = TimeModel(mixed_history())
     host, guest = cell("other-host-cell", "host"), cell("other-guest-cell", "guest")
+    # One guest for the 4 guest jobs (the same kernel, memory and device, one after another).
     estimate = model.estimate(jobs_of(host, guest, runs_each=4))
-    # 4 x (2 + 5) on the host and 4 x (40 + 120) in guests; an average over all 6 runs
-    # (62.5 s) would have said 8 x 62.5 = 500 s plus setups.
-    assert estimate.seconds == pytest.approx(4 * 7 + 4 * 160, abs=1)
-    assert estimate.guest_boots == 4 and estimate.guest_boots_untimed == 0
+    # 4 x (2 + 5) on the host; in the guest one boot and setup as timed (40 s), 4 runs of
+    # 120 s, and 3 jobs set up in the booted guest (no such setup timed: the prior). An
+    # average over all 6 runs (62.5 s) would have said 8 x 62.5 = 500 s plus setups.
+    assert estimate.seconds == pytest.approx(4 * 7 + 40 + 4 * 120 + 3 * GUEST_SETUP_IN_BOOT.mean, abs=1)
+    assert estimate.guest_boots == 1 and estimate.guest_boots_untimed == 0
+    assert estimate.guest_in_boot == 3 and estimate.guest_in_boot_untimed == 3
     assert estimate.from_history == 8 and estimate.unknown == 0
-    assert "about 11 min" in estimate.text() and "8 like ones timed in earlier studies here" in estimate.text()
-    assert "4 guest boots included, as timed here" in estimate.text()
+    assert "about 9 min" in estimate.text() and "8 like ones timed in earlier studies here" in estimate.text()
+    assert "1 guest boot included, as timed here" in estimate.text()
+    assert "3 guest jobs in the guest of the job before them (no boot), 3 set up at 3.4–5.5 s each" in estimate.text()
+
+
+def test_a_guest_job_boots_unless_the_guest_job_before_it_needs_the_same_guest():
+    """Kernel, memory and device decide; a host job between does not; an aged job boots
+    a guest of its own, and so does the guest job after it."""
+    import dataclasses
+
+    def guest_job(name: str, **settings) -> Job:
+        base = JobSettings(device={"kind": "image", "size": 1 << 30})
+        return Job(name, "guest", (Run(cell(name, "guest"), 0),), dataclasses.replace(base, **settings))
+
+    aged_cell = dataclasses.replace(cell("aged", "guest"), aging={"fill": 0.5})
+    aged = Job("aged", "guest", (Run(aged_cell, 0),), JobSettings(device={"kind": "image", "size": 1 << 30}))
+    host = Job("host", "host", (Run(cell("h", "host"), 0),), JobSettings(device={"kind": "image"}))
+    jobs = [guest_job("a"), host, guest_job("b"), guest_job("c", guest_memory=2 << 30),
+            guest_job("d", guest_memory=2 << 30), guest_job("e", guest_kernel="6.12"),
+            guest_job("f", device={"kind": "image", "size": 2 << 30}),
+            aged, guest_job("g", device={"kind": "image", "size": 2 << 30})]
+    estimate = TimeModel().estimate(jobs)
+    # boots: a, c, e, f, aged, g; in the guest before: b (a host job between), d
+    assert estimate.guest_boots == 6 and estimate.guest_in_boot == 2
+
+
+def test_a_setup_in_a_booted_guest_is_learned_apart_from_a_boot():
+    """A record whose guest ran jobs before it teaches the in-boot setup, not the boot's."""
+    model = TimeModel(mixed_history())
+    record = RunRecord(cell_id="g", repetition=0, sequence=0, status="ok", started_at=0.0, finished_at=1.0,
+                       provenance={"job": "j", "guest": {"jobs_before_in_boot": 2}})
+    model.learn(cell("g", "guest"), record, 4.5)
+    assert model.setup_estimate("guest-in-boot", "ext4") == (4.5, 4.5, 4.5)
+    assert model.setup_estimate("guest", "ext4") == (40.0, 40.0, 40.0)
 
 
 def test_a_gap_of_a_resumed_study_is_not_taken_for_setup():

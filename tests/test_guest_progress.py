@@ -1,27 +1,42 @@
 """A guest job's runs are shown as each ends, while the guest still runs, and stored only
-after it exits (with the guest's facts), once each. The guest backend's own code runs
-here, watching the job folder; only the QEMU boot is replaced by a "guest" that runs the
-job entry on the host (fake device, null file system and workload: no root needed)."""
+after its job ends (with the guest's facts), once each. The guest backend's own code runs
+here, watching the job folder; only the booted guest (its session) is replaced by one
+that runs the job entry on the host (fake device, null file system and workload: no root
+needed)."""
 
 from __future__ import annotations
 
 import dataclasses
 import time
+from pathlib import Path
 
 import pytest
 
 from fslab.backends.guest import backend as guest_backend
-from fslab.backends.guest import launcher
+from fslab.backends.guest import session
 from fslab.job.entry import run_job
 from fslab.job.folder import JobFolder, RecordWatcher
 from fslab.jobdata.record import RunRecord
 from test_jobs import null_plan  # same folder, on sys.path under pytest
 
 
-def _guest_result() -> launcher.GuestResult:
-    return launcher.GuestResult(exit_status=0, timed_out=False, stdout="", stderr="", console_tail="",
-                                kvm=False, kernel_release="6.1.0-test", kernel_package="linux-image-test",
-                                memory_bytes=1 << 30, cpus=1, boot_s=0.5, command_s=1.0)
+class _HostSession:
+    """A session whose "guest" runs each job with ``run`` on the host."""
+
+    def __init__(self, run) -> None:
+        self.run = run
+        self.reusable = True
+
+    def run_job(self, argv, deadline_s: float, console) -> session.JobOutcome:
+        self.run(JobFolder(Path(argv[argv.index("--out") + 1])))
+        return session.JobOutcome(exit_status=0, timed_out=False, console_tail="", host_io_errors=(), kvm=False,
+                                  kernel_release="6.1.0-test", kernel_package="linux-image-test",
+                                  memory_bytes=1 << 30, cpus=1, boot_s=0.5, jobs_before=0)
+
+
+def _fake_guest(monkeypatch, run) -> None:
+    fake = _HostSession(run)
+    monkeypatch.setattr(session.SessionPool, "session_for", lambda self, *args: fake)
 
 
 def _wait_for(condition, timeout_s: float = 10.0) -> bool:
@@ -42,18 +57,15 @@ def test_a_guest_jobs_runs_are_shown_as_they_end_and_stored_once_after_the_guest
     stored: list[RunRecord] = []
     seen_while_running: list[bool] = []
 
-    def fake_guest(config: launcher.GuestConfig, argv, deadline_s: float) -> launcher.GuestResult:
-        folder = JobFolder(config.shares["out"])
-
+    def fake_guest(folder: JobFolder) -> None:
         def after_each(record: RunRecord) -> None:  # the next run starts only once this one was shown
             written = len(folder.record_lines())
             seen_while_running.append(_wait_for(lambda: len(shown) == written))
             assert not stored, "nothing is stored while the guest runs"
 
         run_job(host_job, folder, tmp_path / "guest-work", after_each)
-        return _guest_result()
 
-    monkeypatch.setattr(launcher, "run_in_guest", fake_guest)
+    _fake_guest(monkeypatch, fake_guest)
     folder = JobFolder(tmp_path / "job")
     guest_backend.GuestBackend().execute(job, folder, tmp_path / "work", stored.append, shown.append)
 
@@ -70,11 +82,7 @@ def test_without_a_progress_callback_the_guest_backend_still_stores_every_run(tm
     job = dataclasses.replace(host_job, backend="guest", settings=dataclasses.replace(
         host_job.settings, device={"kind": "image", "size": 64 << 20}))
 
-    def fake_guest(config: launcher.GuestConfig, argv, deadline_s: float) -> launcher.GuestResult:
-        run_job(host_job, JobFolder(config.shares["out"]), tmp_path / "guest-work")
-        return _guest_result()
-
-    monkeypatch.setattr(launcher, "run_in_guest", fake_guest)
+    _fake_guest(monkeypatch, lambda folder: run_job(host_job, folder, tmp_path / "guest-work"))
     stored: list[RunRecord] = []
     guest_backend.GuestBackend().execute(job, JobFolder(tmp_path / "job"), tmp_path / "work", stored.append)
     assert len(stored) == 3 and all(r.provenance["guest"]["cpus"] == 1 for r in stored)

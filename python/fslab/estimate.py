@@ -29,9 +29,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .priors import (
+    GUEST_IN_BOOT,
     GUEST_RUN_OVERHEAD,
     GUEST_RUN_OVERHEAD_REUSED,
     GUEST_SETUP,
+    GUEST_SETUP_IN_BOOT,
     HOST_RUN_OVERHEAD,
     HOST_RUN_OVERHEAD_REUSED,
     run_overhead_prior,
@@ -102,8 +104,10 @@ class TimeEstimate:
     jobs: int = 0
     setups_unknown: int = 0  # jobs whose setup was never timed and has no prior: not in ``seconds``
     setups_prior: int = 0  # jobs whose setup was never timed here: the built-in prior is in ``seconds``
-    guest_boots: int = 0  # guest jobs: a boot each (in ``seconds`` when their setup was timed)
+    guest_boots: int = 0  # guest jobs that boot a guest (in ``seconds`` when their setup was timed)
     guest_boots_untimed: int = 0
+    guest_in_boot: int = 0  # guest jobs that run in the guest of the guest job before them
+    guest_in_boot_untimed: int = 0
 
     def add(self, other: TimeEstimate) -> TimeEstimate:
         return TimeEstimate(**{name: getattr(self, name) + getattr(other, name) for name in self.__dataclass_fields__})
@@ -166,7 +170,13 @@ class TimeEstimate:
             parts.append(f"{n} guest boots not timed here yet, included at {low}–{high} s each without KVM (TCG: "
                          f"{duration_text(n * low)}–{duration_text(n * high)}; a built-in prior); with KVM (used "
                          f"where /dev/kvm boots a stock kernel) {kvm_low}–{kvm_high} s each")
-        setups = self.setups_prior - self.guest_boots_untimed
+        if self.guest_in_boot:
+            n = self.guest_in_boot
+            parts.append(f"{n} guest job{'s' * (n != 1)} in the guest of the job before {'them' if n != 1 else 'it'} "
+                         "(no boot)" + (f", {self.guest_in_boot_untimed} set up at {GUEST_SETUP_IN_BOOT.low:g}–"
+                                        f"{GUEST_SETUP_IN_BOOT.high:g} s each (a built-in prior, TCG)"
+                                        if self.guest_in_boot_untimed else ""))
+        setups = self.setups_prior - self.guest_boots_untimed - self.guest_in_boot_untimed
         if setups > 0:  # (guest boots always have a prior, so they are all among setups_prior)
             parts.append(f"setting up {setups} file system{'s' * (setups != 1)} not timed here yet, included from "
                          "built-in priors (1–7 s each on the host)")
@@ -203,7 +213,8 @@ class TimeModel:
                 self._note_run(run["cell_id"], run["workload_kind"], _params_key(json.loads(run["params_json"])),
                                run["backend"], wall, own)
             if previous is not None and previous["study_id"] == run["study_id"] and previous["job"] != run["job"]:
-                self._note_setup(run["backend"], run["fs_type"], run["started_at"] - previous["finished_at"], own)
+                self._note_setup(setup_kind(run["backend"], run.get("jobs_before_in_boot")), run["fs_type"],
+                                 run["started_at"] - previous["finished_at"], own)
             previous = run
 
     def _note_run(self, cell_id: str, kind: str, params: str, backend: str, seconds: float, own: bool) -> None:
@@ -227,7 +238,8 @@ class TimeModel:
         if run_time:
             self._note_run(cell.id, cell.workload_kind, self._key_of(cell), cell.backend, record.wall_s, True)
         if setup_s is not None:
-            self._note_setup(cell.backend, cell.fs_type, setup_s, True)
+            in_boot = (record.provenance.get("guest") or {}).get("jobs_before_in_boot")
+            self._note_setup(setup_kind(cell.backend, in_boot), cell.fs_type, setup_s, True)
 
     def _declared_s(self, cell: Cell) -> float | None:
         key = cell.workload_kind + self._key_of(cell)
@@ -272,15 +284,21 @@ class TimeModel:
     def estimate(self, jobs: Sequence[Job], started: frozenset[str] = frozenset()) -> TimeEstimate:
         """The time ``jobs`` will take; a job whose id is in ``started`` is set up already."""
         out = TimeEstimate()
+        previous_guest: tuple[str, int, str] | None = None  # the guest the last guest job ran in
         for job in jobs:
             out.jobs += 1
+            guest_key = _guest_key(job)
             if job.id not in started:
-                guest = job.backend == "guest"
-                out.guest_boots += guest
-                setup = self.setup_estimate(job.backend, job.cell.fs_type)
+                in_boot = guest_key is not None and guest_key == previous_guest
+                kind = GUEST_IN_BOOT if in_boot else job.backend
+                boots = job.backend == "guest" and not in_boot
+                out.guest_boots += boots
+                out.guest_in_boot += in_boot
+                setup = self.setup_estimate(kind, job.cell.fs_type)
                 if setup is None:  # nothing timed here: the built-in prior (fslab.priors), said so
-                    prior = setup_prior(job.backend, job.cell.fs_type, job.settings.device.get("kind"))
-                    out.guest_boots_untimed += guest
+                    prior = setup_prior(kind, job.cell.fs_type, job.settings.device.get("kind"))
+                    out.guest_boots_untimed += boots
+                    out.guest_in_boot_untimed += in_boot
                     if prior is None:
                         out.setups_unknown += 1
                     else:
@@ -288,6 +306,8 @@ class TimeModel:
                         out.setups_prior += 1
                 if setup is not None:
                     out.seconds, out.low, out.high = out.seconds + setup[0], out.low + setup[1], out.high + setup[2]
+            if job.backend == "guest":
+                previous_guest = guest_key
             laid_out: set[str] = set()  # with reuse_layout: the layouts this job has made
             for run in job.runs:
                 out.runs += 1
@@ -311,6 +331,21 @@ class TimeModel:
                 else:
                     out.from_declared += 1
         return out
+
+
+def setup_kind(backend: str, jobs_before_in_boot: int | None) -> str:
+    """How a job's setup is counted: a guest job in the guest of the one before it (no
+    boot, fslab.backends.guest.session) apart from one that booted."""
+    return GUEST_IN_BOOT if backend == "guest" and jobs_before_in_boot else backend
+
+
+def _guest_key(job: Job) -> tuple[str, int, str] | None:
+    """What decides whether a guest job runs in the guest of the guest job before it (the
+    local executor's sessions): kernel, memory and device; None for a job that boots a
+    guest of its own (an aged image) or runs on the host."""
+    if job.backend != "guest" or job.cell.aging is not None:
+        return None
+    return (job.settings.guest_kernel, job.settings.guest_memory, json.dumps(job.settings.device, sort_keys=True))
 
 
 class Countdown:

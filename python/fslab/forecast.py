@@ -88,6 +88,7 @@ class Forecast:
                 "seconds": e.seconds, "low": e.low, "high": e.high, "runs": e.runs, "from_study": e.from_study,
                 "from_history": e.from_history, "from_declared": e.from_declared, "unknown": e.unknown,
                 "guest_boots": e.guest_boots, "guest_boots_untimed": e.guest_boots_untimed,
+                "guest_jobs_in_boot": e.guest_in_boot,
                 "setups_unknown": e.setups_unknown, "text": e.text()}
 
         return {"runs_min": self.runs_min, "runs_max": self.runs_max, "runs_likely": self.runs_likely,

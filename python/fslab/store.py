@@ -347,6 +347,7 @@ class Store:
             " COALESCE(json_extract(r.provenance_json, '$.guest.vm_host'),"
             "          json_extract(r.provenance_json, '$.host.hostname')) AS host,"
             " json_extract(r.provenance_json, '$.guest.boot_s') AS boot_s,"
+            " json_extract(r.provenance_json, '$.guest.jobs_before_in_boot') AS jobs_before_in_boot,"
             " (SELECT m.value FROM metrics m WHERE m.run_id = r.id"
             "  AND m.name = json_extract(c.cell_json, '$.primary_metric')) AS value"
             " FROM runs r JOIN cells c ON c.study_id = r.study_id AND c.id = r.cell_id"
@@ -358,6 +359,8 @@ class Store:
                            job=None if r["job"] is None else str(r["job"]),
                            host=None if r["host"] is None else str(r["host"]),
                            boot_s=None if r["boot_s"] is None else float(r["boot_s"]),
+                           jobs_before_in_boot=(None if r["jobs_before_in_boot"] is None
+                                                else int(r["jobs_before_in_boot"])),
                            value=None if r["value"] is None else float(r["value"]))
                 for r in rows]
 

@@ -131,6 +131,7 @@ class HistoryRun(TypedDict):
     job: str | None  # the job it ran in (one file-system instance)
     host: str | None  # the machine (a guest's: the machine its QEMU ran on)
     boot_s: float | None  # a guest run: how long its guest took to boot
+    jobs_before_in_boot: int | None  # a guest run: jobs its guest ran before its own (0: it booted)
     value: float | None  # its cell's primary metric
 
 

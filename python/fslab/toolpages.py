@@ -44,14 +44,32 @@ LIBRARY_DIRS = ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", 
                 "/lib", "/usr/lib", "/usr/local/lib")
 
 
+# Files found before, keyed by the executable's identity (path, inode, size, mtime): the
+# search stats hundreds of paths, seconds over a guest's 9p root, and every job of a guest
+# (fslab.job.serve's children) asks for the same tools.
+_FILES: dict[tuple[str, int, int, int], list[Path]] = {}
+
+
 def tool_files(executable: str) -> list[Path]:
     """The executable found on PATH, its loader and the shared libraries it needs (the ELF
     files' DT_NEEDED, found through their RUNPATH and the system's library folders); []
     when it is not installed. Read from the files, not with ldd: ldd starts the loader,
-    which loads every library, what this is here to spare."""
+    which loads every library, what this is here to spare. Found once per executable as
+    it is on disk."""
     path = shutil.which(executable)
     if path is None:
         return []
+    try:
+        st = os.stat(path)
+    except OSError:
+        return []
+    key = (os.path.realpath(path), st.st_ino, st.st_size, st.st_mtime_ns)
+    if key not in _FILES:
+        _FILES[key] = _find_files(path)
+    return list(_FILES[key])
+
+
+def _find_files(path: str) -> list[Path]:
     files: list[Path] = []
     todo = [Path(os.path.realpath(path))]
     while todo:

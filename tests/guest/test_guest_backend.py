@@ -54,7 +54,9 @@ def _leftovers(tmp: Path) -> list[str]:
 
 def test_auto_runs_f2fs_in_a_guest_beside_ext4_on_the_host(guest_build: GuestBuild, tmp_path: Path) -> None:
     study = tmp_path / "s.toml"
-    study.write_text(STUDY.format(device='size = "512MiB"', extra_fs="[filesystems.ext4]"))
+    # Two repetitions, each on a fresh file system: two guest jobs with a host job between.
+    study.write_text(STUDY.format(device='size = "512MiB"', extra_fs="[filesystems.ext4]")
+                     .replace("repetitions = 1", 'repetitions = 2\nfresh = "run"'))
     results = tmp_path / "results"
     events: list[tuple[str, str]] = []  # a guest's run is shown as it ends, then stored once
     outcome = run_study(str(study), results_dir=results,
@@ -62,12 +64,20 @@ def test_auto_runs_f2fs_in_a_guest_beside_ext4_on_the_host(guest_build: GuestBui
                         on_record=lambda record, label, state: events.append(
                             ("stored, shown before" if state.shown else "stored", label)))
     assert outcome.runs_failed == 0, outcome
-    assert sorted(events) == [("shown", "f2fs rand-write-4k #1"), ("stored", "ext4 rand-write-4k #1"),
-                              ("stored, shown before", "f2fs rand-write-4k #1")], events
+    assert sorted(events) == sorted([("shown", "f2fs rand-write-4k #1"), ("stored", "ext4 rand-write-4k #1"),
+                                     ("stored, shown before", "f2fs rand-write-4k #1"),
+                                     ("shown", "f2fs rand-write-4k #2"), ("stored", "ext4 rand-write-4k #2"),
+                                     ("stored, shown before", "f2fs rand-write-4k #2")]), events
     assert events.index(("shown", "f2fs rand-write-4k #1")) < events.index(
         ("stored, shown before", "f2fs rand-write-4k #1"))
     with Store(results) as store:
         runs = store.runs(store.study().id)
+    # The second guest job ran in the first one's guest (one boot), on a file system of its own.
+    guest_runs = sorted((r for r in runs if r["cell"]["backend"] == "guest"), key=lambda r: r["repetition"])
+    assert [r["provenance"]["guest"]["jobs_before_in_boot"] for r in guest_runs] == [0, 1]
+    assert len({r["provenance"]["guest"]["boot_s"] for r in guest_runs}) == 1
+    assert len({r["provenance"]["job"] for r in guest_runs}) == 2
+    runs = [r for r in runs if r["repetition"] == 0]
     by_fs = {r["cell"]["filesystem"]: r for r in runs}
     f2fs, ext4 = by_fs["f2fs"], by_fs["ext4"]
     assert f2fs["cell"]["backend"] == "guest" and ext4["cell"]["backend"] == "host"

@@ -1,5 +1,6 @@
 """``python -m fslab.job run JOB --out OUT [--work WORK]`` (and ``age``): the job entry a
-QEMU guest starts, without the CLI's libraries.
+QEMU guest starts, without the CLI's libraries; ``serve DIR`` runs several jobs on one
+import (fslab.job.serve).
 
 `fslab job run` does the same through the CLI; this entry exists because a guest under
 TCG pays for every module it imports (the CLI's typer, click and rich cost a few seconds
@@ -29,6 +30,8 @@ def _parser() -> argparse.ArgumentParser:
         command.add_argument("job_file", type=Path, help="a job file (from `fslab plan STUDY --jobs DIR`)")
         command.add_argument("--out", type=Path, required=True, help="where the job's results go")
         command.add_argument("--work", type=Path, help="images and mount points (default: OUT/work)")
+    serve = commands.add_parser("serve", help="run the jobs requested in DIR, each in a child of one import")
+    serve.add_argument("dir", type=Path, help="the folder of requests (fslab.job.serve)")
     return parser
 
 
@@ -38,6 +41,10 @@ def main(argv: list[str]) -> int:
     from .entry import age_job, load_job, run_job
 
     args = _parser().parse_args(argv)
+    if args.command == "serve":
+        from .serve import serve
+
+        return serve(args.dir, main)
     folder = JobFolder(args.out.resolve())  # absolute: tools run in the runs' folders
     work = (args.work or args.out / "work").resolve()
     try:

@@ -4,11 +4,14 @@ so the same fslab, Python and tools) shared read-only.
 
 For each job: the device kind says which virtio disks it needs (sparse images made here,
 in the work directory, written in the state file first) and which ``[device]`` section the
-job uses inside the guest; the job's output directory is shared read-write at the same
+job uses inside the guest; the folder of job folders is shared read-write at the same
 path, so records and artifacts land where the runner reads them; the guest console is
-kept in every run's artifacts. A guest that dies or passes its deadline fails the job's
-remaining runs with the console's last lines as the reason. Each record's provenance
-gains ``guest``: kernel package, KVM or TCG, memory and CPUs, boot time.
+kept in every run's artifacts. Within ``keep_booted`` (the local executor's whole batch)
+consecutive jobs that need the same guest run in one boot (fslab.backends.guest.session),
+each on fresh disks; a job on an aged image gets a guest of its own. A guest that dies
+or passes its deadline fails the job's remaining runs with the console's last lines as the
+reason. Each record's provenance gains ``guest``: kernel package, KVM or TCG, memory and
+CPUs, boot time, and how many jobs the guest ran before this one since its boot.
 """
 
 from __future__ import annotations
@@ -16,19 +19,21 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import os
 import shutil
 import socket
 import sys
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...errors import FslabError
 from ...job.folder import CONSOLE_FILE, JobFolder, RecordWatcher, fail_unfinished
 from ...kernel_log import KERNEL_IO_ERRORS
-from ...resources import Resource, register, release, tracked
+from ...resources import tracked
+from ...stored import STATUS_OK
 from .. import BACKENDS
 
 if TYPE_CHECKING:
@@ -37,6 +42,7 @@ if TYPE_CHECKING:
     from ...filesystems import FilesystemType
     from ...jobdata.model import Job
     from ...jobdata.record import RunRecord
+    from .session import SessionPool
 
 # Time a guest gets besides its runs' own limits: boot, module loading, mkfs, teardown.
 GUEST_MARGIN_S = 300.0
@@ -58,37 +64,104 @@ class GuestBackend:
             return f"a guest cannot use a {device.name} device (it belongs to the host)"
         return None
 
+    def __init__(self) -> None:
+        self._pool: SessionPool | None = None
+
+    @contextlib.contextmanager
+    def keep_booted(self) -> Iterator[None]:
+        """Within the block, consecutive jobs that need the same guest share one boot
+        (fslab.backends.guest.session); the guest is powered off when the block ends, and
+        killed if it ends in an exception (Ctrl-C too)."""
+        from .session import SessionPool
+
+        if self._pool is not None:  # nested: the outer block keeps them
+            yield
+            return
+        self._pool = pool = SessionPool()
+        try:
+            yield
+        except BaseException:
+            pool.close(graceful=False)
+            raise
+        else:
+            pool.close(graceful=True)
+        finally:
+            self._pool = None
+
     def execute(self, job: Job, folder: JobFolder, work_dir: Path,
                 on_record: Callable[[RunRecord], None],
                 on_progress: Callable[[RunRecord], None] | None = None) -> None:
-        from ...devices import DEVICES
-        from ...devices.block import disk_facts
+        if job.cell.aging is not None:
+            if self._pool is not None:  # its guests (aging, then the job) would run beside the kept one
+                self._pool.close(graceful=True)
+            self._execute_aged(job, folder, work_dir, on_record, on_progress)
+            return
+        with self.keep_booted():
+            assert self._pool is not None
+            self._execute_in_session(self._pool, job, folder, work_dir, on_record, on_progress)
+
+    def _execute_in_session(self, pool: SessionPool, job: Job, folder: JobFolder, work_dir: Path,
+                            on_record: Callable[[RunRecord], None],
+                            on_progress: Callable[[RunRecord], None] | None) -> None:
+        from ...job.entry import write_job
+        from .launcher import GuestFailed
+        from .session import SessionKey
+
+        out_dir = folder.make().path
+        work_dir.mkdir(parents=True, exist_ok=True)
+        kind, section, handed, image_sizes, inner = _guest_job(job)
+        write_job(inner, folder.job_file)
+        key = SessionKey(kernel=job.settings.guest_kernel, memory_bytes=job.settings.guest_memory,
+                         handed=tuple(handed), image_sizes=tuple(image_sizes), share=out_dir.parent)
+        argv = ["run", str(folder.job_file), "--out", str(out_dir), "--work", INNER_WORK]
+        started = time.time()
+        # Each run shown as it ends in the guest (its record is complete only when the
+        # guest's facts are known, after the job ends: stored then).
+        watching = RecordWatcher(folder, on_progress) if on_progress else contextlib.nullcontext()
+        try:
+            session = pool.session_for(key, work_dir, work_dir / "guests", _guest_env())
+            with watching:
+                outcome = session.run_job(argv, _deadline(job), folder.console_file)
+            failure = None
+            if outcome.timed_out:
+                failure = f"the guest was killed at its deadline of {_deadline(job):.0f} s"
+            elif outcome.exit_status != 0:
+                failure = f"the job entry exited with status {outcome.exit_status} in the guest"
+            facts = _facts(job, outcome.kvm, outcome.kernel_release, outcome.kernel_package, outcome.memory_bytes,
+                           outcome.cpus, outcome.boot_s, outcome.host_io_errors)
+            facts["jobs_before_in_boot"] = outcome.jobs_before
+            tail = outcome.console_tail
+        except GuestFailed as exc:
+            failure, facts, tail = str(exc).split("\n", 1)[0], {}, exc.console_tail
+            _keep_failed_console(exc.console_tail, folder.console_file)
+        delivered = self._deliver(folder, handed, facts, on_record)
+        if pool.current is not None and any(record.status != STATUS_OK for record in delivered):
+            pool.current.reusable = False  # a failed run may have left the guest in any state
+        self._fail_rest(job, folder, delivered, failure, facts, tail, started, on_record)
+
+    def _execute_aged(self, job: Job, folder: JobFolder, work_dir: Path,
+                      on_record: Callable[[RunRecord], None],
+                      on_progress: Callable[[RunRecord], None] | None) -> None:
+        """A job on an aged image: aged (or taken from the cache) and copied onto a disk
+        of a guest of its own, which runs this job alone."""
         from ...job.entry import write_job
         from .launcher import GuestConfig, GuestFailed, run_in_guest
+        from .session import ImageDisks
 
         out_dir = folder.make().path
         work_dir.mkdir(parents=True, exist_ok=True)
         settings = job.settings
-        kind = DEVICES.get(settings.device["kind"])
-        section = kind.parse(settings.device)
-        assert kind.guest_section is not None
-        # The user's own disks (checked again now, as on the host), then images made here.
-        handed = [Path(p) for p in kind.guest_passthrough(section, job.grant)] if kind.guest_passthrough else []
-        image_sizes = kind.guest_disks(section) if kind.guest_disks else []
-        inner = dataclasses.replace(job, settings=dataclasses.replace(
-            settings, device=kind.guest_section(section)))
-        job_file = folder.job_file
+        kind, section, handed, image_sizes, inner = _guest_job(job)
         console = folder.console_file
-        deadline = GUEST_MARGIN_S + sum(r.cell.timeout_s or RUN_ALLOWANCE_S for r in job.runs)
-        argv = [sys.executable, "-m", "fslab.job", "run", str(job_file), "--out", str(out_dir),
+        deadline = _deadline(job)
+        argv = [sys.executable, "-m", "fslab.job", "run", str(folder.job_file), "--out", str(out_dir),
                 "--work", INNER_WORK]
         started = time.time()
-        delivered: list[RunRecord] = []
         guests = work_dir / "guests"
         # Written down first: if this process dies, `fslab cleanup` kills the guest's QEMU.
-        with _disks(image_sizes, work_dir) as images, tracked("guests", str(guests), work_dir):
+        with ImageDisks(image_sizes, work_dir) as images, tracked("guests", str(guests), work_dir):
             disks = [*handed, *images]
-            if job.cell.aging is not None and kind.image_file:
+            if kind.image_file:
                 # Aged once per key in a guest of its own, copied onto this job's disk.
                 try:
                     copy = _aged_copy(inner, section.size, images[0], folder, work_dir, guests)
@@ -102,12 +175,10 @@ class GuestBackend:
                     return
                 inner = dataclasses.replace(inner, settings=dataclasses.replace(
                     inner.settings, preaged=copy.to_dict()))
-            write_job(inner, job_file)
+            write_job(inner, folder.job_file)
             config = GuestConfig(kernel=settings.guest_kernel, memory_bytes=settings.guest_memory,
                                  disks=tuple(disks), shares={"out": out_dir}, console_path=console,
                                  run_root=guests)
-            # Each run shown as it ends in the guest (its record is complete only when
-            # the guest's facts are known, after the guest exits: stored then).
             watching = RecordWatcher(folder, on_progress) if on_progress else contextlib.nullcontext()
             try:
                 with watching:
@@ -117,37 +188,97 @@ class GuestBackend:
                     failure = f"the guest was killed at its deadline of {deadline:.0f} s"
                 elif result.exit_status != 0:
                     failure = f"the job entry exited with status {result.exit_status} in the guest"
-                facts: dict[str, Any] = {
-                    "kernel_release": result.kernel_release, "kernel_package": result.kernel_package,
-                    "accelerator": "kvm" if result.kvm else "tcg", "memory_bytes": result.memory_bytes,
-                    "cpus": result.cpus, "boot_s": round(result.boot_s, 3),
-                    "kernel_requested": settings.guest_kernel,
-                    # the machine QEMU ran on: reports group a guest's runs with its host's
-                    "vm_host": socket.gethostname()}
-                if settings.guest_memory_full is not None:  # --quick kept the data-to-memory ratio
-                    facts["memory_scaled_from_bytes"] = settings.guest_memory_full
-                if result.host_io_errors:  # why the host refused the guest's disk requests
-                    facts["host_io_errors"] = list(result.host_io_errors)
+                facts = _facts(job, result.kvm, result.kernel_release, result.kernel_package, result.memory_bytes,
+                               result.cpus, result.boot_s, result.host_io_errors)
+                facts["jobs_before_in_boot"] = 0
                 tail = result.console_tail
             except GuestFailed as exc:
                 failure, facts, tail = str(exc).split("\n", 1)[0], {}, exc.console_tail
+        delivered = self._deliver(folder, handed, facts, on_record)
+        self._fail_rest(job, folder, delivered, failure, facts, tail, started, on_record)
+
+    @staticmethod
+    def _deliver(folder: JobFolder, handed: Sequence[Path], facts: dict[str, Any],
+                 on_record: Callable[[RunRecord], None]) -> list[RunRecord]:
+        """The job's records, each with the guest's facts, handed on; a study-level error
+        of the job stops the study."""
+        from ...devices.block import disk_facts
+
         error = folder.error()
         if error is not None and error.scope == "study":
             raise FslabError(f"in the guest: {error.message}")
         host_disks = [disk_facts(str(p)) for p in handed]
+        delivered: list[RunRecord] = []
         for record in folder.records():
-            _keep_console(console, out_dir, record.artifact_dir)
+            _keep_console(folder.console_file, folder.path, record.artifact_dir)
             provenance = {**record.provenance, "guest": facts}
             if host_disks:  # what the guest's virtio disks really were
                 provenance["device"] = {**provenance.get("device", {}), "host_disks": host_disks}
             record = dataclasses.replace(_with_host_reasons(record, facts), provenance=provenance)
             delivered.append(record)
             on_record(record)
+        return delivered
+
+    @staticmethod
+    def _fail_rest(job: Job, folder: JobFolder, delivered: list[RunRecord], failure: str | None,
+                   facts: dict[str, Any], tail: str, started: float,
+                   on_record: Callable[[RunRecord], None]) -> None:
         reason = failure or "the guest ended without a record of this run"
         for record in fail_unfinished(job.runs, delivered, f"{reason}; guest console (last lines):\n{tail}",
                                       started=started, provenance={"backend": "guest", "guest": facts},
-                                      folder=folder, files={CONSOLE_FILE: console}):
+                                      folder=folder, files={CONSOLE_FILE: folder.console_file}):
             on_record(record)
+
+
+def _guest_job(job: Job) -> tuple[DeviceKind, Any, list[Path], list[int], Job]:
+    """The job's device kind and section, the user's disks it hands the guest (checked
+    again now, as on the host), the sizes of the images to make, and the job as the
+    guest runs it (its device section the guest's)."""
+    from ...devices import DEVICES
+
+    settings = job.settings
+    kind = DEVICES.get(settings.device["kind"])
+    section = kind.parse(settings.device)
+    assert kind.guest_section is not None
+    handed = [Path(p) for p in kind.guest_passthrough(section, job.grant)] if kind.guest_passthrough else []
+    image_sizes = kind.guest_disks(section) if kind.guest_disks else []
+    inner = dataclasses.replace(job, settings=dataclasses.replace(settings, device=kind.guest_section(section)))
+    return kind, section, handed, image_sizes, inner
+
+
+def _deadline(job: Job) -> float:
+    return GUEST_MARGIN_S + sum(r.cell.timeout_s or RUN_ALLOWANCE_S for r in job.runs)
+
+
+def _guest_env() -> dict[str, str] | None:
+    # The guest sees the host's root: with PYTHONPATH it imports the very fslab this
+    # process runs (a checkout), not the one installed in the venv.
+    return {"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else None
+
+
+def _facts(job: Job, kvm: bool, kernel_release: str, kernel_package: str, memory_bytes: int, cpus: int,
+           boot_s: float, host_io_errors: Sequence[str]) -> dict[str, Any]:
+    """What a record's provenance says of the guest that ran it."""
+    settings = job.settings
+    facts: dict[str, Any] = {
+        "kernel_release": kernel_release, "kernel_package": kernel_package,
+        "accelerator": "kvm" if kvm else "tcg", "memory_bytes": memory_bytes,
+        "cpus": cpus, "boot_s": round(boot_s, 3),
+        "kernel_requested": settings.guest_kernel,
+        # the machine QEMU ran on: reports group a guest's runs with its host's
+        "vm_host": socket.gethostname()}
+    if settings.guest_memory_full is not None:  # --quick kept the data-to-memory ratio
+        facts["memory_scaled_from_bytes"] = settings.guest_memory_full
+    if host_io_errors:  # why the host refused the guest's disk requests
+        facts["host_io_errors"] = list(host_io_errors)
+    return facts
+
+
+def _keep_failed_console(tail: str, console: Path) -> None:
+    """A guest that failed before its console was copied: its last lines, for the records."""
+    if tail and not console.exists():
+        with contextlib.suppress(OSError):
+            console.write_text(tail + "\n")
 
 
 def _aged_copy(job: Job, size: int, dest: Path, folder: JobFolder, work_dir: Path, guests: Path) -> AgedCopy:
@@ -198,32 +329,6 @@ def _aged_copy(job: Job, size: int, dest: Path, folder: JobFolder, work_dir: Pat
             raise JobFailed(f"the aging guest {why}; console (last lines):\n{result.console_tail}")
 
     return aged_image(key, make, work_dir / AGED_IMAGES_DIR, dest)
-
-
-class _disks:
-    """Sparse image files for the guest's virtio disks, in the state file while they
-    exist, removed afterwards (also on errors and Ctrl-C)."""
-
-    def __init__(self, sizes: list[int], work_dir: Path):
-        self.paths = [work_dir / f"fslab-guestdisk-{uuid.uuid4().hex[:8]}-{i}.img" for i in range(len(sizes))]
-        self.sizes = sizes
-        self.tokens: list[int] = []
-
-    def __enter__(self) -> list[Path]:
-        from ...devices.image import check_free_space
-
-        if self.paths:
-            check_free_space(self.paths[0].parent, sum(self.sizes))
-        for path, size in zip(self.paths, self.sizes):
-            self.tokens.append(register(Resource("image", str(path), str(path.parent))))
-            with open(path, "wb") as f:
-                f.truncate(size)
-        return self.paths
-
-    def __exit__(self, *exc: object) -> None:
-        for path, token in zip(self.paths, self.tokens):
-            path.unlink(missing_ok=True)
-            release(token)
 
 
 def _with_host_reasons(record: RunRecord, facts: dict[str, Any]) -> RunRecord:

@@ -262,6 +262,13 @@ class Guest:
         self._teardown(graceful=exc_type is None)
 
     @property
+    def control_folder(self) -> Path:
+        """The host's side of the folder the guest sees as /run/fslab/ctl."""
+        if self._folder is None:
+            raise GuestFailed("the guest is not running", self.console_tail())
+        return self._folder / "ctl"
+
+    @property
     def alive(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 

@@ -1,0 +1,132 @@
+"""``python -m fslab.job serve DIR``: one process in a guest that imports the job entry
+once and runs each job the host hands it in a forked child.
+
+Under TCG the job entry's import costs seconds, as much as a boot; a guest that runs
+consecutive jobs of a study (fslab.backends.guest.session) pays it once this way. A child
+is a fresh process for its job as far as the job can tell (its own signal handlers,
+cgroups, files and exit status); it shares with the server only the modules imported.
+
+The protocol, in DIR (a folder the host shares with the guest):
+    req-N.json    {"argv": [...] for `python -m fslab.job`, "disks": ["/dev/vda", ...]},
+                  written by the host under another name and renamed into place
+    out-N, err-N  the child's stdout and stderr
+    status-N      its exit status (renamed into place: never read half written)
+    stop          the server exits
+Before it forks the child of a job, the server computes what every job of that kind would
+compute alike, so each child inherits it instead of paying for it (4-10 s a job under
+TCG): the modules of its device kind and workload (loaded on first use), the version of
+its file system's and workload's tools, and the files of the workload's executables.
+
+``disks`` are the guest's virtio disks: before and after its job the child writes back
+and drops the guest's cache of each (BLKFLSBUF), because between jobs the host hands
+over fresh disks by punching out the image files, which a cached page would hide.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+
+BLKFLSBUF = 0x1261  # <linux/fs.h>: write back, then drop a block device's cached pages
+POLL_S = 0.02
+
+
+def drop_disk_caches(disks: list[str]) -> None:
+    """Write back and drop the guest's cached pages of each disk (nothing may be mounted)."""
+    for disk in disks:
+        fd = os.open(disk, os.O_RDONLY)
+        try:
+            fcntl.ioctl(fd, BLKFLSBUF, 0)
+        finally:
+            os.close(fd)
+
+
+def _child(folder: Path, n: int, request: dict[str, list[str]], main: Callable[[list[str]], int]) -> int:
+    """In the forked child: the job, between two drops of its disks' caches."""
+    for fd, name in ((1, f"out-{n}"), (2, f"err-{n}")):
+        target = os.open(folder / name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(target, fd)
+        os.close(target)
+    disks = list(request.get("disks", []))
+    try:
+        drop_disk_caches(disks)
+        status = main(list(request["argv"]))
+        drop_disk_caches(disks)
+    except BaseException as exc:  # the server must hear of it as a status, whatever it was
+        traceback.print_exc()
+        status = 130 if isinstance(exc, KeyboardInterrupt) else 2
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return status
+
+
+def warm(argv: list[str]) -> None:
+    """Compute here, once, what the child running ``argv`` (`run JOB ...`) would compute
+    in every job alike. Side effects: none but caches (and a tool's --version). Whatever
+    fails is left for the child to meet and report."""
+    from ..devices import DEVICES
+    from ..provenance import fs_tool_version
+    from ..toolpages import tool_files
+    from ..workloads import WORKLOADS
+    from .entry import load_job
+
+    try:
+        job = load_job(Path(argv[1]))
+        DEVICES.get(job.settings.device["kind"]).from_job(job.settings.device)  # its module, loaded
+        fs_tool_version(job.cell.fs_type)
+        for kind in dict.fromkeys(run.cell.workload_kind for run in job.runs):
+            workload = WORKLOADS.get(kind)
+            workload.tool_versions()
+            for tool in workload.tools:
+                tool_files(tool)
+    except Exception:  # noqa: BLE001 - the child meets it again and says what it is
+        pass
+
+
+def _write_status(folder: Path, n: int, status: int) -> None:
+    tmp = folder / f".status-{n}"
+    tmp.write_text(f"{status}\n")
+    tmp.rename(folder / f"status-{n}")
+
+
+def _status_of(wait_status: int) -> int:
+    if os.WIFSIGNALED(wait_status):
+        return 128 + os.WTERMSIG(wait_status)
+    return os.WEXITSTATUS(wait_status)
+
+
+def serve(folder: Path, main: Callable[[list[str]], int]) -> int:
+    """Run requests in order until ``stop`` appears, each as ``main(argv)`` (the job
+    entry's) in a child; 0 then."""
+    # Imported once, here, for every child: the job entry and what a run always needs.
+    from . import entry, execute  # noqa: F401
+
+    n = 0
+    while True:
+        request_file = folder / f"req-{n}.json"
+        if not request_file.exists():
+            if (folder / "stop").exists():
+                return 0
+            time.sleep(POLL_S)
+            continue
+        request = json.loads(request_file.read_text())
+        if request["argv"][:1] == ["run"]:
+            warm(list(request["argv"]))
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            code = 2
+            try:
+                code = _child(folder, n, request, main)
+            finally:
+                os._exit(code)
+        _, wait_status = os.waitpid(pid, 0)
+        _write_status(folder, n, _status_of(wait_status))
+        n += 1

@@ -1,0 +1,127 @@
+"""Which job gets which guest (fslab.backends.guest.session.SessionPool), with the guest
+replaced by a record of what was started and closed; and how an image is made fresh
+between jobs (``punch_out``), on a real file."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from fslab.backends.guest import session
+from fslab.backends.guest.session import SessionKey, SessionPool, punch_out
+
+
+class _Recorded:
+    """A session that records its life instead of booting."""
+
+    log: list[str] = []
+
+    def __init__(self, key: SessionKey, work_dir: Path, guests: Path, env: dict[str, str] | None) -> None:
+        self.key = key
+        self.reusable = True
+        self.guest = self  # alive while not closed
+        self.alive = True
+        self.name = f"s{len([e for e in self.log if e.startswith('start')])}"
+
+    def start(self) -> _Recorded:
+        self.log.append(f"start {self.name}")
+        return self
+
+    def close(self, graceful: bool) -> None:
+        self.alive = False
+        self.log.append(f"close {self.name} {'graceful' if graceful else 'killed'}")
+
+
+@pytest.fixture
+def recorded(monkeypatch) -> list[str]:
+    _Recorded.log = []
+    monkeypatch.setattr(session, "GuestSession", _Recorded)
+    return _Recorded.log
+
+
+def _key(tmp_path: Path, **changes) -> SessionKey:
+    fields = {"kernel": "6.1", "memory_bytes": 512 << 20, "handed": (), "image_sizes": (256 << 20,),
+              "share": tmp_path}
+    return SessionKey(**{**fields, **changes})
+
+
+def test_jobs_with_the_same_key_share_a_guest_and_another_key_replaces_it(tmp_path, recorded):
+    pool = SessionPool()
+    first = pool.session_for(_key(tmp_path), tmp_path, tmp_path, None)
+    assert pool.session_for(_key(tmp_path), tmp_path, tmp_path, None) is first
+    other = pool.session_for(_key(tmp_path, image_sizes=(1 << 30,)), tmp_path, tmp_path, None)
+    assert other is not first
+    pool.close(graceful=True)
+    assert recorded == ["start s0", "close s0 graceful", "start s1", "close s1 graceful"]
+
+
+@pytest.mark.parametrize("change", [{"kernel": "6.12"}, {"memory_bytes": 1 << 30},
+                                    {"handed": (Path("/dev/sdz"),)}, {"share": Path("/elsewhere")}])
+def test_each_part_of_the_key_decides(tmp_path, recorded, change):
+    pool = SessionPool()
+    first = pool.session_for(_key(tmp_path), tmp_path, tmp_path, None)
+    assert pool.session_for(_key(tmp_path, **change), tmp_path, tmp_path, None) is not first
+    pool.close(graceful=False)
+
+
+def test_a_guest_after_a_failed_job_or_a_death_is_never_used_again(tmp_path, recorded):
+    pool = SessionPool()
+    first = pool.session_for(_key(tmp_path), tmp_path, tmp_path, None)
+    first.reusable = False  # its job failed
+    second = pool.session_for(_key(tmp_path), tmp_path, tmp_path, None)
+    assert second is not first
+    second.alive = False  # the guest died (QEMU gone): killed, not shut down
+    third = pool.session_for(_key(tmp_path), tmp_path, tmp_path, None)
+    assert third is not second
+    pool.close(graceful=False)
+    assert recorded == ["start s0", "close s0 graceful", "start s1", "close s1 killed", "start s2",
+                        "close s2 killed"]
+
+
+def test_a_punched_image_reads_as_zeros_with_its_size_and_inode(tmp_path):
+    image = tmp_path / "disk.img"
+    size = 8 << 20
+    with open(image, "wb") as f:
+        f.truncate(size)
+        f.seek(4096)
+        f.write(b"old file system" * 1000)
+        f.seek(size - 4096)
+        f.write(b"x" * 4096)
+    inode = image.stat().st_ino
+    keeper = os.open(image, os.O_RDONLY)  # QEMU's open file must see the same inode
+    try:
+        punch_out(image)
+        assert image.stat().st_ino == inode and image.stat().st_size == size
+        assert os.pread(keeper, size, 0) == bytes(size)
+        assert image.stat().st_blocks == 0  # holes again: the next job's disk is sparse
+    finally:
+        os.close(keeper)
+
+
+def test_a_job_on_an_aged_image_powers_the_kept_guest_off_first(tmp_path, recorded, monkeypatch):
+    """Its aging guest and its own guest would otherwise run beside the kept one."""
+    from fslab.backends.guest.backend import GuestBackend
+    from fslab.jobdata.model import Cell, Job, JobSettings, Run
+
+    backend = GuestBackend()
+    ran: list[str] = []
+    monkeypatch.setattr(backend, "_execute_aged", lambda job, *args: ran.append(job.id))
+    cell = Cell("c", "ext4", "ext4", (), (), "w", "fio", {}, {}, "guest", aging={"fill": 0.5})
+    aged = Job("aged", "guest", (Run(cell, 0),), JobSettings(device={"kind": "image", "size": 1 << 30}))
+    with backend.keep_booted():
+        assert backend._pool is not None
+        backend._pool.session_for(_key(tmp_path), tmp_path, tmp_path, None)
+        backend.execute(aged, None, tmp_path, lambda record: None)
+        assert ran == ["aged"] and backend._pool.current is None
+    assert recorded == ["start s0", "close s0 graceful"]
+
+
+def test_a_lockup_that_lasts_is_a_hung_kernel_and_a_short_one_is_not():
+    from fslab.backends.guest.hang import kernel_hang
+
+    short = "[  80.6] watchdog: BUG: soft lockup - CPU#0 stuck for 27s! [busybox:942]\n"
+    assert kernel_hang(short) is None  # a vCPU the busy host did not run for a while
+    long = short + "[1360.7] watchdog: BUG: soft lockup - CPU#1 stuck for 1219s! [python3:943]\n"
+    assert kernel_hang(long) == "the guest's kernel hung: CPU 1 stuck for 1219 s in python3:943 (soft lockup)"

@@ -1,0 +1,143 @@
+"""`python -m fslab.job serve DIR` on the host: the server a guest session runs, with the
+null study's real jobs (fake device, null file system: no root needed). Each request runs
+in a child of one import, its status comes back as a file, a child that dies or a job
+that fails is a status and the server goes on, and ``stop`` ends it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import fslab
+from fslab.job.entry import write_job
+from fslab.job.folder import JobFolder
+from test_jobs import null_plan  # same folder, on sys.path under pytest
+
+ENV = {**os.environ, "PYTHONPATH": str(Path(fslab.__file__).resolve().parents[1])}
+
+
+def _request(folder: Path, n: int, argv: list[str]) -> None:
+    tmp = folder / f".req-{n}.json"
+    tmp.write_text(json.dumps({"argv": argv, "disks": []}))
+    tmp.rename(folder / f"req-{n}.json")
+
+
+def _status(folder: Path, n: int, timeout_s: float = 120.0) -> int:
+    end = time.monotonic() + timeout_s
+    while not (folder / f"status-{n}").exists():
+        assert time.monotonic() < end, f"no status-{n} within {timeout_s} s"
+        time.sleep(0.05)
+    return int((folder / f"status-{n}").read_text())
+
+
+def test_the_server_runs_each_request_in_a_child_and_stops_when_asked(tmp_path):
+    plan = null_plan(tmp_path, fresh="run")
+    jobs = plan.jobs[:2]
+    serve_dir = tmp_path / "serve"
+    serve_dir.mkdir()
+    server = subprocess.Popen([sys.executable, "-m", "fslab.job", "serve", str(serve_dir)], env=ENV)
+    try:
+        folders = []
+        for n, job in enumerate(jobs):
+            folder = JobFolder(tmp_path / f"job-{n}").make()
+            write_job(job, folder.job_file)
+            _request(serve_dir, n, ["run", str(folder.job_file), "--out", str(folder.path)])
+            folders.append(folder)
+        # A job file that is no job: the job's error, as status 2, and the server goes on.
+        _request(serve_dir, 2, ["run", str(tmp_path / "missing.json"), "--out", str(tmp_path / "job-x")])
+        statuses = [_status(serve_dir, n) for n in range(3)]
+        assert statuses == [0, 0, 2]
+        assert "missing.json" in (serve_dir / "err-2").read_text()
+        for job, folder in zip(jobs, folders, strict=True):
+            assert sorted(r.run_key for r in folder.records()) == sorted(r.key for r in job.runs)
+            assert all(r.status == "ok" for r in folder.records())
+        (serve_dir / "stop").touch()
+        assert server.wait(timeout=30) == 0
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+
+
+def test_a_child_killed_by_a_signal_is_a_status_and_the_server_goes_on(tmp_path):
+    """The status of a child that died by signal N is 128+N, as a shell says it."""
+    plan = null_plan(tmp_path, fresh="run", sleep=60.0)
+    slow = next(j for j in plan.jobs if any(r.cell.workload == "slow" for r in j.runs))
+    serve_dir = tmp_path / "serve"
+    serve_dir.mkdir()
+    server = subprocess.Popen([sys.executable, "-m", "fslab.job", "serve", str(serve_dir)], env=ENV)
+    try:
+        folder = JobFolder(tmp_path / "job").make()
+        write_job(slow, folder.job_file)
+        _request(serve_dir, 0, ["run", str(folder.job_file), "--out", str(folder.path)])
+        child = _child_of(server.pid)
+        os.kill(child, signal.SIGKILL)
+        assert _status(serve_dir, 0) == 128 + signal.SIGKILL
+        _request(serve_dir, 1, ["run", str(tmp_path / "missing.json"), "--out", str(tmp_path / "x")])
+        assert _status(serve_dir, 1) == 2
+        (serve_dir / "stop").touch()
+        assert server.wait(timeout=30) == 0
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+
+
+def _child_of(pid: int, timeout_s: float = 60.0) -> int:
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        if children:
+            return int(children[0])
+        time.sleep(0.05)
+    raise AssertionError(f"the server {pid} forked no child within {timeout_s} s")
+
+
+FIO_STUDY = """
+[study]
+name = "warm"
+repetitions = 1
+
+[device]
+size = "64MiB"
+
+[filesystems.ext4]
+
+[[workloads]]
+kind = "fio"
+name = "w"
+rw = "randwrite"
+bs = "4k"
+size = "4M"
+runtime = 1
+time_based = 1
+"""
+
+
+def test_the_server_computes_once_what_every_child_would(tmp_path, monkeypatch):
+    """warm() fills the caches a child inherits: the tools' versions and executables' files."""
+    import tomllib
+
+    from fslab import commands, toolpages
+    from fslab.backends import choose_backend
+    from fslab.job.serve import warm
+    from fslab.plan import make_plan
+    from fslab.study import parse_spec
+
+    spec = parse_spec(tomllib.loads(FIO_STUDY), "warm.toml")
+    (job,) = make_plan(spec, backends=choose_backend, source="warm.toml", study_dir=tmp_path).jobs
+    job_file = tmp_path / "job.json"
+    write_job(job, job_file)
+    monkeypatch.setattr(toolpages, "_FILES", {})
+    monkeypatch.setattr(commands, "_VERSIONS", {})
+    warm(["run", str(job_file), "--out", str(tmp_path / "out")])
+    assert any(Path(path).name == "fio" for path, *_ in toolpages._FILES)
+    asked = {argv for argv, *_ in commands._VERSIONS}
+    assert ("fio", "--version") in asked and any(argv[0].startswith("mkfs.ext4") or argv[0] == "mke2fs"
+                                                 for argv in asked), asked
+    assert not (tmp_path / "out").exists()  # nothing of the job was done
