@@ -42,7 +42,8 @@ if TYPE_CHECKING:
     from ...filesystems import FilesystemType
     from ...jobdata.model import Job
     from ...jobdata.record import RunRecord
-    from .session import SessionPool
+    from .launcher import GuestResult
+    from .session import JobOutcome, SessionPool
 
 # Time a guest gets besides its runs' own limits: boot, module loading, mkfs, teardown.
 GUEST_MARGIN_S = 300.0
@@ -122,15 +123,7 @@ class GuestBackend:
             session = pool.session_for(key, work_dir, work_dir / "guests", _guest_env())
             with watching:
                 outcome = session.run_job(argv, _deadline(job), folder.console_file)
-            failure = None
-            if outcome.timed_out:
-                failure = f"the guest was killed at its deadline of {_deadline(job):.0f} s"
-            elif outcome.exit_status != 0:
-                failure = f"the job entry exited with status {outcome.exit_status} in the guest"
-            facts = _facts(job, outcome.kvm, outcome.kernel_release, outcome.kernel_package, outcome.memory_bytes,
-                           outcome.cpus, outcome.boot_s, outcome.host_io_errors)
-            facts["jobs_before_in_boot"] = outcome.jobs_before
-            tail = outcome.console_tail
+            failure, facts, tail = _ended(job, outcome, outcome.jobs_before)
         except GuestFailed as exc:
             failure, facts, tail = str(exc).split("\n", 1)[0], {}, exc.console_tail
             _keep_failed_console(exc.console_tail, folder.console_file)
@@ -183,15 +176,7 @@ class GuestBackend:
             try:
                 with watching:
                     result = run_in_guest(config, argv, deadline)
-                failure = None
-                if result.timed_out:
-                    failure = f"the guest was killed at its deadline of {deadline:.0f} s"
-                elif result.exit_status != 0:
-                    failure = f"the job entry exited with status {result.exit_status} in the guest"
-                facts = _facts(job, result.kvm, result.kernel_release, result.kernel_package, result.memory_bytes,
-                               result.cpus, result.boot_s, result.host_io_errors)
-                facts["jobs_before_in_boot"] = 0
-                tail = result.console_tail
+                failure, facts, tail = _ended(job, result, 0)
             except GuestFailed as exc:
                 failure, facts, tail = str(exc).split("\n", 1)[0], {}, exc.console_tail
         delivered = self._deliver(folder, handed, facts, on_record)
@@ -256,22 +241,28 @@ def _guest_env() -> dict[str, str] | None:
     return {"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else None
 
 
-def _facts(job: Job, kvm: bool, kernel_release: str, kernel_package: str, memory_bytes: int, cpus: int,
-           boot_s: float, host_io_errors: Sequence[str]) -> dict[str, Any]:
-    """What a record's provenance says of the guest that ran it."""
+def _ended(job: Job, ended: JobOutcome | GuestResult, jobs_before: int) -> tuple[str | None, dict[str, Any], str]:
+    """(why the job's runs it left unrecorded failed, or None; what a record's provenance
+    says of the guest that ran it; the console's last lines) for a job the guest ended."""
+    failure = None
+    if ended.timed_out:
+        failure = f"the guest was killed at its deadline of {_deadline(job):.0f} s"
+    elif ended.exit_status != 0:
+        failure = f"the job entry exited with status {ended.exit_status} in the guest"
     settings = job.settings
     facts: dict[str, Any] = {
-        "kernel_release": kernel_release, "kernel_package": kernel_package,
-        "accelerator": "kvm" if kvm else "tcg", "memory_bytes": memory_bytes,
-        "cpus": cpus, "boot_s": round(boot_s, 3),
+        "kernel_release": ended.kernel_release, "kernel_package": ended.kernel_package,
+        "accelerator": "kvm" if ended.kvm else "tcg", "memory_bytes": ended.memory_bytes,
+        "cpus": ended.cpus, "boot_s": round(ended.boot_s, 3),
         "kernel_requested": settings.guest_kernel,
         # the machine QEMU ran on: reports group a guest's runs with its host's
-        "vm_host": socket.gethostname()}
+        "vm_host": socket.gethostname(),
+        "jobs_before_in_boot": jobs_before}
     if settings.guest_memory_full is not None:  # --quick kept the data-to-memory ratio
         facts["memory_scaled_from_bytes"] = settings.guest_memory_full
-    if host_io_errors:  # why the host refused the guest's disk requests
-        facts["host_io_errors"] = list(host_io_errors)
-    return facts
+    if ended.host_io_errors:  # why the host refused the guest's disk requests
+        facts["host_io_errors"] = list(ended.host_io_errors)
+    return failure, facts, ended.console_tail
 
 
 def _keep_failed_console(tail: str, console: Path) -> None:
