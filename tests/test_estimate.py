@@ -72,8 +72,9 @@ def test_each_run_is_estimated_from_its_own_workload_and_backend_with_a_setup_pe
 
 
 def test_a_guest_job_boots_unless_the_guest_job_before_it_needs_the_same_guest():
-    """Kernel, memory and device decide; a host job between does not; an aged job boots
-    a guest of its own, and so does the guest job after it."""
+    """Kernel, memory and device decide; a host job between powers the guest off (it
+    would run beside the host job); an aged job boots a guest of its own, and so does the
+    guest job after it."""
     import dataclasses
 
     def guest_job(name: str, **settings) -> Job:
@@ -88,8 +89,8 @@ def test_a_guest_job_boots_unless_the_guest_job_before_it_needs_the_same_guest()
             guest_job("f", device={"kind": "image", "size": 2 << 30}),
             aged, guest_job("g", device={"kind": "image", "size": 2 << 30})]
     estimate = TimeModel().estimate(jobs)
-    # boots: a, c, e, f, aged, g; in the guest before: b (a host job between), d
-    assert estimate.guest_boots == 6 and estimate.guest_in_boot == 2
+    # boots: a, b (a host job between), c, e, f, aged, g; in the guest before: d
+    assert estimate.guest_boots == 7 and estimate.guest_in_boot == 1
 
 
 def test_a_setup_in_a_booted_guest_is_learned_apart_from_a_boot():

@@ -306,8 +306,7 @@ class TimeModel:
                         out.setups_prior += 1
                 if setup is not None:
                     out.seconds, out.low, out.high = out.seconds + setup[0], out.low + setup[1], out.high + setup[2]
-            if job.backend == "guest":
-                previous_guest = guest_key
+            previous_guest = guest_key  # a host job between powers the guest off (LocalExecutor)
             laid_out: set[str] = set()  # with reuse_layout: the layouts this job has made
             for run in job.runs:
                 out.runs += 1
