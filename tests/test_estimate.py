@@ -293,3 +293,38 @@ def test_with_reuse_layout_only_the_first_run_of_each_layout_pays_for_laying_it_
                                                  + expected_reused * HOST_RUN_OVERHEAD_REUSED.mean
                                                  + HOST_SETUP["ext4"].mean)
         assert ("2 on files an earlier run of their pass laid out: 0.4–0.6 s on the host" in estimate.text()) == reuse
+
+
+def test_an_auto_study_boots_a_guest_in_each_pass():
+    """repetitions = "auto" runs pass after pass, each a batch of its own: the guest the
+    last job of a pass ran in is powered off before the next pass's first job."""
+    from fslab.forecast import forecast
+    from fslab.plan import make_plan
+    from fslab.study import parse_spec
+
+    text = """
+[study]
+name = "x"
+repetitions = "auto"
+fresh = "run"
+[device]
+kind = "image"
+size = "256MiB"
+[filesystems.ext4]
+[filesystems.xfs]
+[[workloads]]
+kind = "fio"
+name = "w"
+rw = "randwrite"
+bs = "4k"
+size = "64M"
+runtime = 1
+time_based = 1
+"""
+    plan = make_plan(parse_spec(tomllib.loads(text), "x.toml"), backends=lambda *_: ("guest", None))
+    assert plan.auto is not None
+    passes = plan.auto.max_n
+    outlook = forecast(plan, [], "here", "none")
+    # each pass: one boot, the other cell's job in its guest
+    assert (outlook.time_max.guest_boots, outlook.time_max.guest_in_boot) == (passes, passes)
+    assert (outlook.time_min.guest_boots, outlook.time_min.guest_in_boot) == (plan.auto.min_n, plan.auto.min_n)

@@ -21,6 +21,7 @@ took as long as the quicker or the slower quarter of its kind did.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -42,7 +43,7 @@ from .priors import (
 from .stored import STATUS_OK
 
 if TYPE_CHECKING:
-    from .jobdata.model import Cell, Job
+    from .jobdata.model import Cell, Job, Run
     from .jobdata.record import RunRecord
     from .stored import HistoryRun
 
@@ -281,6 +282,17 @@ class TimeModel:
                 return seen.stats()
         return None
 
+    def estimate_by_pass(self, jobs: Sequence[Job]) -> TimeEstimate:
+        """The time of an auto study's ``jobs``: pass after pass, each a batch of its own
+        (fslab.runner._run_passes), so a job is set up and a guest kept for consecutive
+        jobs is booted again in each pass."""
+        total = TimeEstimate()
+        for index in sorted({run.repetition for job in jobs for run in job.runs}):
+            in_pass = functools.partial(_in_pass, index)
+            total = total.add(self.estimate([job.with_runs(runs, job.resumed_without) for job in jobs
+                                             if (runs := tuple(filter(in_pass, job.runs)))]))
+        return total
+
     def estimate(self, jobs: Sequence[Job], started: frozenset[str] = frozenset()) -> TimeEstimate:
         """The time ``jobs`` will take; a job whose id is in ``started`` is set up already."""
         out = TimeEstimate()
@@ -330,6 +342,10 @@ class TimeModel:
                 else:
                     out.from_declared += 1
         return out
+
+
+def _in_pass(index: int, run: Run) -> bool:
+    return run.repetition == index
 
 
 def setup_kind(backend: str, jobs_before_in_boot: int | None) -> str:

@@ -467,7 +467,7 @@ def _run_passes(store: Store, study_id: int, plan: Plan, rule: StoppingRule, gra
         if on_pass:
             later = _jobs_to_do(plan.jobs, set(), grant, passes=range(index + 1, rule.max_n), cells=repeating)
             on_pass(PassOutcome(index, rule.max_n, decisions, sum(len(j.runs) for j in todo),
-                                countdown.model.estimate(todo), countdown.model.estimate(later)))
+                                countdown.model.estimate(todo), countdown.model.estimate_by_pass(later)))
         if not repeating:
             return
         if todo:
