@@ -328,3 +328,17 @@ time_based = 1
     # each pass: one boot, the other cell's job in its guest
     assert (outlook.time_max.guest_boots, outlook.time_max.guest_in_boot) == (passes, passes)
     assert (outlook.time_min.guest_boots, outlook.time_min.guest_in_boot) == (plan.auto.min_n, plan.auto.min_n)
+
+
+def test_each_guest_job_boots_where_the_executor_keeps_no_guest():
+    """A Dask worker runs each job in a process of its own, and so in a guest of its own;
+    the local executor keeps one for consecutive jobs that need the same guest."""
+    from fslab.executors import LocalExecutor
+    from fslab.executors.dask import DaskExecutor
+
+    settings = JobSettings(device={"kind": "image", "size": 1 << 30})
+    jobs = [Job(f"j{i}", "guest", (Run(cell("c", "guest"), i),), settings) for i in range(4)]
+    kept, not_kept = TimeModel().estimate(jobs), TimeModel(guests_kept=False).estimate(jobs)
+    assert (kept.guest_boots, kept.guest_in_boot) == (1, 3)
+    assert (not_kept.guest_boots, not_kept.guest_in_boot) == (4, 0)
+    assert LocalExecutor.keeps_guests_booted and not getattr(DaskExecutor, "keeps_guests_booted", False)

@@ -200,7 +200,10 @@ def duration_text(seconds: float) -> str:
 class TimeModel:
     """Durations of runs and job setups seen so far; ``estimate`` says how long jobs will take."""
 
-    def __init__(self, history: Iterable[HistoryRun] = (), study_id: int | None = None):
+    def __init__(self, history: Iterable[HistoryRun] = (), study_id: int | None = None, guests_kept: bool = True):
+        # whether the executor runs consecutive guest jobs in one boot (the local one
+        # does; a Dask worker runs each job in a process, and so a guest, of its own)
+        self.guests_kept = guests_kept
         self._runs: dict[tuple[str, ...], _Seen] = {}
         self._setups: dict[tuple[str, ...], _Seen] = {}
         self._declared: dict[str, float | None] = {}
@@ -301,7 +304,7 @@ class TimeModel:
             out.jobs += 1
             guest_key = _guest_key(job)
             if job.id not in started:
-                in_boot = guest_key is not None and guest_key == previous_guest
+                in_boot = self.guests_kept and guest_key is not None and guest_key == previous_guest
                 kind = GUEST_IN_BOOT if in_boot else job.backend
                 boots = job.backend == "guest" and not in_boot
                 out.guest_boots += boots

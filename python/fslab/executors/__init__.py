@@ -40,6 +40,8 @@ class Executor(Protocol):
 class LocalExecutor:
     """Jobs in plan order on this machine, each through its backend."""
 
+    keeps_guests_booted = True  # consecutive guest jobs share one boot (the estimate counts on it)
+
     def run(self, jobs: list[Job], jobs_dir: Path, work_dir: Path,
             on_record: Callable[[RunRecord, JobFolder], None],
             on_progress: Callable[[RunRecord, JobFolder], None] | None = None) -> None:
