@@ -156,3 +156,18 @@ def test_a_host_job_between_guest_jobs_runs_with_no_guest_kept(tmp_path, recorde
     LocalExecutor().run(jobs, tmp_path / "jobs", tmp_path / "work", on_record)
     assert guests_during_host_runs == [False] * len(host_job.runs)
     assert recorded == ["start s0", "close s0 graceful", "start s1", "close s1 graceful"]
+
+
+def test_a_server_that_is_gone_is_said_with_its_status_and_output(tmp_path):
+    """Its shell writes its status to `exited`; one killed by a signal (the guest's OOM
+    killer, most likely) prints nothing, so its status is all there is to say."""
+    from fslab.backends.guest.session import server_gone
+
+    (tmp_path / "exited").write_text("137\n")
+    (tmp_path / "server.log").write_text("")
+    assert server_gone(tmp_path) == ("the job server in the guest exited with status 137 (killed by signal 9, "
+                                     "e.g. by the guest's OOM killer): (no output)")
+    (tmp_path / "exited").write_text("1\n")
+    (tmp_path / "server.log").write_text("Traceback ...\nModuleNotFoundError: No module named 'fslab'\n")
+    assert server_gone(tmp_path) == ("the job server in the guest exited with status 1: Traceback ...\n"
+                                     "ModuleNotFoundError: No module named 'fslab'")
