@@ -72,8 +72,9 @@ def test_each_run_is_estimated_from_its_own_workload_and_backend_with_a_setup_pe
 
 
 def test_a_guest_job_boots_unless_the_guest_job_before_it_needs_the_same_guest():
-    """Kernel, memory and device decide; a host job between does not; an aged job boots
-    a guest of its own, and so does the guest job after it."""
+    """Kernel, memory and device decide; a host job between powers the guest off (it
+    would run beside the host job); an aged job boots a guest of its own, and so does the
+    guest job after it."""
     import dataclasses
 
     def guest_job(name: str, **settings) -> Job:
@@ -88,8 +89,8 @@ def test_a_guest_job_boots_unless_the_guest_job_before_it_needs_the_same_guest()
             guest_job("f", device={"kind": "image", "size": 2 << 30}),
             aged, guest_job("g", device={"kind": "image", "size": 2 << 30})]
     estimate = TimeModel().estimate(jobs)
-    # boots: a, c, e, f, aged, g; in the guest before: b (a host job between), d
-    assert estimate.guest_boots == 6 and estimate.guest_in_boot == 2
+    # boots: a, b (a host job between), c, e, f, aged, g; in the guest before: d
+    assert estimate.guest_boots == 7 and estimate.guest_in_boot == 1
 
 
 def test_a_setup_in_a_booted_guest_is_learned_apart_from_a_boot():
@@ -292,3 +293,52 @@ def test_with_reuse_layout_only_the_first_run_of_each_layout_pays_for_laying_it_
                                                  + expected_reused * HOST_RUN_OVERHEAD_REUSED.mean
                                                  + HOST_SETUP["ext4"].mean)
         assert ("2 on files an earlier run of their pass laid out: 0.4–0.6 s on the host" in estimate.text()) == reuse
+
+
+def test_an_auto_study_boots_a_guest_in_each_pass():
+    """repetitions = "auto" runs pass after pass, each a batch of its own: the guest the
+    last job of a pass ran in is powered off before the next pass's first job."""
+    from fslab.forecast import forecast
+    from fslab.plan import make_plan
+    from fslab.study import parse_spec
+
+    text = """
+[study]
+name = "x"
+repetitions = "auto"
+fresh = "run"
+[device]
+kind = "image"
+size = "256MiB"
+[filesystems.ext4]
+[filesystems.xfs]
+[[workloads]]
+kind = "fio"
+name = "w"
+rw = "randwrite"
+bs = "4k"
+size = "64M"
+runtime = 1
+time_based = 1
+"""
+    plan = make_plan(parse_spec(tomllib.loads(text), "x.toml"), backends=lambda *_: ("guest", None))
+    assert plan.auto is not None
+    passes = plan.auto.max_n
+    outlook = forecast(plan, [], "here", "none")
+    # each pass: one boot, the other cell's job in its guest
+    assert (outlook.time_max.guest_boots, outlook.time_max.guest_in_boot) == (passes, passes)
+    assert (outlook.time_min.guest_boots, outlook.time_min.guest_in_boot) == (plan.auto.min_n, plan.auto.min_n)
+
+
+def test_each_guest_job_boots_where_the_executor_keeps_no_guest():
+    """A Dask worker runs each job in a process of its own, and so in a guest of its own;
+    the local executor keeps one for consecutive jobs that need the same guest."""
+    from fslab.executors import LocalExecutor
+    from fslab.executors.dask import DaskExecutor
+
+    settings = JobSettings(device={"kind": "image", "size": 1 << 30})
+    jobs = [Job(f"j{i}", "guest", (Run(cell("c", "guest"), i),), settings) for i in range(4)]
+    kept, not_kept = TimeModel().estimate(jobs), TimeModel(guests_kept=False).estimate(jobs)
+    assert (kept.guest_boots, kept.guest_in_boot) == (1, 3)
+    assert (not_kept.guest_boots, not_kept.guest_in_boot) == (4, 0)
+    assert LocalExecutor.keeps_guests_booted and not getattr(DaskExecutor, "keeps_guests_booted", False)

@@ -125,3 +125,49 @@ def test_a_lockup_that_lasts_is_a_hung_kernel_and_a_short_one_is_not():
     assert kernel_hang(short) is None  # a vCPU the busy host did not run for a while
     long = short + "[1360.7] watchdog: BUG: soft lockup - CPU#1 stuck for 1219s! [python3:943]\n"
     assert kernel_hang(long) == "the guest's kernel hung: CPU 1 stuck for 1219 s in python3:943 (soft lockup)"
+
+
+def test_a_host_job_between_guest_jobs_runs_with_no_guest_kept(tmp_path, recorded, monkeypatch):
+    """A host job measured beside an idle kept guest (its QEMU's memory, its job server's
+    polling) would measure another machine than a host job of a host-only study."""
+    import dataclasses
+
+    from fslab.backends import BACKENDS
+    from fslab.executors import LocalExecutor
+    from test_jobs import null_plan  # tests/ is on sys.path under pytest
+
+    guest = BACKENDS.get("guest")
+    monkeypatch.setattr(guest, "_execute_in_session", lambda pool, job, *args: pool.session_for(
+        _key(tmp_path), tmp_path, tmp_path, None))
+    plan = null_plan(tmp_path, fresh="run")
+    host_job = plan.jobs[1]
+    assert host_job.backend == "host"
+    jobs = [dataclasses.replace(plan.jobs[0], backend="guest"), host_job,
+            dataclasses.replace(plan.jobs[2], backend="guest")]
+    guests_during_host_runs: list[bool] = []
+
+    def on_record(record, folder) -> None:
+        if record.cell_id == host_job.cell.id:
+            guests_during_host_runs.append(any(s.alive for s in _Recorded.sessions))
+
+    monkeypatch.setattr(_Recorded, "sessions", [], raising=False)
+    original_start = _Recorded.start
+    monkeypatch.setattr(_Recorded, "start", lambda self: (_Recorded.sessions.append(self), original_start(self))[1])
+    LocalExecutor().run(jobs, tmp_path / "jobs", tmp_path / "work", on_record)
+    assert guests_during_host_runs == [False] * len(host_job.runs)
+    assert recorded == ["start s0", "close s0 graceful", "start s1", "close s1 graceful"]
+
+
+def test_a_server_that_is_gone_is_said_with_its_status_and_output(tmp_path):
+    """Its shell writes its status to `exited`; one killed by a signal (the guest's OOM
+    killer, most likely) prints nothing, so its status is all there is to say."""
+    from fslab.backends.guest.session import server_gone
+
+    (tmp_path / "exited").write_text("137\n")
+    (tmp_path / "server.log").write_text("")
+    assert server_gone(tmp_path) == ("the job server in the guest exited with status 137 (killed by signal 9, "
+                                     "e.g. by the guest's OOM killer): (no output)")
+    (tmp_path / "exited").write_text("1\n")
+    (tmp_path / "server.log").write_text("Traceback ...\nModuleNotFoundError: No module named 'fslab'\n")
+    assert server_gone(tmp_path) == ("the job server in the guest exited with status 1: Traceback ...\n"
+                                     "ModuleNotFoundError: No module named 'fslab'")

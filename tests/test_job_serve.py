@@ -145,3 +145,33 @@ def test_the_server_computes_once_what_every_child_would(tmp_path, monkeypatch):
     assert ("fio", "--version") in {argv for argv, *_ in commands._VERSIONS}
     assert fs_asked == ["ext4"]
     assert not (tmp_path / "out").exists()  # nothing of the job was done
+
+
+def test_a_job_gets_the_signal_dispositions_of_a_job_in_a_fresh_guest(tmp_path):
+    """The session starts the server in the background of `sh -c` (as a shell starts an
+    asynchronous list, with SIGINT and SIGQUIT ignored); a job run in a fresh guest by its
+    agent ignores neither, nor may the tools it starts."""
+    plan = null_plan(tmp_path, fresh="run", sleep=60.0)
+    slow = next(j for j in plan.jobs if any(r.cell.workload == "slow" for r in j.runs))
+    serve_dir = tmp_path / "serve"
+    serve_dir.mkdir()
+    pid_file = tmp_path / "server.pid"
+    subprocess.run(["sh", "-c", f"{sys.executable} -m fslab.job serve {serve_dir} > /dev/null 2>&1 < /dev/null & "
+                    f"echo $! > {pid_file}"], env=ENV, check=True)
+    server = int(pid_file.read_text())
+    try:
+        folder = JobFolder(tmp_path / "job").make()
+        write_job(slow, folder.job_file)
+        _request(serve_dir, 0, ["run", str(folder.job_file), "--out", str(folder.path)])
+        child = _child_of(server)
+        end = time.monotonic() + 60
+        while not (folder.path / "work").exists():  # the job has begun (its child set itself up)
+            assert time.monotonic() < end, "the job did not begin within 60 s"
+            time.sleep(0.05)
+        ignored = next(int(line.split()[1], 16) for line in Path(f"/proc/{child}/status").read_text().splitlines()
+                       if line.startswith("SigIgn:"))
+        assert ignored & (1 << (signal.SIGINT - 1) | 1 << (signal.SIGQUIT - 1)) == 0, hex(ignored)
+        os.kill(child, signal.SIGINT)  # the job unwinds as it would on Ctrl-C
+        assert _status(serve_dir, 0, timeout_s=30) == 130
+    finally:
+        os.kill(server, signal.SIGKILL)

@@ -21,6 +21,7 @@ took as long as the quicker or the slower quarter of its kind did.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -42,7 +43,7 @@ from .priors import (
 from .stored import STATUS_OK
 
 if TYPE_CHECKING:
-    from .jobdata.model import Cell, Job
+    from .jobdata.model import Cell, Job, Run
     from .jobdata.record import RunRecord
     from .stored import HistoryRun
 
@@ -199,7 +200,10 @@ def duration_text(seconds: float) -> str:
 class TimeModel:
     """Durations of runs and job setups seen so far; ``estimate`` says how long jobs will take."""
 
-    def __init__(self, history: Iterable[HistoryRun] = (), study_id: int | None = None):
+    def __init__(self, history: Iterable[HistoryRun] = (), study_id: int | None = None, guests_kept: bool = True):
+        # whether the executor runs consecutive guest jobs in one boot (the local one
+        # does; a Dask worker runs each job in a process, and so a guest, of its own)
+        self.guests_kept = guests_kept
         self._runs: dict[tuple[str, ...], _Seen] = {}
         self._setups: dict[tuple[str, ...], _Seen] = {}
         self._declared: dict[str, float | None] = {}
@@ -281,6 +285,17 @@ class TimeModel:
                 return seen.stats()
         return None
 
+    def estimate_by_pass(self, jobs: Sequence[Job]) -> TimeEstimate:
+        """The time of an auto study's ``jobs``: pass after pass, each a batch of its own
+        (fslab.runner._run_passes), so a job is set up and a guest kept for consecutive
+        jobs is booted again in each pass."""
+        total = TimeEstimate()
+        for index in sorted({run.repetition for job in jobs for run in job.runs}):
+            in_pass = functools.partial(_in_pass, index)
+            total = total.add(self.estimate([job.with_runs(runs, job.resumed_without) for job in jobs
+                                             if (runs := tuple(filter(in_pass, job.runs)))]))
+        return total
+
     def estimate(self, jobs: Sequence[Job], started: frozenset[str] = frozenset()) -> TimeEstimate:
         """The time ``jobs`` will take; a job whose id is in ``started`` is set up already."""
         out = TimeEstimate()
@@ -289,7 +304,7 @@ class TimeModel:
             out.jobs += 1
             guest_key = _guest_key(job)
             if job.id not in started:
-                in_boot = guest_key is not None and guest_key == previous_guest
+                in_boot = self.guests_kept and guest_key is not None and guest_key == previous_guest
                 kind = GUEST_IN_BOOT if in_boot else job.backend
                 boots = job.backend == "guest" and not in_boot
                 out.guest_boots += boots
@@ -306,8 +321,7 @@ class TimeModel:
                         out.setups_prior += 1
                 if setup is not None:
                     out.seconds, out.low, out.high = out.seconds + setup[0], out.low + setup[1], out.high + setup[2]
-            if job.backend == "guest":
-                previous_guest = guest_key
+            previous_guest = guest_key  # a host job between powers the guest off (LocalExecutor)
             laid_out: set[str] = set()  # with reuse_layout: the layouts this job has made
             for run in job.runs:
                 out.runs += 1
@@ -331,6 +345,10 @@ class TimeModel:
                 else:
                     out.from_declared += 1
         return out
+
+
+def _in_pass(index: int, run: Run) -> bool:
+    return run.repetition == index
 
 
 def setup_kind(backend: str, jobs_before_in_boot: int | None) -> str:

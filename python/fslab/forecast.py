@@ -114,15 +114,16 @@ def forecast(plan: Plan, history: Sequence[HistoryRun], host: str, history_sourc
                         fixed_n=plan.repetitions, history_source=history_source)
     rule = plan.auto
     first = _only(plan.jobs, lambda r: r.repetition < rule.min_n)
-    out = Forecast(sum(len(j.runs) for j in first), len(plan.runs), model.estimate(first), model.estimate(plan.jobs),
-                   precision, noise, unseen, history_source=history_source, runs_max_per_cell=rule.max_n)
+    out = Forecast(sum(len(j.runs) for j in first), len(plan.runs), model.estimate_by_pass(first),
+                   model.estimate_by_pass(plan.jobs), precision, noise, unseen, history_source=history_source,
+                   runs_max_per_cell=rule.max_n)
     if not unseen:
         likely: dict[str, int] = {}
         for cell in plan.cells:
             needed = runs_for_precision(seen[(cell.workload_kind, cell.backend)].cv, precision, rule.max_n)
             likely[cell.id] = min(max(needed or rule.max_n, rule.min_n), rule.max_n)
         out.runs_likely = sum(likely.values())
-        out.time_likely = model.estimate(_only(plan.jobs, lambda r: r.repetition < likely[r.cell.id]))
+        out.time_likely = model.estimate_by_pass(_only(plan.jobs, lambda r: r.repetition < likely[r.cell.id]))
     return out
 
 

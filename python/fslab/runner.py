@@ -393,7 +393,8 @@ def run_study(
             planned = planned.with_seed(previous.seed)  # the stored study's order
         study_id, grant, retried = _open_study(store, planned, previous, allowed_devices, retry_failed, results_dir)
         execution = _Execution(store, study_id, planned.plan, jobs_executor, results_dir,
-                               Countdown(TimeModel(store.history(), study_id)), on_record, on_progress)
+                               Countdown(TimeModel(store.history(), study_id, guests_kept=getattr(
+                                   jobs_executor, "keeps_guests_booted", False))), on_record, on_progress)
         _recover_records(store, study_id, execution.jobs_dir)
         stored = store.stored_runs(study_id)
         try:
@@ -467,7 +468,7 @@ def _run_passes(store: Store, study_id: int, plan: Plan, rule: StoppingRule, gra
         if on_pass:
             later = _jobs_to_do(plan.jobs, set(), grant, passes=range(index + 1, rule.max_n), cells=repeating)
             on_pass(PassOutcome(index, rule.max_n, decisions, sum(len(j.runs) for j in todo),
-                                countdown.model.estimate(todo), countdown.model.estimate(later)))
+                                countdown.model.estimate(todo), countdown.model.estimate_by_pass(later)))
         if not repeating:
             return
         if todo:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -39,25 +40,27 @@ class Executor(Protocol):
 class LocalExecutor:
     """Jobs in plan order on this machine, each through its backend."""
 
+    keeps_guests_booted = True  # consecutive guest jobs share one boot (the estimate counts on it)
+
     def run(self, jobs: list[Job], jobs_dir: Path, work_dir: Path,
             on_record: Callable[[RunRecord, JobFolder], None],
             on_progress: Callable[[RunRecord, JobFolder], None] | None = None) -> None:
         from ..backends import BACKENDS
 
-        with contextlib.ExitStack() as kept:
-            # A backend that can keep what consecutive jobs share (a booted guest) keeps it
-            # for the whole batch, and lets it go when the batch ends or is interrupted.
-            for name in dict.fromkeys(job.backend for job in jobs):
-                keep_booted = getattr(BACKENDS.get(name), "keep_booted", None)
-                if keep_booted is not None:
-                    kept.enter_context(keep_booted())
-            for job in jobs:
-                folder = JobFolder(jobs_dir / job.id)
-                shutil.rmtree(folder.path, ignore_errors=True)
-                progress = functools.partial(_with_folder, on_progress, folder) if on_progress else None
-                BACKENDS.get(job.backend).execute(job, folder, work_dir,
-                                                  functools.partial(_with_folder, on_record, folder), progress)
-                shutil.rmtree(folder.path, ignore_errors=True)
+        # A backend that can keep what consecutive jobs share (a booted guest) keeps it
+        # while its jobs follow one another, and lets it go when a job of another backend
+        # comes (a host job measured beside an idle guest would share the machine with it),
+        # when the batch ends or is interrupted.
+        for name, consecutive in itertools.groupby(jobs, key=lambda job: job.backend):
+            keep_booted = getattr(BACKENDS.get(name), "keep_booted", None)
+            with keep_booted() if keep_booted is not None else contextlib.nullcontext():
+                for job in consecutive:
+                    folder = JobFolder(jobs_dir / job.id)
+                    shutil.rmtree(folder.path, ignore_errors=True)
+                    progress = functools.partial(_with_folder, on_progress, folder) if on_progress else None
+                    BACKENDS.get(job.backend).execute(job, folder, work_dir,
+                                                      functools.partial(_with_folder, on_record, folder), progress)
+                    shutil.rmtree(folder.path, ignore_errors=True)
 
 
 def _with_folder(on_record: Callable[[RunRecord, JobFolder], None], folder: JobFolder, record: RunRecord) -> None:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import signal
 import sys
 import time
 import traceback
@@ -49,6 +50,10 @@ def drop_disk_caches(disks: list[str]) -> None:
 
 def _child(folder: Path, n: int, request: dict[str, list[str]], main: Callable[[list[str]], int]) -> int:
     """In the forked child: the job, between two drops of its disks' caches."""
+    # The server runs in the background of a shell, which starts it with SIGINT and SIGQUIT
+    # ignored; a job its guest's agent starts ignores neither, nor do the tools it runs.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
     for fd, name in ((1, f"out-{n}"), (2, f"err-{n}")):
         target = os.open(folder / name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         os.dup2(target, fd)

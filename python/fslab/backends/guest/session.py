@@ -212,9 +212,7 @@ class GuestSession:
                 raise GuestFailed("the guest died while it ran the job", guest.console_tail())
             if (self._serve_dir / "exited").exists() and not status_file.exists():
                 self.reusable = False
-                log = _read(self._serve_dir / "server.log").strip()[-800:]
-                raise GuestFailed(f"the job server in the guest exited: {log or '(no output)'}",
-                                  guest.console_tail())
+                raise GuestFailed(server_gone(self._serve_dir), guest.console_tail())
             if time.monotonic() - started > deadline_s:
                 self.reusable = False
                 guest.kill()
@@ -256,6 +254,16 @@ class SessionPool:
         if self._session is not None:
             session, self._session = self._session, None
             session.close(graceful)
+
+
+def server_gone(serve_dir: Path) -> str:
+    """Why the job server is gone: its exit status (as its shell saw it) and its output."""
+    status = _read(serve_dir / "exited").strip()
+    how = f" with status {status}" if status else ""
+    if status.isdigit() and int(status) > 128:  # a shell's way of saying "killed by signal N"
+        how += f" (killed by signal {int(status) - 128}, e.g. by the guest's OOM killer)"
+    log = _read(serve_dir / "server.log").strip()[-800:]
+    return f"the job server in the guest exited{how}: {log or '(no output)'}"
 
 
 def _size(path: Path) -> int:
