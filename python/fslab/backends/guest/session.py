@@ -1,8 +1,8 @@
 """One booted guest for consecutive guest jobs: the boot and the job entry's import paid
 once, not per job.
 
-Under TCG a boot costs about 3 s and the job entry's import about 5 s, several times a
-1 s fio run; a study whose every run needs a fresh file system (``fresh = "run"``) paid
+Under TCG a boot costs about 3 s and the job entry's import 2-5 s, several times a 1 s
+fio run; a study whose every run needs a fresh file system (``fresh = "run"``) paid
 both per run. A session keeps the guest booted while the next job needs the same guest:
 the same kernel and memory, the same disks handed over, images of the same sizes and the
 same folder of job folders (its share). Each job then runs in a child forked from one
@@ -13,7 +13,9 @@ drops the guest's cached pages of each disk before and after its job.
 A session ends (the guest powered off, the images removed) when the next job needs
 another guest, when a job's process ended in an error or the guest died or passed a
 job's deadline (a guest in an unknown state runs nothing more), when a job of it had a
-failed run, and when the pool closes; on Ctrl-C or any exception QEMU is killed.
+failed run, and when the pool closes (the local executor closes it when a job of another
+backend comes: nothing is measured beside an idle guest); on Ctrl-C or any exception QEMU
+is killed.
 """
 
 from __future__ import annotations
