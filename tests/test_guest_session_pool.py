@@ -171,3 +171,18 @@ def test_a_server_that_is_gone_is_said_with_its_status_and_output(tmp_path):
     (tmp_path / "server.log").write_text("Traceback ...\nModuleNotFoundError: No module named 'fslab'\n")
     assert server_gone(tmp_path) == ("the job server in the guest exited with status 1: Traceback ...\n"
                                      "ModuleNotFoundError: No module named 'fslab'")
+
+
+def test_the_console_is_read_a_whole_line_at_a_time_from_where_the_last_look_ended(tmp_path):
+    """A hung kernel's line is seen once, whole, even when a look catches it half written."""
+    from fslab.backends.guest.session import _lines_from
+
+    console = tmp_path / "console.log"
+    console.write_bytes(b"boot\n[1360.7] watchdog: BUG: soft lockup - CPU#1 stu")
+    text, seen = _lines_from(console, 5)
+    assert text == "" and seen == 5  # only the half line came since offset 5
+    with open(console, "ab") as f:
+        f.write(b"ck for 1219s! [python3:943]\n")
+    text, seen = _lines_from(console, seen)
+    assert "stuck for 1219s" in text and seen == console.stat().st_size
+    assert _lines_from(console, seen) == ("", seen)

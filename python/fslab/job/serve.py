@@ -101,9 +101,9 @@ def _write_status(folder: Path, n: int, status: int) -> None:
 
 
 def _status_of(wait_status: int) -> int:
-    if os.WIFSIGNALED(wait_status):
-        return 128 + os.WTERMSIG(wait_status)
-    return os.WEXITSTATUS(wait_status)
+    """The exit status as a shell says it: 128+N for a child killed by signal N."""
+    code = os.waitstatus_to_exitcode(wait_status)
+    return 128 - code if code < 0 else code
 
 
 def serve(folder: Path, main: Callable[[list[str]], int]) -> int:

@@ -55,6 +55,9 @@ INNER_WORK = "/tmp/fslab-work"  # tmpfs in the guest: mount points and scratch
 class GuestBackend:
     name = "guest"
 
+    def __init__(self) -> None:
+        self._pool: SessionPool | None = None  # the guests kept booted (keep_booted)
+
     def unavailable(self) -> str | None:
         if shutil.which("qemu-system-x86_64") is None:
             return "qemu-system-x86_64 is not installed (apt-get install qemu-system-x86)"
@@ -64,9 +67,6 @@ class GuestBackend:
         if device.guest_disks is None and device.guest_passthrough is None:
             return f"a guest cannot use a {device.name} device (it belongs to the host)"
         return None
-
-    def __init__(self) -> None:
-        self._pool: SessionPool | None = None
 
     @contextlib.contextmanager
     def keep_booted(self) -> Iterator[None]:

@@ -222,6 +222,14 @@ def _q(path: Path) -> str:
     return str(path).replace(",", ",,")
 
 
+def read_or_empty(path: Path) -> str:
+    """A file the guest writes (through a share or the console), or "" while it is not there."""
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return ""
+
+
 def console_tail(path: Path, lines: int = CONSOLE_TAIL_LINES) -> str:
     try:
         text = path.read_text(errors="replace")
@@ -417,23 +425,17 @@ class Guest:
         while not status_file.exists():
             if time.monotonic() - started > timeout_s:
                 self.kill()
-                return CommandResult(tuple(argv), None, self._read(ctl / f"out-{n}"),
-                                     self._read(ctl / f"err-{n}"), time.monotonic() - started, True)
+                return CommandResult(tuple(argv), None, read_or_empty(ctl / f"out-{n}"),
+                                     read_or_empty(ctl / f"err-{n}"), time.monotonic() - started, True)
             if self._proc is not None and self._proc.poll() is not None:
                 raise GuestFailed(f"the guest died while running {shlex.join(argv)}",
                                   self.console_tail())
             time.sleep(0.02)
         wall = time.monotonic() - started
         status = int(status_file.read_text().strip())
-        return CommandResult(tuple(argv), status, self._read(ctl / f"out-{n}"),
-                             self._read(ctl / f"err-{n}"), wall, False)
+        return CommandResult(tuple(argv), status, read_or_empty(ctl / f"out-{n}"),
+                             read_or_empty(ctl / f"err-{n}"), wall, False)
 
-    @staticmethod
-    def _read(path: Path) -> str:
-        try:
-            return path.read_text(errors="replace")
-        except OSError:
-            return ""
 
     def check_output(self, argv: Sequence[str], timeout_s: float = 120) -> str:
         """stdout of a command that must succeed; GuestFailed with its stderr otherwise."""

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from ...resources import Resource, register, release, tracked
 from .hang import kernel_hang
-from .launcher import Guest, GuestConfig, GuestFailed, console_tail
+from .launcher import Guest, GuestConfig, GuestFailed, console_tail, read_or_empty
 
 SERVE_DIR = "serve"  # in the guest's control folder (/run/fslab/ctl in the guest)
 GUEST_CONTROL = "/run/fslab/ctl"
@@ -204,7 +204,7 @@ class GuestSession:
         while not status_file.exists():
             if console is not None and time.monotonic() > next_look:  # a hung kernel ends it now
                 next_look = time.monotonic() + HANG_LOOK_S
-                text = _read_from(console, console_seen)
+                text, console_seen = _lines_from(console, console_seen)  # only what came since
                 if (hang := kernel_hang(text)) is not None:
                     self.reusable = False
                     guest.kill()
@@ -260,11 +260,11 @@ class SessionPool:
 
 def server_gone(serve_dir: Path) -> str:
     """Why the job server is gone: its exit status (as its shell saw it) and its output."""
-    status = _read(serve_dir / "exited").strip()
+    status = read_or_empty(serve_dir / "exited").strip()
     how = f" with status {status}" if status else ""
     if status.isdigit() and int(status) > 128:  # a shell's way of saying "killed by signal N"
         how += f" (killed by signal {int(status) - 128}, e.g. by the guest's OOM killer)"
-    log = _read(serve_dir / "server.log").strip()[-800:]
+    log = read_or_empty(serve_dir / "server.log").strip()[-800:]
     return f"the job server in the guest exited{how}: {log or '(no output)'}"
 
 
@@ -275,20 +275,17 @@ def _size(path: Path) -> int:
         return 0
 
 
-def _read(path: Path) -> str:
-    try:
-        return path.read_text(errors="replace")
-    except OSError:
-        return ""
-
-
-def _read_from(path: Path, offset: int) -> str:
+def _lines_from(path: Path, offset: int) -> tuple[str, int]:
+    """The whole lines of ``path`` from ``offset`` on, and the offset after them (a line
+    still being written is left for the next look)."""
     try:
         with open(path, "rb") as f:
             f.seek(offset)
-            return f.read().decode(errors="replace")
+            data = f.read()
     except OSError:
-        return ""
+        return "", offset
+    end = data.rfind(b"\n") + 1
+    return data[:end].decode(errors="replace"), offset + end
 
 
 def _copy_from(source: Path, offset: int, dest: Path) -> None:
