@@ -5,12 +5,14 @@ that fails is a status and the server goes on, and ``stop`` ends it."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import fslab
@@ -27,6 +29,19 @@ def _request(folder: Path, n: int, argv: list[str]) -> None:
     tmp.rename(folder / f"req-{n}.json")
 
 
+@contextlib.contextmanager
+def _server(serve_dir: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """`python -m fslab.job serve DIR` on the host, killed at the end if still running."""
+    serve_dir.mkdir()
+    server = subprocess.Popen([sys.executable, "-m", "fslab.job", "serve", str(serve_dir)], env=ENV)
+    try:
+        yield server
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+
+
 def _status(folder: Path, n: int, timeout_s: float = 120.0) -> int:
     end = time.monotonic() + timeout_s
     while not (folder / f"status-{n}").exists():
@@ -39,9 +54,7 @@ def test_the_server_runs_each_request_in_a_child_and_stops_when_asked(tmp_path):
     plan = null_plan(tmp_path, fresh="run")
     jobs = plan.jobs[:2]
     serve_dir = tmp_path / "serve"
-    serve_dir.mkdir()
-    server = subprocess.Popen([sys.executable, "-m", "fslab.job", "serve", str(serve_dir)], env=ENV)
-    try:
+    with _server(serve_dir) as server:
         folders = []
         for n, job in enumerate(jobs):
             folder = JobFolder(tmp_path / f"job-{n}").make()
@@ -58,10 +71,6 @@ def test_the_server_runs_each_request_in_a_child_and_stops_when_asked(tmp_path):
             assert all(r.status == "ok" for r in folder.records())
         (serve_dir / "stop").touch()
         assert server.wait(timeout=30) == 0
-    finally:
-        if server.poll() is None:
-            server.kill()
-            server.wait()
 
 
 def test_a_child_killed_by_a_signal_is_a_status_and_the_server_goes_on(tmp_path):
@@ -69,9 +78,7 @@ def test_a_child_killed_by_a_signal_is_a_status_and_the_server_goes_on(tmp_path)
     plan = null_plan(tmp_path, fresh="run", sleep=60.0)
     slow = next(j for j in plan.jobs if any(r.cell.workload == "slow" for r in j.runs))
     serve_dir = tmp_path / "serve"
-    serve_dir.mkdir()
-    server = subprocess.Popen([sys.executable, "-m", "fslab.job", "serve", str(serve_dir)], env=ENV)
-    try:
+    with _server(serve_dir) as server:
         folder = JobFolder(tmp_path / "job").make()
         write_job(slow, folder.job_file)
         _request(serve_dir, 0, ["run", str(folder.job_file), "--out", str(folder.path)])
@@ -82,10 +89,6 @@ def test_a_child_killed_by_a_signal_is_a_status_and_the_server_goes_on(tmp_path)
         assert _status(serve_dir, 1) == 2
         (serve_dir / "stop").touch()
         assert server.wait(timeout=30) == 0
-    finally:
-        if server.poll() is None:
-            server.kill()
-            server.wait()
 
 
 def _child_of(pid: int, timeout_s: float = 60.0) -> int:
