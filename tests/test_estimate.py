@@ -125,7 +125,7 @@ def test_no_history_falls_back_to_stated_runtimes_and_built_in_priors_and_says_w
     text = estimate.text()
     assert text.startswith(f"at least about {duration_text(estimate.seconds)} (")  # the unknown guest run is not in it
     assert "1 from their stated runtime plus what a run adds for layout and start (1.2–3 s on the host" in text
-    assert "1 guest boots not timed here yet, included at 10–40 s each without KVM (TCG" in text
+    assert "1 guest boot not timed here yet, included at 10–40 s each without KVM (TCG" in text
     assert "with KVM (used where /dev/kvm boots a stock kernel) 2–6 s each" in text
     assert "setting up 1 file system not timed here yet, included from built-in priors" in text
     assert "1 runs with nothing to go by" in text

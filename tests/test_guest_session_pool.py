@@ -166,7 +166,8 @@ def test_a_server_that_is_gone_is_said_with_its_status_and_output(tmp_path):
     (tmp_path / "exited").write_text("137\n")
     (tmp_path / "server.log").write_text("")
     assert server_gone(tmp_path) == ("the job server in the guest exited with status 137 (killed by signal 9, "
-                                     "e.g. by the guest's OOM killer): (no output)")
+                                     "e.g. by the guest's OOM killer; more guest_memory in [study] gives it "
+                                     "room): (no output)")
     (tmp_path / "exited").write_text("1\n")
     (tmp_path / "server.log").write_text("Traceback ...\nModuleNotFoundError: No module named 'fslab'\n")
     assert server_gone(tmp_path) == ("the job server in the guest exited with status 1: Traceback ...\n"

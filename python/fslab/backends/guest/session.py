@@ -263,7 +263,8 @@ def server_gone(serve_dir: Path) -> str:
     status = read_or_empty(serve_dir / "exited").strip()
     how = f" with status {status}" if status else ""
     if status.isdigit() and int(status) > 128:  # a shell's way of saying "killed by signal N"
-        how += f" (killed by signal {int(status) - 128}, e.g. by the guest's OOM killer)"
+        how += f" (killed by signal {int(status) - 128}, e.g. by the guest's OOM killer"
+        how += "; more guest_memory in [study] gives it room)" if int(status) == 128 + 9 else ")"
     log = read_or_empty(serve_dir / "server.log").strip()[-800:]
     return f"the job server in the guest exited{how}: {log or '(no output)'}"
 
