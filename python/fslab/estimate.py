@@ -168,9 +168,9 @@ class TimeEstimate:
         if self.guest_boots_untimed:
             n = self.guest_boots_untimed
             (low, high), (kvm_low, kvm_high) = UNTIMED_BOOT_S, UNTIMED_BOOT_KVM_S
-            parts.append(f"{n} guest boot{'s' * (n != 1)} not timed here yet, included at {low}–{high} s each without KVM (TCG: "
-                         f"{duration_text(n * low)}–{duration_text(n * high)}; a built-in prior); with KVM (used "
-                         f"where /dev/kvm boots a stock kernel) {kvm_low}–{kvm_high} s each")
+            parts.append(f"{n} guest boot{'s' * (n != 1)} not timed here yet, included at {low}–{high} s each "
+                         f"without KVM (TCG: {duration_text(n * low)}–{duration_text(n * high)}; a built-in prior); "
+                         f"with KVM (used where /dev/kvm boots a stock kernel) {kvm_low}–{kvm_high} s each")
         if self.guest_in_boot:
             n = self.guest_in_boot
             parts.append(f"{n} guest job{'s' * (n != 1)} in the guest of the job before {'them' if n != 1 else 'it'} "
