@@ -23,19 +23,21 @@ from test_jobs import null_plan  # same folder, on sys.path under pytest
 class _HostSession:
     """A session whose "guest" runs each job with ``run`` on the host."""
 
-    def __init__(self, run) -> None:
+    def __init__(self, run, stalled_boots: tuple[str, ...] = ()) -> None:
         self.run = run
         self.reusable = True
+        self.stalled_boots = stalled_boots
 
     def run_job(self, argv, deadline_s: float, console) -> session.JobOutcome:
         self.run(JobFolder(Path(argv[argv.index("--out") + 1])))
         return session.JobOutcome(exit_status=0, timed_out=False, console_tail="", host_io_errors=(), kvm=False,
                                   kernel_release="6.1.0-test", kernel_package="linux-image-test",
-                                  memory_bytes=1 << 30, cpus=1, boot_s=0.5, jobs_before=0)
+                                  memory_bytes=1 << 30, cpus=1, boot_s=0.5, jobs_before=0,
+                                  stalled_boots=self.stalled_boots)
 
 
-def _fake_guest(monkeypatch, run) -> None:
-    fake = _HostSession(run)
+def _fake_guest(monkeypatch, run, stalled_boots: tuple[str, ...] = ()) -> None:
+    fake = _HostSession(run, stalled_boots)
     monkeypatch.setattr(session.SessionPool, "session_for", lambda self, *args: fake)
 
 
@@ -86,6 +88,21 @@ def test_without_a_progress_callback_the_guest_backend_still_stores_every_run(tm
     stored: list[RunRecord] = []
     guest_backend.GuestBackend().execute(job, JobFolder(tmp_path / "job"), tmp_path / "work", stored.append)
     assert len(stored) == 3 and all(r.provenance["guest"]["cpus"] == 1 for r in stored)
+
+
+def test_a_boot_abandoned_before_the_guest_is_in_each_runs_provenance(tmp_path, monkeypatch):
+    host_job = null_plan(tmp_path, fresh="repetition").jobs[0]
+    job = dataclasses.replace(host_job, backend="guest", settings=dataclasses.replace(
+        host_job.settings, device={"kind": "image", "size": 64 << 20}))
+    why = "the guest's kernel hung: CPU 1 stuck for 45 s in swapper/0:1 (soft lockup), during boot: abandoned after 46 s"
+    stored: list[RunRecord] = []
+    _fake_guest(monkeypatch, lambda folder: run_job(host_job, folder, tmp_path / "guest-work"), (why,))
+    guest_backend.GuestBackend().execute(job, JobFolder(tmp_path / "job"), tmp_path / "work", stored.append)
+    assert [r.provenance["guest"]["boots_abandoned"] for r in stored] == [[why]] * 3
+    stored.clear()
+    _fake_guest(monkeypatch, lambda folder: run_job(host_job, folder, tmp_path / "guest-work-2"))
+    guest_backend.GuestBackend().execute(job, JobFolder(tmp_path / "job-2"), tmp_path / "work-2", stored.append)
+    assert len(stored) == 3 and all("boots_abandoned" not in r.provenance["guest"] for r in stored)
 
 
 def test_the_watcher_hands_on_a_record_written_just_before_the_job_ended(tmp_path):

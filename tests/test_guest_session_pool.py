@@ -125,6 +125,9 @@ def test_a_lockup_that_lasts_is_a_hung_kernel_and_a_short_one_is_not():
     assert kernel_hang(short) is None  # a vCPU the busy host did not run for a while
     long = short + "[1360.7] watchdog: BUG: soft lockup - CPU#1 stuck for 1219s! [python3:943]\n"
     assert kernel_hang(long) == "the guest's kernel hung: CPU 1 stuck for 1219 s in python3:943 (soft lockup)"
+    # before the guest is ready a boot of 2-10 s has stalled: the launcher's lower bar
+    assert kernel_hang(short, at_least_s=45) is None
+    assert kernel_hang(short.replace("27s", "45s"), at_least_s=45) is not None
 
 
 def test_a_host_job_between_guest_jobs_runs_with_no_guest_kept(tmp_path, recorded, monkeypatch):

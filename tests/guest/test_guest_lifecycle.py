@@ -177,3 +177,48 @@ def test_sigterm_during_boot_leaves_nothing(guest_build: GuestBuild, tmp_path: P
     assert owner.returncode != 0
     assert _qemu_pids_under(tmp_path) == []
     assert not any(tmp_path.iterdir())
+
+
+STALLING_QEMU = """#!/bin/sh
+# The first start plays a kernel that stalls in early boot (the watchdog's line on the
+# console, then nothing); later starts are the real QEMU.
+n=$(cat "$FSLAB_TEST_STARTS" 2>/dev/null || echo 0)
+echo $((n + 1)) > "$FSLAB_TEST_STARTS"
+[ "$n" = 0 ] || exec {qemu} "$@"
+while [ $# -gt 0 ]; do [ "$1" = -serial ] && console="${{2#file:}}"; shift; done
+echo $$ > "$FSLAB_TEST_STARTS.pid"
+echo "[   48.456699] watchdog: BUG: soft lockup - CPU#1 stuck for 45s! [swapper/0:1]" >> "$console"
+exec sleep 600
+"""
+
+
+def test_a_boot_the_kernel_stalls_is_abandoned_and_made_again(guest_build: GuestBuild, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kernel that reports itself stuck before ready costs a second boot, not the boot
+    deadline: the stalled QEMU is killed within seconds and the next boot serves."""
+    import shutil
+
+    from fslab.backends.guest import launcher
+
+    qemu = shutil.which("qemu-system-x86_64")
+    assert qemu is not None
+    # The KVM verdict is the real QEMU's (kept per QEMU binary: not probed for the stand-in)
+    verdict = launcher.kvm_verdict(guest_build)
+    monkeypatch.setattr(launcher, "kvm_verdict", lambda *_args, **_kw: verdict)
+    fake = tmp_path / "bin" / "qemu-system-x86_64"
+    fake.parent.mkdir()
+    fake.write_text(STALLING_QEMU.format(qemu=qemu))
+    fake.chmod(0o755)
+    starts = tmp_path / "starts"
+    monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
+    monkeypatch.setenv("FSLAB_TEST_STARTS", str(starts))
+    started = time.monotonic()
+    with launcher.Guest(GuestConfig(run_root=tmp_path), guest_build) as guest:
+        assert guest.run(["true"], 60).exit_status == 0
+    assert time.monotonic() - started < 120  # the boot deadline is 180 s
+    assert starts.read_text().strip() == "2"
+    assert not Path(f"/proc/{(tmp_path / 'starts.pid').read_text().strip()}").exists()  # the stalled one is gone
+    (abandoned,) = guest.stalled_boots
+    assert abandoned.startswith("the guest's kernel hung: CPU 1 stuck for 45 s in swapper/0:1 (soft lockup), "
+                                "during boot: abandoned after")
+    assert 0 < guest.boot_s < 60  # the boot that served, not both

@@ -37,6 +37,7 @@ from ...signals import shielded
 from ...spec import GUEST_MIN_MEMORY
 from . import paths
 from .build import GuestBuild, build
+from .hang import STALLED_BOOT_S, kernel_hang
 from .kernel import config_hz
 from .kvm import kvm_verdict
 from .qmp import QmpEvents
@@ -65,6 +66,9 @@ KERNEL_ARGS = ("console=ttyS0 panic=-1 loglevel=4 rdinit=/init cryptomgr.notests
 # which the firmware initialises and the kernel enumerates for nothing (disks are
 # virtio-blk); SMM, which the firmware sets up and the kernel never enters.
 MACHINE = "q35,i8042=off,vmport=off,sata=off,smbus=off,smm=off"
+# A boot the kernel reports stuck (hang.STALLED_BOOT_S) is abandoned and made again, once:
+# no run has started, and the stall seen here was not repeated by the next boot.
+BOOT_ATTEMPTS = 2
 TSC_FILE = "tsc_mhz"  # the guest's TSC rate, in its control folder and in the cache root
 
 
@@ -74,6 +78,10 @@ class GuestFailed(FslabError):
     def __init__(self, message: str, console_tail: str):
         self.console_tail = console_tail
         super().__init__(f"{message}\n--- guest console (last lines) ---\n{console_tail}")
+
+
+class BootStalled(GuestFailed):
+    """The kernel reported itself stuck before the guest was ready."""
 
 
 @dataclass(frozen=True)
@@ -157,6 +165,7 @@ class GuestResult:
     command_s: float
     # The host's reasons for disk requests it refused (QEMU's BLOCK_IO_ERROR events).
     host_io_errors: tuple[str, ...] = ()
+    stalled_boots: tuple[str, ...] = ()  # boots abandoned before this guest's (Guest.stalled_boots)
 
 
 def _die_with_parent() -> None:
@@ -256,15 +265,23 @@ class Guest:
         self.last_console_tail = ""  # kept when the run folder (and its console) goes
         self._qmp: QmpEvents | None = None
         self._host_io_errors: list[str] = []  # kept when the guest is torn down
+        self.stalled_boots: list[str] = []  # why each abandoned boot before this one was
 
     # -- lifecycle ---------------------------------------------------------------------
     def __enter__(self) -> Guest:
-        try:
-            self._boot()
-        except BaseException:
-            self._teardown(graceful=False)
-            raise
-        return self
+        for attempt in range(1, BOOT_ATTEMPTS + 1):
+            try:
+                self._boot()
+                return self
+            except BootStalled as stalled:
+                self._teardown(graceful=False)
+                if attempt == BOOT_ATTEMPTS:
+                    raise
+                self.stalled_boots.append(str(stalled).split("\n", 1)[0])
+            except BaseException:
+                self._teardown(graceful=False)
+                raise
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         self._teardown(graceful=exc_type is None)
@@ -335,9 +352,9 @@ class Guest:
         (ctl / "shares").write_text("".join(f"{tag} {path}\n"
                                             for tag, path in self.config.shares.items()))
         _compile_fslab()
-        self.console_path = self.config.console_path or self._folder / "console.log"
-        self.console_path.parent.mkdir(parents=True, exist_ok=True)
-        self.console_path.write_bytes(b"")
+        console = self.console_path = self.config.console_path or self._folder / "console.log"
+        console.parent.mkdir(parents=True, exist_ok=True)
+        console.write_bytes(b"")
         started = time.monotonic()
         with shielded(), open(self._folder / "qemu.stderr", "wb") as stderr:
             # Shielded: the state file must name the QEMU we start, whatever happens.
@@ -351,14 +368,22 @@ class Guest:
             self._state.write()
         self._qmp = QmpEvents(Path(f"/proc/{self._proc.pid}/cwd") / QMP_SOCKET).start()
         deadline = started + self.config.boot_timeout_s
+        next_look = started + 1.0
         while not (ctl / "ready").exists():
             if self._proc.poll() is not None:
                 raise GuestFailed(f"the guest exited during boot (QEMU status "
                                   f"{self._proc.returncode}): {self._qemu_stderr()}",
                                   self.console_tail())
-            if time.monotonic() > deadline:
+            now = time.monotonic()
+            if now > deadline:
                 raise GuestFailed(f"the guest did not boot within {self.config.boot_timeout_s:.0f} s",
                                   self.console_tail())
+            if now >= next_look:  # the console is small before ready: read it whole, each second
+                next_look = now + 1.0
+                stall = kernel_hang(read_or_empty(console), STALLED_BOOT_S)
+                if stall is not None:
+                    raise BootStalled(f"{stall}, during boot: abandoned after {now - started:.0f} s",
+                                      self.console_tail())
             time.sleep(0.05)
         self.boot_s = time.monotonic() - started
         if not self.kvm:
@@ -461,4 +486,5 @@ def run_in_guest(config: GuestConfig, argv: Sequence[str], deadline_s: float,
     assert guest.build is not None
     return GuestResult(r.exit_status, r.timed_out, r.stdout, r.stderr, tail, guest.kvm,
                        guest.build.release, guest.build.package, config.memory_bytes,
-                       config.cpus, guest.boot_s, r.wall_s, tuple(guest.host_io_errors))
+                       config.cpus, guest.boot_s, r.wall_s, tuple(guest.host_io_errors),
+                       tuple(guest.stalled_boots))
