@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from ..jobdata.record import RunRecord
-from ..stored import STATUS_OK
+from ..jobdata.terms import STATUS_OK
 from .folder import JobFolder
 
 

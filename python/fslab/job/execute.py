@@ -29,10 +29,10 @@ from ..errors import STUDY_LEVEL_ERRNOS, CommandFailed, FslabError, JobFailed, R
 from ..filesystems import FILESYSTEMS, describe, quiesce
 from ..jobdata.model import Job, Run
 from ..jobdata.record import Metric, RunRecord, failed_record
+from ..jobdata.terms import STATUS_OK
 from ..kernel_log import KERNEL_IO_ERRORS, DiskErrorWatch, describe_errors
 from ..pagecache import drop_caches, sync_filesystem
 from ..provenance import fs_tool_version, host_facts
-from ..stored import STATUS_OK
 from ..toolpages import ToolPages
 from ..units import format_bytes
 from ..workloads import WORKLOADS, RunContext, Workload, WorkloadResult
