@@ -15,7 +15,6 @@ import contextlib
 import itertools
 import json
 import os
-import tempfile
 import threading
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
@@ -41,7 +40,11 @@ def state_dir() -> Path:
     if os.geteuid() == 0:
         return Path("/run/fslab")
     runtime = os.environ.get("XDG_RUNTIME_DIR")
-    return Path(runtime) / "fslab" if runtime else Path(tempfile.gettempdir()) / f"fslab-{os.getuid()}"
+    if runtime:
+        return Path(runtime) / "fslab"
+    import tempfile  # only here: it loads random, which a job (run as root) never needs
+
+    return Path(tempfile.gettempdir()) / f"fslab-{os.getuid()}"
 
 
 def process_start_time(pid: int) -> int | None:

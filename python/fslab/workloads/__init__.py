@@ -26,7 +26,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..cgroups import MemoryLimit
 from ..commands import declare_tools
 from ..devices import DeviceHandle
 from ..errors import SpecError
@@ -35,6 +34,7 @@ from ..metrics import MetricKind, check_declared, declare_metrics
 from ..registry import Registry
 
 if TYPE_CHECKING:
+    from ..cgroups import MemoryLimit
     from ..spec import WorkloadSection
 
 
