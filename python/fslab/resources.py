@@ -28,6 +28,8 @@ _counter = itertools.count(1)
 
 @dataclass(frozen=True)
 class Resource:
+    """One thing fslab made and must release, as its state file lists it."""
+
     kind: str  # one of KINDS
     ident: str  # image path, mount point, instance path, cgroup path, guests' run folder or md device
     under: str = ""  # the work directory it belongs to (for `cleanup --under`)

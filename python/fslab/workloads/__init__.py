@@ -75,6 +75,8 @@ class PhaseSpan:
 
 @dataclass
 class WorkloadResult:
+    """What a workload's run gives back: its metrics and what its tool said."""
+
     metrics: dict[str, float]
     tool_runtime_s: float  # the time the tool itself reports running (for overhead)
     info: dict[str, Any] = field(default_factory=dict)  # what the tool said, kept as the run's provenance
