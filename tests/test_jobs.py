@@ -164,6 +164,21 @@ def test_the_job_entry_runs_a_job_without_pydantic_or_other_plug_ins(tmp_path):
     assert [r.status for r in JobFolder(tmp_path / "out").records()] == ["ok"] * len(job.runs)
 
 
+def test_the_job_entry_imports_nothing_a_typical_run_does_not_use():
+    """What the job process imports a guest under TCG pays for at every job's start, so
+    these stay out of it: the store's shapes (``fslab.stored``: TypedDicts, built at
+    import), ``platform`` (host facts come from ``os.uname``), ``tempfile`` and ``random``
+    (the state dir of a user without XDG_RUNTIME_DIR) and memory cgroups (loaded by a run
+    with a limit). A module named here belongs where it is used, not at the top of a
+    module the job path imports."""
+    unwanted = ("fslab.stored", "platform", "tempfile", "random", "fslab.cgroups")
+    imported = subprocess.run(
+        [sys.executable, "-c", "import sys, fslab.job.entry, fslab.job.execute, fslab.job.__main__\n"
+         f"print(' '.join(sorted(m for m in sys.modules if m in {unwanted!r})))"],
+        capture_output=True, text=True, check=True, timeout=120)
+    assert imported.stdout.split() == []
+
+
 def test_a_job_device_section_missing_a_field_is_an_error_naming_it(tmp_path):
     job = null_plan(tmp_path).jobs[0]
     settings = dataclasses.replace(job.settings, device={"kind": "fake"})  # no "directory"
