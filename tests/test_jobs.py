@@ -168,10 +168,10 @@ def test_the_job_entry_imports_nothing_a_typical_run_does_not_use():
     """What the job process imports a guest under TCG pays for at every job's start, so
     these stay out of it: the store's shapes (``fslab.stored``: TypedDicts, built at
     import), ``platform`` (host facts come from ``os.uname``), ``tempfile`` and ``random``
-    (the state dir of a user without XDG_RUNTIME_DIR) and memory cgroups (loaded by a run
-    with a limit). A module named here belongs where it is used, not at the top of a
-    module the job path imports."""
-    unwanted = ("fslab.stored", "platform", "tempfile", "random", "fslab.cgroups")
+    (the state dir of a user without XDG_RUNTIME_DIR), memory cgroups (loaded by a run
+    with a limit) and the phases of Bonnie++-like workloads. A module named here belongs
+    where it is used, not at the top of a module the job path imports."""
+    unwanted = ("fslab.stored", "platform", "tempfile", "random", "fslab.cgroups", "fslab.workloads.phases")
     imported = subprocess.run(
         [sys.executable, "-c", "import sys, fslab.job.entry, fslab.job.execute, fslab.job.__main__\n"
          f"print(' '.join(sorted(m for m in sys.modules if m in {unwanted!r})))"],
