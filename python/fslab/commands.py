@@ -54,6 +54,8 @@ def require_tool(name: str) -> str:
 
 @dataclass(frozen=True)
 class Completed:
+    """A command that ran to its end: its exit status and output."""
+
     argv: list[str]
     returncode: int
     stdout: str

@@ -153,10 +153,11 @@ def register_filesystem(fstype: FilesystemType) -> FilesystemType:
     return FILESYSTEMS.register(fstype.name, fstype)
 
 
-@dataclass(frozen=True)
 class DirectoryFilesystem(FilesystemType):
     """No mkfs and no mount: the fake device's directory is the file system (``null``).
-    For testing fslab's orchestration without root; it measures nothing real."""
+    For testing fslab's orchestration without root; it measures nothing real. It adds no
+    field, so it is FilesystemType's dataclass as it is (decorated again, it would only
+    generate the same methods once more, at every import)."""
 
     def make(self, device: DeviceHandle, user_args: list[str]) -> str:
         if user_args:
@@ -313,6 +314,8 @@ def mkfs(fstype: FilesystemType, device: DeviceHandle, user_args: list[str]) -> 
 
 @dataclass(frozen=True)
 class Mounted:
+    """A mounted file system: where, and its type and options as the kernel shows them."""
+
     mountpoint: Path
     options_in_effect: str
     fs_type_in_effect: str

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class MetricKind:
+    """A metric's declaration: its unit, its better direction and what it measures."""
+
     unit: str
     higher_is_better: bool
     description: str

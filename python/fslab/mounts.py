@@ -17,6 +17,8 @@ def _decode(field: str) -> str:
 
 @dataclass(frozen=True)
 class MountEntry:
+    """One line of /proc/mounts, decoded."""
+
     source: str
     target: Path
     fs_type: str

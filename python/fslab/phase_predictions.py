@@ -49,7 +49,7 @@ from .predictions import (
 if TYPE_CHECKING:
     from .simulate import Requests
     from .trace.formats import Trace
-    from .workloads import PhaseSpan
+    from .workloads.phases import PhaseSpan
 
 # A write test whose bytes reached the device less than this much inside the test is marked.
 WRITTEN_INSIDE_FRACTION = 0.9

@@ -4,7 +4,7 @@ versions). Host facts are gathered once per study; run facts come from the execu
 from __future__ import annotations
 
 import os
-import platform
+import sys
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -45,16 +45,18 @@ def _core_version() -> str | None:
 
 @cache
 def host_facts() -> dict[str, Any]:
-    uname = platform.uname()
+    # os.uname and sys.version give what platform.uname() and python_version() do on
+    # Linux; importing platform cost a TCG guest's job entry 0.04 s (its regular expressions).
+    uname = os.uname()
     return {
-        "hostname": uname.node,
+        "hostname": uname.nodename,
         "kernel": uname.release,
         "kernel_version": uname.version,
         "machine": uname.machine,
         "cpu_model": _cpu_model(),
         "cpu_count": os.cpu_count(),
         "mem_total_bytes": _mem_total_bytes(),
-        "python": platform.python_version(),
+        "python": sys.version.split()[0],
         "fslab": __version__,
         "fslab_core": _core_version(),
     }

@@ -15,7 +15,6 @@ import contextlib
 import itertools
 import json
 import os
-import tempfile
 import threading
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
@@ -29,6 +28,8 @@ _counter = itertools.count(1)
 
 @dataclass(frozen=True)
 class Resource:
+    """One thing fslab made and must release, as its state file lists it."""
+
     kind: str  # one of KINDS
     ident: str  # image path, mount point, instance path, cgroup path, guests' run folder or md device
     under: str = ""  # the work directory it belongs to (for `cleanup --under`)
@@ -41,7 +42,11 @@ def state_dir() -> Path:
     if os.geteuid() == 0:
         return Path("/run/fslab")
     runtime = os.environ.get("XDG_RUNTIME_DIR")
-    return Path(runtime) / "fslab" if runtime else Path(tempfile.gettempdir()) / f"fslab-{os.getuid()}"
+    if runtime:
+        return Path(runtime) / "fslab"
+    import tempfile  # only here: it loads random, which a job (run as root) never needs
+
+    return Path(tempfile.gettempdir()) / f"fslab-{os.getuid()}"
 
 
 def process_start_time(pid: int) -> int | None:

@@ -1,7 +1,8 @@
 """What the results store gives back: typed records of a stored study, its cells, its runs
 and their metrics. Readers (the report, exports, `fslab compare`) depend on these shapes,
 not on the store's SQL nor on the job's classes, and this module imports nothing but the
-standard library, so reading results stays light.
+standard library (and ``fslab.jobdata.terms``, the words it shares with the job), so
+reading results stays light.
 
 - ``StoredCell``: the JSON a plan's cell wrote when its study was created, as it was
   written (keys a newer fslab added are ``NotRequired``: rows written before lack them);
@@ -18,24 +19,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, NotRequired, TypedDict
 
-# A workload's parameters or a cell's axis values: option name -> value, as the workload
-# plug-in validated them (JSON scalars; seed 003's cells also carry their aging here).
-# Their meaning belongs to the plug-in, so the report treats them as opaque values.
-Params = dict[str, Any]
+# Params (a workload's parameters), STATUS_OK and workload_label are the job's words too:
+# defined in fslab.jobdata.terms, which the job path imports without this module.
+from .jobdata.terms import STATUS_OK as STATUS_OK
+from .jobdata.terms import Params as Params
+from .jobdata.terms import workload_label as workload_label
+
 # What the run's job recorded about where and how it ran (host, backend, file system,
 # device, tools, trace, predictions, ...): open-ended JSON whose keys grow with the job
 # executor and differ between backends; readers take each fact with .get and say "—"
 # where it is missing (fslab.report.provenance_facts).
 Provenance = dict[str, Any]
-
-STATUS_OK = "ok"  # a run's status: "ok", or "failed" (its error says why)
-
-
-def workload_label(workload: str, axes: Params) -> str:
-    """A cell without its file system: workload plus its axes values, e.g. 'rand [rw=read]'.
-    The one text for a case, whether read from a planned cell or a stored one."""
-    values = " ".join(f"{k}={v}" for k, v in axes.items())
-    return workload + (f" [{values}]" if values else "")
 
 
 class StoredMetric(TypedDict):

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from fslab.workloads import WORKLOADS, PhaseSpan, Workload, WorkloadResult
+from fslab.workloads import WORKLOADS, Workload, WorkloadResult
+from fslab.workloads.phases import PhaseSpan
 
 PACKAGE = Path(__file__).resolve().parents[2] / "python" / "fslab"
 # Parameter names of the plug-ins that once decided a replay's depth or a caveat outside

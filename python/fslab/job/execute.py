@@ -23,25 +23,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..cgroups import MemoryLimit, memory_limit
 from ..devices import DEVICES, DeviceHandle
 from ..errors import STUDY_LEVEL_ERRNOS, CommandFailed, FslabError, JobFailed, ResultsUnwritable, WorkloadFailed
 from ..filesystems import FILESYSTEMS, describe, quiesce
 from ..jobdata.model import Job, Run
 from ..jobdata.record import Metric, RunRecord, failed_record
+from ..jobdata.terms import STATUS_OK
 from ..kernel_log import KERNEL_IO_ERRORS, DiskErrorWatch, describe_errors
 from ..pagecache import drop_caches, sync_filesystem
 from ..provenance import fs_tool_version, host_facts
-from ..stored import STATUS_OK
 from ..toolpages import ToolPages
 from ..units import format_bytes
 from ..workloads import WORKLOADS, RunContext, Workload, WorkloadResult
 from .folder import RUN_ERROR_FILE, JobFolder, fail_unfinished
 from .tracing import RunTrace, traced
 
-if TYPE_CHECKING:  # aging (pydantic) and layout facts load only for the jobs that use them
+# Aging (pydantic), layout facts and memory cgroups load only for the jobs that use them.
+if TYPE_CHECKING:
     from ..aged_images import AgedCopy
     from ..aging_option import AgingOption
+    from ..cgroups import MemoryLimit
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,8 @@ def _maybe_memory_limit(limit: int | None) -> Iterator[MemoryLimit | None]:
     if limit is None:
         yield None
     else:
+        from ..cgroups import memory_limit
+
         with memory_limit(limit) as cg:
             yield cg
 

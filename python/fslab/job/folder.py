@@ -51,6 +51,8 @@ class StudyLevelError:
 
 @dataclass(frozen=True)
 class JobFolder:
+    """A job's folder: its job file, records, error and the runs' artifacts."""
+
     path: Path
 
     @property

@@ -6,6 +6,8 @@ and reports can all read it from below.
   device (``Grant``), the job (JSON, ``fslab-job/2``), with every input file a workload
   reads inside it (a fio job file and its includes);
 - ``record``: what a run leaves (``RunRecord``, one versioned JSON line, ``fslab-record/1``).
+- ``terms``: the words the job and the results store share (a run's ``ok``, ``Params``,
+  a case's label).
 
 Running a job is ``fslab.job``'s business.
 """

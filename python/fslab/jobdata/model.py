@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from ..stored import Params, workload_label  # Params: a workload's parameters (the plug-in's)
+from .terms import Params, workload_label  # Params: a workload's parameters (the plug-in's)
 
 JOB_FORMAT = "fslab-job/2"
 # fslab-job/1 (before 0.2): a fio job file was read from ``settings.study_dir`` at run time.

@@ -28,6 +28,8 @@ class RecordFormatError(FslabError, ValueError):
 
 @dataclass(frozen=True)
 class Metric:
+    """One named number of a run, with its unit and better direction."""
+
     name: str
     value: float | None  # None: no number (``note`` says why, e.g. "too fast to measure")
     unit: str
@@ -49,6 +51,8 @@ class Metric:
 
 @dataclass(frozen=True)
 class RunRecord:
+    """What one run left: its status, times, metrics, provenance and artifacts."""
+
     cell_id: str
     repetition: int
     sequence: int  # position of the run in the study's execution order

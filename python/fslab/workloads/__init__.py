@@ -15,18 +15,18 @@ suffix -> MetricKind) and its ``capabilities``; registration checks the declarat
 Only the plug-in reads its parameters: what other parts need of them it answers itself
 (``queue_depth`` for replaying its trace on a device model, ``caveats`` for what a run
 measured other than its parameters say), and the phases of a run come back typed in
-``WorkloadResult.phases``. tests/workloads/test_contract.py keeps it so.
+``WorkloadResult.phases`` (``fslab.workloads.phases.PhaseSpan``, loaded by the workloads
+that have phases). tests/workloads/test_contract.py keeps it so.
 """
 
 from __future__ import annotations
 
 import contextvars
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..cgroups import MemoryLimit
 from ..commands import declare_tools
 from ..devices import DeviceHandle
 from ..errors import SpecError
@@ -35,7 +35,9 @@ from ..metrics import MetricKind, check_declared, declare_metrics
 from ..registry import Registry
 
 if TYPE_CHECKING:
+    from ..cgroups import MemoryLimit
     from ..spec import WorkloadSection
+    from .phases import PhaseSpan
 
 
 @dataclass(frozen=True)
@@ -51,30 +53,10 @@ class RunContext:
     allow_exec: bool = False  # the user allowed options that run programs (--allow-exec)
 
 
-@dataclass(frozen=True)
-class PhaseSpan:
-    """One phase of a run whose figures come from phases run one after another (one
-    Bonnie++ test): when it ran, in ns on CLOCK_MONOTONIC (the block trace's clock, so a
-    request's issue time tells its phase), the metric its figure is, and the work it did,
-    which a device model's time for the phase's requests turns into a predicted figure
-    (fslab.phase_predictions)."""
-
-    key: str  # the phase's name (Bonnie++'s test: "block_write")
-    metric: str  # the workload metric this phase's figure is (e.g. block_write_bytes_per_s)
-    start_ns: int
-    end_ns: int
-    work: float  # bytes (IO and per-char tests), seeks, or files
-    work_unit: str  # "bytes", "seeks" or "files"
-    writes_bytes: int = 0  # bytes the phase writes: how much of them reached the device tells
-    reads_bytes: int = 0  # bytes the phase reads
-    note: str = ""  # what its prediction must say besides (Bonnie++'s per-char tests)
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
 @dataclass
 class WorkloadResult:
+    """What a workload's run gives back: its metrics and what its tool said."""
+
     metrics: dict[str, float]
     tool_runtime_s: float  # the time the tool itself reports running (for overhead)
     info: dict[str, Any] = field(default_factory=dict)  # what the tool said, kept as the run's provenance

@@ -16,7 +16,7 @@ import re
 from typing import Any
 
 from ..units import format_bytes
-from . import PhaseSpan
+from .phases import PhaseSpan
 
 ARTIFACT = "bonnie-phases.json"
 CLOCK = "CLOCK_MONOTONIC (the block trace's trace_clock 'mono')"
