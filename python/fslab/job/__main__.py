@@ -44,10 +44,9 @@ def _parser() -> argparse.ArgumentParser:
 def plain_args(argv: list[str]) -> SimpleNamespace | None:
     """The arguments of the calls the backends make (``run|age JOB --out OUT [--work
     WORK]``, ``serve DIR``) as argparse would parse them, read without it: importing
-    argparse (and gettext) and building the parser are 4-6 ms of the entry's 73 ms of
-    CPU on the host, which a guest under TCG pays many times over. None for anything
-    else (help, a mistake, another spelling of the options), which argparse parses and
-    answers as it always did."""
+    argparse and building the parser cost the job entry about 0.1 s in a TCG guest.
+    None for anything else (help, a mistake, another spelling of the options), which
+    argparse parses and answers as it always did."""
     if len(argv) == 2 and argv[0] == "serve" and not argv[1].startswith("-"):
         return SimpleNamespace(command="serve", dir=Path(argv[1]))
     if len(argv) not in (4, 6) or argv[0] not in ("run", "age") or argv[1].startswith("-"):
