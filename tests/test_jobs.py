@@ -169,41 +169,14 @@ def test_the_job_entry_imports_nothing_a_typical_run_does_not_use():
     these stay out of it: the store's shapes (``fslab.stored``: TypedDicts, built at
     import), ``platform`` (host facts come from ``os.uname``), ``tempfile`` and ``random``
     (the state dir of a user without XDG_RUNTIME_DIR), memory cgroups (loaded by a run
-    with a limit), the phases of Bonnie++-like workloads and argparse (the backends' calls
-    are read without it). A module named here belongs where it is used, not at the top of
-    a module the job path imports."""
-    unwanted = ("fslab.stored", "platform", "tempfile", "random", "fslab.cgroups", "fslab.workloads.phases",
-                "argparse")
+    with a limit) and the phases of Bonnie++-like workloads. A module named here belongs
+    where it is used, not at the top of a module the job path imports."""
+    unwanted = ("fslab.stored", "platform", "tempfile", "random", "fslab.cgroups", "fslab.workloads.phases")
     imported = subprocess.run(
         [sys.executable, "-c", "import sys, fslab.job.entry, fslab.job.execute, fslab.job.__main__\n"
          f"print(' '.join(sorted(m for m in sys.modules if m in {unwanted!r})))"],
         capture_output=True, text=True, check=True, timeout=120)
     assert imported.stdout.split() == []
-
-
-# The backends' calls (read without argparse), then help, mistakes and other spellings
-# (left to argparse, which answers them as it always did).
-PLAIN_CALLS = [["run", "job.json", "--out", "out"], ["age", "j.json", "--out", "o", "--work", "w"],
-               ["run", "j.json", "--work", "w", "--out", "o"], ["serve", "/tmp/requests"],
-               ["run", "j.json", "--out", ""], ["run", "a=b", "--out", "x y"]]
-ARGPARSE_CALLS = [["run", "j.json", "--out=o"], ["run", "--out", "o", "j.json"], ["run", "j.json", "--ou", "o"],
-                  ["run", "j.json", "--out", "o", "--out", "p"], ["run", "j.json", "--work", "w"],
-                  ["run", "j.json", "--out", "-o"], ["run", "-h"], ["serve", "-h"], ["serve", "a", "b"],
-                  ["fly", "j.json", "--out", "o"], ["run", "j.json", "--out", "o", "--extra", "x"],
-                  ["run", "j.json"], []]
-
-
-@pytest.mark.parametrize("argv", PLAIN_CALLS + ARGPARSE_CALLS)
-def test_the_backends_calls_are_read_as_argparse_reads_them(argv):
-    """``python -m fslab.job`` reads the backends' own calls without argparse (a guest
-    under TCG pays for importing it): what it reads must be what argparse makes of the
-    same words, and anything else goes to argparse."""
-    from fslab.job.__main__ import _parser, plain_args
-
-    plain = plain_args(argv)
-    assert (plain is not None) == (argv in PLAIN_CALLS)
-    if plain is not None:
-        assert vars(plain) == vars(_parser().parse_args(argv))
 
 
 def test_a_job_device_section_missing_a_field_is_an_error_naming_it(tmp_path):

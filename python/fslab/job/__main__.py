@@ -11,22 +11,16 @@ job folder's error.json), 130 interrupted.
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
-from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any
 
 from ..jobdata.record import RunRecord
 from ..jobdata.terms import STATUS_OK
 from .folder import JobFolder
 
-if TYPE_CHECKING:
-    import argparse
-
 
 def _parser() -> argparse.ArgumentParser:
-    import argparse
-
     parser = argparse.ArgumentParser(prog="python -m fslab.job",
                                      description="Execute one job (a file system instance and its runs).")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -41,31 +35,12 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def plain_args(argv: list[str]) -> SimpleNamespace | None:
-    """The arguments of the calls the backends make (``run|age JOB --out OUT [--work
-    WORK]``, ``serve DIR``) as argparse would parse them, read without it: importing
-    argparse and building the parser cost the job entry about 0.1 s in a TCG guest.
-    None for anything else (help, a mistake, another spelling of the options), which
-    argparse parses and answers as it always did."""
-    if len(argv) == 2 and argv[0] == "serve" and not argv[1].startswith("-"):
-        return SimpleNamespace(command="serve", dir=Path(argv[1]))
-    if len(argv) not in (4, 6) or argv[0] not in ("run", "age") or argv[1].startswith("-"):
-        return None
-    options = dict(zip(argv[2::2], argv[3::2], strict=True))
-    if (sorted(options) not in (["--out"], ["--out", "--work"]) or len(options) * 2 != len(argv) - 2
-            or any(value.startswith("-") for value in options.values())):
-        return None
-    work = options.get("--work")
-    return SimpleNamespace(command=argv[0], job_file=Path(argv[1]), out=Path(options["--out"]),
-                           work=None if work is None else Path(work))
-
-
 def main(argv: list[str]) -> int:
     from ..errors import FslabError
     from ..signals import install_handlers
     from .entry import age_job, load_job, run_job
 
-    args: Any = plain_args(argv) or _parser().parse_args(argv)
+    args = _parser().parse_args(argv)
     if args.command == "serve":
         from .serve import serve
 
