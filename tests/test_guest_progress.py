@@ -94,7 +94,8 @@ def test_a_boot_abandoned_before_the_guest_is_in_each_runs_provenance(tmp_path, 
     host_job = null_plan(tmp_path, fresh="repetition").jobs[0]
     job = dataclasses.replace(host_job, backend="guest", settings=dataclasses.replace(
         host_job.settings, device={"kind": "image", "size": 64 << 20}))
-    why = "the guest's kernel hung: CPU 1 stuck for 45 s in swapper/0:1 (soft lockup), during boot: abandoned after 46 s"
+    why = ("the guest's kernel hung: CPU 1 stuck for 45 s in swapper/0:1 (soft lockup), "
+           "during boot: abandoned after 46 s")
     stored: list[RunRecord] = []
     _fake_guest(monkeypatch, lambda folder: run_job(host_job, folder, tmp_path / "guest-work"), (why,))
     guest_backend.GuestBackend().execute(job, JobFolder(tmp_path / "job"), tmp_path / "work", stored.append)
