@@ -72,6 +72,8 @@ pub struct Ftl {
     /// reset, thinned (every other kept, step doubled) past CHECKPOINTS entries.
     checkpoints: Vec<(u64, u64)>,
     checkpoint_step: u64,
+    /// The host unit count of the next checkpoint (a comparison per write, not a division).
+    next_checkpoint: u64,
 }
 
 /// Enough checkpoints to place the half-way point within 1/512 of the host writes.
@@ -109,6 +111,7 @@ impl Ftl {
             exhausted: None,
             checkpoints: vec![(0, 0)],
             checkpoint_step: 1,
+            next_checkpoint: 1,
         };
         for p in 0..planes {
             // Reverse so blocks are taken in ascending order (deterministic, readable).
@@ -236,7 +239,7 @@ impl Ftl {
         self.plane_valid[first as usize..(first + n) as usize].iter().copied().max().unwrap_or(0)
     }
 
-    #[inline]
+    #[inline(always)]
     fn invalidate(&mut self, phys: u32) {
         let b = self.per_block.div(phys);
         self.p2l[phys as usize] = NIL;
@@ -302,7 +305,7 @@ impl Ftl {
         }
         self.host_units += 1;
         self.place(lpn as u32, plane);
-        if self.host_units.is_multiple_of(self.checkpoint_step) {
+        if self.host_units == self.next_checkpoint {
             self.checkpoint();
         }
         let mut work = GcWork::default();
@@ -420,6 +423,8 @@ impl Ftl {
             self.checkpoints = kept;
             self.checkpoint_step *= 2;
         }
+        // The next multiple of the step (the host units count one by one).
+        self.next_checkpoint = (self.host_units / self.checkpoint_step + 1) * self.checkpoint_step;
     }
 
     /// Write amplification over the second half of the host writes since the last reset
@@ -435,6 +440,7 @@ impl Ftl {
     pub fn reset_counters(&mut self) {
         self.checkpoints = vec![(0, 0)];
         self.checkpoint_step = 1;
+        self.next_checkpoint = 1;
         self.host_units = 0;
         self.programmed_units = 0;
         self.gc_runs = 0;
