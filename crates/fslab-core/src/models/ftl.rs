@@ -336,30 +336,32 @@ impl Ftl {
         self.blocks[victim as usize].closed = false;
         // `place` for each valid unit, with the active block's counts summed in registers
         // and stored when it fills or the victim is done (nothing reads them in between).
-        let base = (victim * upb) as usize;
+        let units = (victim * upb) as usize..((victim + 1) * upb) as usize;
+        // (Checked once here, so the loop's reads of the victim's units need no check.)
+        assert!(units.end <= self.p2l.len());
         let mut b = self.active[plane as usize];
         let mut slot = self.blocks[b as usize].fill;
-        let mut placed = 0u32;
-        for u in base..base + upb as usize {
+        let mut first = slot;
+        for u in units.clone() {
             let lpn = self.p2l[u];
             if lpn == NIL {
                 continue;
             }
-            self.p2l[u] = NIL;
             let phys = b * upb + slot;
             self.p2l[phys as usize] = lpn;
             self.l2p[lpn as usize] = phys;
             slot += 1;
-            placed += 1;
             if slot == upb {
-                self.account_placed(plane, b, slot, placed);
+                self.account_placed(plane, b, slot, slot - first);
                 self.close_active(plane, b);
                 b = self.active[plane as usize];
                 slot = self.blocks[b as usize].fill;
-                placed = 0;
+                first = slot;
             }
         }
-        self.account_placed(plane, b, slot, placed);
+        self.account_placed(plane, b, slot, slot - first);
+        // Every unit of the victim is free now (its valid ones moved, the rest were).
+        self.p2l[units].fill(NIL);
         work.moved_units += v as u64;
         work.erases += 1;
         self.blocks[victim as usize].valid = 0;
