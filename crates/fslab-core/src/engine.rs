@@ -73,47 +73,18 @@ impl Keyed for u128 {
 /// place at a time nor by a binary search and a block move: an SSD's write completions,
 /// released by the write buffer as programs end, are further out of order than that, and
 /// the moves cost more than the heap's sift.)
-///
-/// Those write completions interleave a few increasing sequences instead (while the write
-/// buffer is full most writes wait milliseconds for a slot, in rising order, while a few
-/// complete one command time after another), so an item the FIFO refuses goes to one of
-/// `SIDE` more runs if one ends at or below its key, and only else to the heap. Once
-/// anything is outside the FIFO (`spilled`), a push takes the run, the FIFO included, whose
-/// last key is the largest at or below its own (the best fit, so each sequence keeps its
-/// run), and a pop the smallest of all heads. While nothing is (a device completing in
-/// order), a push and a pop touch the FIFO alone, as before the side runs.
 pub struct KeyQueue<T> {
     /// Items pushed in increasing key order (the common case: a device completing in
-    /// submission order) queue here in O(1).
+    /// submission order) queue here in O(1); the others go to the heap.
     fifo: Fifo<T>,
-    /// `side[..live]` hold items, in decreasing order of their last keys, `tails` (a push
-    /// goes to the first that ends at or below its key, which keeps that order); the
-    /// others are empty, their buffers kept for reuse.
-    side: [Fifo<T>; SIDE],
-    tails: [u128; SIDE],
-    live: usize,
     heap: Vec<T>,
     /// `heap[0]` is a stale, already-popped item.
     root_vacant: bool,
-    /// Something is in a side run or the heap (a vacant root counts until the next pop).
-    spilled: bool,
 }
-
-/// Runs beside the FIFO (four in all: on an SSD's GC-bound random writes at queue depth
-/// 32, fewer left most completions to the heap).
-const SIDE: usize = 3;
 
 impl<T> Default for KeyQueue<T> {
     fn default() -> Self {
-        KeyQueue {
-            fifo: Fifo::default(),
-            side: std::array::from_fn(|_| Fifo::default()),
-            tails: [0; SIDE],
-            live: 0,
-            heap: Vec::new(),
-            root_vacant: false,
-            spilled: false,
-        }
+        KeyQueue { fifo: Fifo { buf: Vec::new(), head: 0, end: 0 }, heap: Vec::new(), root_vacant: false }
     }
 }
 
@@ -131,12 +102,6 @@ struct Fifo<T> {
     buf: Vec<T>,
     head: usize,
     end: usize,
-}
-
-impl<T> Default for Fifo<T> {
-    fn default() -> Self {
-        Fifo { buf: Vec::new(), head: 0, end: 0 }
-    }
 }
 
 impl<T: Keyed> Fifo<T> {
@@ -162,20 +127,6 @@ impl<T: Keyed> Fifo<T> {
         Some(ev)
     }
 
-    /// The first item's key, `u128::MAX` (above every key) when empty.
-    #[inline(always)]
-    fn head_key(&self) -> u128 {
-        self.front().map_or(u128::MAX, |f| f.key())
-    }
-
-    /// The last item's key, 0 (at or below every key) when empty.
-    #[inline(always)]
-    fn last_key(&self) -> u128 {
-        let (head, end) = (self.head, self.end);
-        // SAFETY: `end - 1` is in `head..end` when the run is not empty.
-        if end > head { unsafe { self.buf.get_unchecked(end - 1) }.key() } else { 0 }
-    }
-
     /// Append `ev` if its key is above the last one's; false (nothing changed) otherwise.
     #[inline(always)]
     fn push(&mut self, ev: T) -> bool {
@@ -184,20 +135,14 @@ impl<T: Keyed> Fifo<T> {
         if end > head && unsafe { self.buf.get_unchecked(end - 1) }.key() > ev.key() {
             return false;
         }
-        self.append(ev);
-        true
-    }
-
-    /// Append `ev` (the caller keeps the keys increasing).
-    #[inline(always)]
-    fn append(&mut self, ev: T) {
-        if self.end == self.buf.len() {
+        if end == self.buf.len() {
             self.make_room();
         }
         let end = self.end;
         // SAFETY: `make_room` left `end < buf.len()`.
         unsafe { *self.buf.get_unchecked_mut(end) = ev }
         self.end = end + 1;
+        true
     }
 
     /// Leave `end < buf.len()`: move the run to the front if that frees half the buffer,
@@ -249,30 +194,10 @@ impl EventQueue {
 impl<T: Keyed> KeyQueue<T> {
     #[inline(always)]
     pub fn push(&mut self, ev: T) {
-        if !self.spilled && self.fifo.push(ev) {
+        if self.fifo.push(ev) {
             return;
         }
-        self.push_spilled(ev);
-    }
-
-    /// `push` once the FIFO alone does not do: to the best-fitting run, else the heap.
-    #[inline(always)]
-    fn push_spilled(&mut self, ev: T) {
-        self.spilled = true;
-        let key = ev.key();
-        let live = self.live.min(SIDE);
-        // The first live side run that ends at or below `key` (their last keys decrease).
-        let tails = &self.tails[..live];
-        let r = tails.iter().position(|&t| t <= key).unwrap_or(live);
-        let fifo_last = self.fifo.last_key();
-        if fifo_last <= key && tails.get(r).is_none_or(|&t| fifo_last >= t) {
-            self.fifo.append(ev);
-        } else if r < SIDE {
-            // A fitting side run, or the first empty one (its key below every live tail).
-            self.side[r].append(ev);
-            self.tails[r] = key;
-            self.live = live.max(r + 1);
-        } else if self.root_vacant {
+        if self.root_vacant {
             self.root_vacant = false;
             self.fill_root(ev);
         } else {
@@ -281,68 +206,19 @@ impl<T: Keyed> KeyQueue<T> {
         }
     }
 
-    #[inline(always)]
-    pub fn pop(&mut self) -> Option<T> {
-        if !self.spilled {
-            return self.fifo.pop_front();
-        }
-        self.pop_spilled()
-    }
-
-    /// Where the smallest item is: the FIFO (`SIDE + 1`, also for an empty queue), side run
-    /// `r`, or the heap's root (`SIDE`). Keys are below `u128::MAX` (a tag or an insertion
-    /// number never reaches `u64::MAX`), the empty runs' key. The root must not be vacant.
-    #[inline(always)]
-    fn min_place(&self) -> usize {
-        let (mut place, mut best) = (SIDE + 1, self.fifo.head_key());
-        for (r, run) in self.side[..self.live.min(SIDE)].iter().enumerate() {
-            let k = run.head_key();
-            if k < best {
-                (place, best) = (r, k);
-            }
-        }
-        if let Some(h) = self.heap.first() {
-            if h.key() < best {
-                place = SIDE;
-            }
-        }
-        place
-    }
-
     #[inline]
-    fn pop_spilled(&mut self) -> Option<T> {
+    pub fn pop(&mut self) -> Option<T> {
         if self.root_vacant {
             self.close_vacancy();
         }
-        let place = self.min_place();
-        let item = if place == SIDE {
-            self.root_vacant = true;
-            self.heap.first().copied()
-        } else if let Some(run) = self.side.get_mut(place) {
-            let item = run.pop_front();
-            if run.len() == 0 {
-                self.retire(place);
+        match (self.heap.first(), self.fifo.front()) {
+            (Some(h), Some(f)) if f.key() < h.key() => self.fifo.pop_front(),
+            (Some(&h), _) => {
+                self.root_vacant = true;
+                Some(h)
             }
-            item
-        } else {
-            self.fifo.pop_front()
-        };
-        if self.live == 0 && self.heap.len() == self.root_vacant as usize {
-            // Nothing left outside the FIFO: back to its fast paths.
-            self.heap.clear();
-            self.root_vacant = false;
-            self.spilled = false;
+            (None, _) => self.fifo.pop_front(),
         }
-        item
-    }
-
-    /// Side run `r` has emptied: move it behind the live runs, which keep their order.
-    #[cold]
-    fn retire(&mut self, r: usize) {
-        let live = self.live;
-        self.side[r..live].rotate_left(1);
-        self.tails.copy_within(r + 1..live, r);
-        self.live = live - 1;
     }
 
     /// The item `pop` would return, left in place.
@@ -350,16 +226,14 @@ impl<T: Keyed> KeyQueue<T> {
         if self.root_vacant {
             self.close_vacancy();
         }
-        match self.min_place() {
-            SIDE => self.heap.first().copied(),
-            r => self.side.get(r).unwrap_or(&self.fifo).front().copied(),
+        match (self.heap.first(), self.fifo.front()) {
+            (Some(h), Some(f)) => Some(if f.key() < h.key() { *f } else { *h }),
+            (h, f) => h.or(f).copied(),
         }
     }
 
     pub fn len(&self) -> usize {
-        self.heap.len() - self.root_vacant as usize
-            + self.fifo.len()
-            + self.side.iter().map(|r| r.len()).sum::<usize>()
+        self.heap.len() - self.root_vacant as usize + self.fifo.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -468,52 +342,6 @@ mod tests {
             })
             .collect();
         assert_eq!(got, want);
-    }
-
-    #[test]
-    fn interleaved_rising_sequences_pop_in_order_through_runs_and_heap() {
-        // A closed loop over k interleaved rising sequences (each pop pushes the next item
-        // of a sequence chosen at random), as an SSD's write completions: with k up to the
-        // four runs nothing needs the heap, with more some items do. Each pop must be the
-        // smallest item outstanding (a sorted reference), and once the queue has drained,
-        // in-order pushes are served by the FIFO alone again (`spilled` cleared).
-        for k in [1u64, 2, 4, 5, 9] {
-            let mut rng = crate::rng::Rng::new(k);
-            let mut q: KeyQueue<u128> = KeyQueue::default();
-            let mut reference = std::collections::BTreeSet::new();
-            let mut next = vec![0u64; k as usize];
-            let mut tag = 0u128;
-            let mut push = |q: &mut KeyQueue<u128>, reference: &mut std::collections::BTreeSet<u128>, rng: &mut crate::rng::Rng| {
-                let s = rng.below(k) as usize;
-                // Sequence s's times rise, each at its own pace; the sequences overlap.
-                next[s] += 1 + rng.below(1000 * (s as u64 + 1));
-                let key = (next[s] as u128) << 64 | tag;
-                tag += 1;
-                q.push(key);
-                reference.insert(key);
-            };
-            for _ in 0..32 {
-                push(&mut q, &mut reference, &mut rng);
-            }
-            for step in 0..20_000 {
-                let want = reference.pop_first();
-                assert_eq!(q.pop(), want, "k={k} step {step}");
-                push(&mut q, &mut reference, &mut rng);
-                assert_eq!(q.len(), 32);
-            }
-            let mut last = 0;
-            while let Some(key) = q.pop() {
-                assert_eq!(Some(key), reference.pop_first());
-                last = key;
-            }
-            assert!(q.is_empty() && reference.is_empty());
-            // Drained: in-order pushes and pops touch the FIFO alone again.
-            for t in 1..100u128 {
-                q.push(((last >> 64) + t) << 64);
-            }
-            assert!(!q.spilled && q.len() == 99);
-            assert_eq!(q.pop(), Some(((last >> 64) + 1) << 64));
-        }
     }
 
     #[test]
