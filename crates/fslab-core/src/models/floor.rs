@@ -33,7 +33,8 @@ const NIL: u32 = u32::MAX;
 pub struct FloorMaps<'a> {
     pub l2p: &'a mut [u32],
     pub p2l: &'a mut [u32],
-    pub valid: &'a mut [u32],
+    /// Blocks' state: the floor touches each one's valid count.
+    pub blocks: &'a mut [crate::models::ftl::Block],
     pub units_per_block: u32,
 }
 
@@ -59,7 +60,7 @@ pub fn floor_replay(params: &Params, reqs: &[Request], copies_per_write: f64, se
 
 /// The loop itself; returns the last completion time (so nothing is optimised away).
 fn run<const SERIAL: bool>(m: FloorMaps<'_>, reqs: &[Request], copies_per_write: f64, lat: &mut [u64]) -> u64 {
-    let FloorMaps { l2p, p2l, valid, units_per_block } = m;
+    let FloorMaps { l2p, p2l, blocks, units_per_block } = m;
     let phys = p2l.len();
     let shift = units_per_block.trailing_zeros();
     // Block of a unit by shift when the block size is a power of two (it is in every
@@ -87,7 +88,7 @@ fn run<const SERIAL: bool>(m: FloorMaps<'_>, reqs: &[Request], copies_per_write:
                 let old = l2p[lpn];
                 if old != NIL {
                     p2l[old as usize] = NIL;
-                    let b = &mut valid[block_of(old) as usize];
+                    let b = &mut blocks[block_of(old) as usize].valid;
                     *b = b.wrapping_sub(1);
                 }
                 p2l[head] = lpn as u32;

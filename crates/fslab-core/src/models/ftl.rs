@@ -24,6 +24,22 @@ pub struct GcWork {
     pub erases: u64,
 }
 
+/// A block's state, in one place so that an invalidation or a GC copy touches one cache
+/// line for it rather than one per field.
+#[derive(Clone, Copy, Debug)]
+pub struct Block {
+    pub valid: u32,
+    /// Next free unit (only meaningful for the active block).
+    fill: u32,
+    /// Links of the block's bucket list (while closed).
+    next: u32,
+    prev: u32,
+    /// The block's plane (the hot path then needs no division for it).
+    plane: u32,
+    /// Closed = full and listed in a bucket (a GC candidate).
+    closed: bool,
+}
+
 pub struct Ftl {
     pub planes: u32,
     pub blocks_per_plane: u32,
@@ -31,19 +47,12 @@ pub struct Ftl {
     pub logical_units: u64,
     /// GC runs on a plane once its free blocks drop below this.
     pub gc_free_blocks: u32,
-    /// Divide by `units_per_block`, `blocks_per_plane` and units per plane.
+    /// Divide by `units_per_block` and units per plane.
     per_block: Divisor,
-    per_plane_blocks: Divisor,
     per_plane_units: Divisor,
     l2p: Vec<u32>,
     p2l: Vec<u32>,
-    valid: Vec<u32>,
-    /// Next free unit in each block (only meaningful for the active block).
-    fill: Vec<u32>,
-    next: Vec<u32>,
-    prev: Vec<u32>,
-    /// Closed = full and listed in a bucket (a GC candidate).
-    closed: Vec<bool>,
+    blocks: Vec<Block>,
     bucket_head: Vec<u32>,
     min_hint: Vec<u32>,
     free: Vec<Vec<u32>>,
@@ -63,6 +72,8 @@ pub struct Ftl {
     /// reset, thinned (every other kept, step doubled) past CHECKPOINTS entries.
     checkpoints: Vec<(u64, u64)>,
     checkpoint_step: u64,
+    /// The host unit count of the next checkpoint (a comparison per write, not a division).
+    next_checkpoint: u64,
 }
 
 /// Enough checkpoints to place the half-way point within 1/512 of the host writes.
@@ -81,15 +92,12 @@ impl Ftl {
             logical_units,
             gc_free_blocks,
             per_block: Divisor::new(units_per_block),
-            per_plane_blocks: Divisor::new(blocks_per_plane),
             per_plane_units: Divisor::new(blocks_per_plane * units_per_block),
             l2p: vec![NIL; logical_units as usize],
             p2l: vec![NIL; phys],
-            valid: vec![0; blocks],
-            fill: vec![0; blocks],
-            next: vec![NIL; blocks],
-            prev: vec![NIL; blocks],
-            closed: vec![false; blocks],
+            blocks: (0..blocks as u32)
+                .map(|b| Block { valid: 0, fill: 0, next: NIL, prev: NIL, plane: b / blocks_per_plane, closed: false })
+                .collect(),
             bucket_head: vec![NIL; planes as usize * (units_per_block as usize + 1)],
             min_hint: vec![0; planes as usize],
             free: Vec::with_capacity(planes as usize),
@@ -103,6 +111,7 @@ impl Ftl {
             exhausted: None,
             checkpoints: vec![(0, 0)],
             checkpoint_step: 1,
+            next_checkpoint: 1,
         };
         for p in 0..planes {
             // Reverse so blocks are taken in ascending order (deterministic, readable).
@@ -133,7 +142,7 @@ impl Ftl {
         crate::models::floor::FloorMaps {
             l2p: &mut self.l2p,
             p2l: &mut self.p2l,
-            valid: &mut self.valid,
+            blocks: &mut self.blocks,
             units_per_block: self.units_per_block,
         }
     }
@@ -156,31 +165,31 @@ impl Ftl {
 
     #[inline]
     fn unlink(&mut self, b: u32) {
-        let plane = self.per_plane_blocks.div(b);
-        let (n, p) = (self.next[b as usize], self.prev[b as usize]);
+        let plane = self.blocks[b as usize].plane;
+        let (n, p) = (self.blocks[b as usize].next, self.blocks[b as usize].prev);
         if p != NIL {
-            self.next[p as usize] = n;
+            self.blocks[p as usize].next = n;
         } else {
-            let h = self.bucket_index(plane, self.valid[b as usize]);
+            let h = self.bucket_index(plane, self.blocks[b as usize].valid);
             self.bucket_head[h] = n;
         }
         if n != NIL {
-            self.prev[n as usize] = p;
+            self.blocks[n as usize].prev = p;
         }
-        self.next[b as usize] = NIL;
-        self.prev[b as usize] = NIL;
+        self.blocks[b as usize].next = NIL;
+        self.blocks[b as usize].prev = NIL;
     }
 
     #[inline]
     fn link(&mut self, b: u32) {
-        let plane = self.per_plane_blocks.div(b);
-        let v = self.valid[b as usize];
+        let plane = self.blocks[b as usize].plane;
+        let v = self.blocks[b as usize].valid;
         let h = self.bucket_index(plane, v);
         let old = self.bucket_head[h];
-        self.next[b as usize] = old;
-        self.prev[b as usize] = NIL;
+        self.blocks[b as usize].next = old;
+        self.blocks[b as usize].prev = NIL;
         if old != NIL {
-            self.prev[old as usize] = b;
+            self.blocks[old as usize].prev = b;
         }
         self.bucket_head[h] = b;
         let hint = &mut self.min_hint[plane as usize];
@@ -189,30 +198,26 @@ impl Ftl {
         }
     }
 
-    /// Closed block `b` of `plane` lost a valid unit: move it to the head of the next
-    /// lower bucket. The same as `unlink`, the count's decrement and `link`, without their
-    /// repeated index arithmetic and the stores `link` overwrites.
+    /// Closed block `b` of `plane`, holding `v` valid units before, lost one: move it to
+    /// the head of the next lower bucket. The same as `unlink`, the count's decrement and
+    /// `link`, without their repeated index arithmetic and the stores `link` overwrites.
     #[inline]
-    fn demote(&mut self, b: u32, plane: u32) {
-        let bi = b as usize;
-        let v = self.valid[bi];
-        let (n, p) = (self.next[bi], self.prev[bi]);
+    fn demote(&mut self, b: u32, plane: u32, v: u32, n: u32, p: u32) {
         let from = self.bucket_index(plane, v);
         if p != NIL {
-            self.next[p as usize] = n;
+            self.blocks[p as usize].next = n;
         } else {
             self.bucket_head[from] = n;
         }
         if n != NIL {
-            self.prev[n as usize] = p;
+            self.blocks[n as usize].prev = p;
         }
-        self.valid[bi] = v - 1;
         // Bucket v - 1 of the plane is the slot just below bucket v.
         let old = self.bucket_head[from - 1];
-        self.next[bi] = old;
-        self.prev[bi] = NIL;
+        let blk = &mut self.blocks[b as usize];
+        (blk.valid, blk.next, blk.prev) = (v - 1, old, NIL);
         if old != NIL {
-            self.prev[old as usize] = b;
+            self.blocks[old as usize].prev = b;
         }
         self.bucket_head[from - 1] = b;
         let hint = &mut self.min_hint[plane as usize];
@@ -234,16 +239,18 @@ impl Ftl {
         self.plane_valid[first as usize..(first + n) as usize].iter().copied().max().unwrap_or(0)
     }
 
-    #[inline]
+    #[inline(always)]
     fn invalidate(&mut self, phys: u32) {
         let b = self.per_block.div(phys);
-        let plane = self.per_plane_blocks.div(b);
-        self.plane_valid[plane as usize] -= 1;
         self.p2l[phys as usize] = NIL;
-        if self.closed[b as usize] {
-            self.demote(b, plane);
+        let blk = &mut self.blocks[b as usize];
+        let plane = blk.plane;
+        self.plane_valid[plane as usize] -= 1;
+        if blk.closed {
+            let (v, n, p) = (blk.valid, blk.next, blk.prev);
+            self.demote(b, plane, v, n, p);
         } else {
-            self.valid[b as usize] -= 1;
+            blk.valid -= 1;
         }
     }
 
@@ -252,12 +259,12 @@ impl Ftl {
     #[inline]
     fn place(&mut self, lpn: u32, plane: u32) -> u32 {
         let b = self.active[plane as usize];
-        let slot = self.fill[b as usize];
+        let slot = self.blocks[b as usize].fill;
         let phys = b * self.units_per_block + slot;
         self.p2l[phys as usize] = lpn;
         self.l2p[lpn as usize] = phys;
-        self.valid[b as usize] += 1;
-        self.fill[b as usize] = slot + 1;
+        self.blocks[b as usize].valid += 1;
+        self.blocks[b as usize].fill = slot + 1;
         self.programmed_units += 1;
         self.plane_valid[plane as usize] += 1;
         if slot + 1 == self.units_per_block {
@@ -269,7 +276,7 @@ impl Ftl {
     /// `plane`'s active block `b` is full: list it as a GC candidate and open the next
     /// free block.
     fn close_active(&mut self, plane: u32, b: u32) {
-        self.closed[b as usize] = true;
+        self.blocks[b as usize].closed = true;
         self.link(b);
         let nb = match self.free[plane as usize].pop() {
             Some(nb) => nb,
@@ -298,7 +305,7 @@ impl Ftl {
         }
         self.host_units += 1;
         self.place(lpn as u32, plane);
-        if self.host_units.is_multiple_of(self.checkpoint_step) {
+        if self.host_units == self.next_checkpoint {
             self.checkpoint();
         }
         let mut work = GcWork::default();
@@ -326,37 +333,39 @@ impl Ftl {
         // The victim's valid units move within the plane (`place` counts them again).
         self.plane_valid[plane as usize] -= v as u64;
         self.unlink(victim);
-        self.closed[victim as usize] = false;
+        self.blocks[victim as usize].closed = false;
         // `place` for each valid unit, with the active block's counts summed in registers
         // and stored when it fills or the victim is done (nothing reads them in between).
-        let base = (victim * upb) as usize;
+        let units = (victim * upb) as usize..((victim + 1) * upb) as usize;
+        // (Checked once here, so the loop's reads of the victim's units need no check.)
+        assert!(units.end <= self.p2l.len());
         let mut b = self.active[plane as usize];
-        let mut slot = self.fill[b as usize];
-        let mut placed = 0u32;
-        for u in base..base + upb as usize {
+        let mut slot = self.blocks[b as usize].fill;
+        let mut first = slot;
+        for u in units.clone() {
             let lpn = self.p2l[u];
             if lpn == NIL {
                 continue;
             }
-            self.p2l[u] = NIL;
             let phys = b * upb + slot;
             self.p2l[phys as usize] = lpn;
             self.l2p[lpn as usize] = phys;
             slot += 1;
-            placed += 1;
             if slot == upb {
-                self.account_placed(plane, b, slot, placed);
+                self.account_placed(plane, b, slot, slot - first);
                 self.close_active(plane, b);
                 b = self.active[plane as usize];
-                slot = self.fill[b as usize];
-                placed = 0;
+                slot = self.blocks[b as usize].fill;
+                first = slot;
             }
         }
-        self.account_placed(plane, b, slot, placed);
+        self.account_placed(plane, b, slot, slot - first);
+        // Every unit of the victim is free now (its valid ones moved, the rest were).
+        self.p2l[units].fill(NIL);
         work.moved_units += v as u64;
         work.erases += 1;
-        self.valid[victim as usize] = 0;
-        self.fill[victim as usize] = 0;
+        self.blocks[victim as usize].valid = 0;
+        self.blocks[victim as usize].fill = 0;
         self.free[plane as usize].push(victim);
         self.gc_runs += 1;
         self.erases += 1;
@@ -367,8 +376,8 @@ impl Ftl {
     /// up to `fill`.
     #[inline]
     fn account_placed(&mut self, plane: u32, b: u32, fill: u32, placed: u32) {
-        self.valid[b as usize] += placed;
-        self.fill[b as usize] = fill;
+        self.blocks[b as usize].valid += placed;
+        self.blocks[b as usize].fill = fill;
         self.programmed_units += placed as u64;
         self.plane_valid[plane as usize] += placed as u64;
     }
@@ -416,6 +425,8 @@ impl Ftl {
             self.checkpoints = kept;
             self.checkpoint_step *= 2;
         }
+        // The next multiple of the step (the host units count one by one).
+        self.next_checkpoint = (self.host_units / self.checkpoint_step + 1) * self.checkpoint_step;
     }
 
     /// Write amplification over the second half of the host writes since the last reset
@@ -431,6 +442,7 @@ impl Ftl {
     pub fn reset_counters(&mut self) {
         self.checkpoints = vec![(0, 0)];
         self.checkpoint_step = 1;
+        self.next_checkpoint = 1;
         self.host_units = 0;
         self.programmed_units = 0;
         self.gc_runs = 0;
@@ -441,14 +453,14 @@ impl Ftl {
     /// Consistency check for tests: maps agree and valid counts match.
     #[cfg(test)]
     pub fn check(&self) {
-        let mut valid = vec![0u32; self.valid.len()];
+        let mut valid = vec![0u32; self.blocks.len()];
         for (lpn, &phys) in self.l2p.iter().enumerate() {
             if phys != NIL {
                 assert_eq!(self.p2l[phys as usize], lpn as u32);
                 valid[(phys / self.units_per_block) as usize] += 1;
             }
         }
-        assert_eq!(valid, self.valid);
+        assert_eq!(valid, self.blocks.iter().map(|b| b.valid).collect::<Vec<u32>>());
         let per_plane: Vec<u64> = (0..self.planes as usize)
             .map(|p| valid[p * self.blocks_per_plane as usize..(p + 1) * self.blocks_per_plane as usize].iter().map(|&v| v as u64).sum())
             .collect();
@@ -460,15 +472,15 @@ impl Ftl {
             for v in 0..=self.units_per_block {
                 let (mut b, mut prev) = (self.bucket_head[self.bucket_index(plane, v)], NIL);
                 while b != NIL {
-                    assert!(self.closed[b as usize] && self.valid[b as usize] == v, "block {b} in bucket {v}");
-                    assert_eq!((b / self.blocks_per_plane, self.prev[b as usize]), (plane, prev));
+                    assert!(self.blocks[b as usize].closed && self.blocks[b as usize].valid == v, "block {b} in bucket {v}");
+                    assert_eq!((b / self.blocks_per_plane, self.blocks[b as usize].prev), (plane, prev));
                     assert!(v >= self.min_hint[plane as usize], "plane {plane}: bucket {v} below the hint");
                     listed += 1;
-                    (prev, b) = (b, self.next[b as usize]);
+                    (prev, b) = (b, self.blocks[b as usize].next);
                 }
             }
         }
-        assert_eq!(listed, self.closed.iter().filter(|&&c| c).count());
+        assert_eq!(listed, self.blocks.iter().filter(|b| b.closed).count());
     }
 }
 

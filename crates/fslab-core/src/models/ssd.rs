@@ -45,6 +45,8 @@ pub const KIND: Kind = Kind {
 };
 
 pub const UNIT_BYTES: u64 = 4096;
+/// The bound on `planes_per_die`.
+const MAX_PLANES_PER_DIE: usize = 16;
 const UNIT_SECTORS: u64 = UNIT_BYTES / crate::request::SECTOR_BYTES;
 
 #[derive(Clone, Debug)]
@@ -79,7 +81,7 @@ impl SsdConfig {
             over_provisioning: r.num("over_provisioning", 0.07, 0.001, 4.0)?,
             channels: r.int("channels", 8, 1, 256)? as u32,
             dies_per_channel: r.int("dies_per_channel", 4, 1, 256)? as u32,
-            planes_per_die: r.int("planes_per_die", 2, 1, 16)? as u32,
+            planes_per_die: r.int("planes_per_die", 2, 1, MAX_PLANES_PER_DIE as u64)? as u32,
             page_bytes: r.int("page_bytes", 8192, 4096, 1 << 20)?,
             pages_per_block: r.int("pages_per_block", 128, 1, 4096)? as u32,
             t_read_ns: r.ns("t_read_ns", 60_000)?,
@@ -119,8 +121,10 @@ pub struct Ssd {
     die_channel: Vec<u32>,
     /// Units of the current batch when full: a page for each plane in `batch_planes`.
     batch_units: u32,
-    /// The planes of `batch_die` the current batch programs, in slot order.
-    batch_planes: Vec<u32>,
+    /// The planes of `batch_die` the current batch programs, in slot order: the first
+    /// `batch_nplanes` (a fixed array: no capacity checks on the hot path).
+    batch_planes: [u32; MAX_PLANES_PER_DIE],
+    batch_nplanes: u32,
     unit_ch_ns: Ns,
     /// Host link time of one 4 KiB unit (the common request size, computed once).
     link_unit_ns: Ns,
@@ -196,7 +200,8 @@ impl Ssd {
             plane_channel: (0..planes).map(|p| p / cfg.planes_per_die % cfg.channels).collect(),
             die_channel: (0..cfg.channels * cfg.dies_per_channel).map(|d| d % cfg.channels).collect(),
             batch_units,
-            batch_planes: (0..cfg.planes_per_die).collect(),
+            batch_planes: std::array::from_fn(|p| p as u32),
+            batch_nplanes: cfg.planes_per_die,
             ctrl_free: 0,
             link_free: 0,
             ch_free: vec![0; cfg.channels as usize],
@@ -280,11 +285,12 @@ impl Ssd {
         let xe = xs + xfer;
         self.ch_free[ch] = xe;
         // The planes that received a page (all of the batch's when it is full).
-        let used = units.div_ceil(self.units_per_page) as usize;
+        let used = if units == self.batch_units { self.batch_nplanes } else { self.per_page.div(units + self.units_per_page - 1) };
         self.program_planes += used as u64;
-        let start = self.batch_planes[..used].iter().fold(xe, |m, &p| m.max(self.plane_free[p as usize]));
+        let planes = &self.batch_planes[..used as usize];
+        let start = planes.iter().fold(xe, |m, &p| m.max(self.plane_free[p as usize]));
         let end = start + self.cfg.t_prog_ns;
-        for &p in &self.batch_planes[..used] {
+        for &p in planes {
             self.plane_free[p as usize] = end;
         }
         for &slot in &self.batch_slots {
@@ -303,15 +309,17 @@ impl Ssd {
     fn open_batch(&mut self) {
         let ppd = self.cfg.planes_per_die;
         let first = self.batch_die * ppd;
-        self.batch_planes.clear();
         let (least, most) = self.ftl.load_range(first, ppd);
         let cap = least + (self.ftl.units_per_block / 4) as u64;
+        let mut n = 0;
         for p in first..first + ppd {
             if most <= cap || self.ftl.load(p, 1) <= cap {
-                self.batch_planes.push(p);
+                self.batch_planes[n] = p;
+                n += 1;
             }
         }
-        self.batch_units = self.units_per_page * self.batch_planes.len() as u32;
+        self.batch_nplanes = n as u32;
+        self.batch_units = self.units_per_page * n as u32;
     }
 
     #[inline(never)]
