@@ -28,7 +28,7 @@ modules come from the unpacked package through a second share, and the guest's m
 The cache key is a hash of every input: the kernel package and version, the modules put
 in the initramfs, busybox (its size and mtime), the init and agent scripts and
 BUILDER_VERSION; a build is reused until one of them changes. Older builds are kept (the
-initramfs, 1.4 MB, and the unpacked kernel, about 66 MB for 6.1) so that a guest starting
+initramfs, 3.5 MB uncompressed, and the unpacked kernel, about 66 MB for 6.1) so that a guest starting
 from one is never pulled from under QEMU; `fslab guest clean` removes them.
 
 The kernel is booted unpacked: Debian's vmlinuz is an xz-compressed bzImage whose
@@ -58,8 +58,8 @@ from .kernel import KernelTree, fetch_kernel
 # 2: cgroup v2 with memory in the guest; 3: /tmp overlaid, not hidden; 4: the kernel
 # unpacked for a PVH boot, loop in the initramfs, console marks; 5: mounts through
 # generated tables; 6: modules through one modprobe, virtio_blk only with disks, loop after
-# ready
-BUILDER_VERSION = 6
+# ready; 7: the initramfs uncompressed (cpio.write)
+BUILDER_VERSION = 7
 # What init needs before it can mount the host's root: virtio PCI, 9p over virtio, and
 # the overlay for /etc, /var and /root.
 BOOT_MODULES = ("virtio_pci", "9pnet_virtio", "9p", "overlay")
@@ -297,10 +297,10 @@ def _build_locked(kernel: str, root: Path, force: bool) -> GuestBuild:
     partial = folder.with_name(key + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
-    size = cpio.write_gz(_entries(tree, closure), partial / "initramfs.cpio.gz")
+    size = cpio.write(_entries(tree, closure), partial / "initramfs.cpio")
     vmlinux = unpack_kernel(tree.vmlinuz, partial / "vmlinux")
     result = GuestBuild(key, kernel, tree.package, tree.package_version, tree.release,
-                        tree.vmlinuz, tree.modules, folder / "initramfs.cpio.gz", size,
+                        tree.vmlinuz, tree.modules, folder / "initramfs.cpio", size,
                         tuple(Path(c).name for c in closure), time.monotonic() - started,
                         folder / "vmlinux" if vmlinux else None)
     (partial / "manifest.json").write_text(json.dumps(result.manifest(), indent=2) + "\n")

@@ -6,7 +6,6 @@ its entries (fixed mtimes, owners and inode numbers): the same inputs give the s
 
 from __future__ import annotations
 
-import gzip
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,8 +46,14 @@ def archive(entries: list[Entry]) -> bytes:
     return bytes(out)
 
 
-def write_gz(entries: list[Entry], path: Path) -> int:
-    """Write the archive gzip-compressed (mtime 0: reproducible); returns its size in bytes."""
-    data = gzip.compress(archive(entries), compresslevel=6, mtime=0)
+def write(entries: list[Entry], path: Path) -> int:
+    """Write the archive uncompressed; returns its size in bytes.
+
+    Not gzip: the kernel inflates a compressed initramfs with its own code, emulated under
+    TCG. From "Trying to unpack rootfs" to "Freeing initrd memory" (printk times): 0.15-0.23 s
+    for the 1.4 MB gzip, 0.07-0.17 s for the 3.5 MB archive as it is (3 boots each,
+    alternated, host load 4; the gzip took 0.5-0.8 s at load 11-14). QEMU hands the larger
+    file over by DMA from the host's memory."""
+    data = archive(entries)
     path.write_bytes(data)
     return len(data)

@@ -111,7 +111,12 @@ mkdir -p $dirs || fail "mkdir -p $dirs"
 } > /fstab.run
 mount -a -T /fstab.run || fail "a mount of /fstab.run (its error above)"
 chmod 1777 $R/tmp
-ln -sf /proc/self/mounts $R/etc/mtab
+# /etc/mtab must list the mounts (nilfs2's tools read it). The host's is most often a link
+# to /proc/self/mounts already, which the overlay shows as it is: linking it again (a
+# whiteout and a symlink written into the overlay) took 20-90 ms of a TCG boot, median 35;
+# the check instead 0-40 ms, median 20 (4 boots each, alternated, host load 4-5; init's
+# marks, /proc/uptime's 10 ms steps).
+[ $R/etc/mtab -ef $R/proc/self/mounts ] || ln -sf /proc/self/mounts $R/etc/mtab
 if [ -f $R/run/fslab/ctl/shares ]; then
   while read -r tag path; do
     [ -n "$tag" ] || continue
