@@ -23,21 +23,21 @@ from test_jobs import null_plan  # same folder, on sys.path under pytest
 class _HostSession:
     """A session whose "guest" runs each job with ``run`` on the host."""
 
-    def __init__(self, run, stalled_boots: tuple[str, ...] = ()) -> None:
+    def __init__(self, run, abandoned_boots: tuple[str, ...] = ()) -> None:
         self.run = run
         self.reusable = True
-        self.stalled_boots = stalled_boots
+        self.abandoned_boots = abandoned_boots
 
     def run_job(self, argv, deadline_s: float, console) -> session.JobOutcome:
         self.run(JobFolder(Path(argv[argv.index("--out") + 1])))
         return session.JobOutcome(exit_status=0, timed_out=False, console_tail="", host_io_errors=(), kvm=False,
                                   kernel_release="6.1.0-test", kernel_package="linux-image-test",
                                   memory_bytes=1 << 30, cpus=1, boot_s=0.5, jobs_before=0,
-                                  stalled_boots=self.stalled_boots)
+                                  abandoned_boots=self.abandoned_boots)
 
 
-def _fake_guest(monkeypatch, run, stalled_boots: tuple[str, ...] = ()) -> None:
-    fake = _HostSession(run, stalled_boots)
+def _fake_guest(monkeypatch, run, abandoned_boots: tuple[str, ...] = ()) -> None:
+    fake = _HostSession(run, abandoned_boots)
     monkeypatch.setattr(session.SessionPool, "session_for", lambda self, *args: fake)
 
 

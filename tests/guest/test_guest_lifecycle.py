@@ -179,23 +179,29 @@ def test_sigterm_during_boot_leaves_nothing(guest_build: GuestBuild, tmp_path: P
     assert not any(tmp_path.iterdir())
 
 
-STALLING_QEMU = """#!/bin/sh
-# The first start plays a kernel that stalls in early boot (the watchdog's line on the
-# console, then nothing); later starts are the real QEMU.
+FAILING_QEMU = """#!/bin/sh
+# The first start plays a kernel that panics in early boot (its line, then QEMU's exit under
+# -no-reboot), the second one that stalls (the watchdog's line, then nothing); later starts
+# are the real QEMU.
 n=$(cat "$FSLAB_TEST_STARTS" 2>/dev/null || echo 0)
 echo $((n + 1)) > "$FSLAB_TEST_STARTS"
-[ "$n" = 0 ] || exec {qemu} "$@"
+[ "$n" -ge 2 ] && exec {qemu} "$@"
 while [ $# -gt 0 ]; do [ "$1" = -serial ] && console="${{2#file:}}"; shift; done
+if [ "$n" = 0 ]; then
+  echo "[    4.414433] Kernel panic - not syncing: Fatal exception in interrupt" >> "$console"
+  exit 0
+fi
 echo $$ > "$FSLAB_TEST_STARTS.pid"
 echo "[   48.456699] watchdog: BUG: soft lockup - CPU#1 stuck for 45s! [swapper/0:1]" >> "$console"
 exec sleep 600
 """
 
 
-def test_a_boot_the_kernel_stalls_is_abandoned_and_made_again(guest_build: GuestBuild, tmp_path: Path,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    """A kernel that reports itself stuck before ready costs a second boot, not the boot
-    deadline: the stalled QEMU is killed within seconds and the next boot serves."""
+def test_a_boot_the_kernel_panics_or_stalls_in_is_abandoned_and_made_again(
+        guest_build: GuestBuild, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kernel that panics or reports itself stuck before ready costs another boot, not the
+    job (nor, stalled, the boot deadline): the stalled QEMU is killed within seconds and the
+    next boot serves."""
     import shutil
 
     from fslab.backends.guest import launcher
@@ -205,9 +211,10 @@ def test_a_boot_the_kernel_stalls_is_abandoned_and_made_again(guest_build: Guest
     # The KVM verdict is the real QEMU's (kept per QEMU binary: not probed for the stand-in)
     verdict = launcher.kvm_verdict(guest_build)
     monkeypatch.setattr(launcher, "kvm_verdict", lambda *_args, **_kw: verdict)
+    monkeypatch.setattr(launcher, "BOOT_ATTEMPTS", 3)  # both kinds in one test (2 in use)
     fake = tmp_path / "bin" / "qemu-system-x86_64"
     fake.parent.mkdir()
-    fake.write_text(STALLING_QEMU.format(qemu=qemu))
+    fake.write_text(FAILING_QEMU.format(qemu=qemu))
     fake.chmod(0o755)
     starts = tmp_path / "starts"
     monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
@@ -216,9 +223,11 @@ def test_a_boot_the_kernel_stalls_is_abandoned_and_made_again(guest_build: Guest
     with launcher.Guest(GuestConfig(run_root=tmp_path), guest_build) as guest:
         assert guest.run(["true"], 60).exit_status == 0
     assert time.monotonic() - started < 120  # the boot deadline is 180 s
-    assert starts.read_text().strip() == "2"
+    assert starts.read_text().strip() == "3"
     assert not Path(f"/proc/{(tmp_path / 'starts.pid').read_text().strip()}").exists()  # the stalled one is gone
-    (abandoned,) = guest.stalled_boots
-    assert abandoned.startswith("the guest's kernel hung: CPU 1 stuck for 45 s in swapper/0:1 (soft lockup), "
-                                "during boot: abandoned after")
+    panicked, stalled = guest.abandoned_boots
+    assert panicked == ("the guest exited during boot (QEMU status 0): "
+                        "Kernel panic - not syncing: Fatal exception in interrupt")
+    assert stalled.startswith("the guest's kernel hung: CPU 1 stuck for 45 s in swapper/0:1 (soft lockup), "
+                              "during boot: abandoned after")
     assert 0 < guest.boot_s < 60  # the boot that served, not both

@@ -260,8 +260,8 @@ def _ended(job: Job, ended: JobOutcome | GuestResult, jobs_before: int) -> tuple
         "jobs_before_in_boot": jobs_before}
     if settings.guest_memory_full is not None:  # --quick kept the data-to-memory ratio
         facts["memory_scaled_from_bytes"] = settings.guest_memory_full
-    if ended.stalled_boots:  # boots the kernel stalled in, abandoned before this guest's
-        facts["boots_abandoned"] = list(ended.stalled_boots)
+    if ended.abandoned_boots:  # boots the kernel stalled or panicked in, before this guest's
+        facts["boots_abandoned"] = list(ended.abandoned_boots)
     if ended.host_io_errors:  # why the host refused the guest's disk requests
         facts["host_io_errors"] = list(ended.host_io_errors)
     return failure, facts, ended.console_tail

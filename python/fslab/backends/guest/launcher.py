@@ -68,8 +68,11 @@ KERNEL_ARGS = ("console=ttyS0 panic=-1 loglevel=4 rdinit=/init cryptomgr.notests
 # which the firmware initialises and the kernel enumerates for nothing (disks are
 # virtio-blk); SMM, which the firmware sets up and the kernel never enters.
 MACHINE = "q35,i8042=off,vmport=off,sata=off,smbus=off,smm=off"
-# A boot the kernel reports stuck (hang.STALLED_BOOT_S) is abandoned and made again, once:
-# no run has started, and the stall seen here was not repeated by the next boot.
+# A boot the kernel failed before ready (a soft lockup of hang.STALLED_BOOT_S, or a panic)
+# is abandoned and made again, once: no run has started. Both were seen under TCG on a
+# loaded host, once each in a few hundred boots, and not repeated by the next boot: a 6.1
+# CPU stuck in the kernel's init task from ~3 s on, and a 6.12 vCPU faulting one byte past
+# a static-branch site the other vCPU was patching (TCG and cross-vCPU code patching).
 BOOT_ATTEMPTS = 2
 # Under TCG the firmware is qboot (QEMU's minimal one, in its data folder beside SeaBIOS)
 # where QEMU ships it. QEMU's start to the kernel's first console line (earlyprintk, host
@@ -91,8 +94,8 @@ class GuestFailed(FslabError):
         super().__init__(f"{message}\n--- guest console (last lines) ---\n{console_tail}")
 
 
-class BootStalled(GuestFailed):
-    """The kernel reported itself stuck before the guest was ready."""
+class KernelFailedBoot(GuestFailed):
+    """The kernel stalled or panicked before the guest was ready."""
 
 
 @dataclass(frozen=True)
@@ -176,7 +179,7 @@ class GuestResult:
     command_s: float
     # The host's reasons for disk requests it refused (QEMU's BLOCK_IO_ERROR events).
     host_io_errors: tuple[str, ...] = ()
-    stalled_boots: tuple[str, ...] = ()  # boots abandoned before this guest's (Guest.stalled_boots)
+    abandoned_boots: tuple[str, ...] = ()  # boots abandoned before this guest's (Guest.abandoned_boots)
 
 
 def _die_with_parent() -> None:
@@ -226,6 +229,14 @@ def tcg_firmware(qemu: str) -> list[str]:
     has no qboot in its data folder."""
     rom = Path(qemu).resolve().parent.parent / "share" / "qemu" / TCG_FIRMWARE
     return ["-bios", str(rom)] if rom.is_file() else []
+
+
+def _kernel_panic(console: str) -> str | None:
+    """The kernel's panic line on a console, or None."""
+    for line in console.replace("\r", "").splitlines():
+        if "Kernel panic - not syncing" in line:
+            return line[line.index("Kernel panic"):].strip()
+    return None
 
 
 def _host_boot_id() -> str:
@@ -283,7 +294,7 @@ class Guest:
         self.last_console_tail = ""  # kept when the run folder (and its console) goes
         self._qmp: QmpEvents | None = None
         self._host_io_errors: list[str] = []  # kept when the guest is torn down
-        self.stalled_boots: list[str] = []  # why each abandoned boot before this one was
+        self.abandoned_boots: list[str] = []  # why each abandoned boot before this one was
 
     # -- lifecycle ---------------------------------------------------------------------
     def __enter__(self) -> Guest:
@@ -291,11 +302,11 @@ class Guest:
             try:
                 self._boot()
                 return self
-            except BootStalled as stalled:
+            except KernelFailedBoot as failed:
                 self._teardown(graceful=False)
                 if attempt == BOOT_ATTEMPTS:
                     raise
-                self.stalled_boots.append(str(stalled).split("\n", 1)[0])
+                self.abandoned_boots.append(str(failed).split("\n", 1)[0])
             except BaseException:
                 self._teardown(graceful=False)
                 raise
@@ -391,9 +402,11 @@ class Guest:
         next_look = started + 1.0
         while not (ctl / "ready").exists():
             if self._proc.poll() is not None:
-                raise GuestFailed(f"the guest exited during boot (QEMU status "
-                                  f"{self._proc.returncode}): {self._qemu_stderr()}",
-                                  self.console_tail())
+                panic = _kernel_panic(read_or_empty(console))
+                failure = KernelFailedBoot if panic else GuestFailed
+                raise failure(f"the guest exited during boot (QEMU status {self._proc.returncode})"
+                              + (f": {panic}" if panic else f": {self._qemu_stderr()}"),
+                              self.console_tail())
             now = time.monotonic()
             if now > deadline:
                 raise GuestFailed(f"the guest did not boot within {self.config.boot_timeout_s:.0f} s",
@@ -402,7 +415,7 @@ class Guest:
                 next_look = now + 1.0
                 stall = kernel_hang(read_or_empty(console), STALLED_BOOT_S)
                 if stall is not None:
-                    raise BootStalled(f"{stall}, during boot: abandoned after {now - started:.0f} s",
+                    raise KernelFailedBoot(f"{stall}, during boot: abandoned after {now - started:.0f} s",
                                       self.console_tail())
             time.sleep(0.05)
         self.boot_s = time.monotonic() - started
@@ -507,4 +520,4 @@ def run_in_guest(config: GuestConfig, argv: Sequence[str], deadline_s: float,
     return GuestResult(r.exit_status, r.timed_out, r.stdout, r.stderr, tail, guest.kvm,
                        guest.build.release, guest.build.package, config.memory_bytes,
                        config.cpus, guest.boot_s, r.wall_s, tuple(guest.host_io_errors),
-                       tuple(guest.stalled_boots))
+                       tuple(guest.abandoned_boots))

@@ -71,7 +71,7 @@ class JobOutcome:
     cpus: int
     boot_s: float
     jobs_before: int  # jobs this guest ran before this one since its boot
-    stalled_boots: tuple[str, ...] = ()  # boots abandoned before this guest's (the first job's only)
+    abandoned_boots: tuple[str, ...] = ()  # boots abandoned before this guest's (the first job's only)
 
 
 class ImageDisks:
@@ -193,7 +193,7 @@ class GuestSession:
         return JobOutcome(status, timed_out, console_tail(console), tuple(guest.host_io_errors[errors_from:]),
                           guest.kvm, guest.build.release, guest.build.package, self.key.memory_bytes,
                           guest.config.cpus, guest.boot_s, jobs_before,
-                          tuple(guest.stalled_boots) if jobs_before == 0 else ())
+                          tuple(guest.abandoned_boots) if jobs_before == 0 else ())
 
     def _wait(self, n: int, deadline_s: float) -> tuple[int | None, bool]:
         guest = self.guest
