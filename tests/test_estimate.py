@@ -141,22 +141,20 @@ def test_priors_only_where_they_were_measured():
     assert not estimate.complete and "no built-in prior for this device" in estimate.text()
 
 
-def test_a_host_fio_study_with_no_history_is_estimated_whole_and_says_its_precision():
-    """The plan of a host fio study on an image device, no history: 'about', not 'at least';
-    and what ±precision it can promise at a typical spread."""
-    from fslab.forecast import forecast
-    from fslab.noise import half_width_at, runs_for_precision
+def _auto_fio_plan(backend: str, device_size: str, runtime_s: int, fresh: str | None = None):
+    """The plan of an auto study of ext4 and xfs on an image, 4 KiB random writes by fio,
+    with every cell on ``backend``."""
     from fslab.plan import make_plan
-    from fslab.priors import TYPICAL_CV
     from fslab.study import parse_spec
 
-    text = """
+    text = f"""
 [study]
 name = "x"
 repetitions = "auto"
+{f'fresh = "{fresh}"' if fresh else ""}
 [device]
 kind = "image"
-size = "1GiB"
+size = "{device_size}"
 [filesystems.ext4]
 [filesystems.xfs]
 [[workloads]]
@@ -165,10 +163,20 @@ name = "w"
 rw = "randwrite"
 bs = "4k"
 size = "64M"
-runtime = 3
+runtime = {runtime_s}
 time_based = 1
 """
-    plan = make_plan(parse_spec(tomllib.loads(text), "x.toml"), backends=lambda *_: ("host", None))
+    return make_plan(parse_spec(tomllib.loads(text), "x.toml"), backends=lambda *_: (backend, None))
+
+
+def test_a_host_fio_study_with_no_history_is_estimated_whole_and_says_its_precision():
+    """The plan of a host fio study on an image device, no history: 'about', not 'at least';
+    and what ±precision it can promise at a typical spread."""
+    from fslab.forecast import forecast
+    from fslab.noise import half_width_at, runs_for_precision
+    from fslab.priors import TYPICAL_CV
+
+    plan = _auto_fio_plan("host", device_size="1GiB", runtime_s=3)
     outlook = forecast(plan, [], "here", "none")
     assert outlook.time_max.complete and outlook.time_max.setups_prior == 40
     # 40 runs of 3 s + 2 s, 40 ext4/xfs setups: what the real study of this plan took (271 s) is in range.
@@ -299,29 +307,8 @@ def test_an_auto_study_boots_a_guest_in_each_pass():
     """repetitions = "auto" runs pass after pass, each a batch of its own: the guest the
     last job of a pass ran in is powered off before the next pass's first job."""
     from fslab.forecast import forecast
-    from fslab.plan import make_plan
-    from fslab.study import parse_spec
 
-    text = """
-[study]
-name = "x"
-repetitions = "auto"
-fresh = "run"
-[device]
-kind = "image"
-size = "256MiB"
-[filesystems.ext4]
-[filesystems.xfs]
-[[workloads]]
-kind = "fio"
-name = "w"
-rw = "randwrite"
-bs = "4k"
-size = "64M"
-runtime = 1
-time_based = 1
-"""
-    plan = make_plan(parse_spec(tomllib.loads(text), "x.toml"), backends=lambda *_: ("guest", None))
+    plan = _auto_fio_plan("guest", device_size="256MiB", runtime_s=1, fresh="run")
     assert plan.auto is not None
     passes = plan.auto.max_n
     outlook = forecast(plan, [], "here", "none")
@@ -341,4 +328,4 @@ def test_each_guest_job_boots_where_the_executor_keeps_no_guest():
     kept, not_kept = TimeModel().estimate(jobs), TimeModel(guests_kept=False).estimate(jobs)
     assert (kept.guest_boots, kept.guest_in_boot) == (1, 3)
     assert (not_kept.guest_boots, not_kept.guest_in_boot) == (4, 0)
-    assert LocalExecutor.keeps_guests_booted and not getattr(DaskExecutor, "keeps_guests_booted", False)
+    assert LocalExecutor.keeps_guests_booted and not DaskExecutor.keeps_guests_booted

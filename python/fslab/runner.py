@@ -393,8 +393,9 @@ def run_study(
             planned = planned.with_seed(previous.seed)  # the stored study's order
         study_id, grant, retried = _open_study(store, planned, previous, allowed_devices, retry_failed, results_dir)
         execution = _Execution(store, study_id, planned.plan, jobs_executor, results_dir,
-                               Countdown(TimeModel(store.history(), study_id, guests_kept=getattr(
-                                   jobs_executor, "keeps_guests_booted", False))), on_record, on_progress)
+                               Countdown(TimeModel(store.history(), study_id,
+                                                   guests_kept=jobs_executor.keeps_guests_booted)),
+                               on_record, on_progress)
         _recover_records(store, study_id, execution.jobs_dir)
         stored = store.stored_runs(study_id)
         try:

@@ -32,6 +32,9 @@ if TYPE_CHECKING:
 
 
 class Executor(Protocol):
+    # whether consecutive guest jobs share one boot (the time estimate counts boots by it)
+    keeps_guests_booted: bool
+
     def run(self, jobs: list[Job], jobs_dir: Path, work_dir: Path,
             on_record: Callable[[RunRecord, JobFolder], None],
             on_progress: Callable[[RunRecord, JobFolder], None] | None = None) -> None: ...
@@ -40,7 +43,7 @@ class Executor(Protocol):
 class LocalExecutor:
     """Jobs in plan order on this machine, each through its backend."""
 
-    keeps_guests_booted = True  # consecutive guest jobs share one boot (the estimate counts on it)
+    keeps_guests_booted = True
 
     def run(self, jobs: list[Job], jobs_dir: Path, work_dir: Path,
             on_record: Callable[[RunRecord, JobFolder], None],

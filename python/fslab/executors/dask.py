@@ -109,6 +109,8 @@ class _Pending:
 
 
 class DaskExecutor:
+    keeps_guests_booted = False  # a worker runs each job in a process, and so a guest, of its own
+
     def __init__(self, access: Access, deadline_s: float | None = None):
         self.access = access
         self.address = access.address

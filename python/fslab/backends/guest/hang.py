@@ -1,5 +1,5 @@
-"""A guest kernel that hangs, told from its console: a job's deadline (minutes to hours)
-is too long to wait for a guest that will never finish.
+"""A guest kernel that hangs or panics, told from its console: a job's deadline (minutes to
+hours) is too long to wait for a guest that will never finish.
 
 The kernel's soft-lockup watchdog says when a CPU has run kernel code without scheduling
 for 20 s or more, and repeats it with the time so far. Under TCG on a busy host a vCPU
@@ -28,4 +28,12 @@ def kernel_hang(console: str, at_least_s: int = HUNG_S) -> str | None:
         if int(match.group(2)) >= at_least_s:
             return (f"the guest's kernel hung: CPU {match.group(1)} stuck for {match.group(2)} s in "
                     f"{match.group(3)} (soft lockup)")
+    return None
+
+
+def kernel_panic(console: str) -> str | None:
+    """The kernel's panic line on its console text, or None."""
+    for line in console.replace("\r", "").splitlines():
+        if "Kernel panic - not syncing" in line:
+            return line[line.index("Kernel panic"):].strip()
     return None

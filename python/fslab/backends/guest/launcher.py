@@ -37,7 +37,7 @@ from ...signals import shielded
 from ...spec import GUEST_MIN_MEMORY
 from . import paths
 from .build import GuestBuild, build
-from .hang import STALLED_BOOT_S, kernel_hang
+from .hang import STALLED_BOOT_S, kernel_hang, kernel_panic
 from .kernel import config_hz
 from .kvm import kvm_verdict
 from .qmp import QmpEvents
@@ -231,14 +231,6 @@ def tcg_firmware(qemu: str) -> list[str]:
     return ["-bios", str(rom)] if rom.is_file() else []
 
 
-def _kernel_panic(console: str) -> str | None:
-    """The kernel's panic line on a console, or None."""
-    for line in console.replace("\r", "").splitlines():
-        if "Kernel panic - not syncing" in line:
-            return line[line.index("Kernel panic"):].strip()
-    return None
-
-
 def _host_boot_id() -> str:
     return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
 
@@ -298,19 +290,19 @@ class Guest:
 
     # -- lifecycle ---------------------------------------------------------------------
     def __enter__(self) -> Guest:
-        for attempt in range(1, BOOT_ATTEMPTS + 1):
-            try:
-                self._boot()
-                return self
-            except KernelFailedBoot as failed:
-                self._teardown(graceful=False)
-                if attempt == BOOT_ATTEMPTS:
-                    raise
-                self.abandoned_boots.append(str(failed).split("\n", 1)[0])
-            except BaseException:
-                self._teardown(graceful=False)
-                raise
-        raise AssertionError("unreachable: the last attempt returns or raises")
+        try:
+            for _ in range(BOOT_ATTEMPTS - 1):
+                try:
+                    self._boot()
+                    return self
+                except KernelFailedBoot as failed:
+                    self._teardown(graceful=False)
+                    self.abandoned_boots.append(str(failed).split("\n", 1)[0])
+            self._boot()  # the last attempt: whatever it raises is the guest's failure
+        except BaseException:
+            self._teardown(graceful=False)
+            raise
+        return self
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         self._teardown(graceful=exc_type is None)
@@ -402,7 +394,7 @@ class Guest:
         next_look = started + 1.0
         while not (ctl / "ready").exists():
             if self._proc.poll() is not None:
-                panic = _kernel_panic(read_or_empty(console))
+                panic = kernel_panic(read_or_empty(console))
                 failure = KernelFailedBoot if panic else GuestFailed
                 raise failure(f"the guest exited during boot (QEMU status {self._proc.returncode})"
                               + (f": {panic}" if panic else f": {self._qemu_stderr()}"),
@@ -416,7 +408,7 @@ class Guest:
                 stall = kernel_hang(read_or_empty(console), STALLED_BOOT_S)
                 if stall is not None:
                     raise KernelFailedBoot(f"{stall}, during boot: abandoned after {now - started:.0f} s",
-                                      self.console_tail())
+                                           self.console_tail())
             time.sleep(0.05)
         self.boot_s = time.monotonic() - started
         if not self.kvm:
@@ -493,7 +485,6 @@ class Guest:
         status = int(status_file.read_text().strip())
         return CommandResult(tuple(argv), status, read_or_empty(ctl / f"out-{n}"),
                              read_or_empty(ctl / f"err-{n}"), wall, False)
-
 
     def check_output(self, argv: Sequence[str], timeout_s: float = 120) -> str:
         """stdout of a command that must succeed; GuestFailed with its stderr otherwise."""
