@@ -73,8 +73,8 @@ def test_each_run_is_estimated_from_its_own_workload_and_backend_with_a_setup_pe
 
 def test_a_guest_job_boots_unless_the_guest_job_before_it_needs_the_same_guest():
     """Kernel, memory and device decide; a host job between powers the guest off (it
-    would run beside the host job); an aged job boots a guest of its own, and so does the
-    guest job after it."""
+    would run beside the host job); an aged job runs in the guest of the job before it
+    when that guest is the same (its aged image copied onto the guest's disk)."""
     import dataclasses
 
     def guest_job(name: str, **settings) -> Job:
@@ -82,15 +82,16 @@ def test_a_guest_job_boots_unless_the_guest_job_before_it_needs_the_same_guest()
         return Job(name, "guest", (Run(cell(name, "guest"), 0),), dataclasses.replace(base, **settings))
 
     aged_cell = dataclasses.replace(cell("aged", "guest"), aging={"fill": 0.5})
-    aged = Job("aged", "guest", (Run(aged_cell, 0),), JobSettings(device={"kind": "image", "size": 1 << 30}))
+    aged = Job("aged", "guest", (Run(aged_cell, 0),), JobSettings(device={"kind": "image", "size": 2 << 30}))
     host = Job("host", "host", (Run(cell("h", "host"), 0),), JobSettings(device={"kind": "image"}))
     jobs = [guest_job("a"), host, guest_job("b"), guest_job("c", guest_memory=2 << 30),
             guest_job("d", guest_memory=2 << 30), guest_job("e", guest_kernel="6.12"),
             guest_job("f", device={"kind": "image", "size": 2 << 30}),
-            aged, guest_job("g", device={"kind": "image", "size": 2 << 30})]
+            aged, guest_job("g", device={"kind": "image", "size": 2 << 30}),
+            guest_job("i", device={"kind": "image", "size": 1 << 30})]
     estimate = TimeModel().estimate(jobs)
-    # boots: a, b (a host job between), c, e, f, aged, g; in the guest before: d
-    assert estimate.guest_boots == 7 and estimate.guest_in_boot == 1
+    # boots: a, b (a host job between), c, e, f, i; in the guest before: d, aged, g
+    assert estimate.guest_boots == 6 and estimate.guest_in_boot == 3
 
 
 def test_a_setup_in_a_booted_guest_is_learned_apart_from_a_boot():

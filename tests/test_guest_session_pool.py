@@ -100,24 +100,6 @@ def test_a_punched_image_reads_as_zeros_with_its_size_and_inode(tmp_path):
         os.close(keeper)
 
 
-def test_a_job_on_an_aged_image_powers_the_kept_guest_off_first(tmp_path, recorded, monkeypatch):
-    """Its aging guest and its own guest would otherwise run beside the kept one."""
-    from fslab.backends.guest.backend import GuestBackend
-    from fslab.jobdata.model import Cell, Job, JobSettings, Run
-
-    backend = GuestBackend()
-    ran: list[str] = []
-    monkeypatch.setattr(backend, "_execute_aged", lambda job, *args: ran.append(job.id))
-    cell = Cell("c", "ext4", "ext4", (), (), "w", "fio", {}, {}, "guest", aging={"fill": 0.5})
-    aged = Job("aged", "guest", (Run(cell, 0),), JobSettings(device={"kind": "image", "size": 1 << 30}))
-    with backend.keep_booted():
-        assert backend._pool is not None
-        backend._pool.session_for(_key(tmp_path), tmp_path, tmp_path, None)
-        backend.execute(aged, None, tmp_path, lambda record: None)
-        assert ran == ["aged"] and backend._pool.current is None
-    assert recorded == ["start s0", "close s0 graceful"]
-
-
 def test_a_lockup_that_lasts_is_a_hung_kernel_and_a_short_one_is_not():
     from fslab.backends.guest.hang import kernel_hang
 
@@ -190,3 +172,51 @@ def test_the_console_is_read_a_whole_line_at_a_time_from_where_the_last_look_end
     text, seen = _lines_from(console, seen)
     assert "stuck for 1219s" in text and seen == console.stat().st_size
     assert _lines_from(console, seen) == ("", seen)
+
+
+class _BootedGuest:
+    """What ``GuestSession.run_job`` reads of its guest, for a guest whose job server has
+    answered every request already (its status files written in advance)."""
+
+    def __init__(self, folder: Path, abandoned: tuple[str, ...]) -> None:
+        from types import SimpleNamespace
+
+        self.control_folder = folder
+        self.console_path = folder / "console.log"
+        self.console_path.write_text("booted\n")
+        self.build = SimpleNamespace(release="6.1.0-test", package="linux-image-test")
+        self.config = SimpleNamespace(cpus=2)
+        self.kvm, self.boot_s, self.alive = False, 2.5, True
+        self.abandoned_boots = abandoned
+        self.host_io_errors: list[str] = []
+        (folder / session.SERVE_DIR).mkdir()
+        for n in range(3):
+            (folder / session.SERVE_DIR / f"status-{n}").write_text("0\n")
+
+
+def test_a_job_runs_on_what_the_host_wrote_onto_its_disk_and_a_used_disk_is_made_fresh(tmp_path):
+    """The aged-image path: the host writes a disk's starting state after ``fresh_disks``
+    and the next job keeps it; a disk a job used is punched before the next job. The boots
+    abandoned before the guest go to the first job that makes records, not to an aging job."""
+    guest = _BootedGuest(tmp_path, ("the guest's kernel hung during boot",))
+    disk = tmp_path / "disk.img"
+    disk.write_bytes(bytes(1 << 20))
+    booted = session.GuestSession(_key(tmp_path), tmp_path, tmp_path, None)
+    booted.guest, booted.images = guest, [disk]  # type: ignore[assignment]
+
+    aging = booted.run_job(["age", "job.json"], 60, tmp_path / "aging-console.log", makes_records=False)
+    with open(disk, "r+b") as f:
+        f.write(b"aged by the aging job")
+    booted.fresh_disks()  # the aging job used the disk: it is made fresh
+    assert disk.read_bytes() == bytes(1 << 20) and disk.stat().st_blocks == 0
+    with open(disk, "r+b") as f:
+        f.write(b"the aged image's copy")
+    first = booted.run_job(["run", "job.json"], 60, tmp_path / "console-1.log")
+    assert disk.read_bytes().startswith(b"the aged image's copy")  # no job ran since: kept
+    second = booted.run_job(["run", "job.json"], 60, tmp_path / "console-2.log")
+    assert disk.read_bytes() == bytes(1 << 20)  # the first job used it
+    assert (aging.jobs_before, first.jobs_before, second.jobs_before) == (0, 1, 2)
+    assert aging.abandoned_boots == () and second.abandoned_boots == ()
+    assert first.abandoned_boots == ("the guest's kernel hung during boot",)
+    requests = sorted(p.name for p in (tmp_path / session.SERVE_DIR).glob("req-*.json"))
+    assert requests == ["req-0.json", "req-1.json", "req-2.json"]

@@ -359,9 +359,9 @@ def setup_kind(backend: str, jobs_before_in_boot: int | None) -> str:
 
 def _guest_key(job: Job) -> tuple[str, int, str] | None:
     """What decides whether a guest job runs in the guest of the guest job before it (the
-    local executor's sessions): kernel, memory and device; None for a job that boots a
-    guest of its own (an aged image) or runs on the host."""
-    if job.backend != "guest" or job.cell.aging is not None:
+    local executor's sessions): kernel, memory and device (an aged image is copied onto
+    the disk of the same guest); None for a job that runs on the host."""
+    if job.backend != "guest":
         return None
     return (job.settings.guest_kernel, job.settings.guest_memory, json.dumps(job.settings.device, sort_keys=True))
 

@@ -1,5 +1,6 @@
 """Seed 003 in the guest: in-kernel vfat (FAT32) aged to 50% by statfs within ±2% once,
-in a guest of its own, and copied for each repetition (identical start), then
+as a job of the guest that then runs the repetitions, and copied onto its disk for each
+repetition (identical start), then
 the alloc workload, every operation with positive latencies; layout facts by FIBMAP and
 free space from the FAT. On ntfs-3g (FUSE: no FIEMAP) the alloc workload stores its
 latencies and the layout facts say they are not available rather than failing or
@@ -55,8 +56,11 @@ def test_vfat_aged_to_half_and_ntfs_then_alloc_in_the_guest(guest_build: GuestBu
             stored = sorted(store.runs(1), key=lambda r: r["repetition"])
             runs.update({r["cell"]["filesystem"]: r for r in stored[:1]})
             if name == "fat":
-                # Aged once (in a guest of its own), copied for each repetition: the same state.
+                # Aged once, copied for each repetition: the same state.
                 first, second = (r["provenance"] for r in stored)
+                # One boot: the aging job, then each repetition's job on its copy.
+                assert first["guest"]["boot_s"] == second["guest"]["boot_s"]
+                assert (first["guest"]["jobs_before_in_boot"], second["guest"]["jobs_before_in_boot"]) == (1, 2)
                 assert (first["aged_image_cache_hit"], second["aged_image_cache_hit"]) == (False, True)
                 assert first["aged_image_make_s"] > 0 and second["aged_image_make_s"] == 0
                 assert first["aged_image"] == second["aged_image"]

@@ -8,7 +8,8 @@ job uses inside the guest; the folder of job folders is shared read-write at the
 path, so records and artifacts land where the runner reads them; the guest console is
 kept in every run's artifacts. Within ``keep_booted`` (the local executor's whole batch)
 consecutive jobs that need the same guest run in one boot (fslab.backends.guest.session),
-each on fresh disks; a job on an aged image gets a guest of its own. A guest that dies
+each on fresh disks; a job on an aged image gets a copy of it on its disk, aged first as a
+job of the same guest where the cache lacks it. A guest that dies
 or passes its deadline fails the job's remaining runs with the console's last lines as the
 reason. Each record's provenance gains ``guest``: kernel package, KVM or TCG, memory and
 CPUs, boot time, and how many jobs the guest ran before this one since its boot.
@@ -22,7 +23,6 @@ import json
 import os
 import shutil
 import socket
-import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING, Any
 from ...errors import FslabError
 from ...job.folder import CONSOLE_FILE, JobFolder, RecordWatcher, fail_unfinished
 from ...kernel_log import KERNEL_IO_ERRORS
-from ...resources import tracked
 from ...stored import STATUS_OK
 from .. import BACKENDS
 
@@ -43,7 +42,7 @@ if TYPE_CHECKING:
     from ...jobdata.model import Job
     from ...jobdata.record import RunRecord
     from .launcher import GuestResult
-    from .session import JobOutcome, SessionPool
+    from .session import GuestSession, JobOutcome, SessionPool
 
 # Time a guest gets besides its runs' own limits: boot, module loading, mkfs, teardown.
 GUEST_MARGIN_S = 300.0
@@ -92,11 +91,6 @@ class GuestBackend:
     def execute(self, job: Job, folder: JobFolder, work_dir: Path,
                 on_record: Callable[[RunRecord], None],
                 on_progress: Callable[[RunRecord], None] | None = None) -> None:
-        if job.cell.aging is not None:
-            if self._pool is not None:  # its guests (aging, then the job) would run beside the kept one
-                self._pool.close(graceful=True)
-            self._execute_aged(job, folder, work_dir, on_record, on_progress)
-            return
         with self.keep_booted():
             assert self._pool is not None
             self._execute_in_session(self._pool, job, folder, work_dir, on_record, on_progress)
@@ -111,7 +105,6 @@ class GuestBackend:
         out_dir = folder.make().path
         work_dir.mkdir(parents=True, exist_ok=True)
         kind, section, handed, image_sizes, inner = _guest_job(job)
-        write_job(inner, folder.job_file)
         key = SessionKey(kernel=job.settings.guest_kernel, memory_bytes=job.settings.guest_memory,
                          handed=tuple(handed), image_sizes=tuple(image_sizes), share=out_dir.parent)
         argv = ["run", str(folder.job_file), "--out", str(out_dir), "--work", INNER_WORK]
@@ -121,6 +114,22 @@ class GuestBackend:
         watching = RecordWatcher(folder, on_progress) if on_progress else contextlib.nullcontext()
         try:
             session = pool.session_for(key, work_dir, work_dir / "guests", _guest_env())
+            if job.cell.aging is not None and kind.image_file:
+                # Aged once per key (as a job of this guest), copied onto this job's disk;
+                # other device kinds are aged in place by the job itself.
+                try:
+                    copy = _aged_copy(inner, section.size, session, folder, work_dir)
+                except FslabError as exc:
+                    if exc.scope == "study":
+                        raise
+                    for record in fail_unfinished(job.runs, [], f"aging in the guest failed: {exc}",
+                                                  started=started, provenance={"backend": "guest", "guest": {}},
+                                                  folder=folder, files={CONSOLE_FILE: folder.console_file}):
+                        on_record(record)
+                    return
+                inner = dataclasses.replace(inner, settings=dataclasses.replace(
+                    inner.settings, preaged=copy.to_dict()))
+            write_job(inner, folder.job_file)
             with watching:
                 outcome = session.run_job(argv, _deadline(job), folder.console_file)
             failure, facts, tail = _ended(job, outcome, outcome.jobs_before)
@@ -130,56 +139,6 @@ class GuestBackend:
         delivered = self._deliver(folder, handed, facts, on_record)
         if pool.current is not None and any(record.status != STATUS_OK for record in delivered):
             pool.current.reusable = False  # a failed run may have left the guest in any state
-        self._fail_rest(job, folder, delivered, failure, facts, tail, started, on_record)
-
-    def _execute_aged(self, job: Job, folder: JobFolder, work_dir: Path,
-                      on_record: Callable[[RunRecord], None],
-                      on_progress: Callable[[RunRecord], None] | None) -> None:
-        """A job on an aged image: aged (or taken from the cache) and copied onto a disk
-        of a guest of its own, which runs this job alone."""
-        from ...job.entry import write_job
-        from .launcher import GuestConfig, GuestFailed, run_in_guest
-        from .session import ImageDisks
-
-        out_dir = folder.make().path
-        work_dir.mkdir(parents=True, exist_ok=True)
-        settings = job.settings
-        kind, section, handed, image_sizes, inner = _guest_job(job)
-        console = folder.console_file
-        deadline = _deadline(job)
-        argv = [sys.executable, "-m", "fslab.job", "run", str(folder.job_file), "--out", str(out_dir),
-                "--work", INNER_WORK]
-        started = time.time()
-        guests = work_dir / "guests"
-        # Written down first: if this process dies, `fslab cleanup` kills the guest's QEMU.
-        with ImageDisks(image_sizes, work_dir) as images, tracked("guests", str(guests), work_dir):
-            disks = [*handed, *images]
-            if kind.image_file:
-                # Aged once per key in a guest of its own, copied onto this job's disk.
-                try:
-                    copy = _aged_copy(inner, section.size, images[0], folder, work_dir, guests)
-                except FslabError as exc:
-                    if exc.scope == "study":
-                        raise
-                    for record in fail_unfinished(job.runs, [], f"aging in the guest failed: {exc}",
-                                                  started=started, provenance={"backend": "guest", "guest": {}},
-                                                  folder=folder, files={CONSOLE_FILE: console}):
-                        on_record(record)
-                    return
-                inner = dataclasses.replace(inner, settings=dataclasses.replace(
-                    inner.settings, preaged=copy.to_dict()))
-            write_job(inner, folder.job_file)
-            config = GuestConfig(kernel=settings.guest_kernel, memory_bytes=settings.guest_memory,
-                                 disks=tuple(disks), shares={"out": out_dir}, console_path=console,
-                                 run_root=guests)
-            watching = RecordWatcher(folder, on_progress) if on_progress else contextlib.nullcontext()
-            try:
-                with watching:
-                    result = run_in_guest(config, argv, deadline)
-                failure, facts, tail = _ended(job, result, 0)
-            except GuestFailed as exc:
-                failure, facts, tail = str(exc).split("\n", 1)[0], {}, exc.console_tail
-        delivered = self._deliver(folder, handed, facts, on_record)
         self._fail_rest(job, folder, delivered, failure, facts, tail, started, on_record)
 
     @staticmethod
@@ -274,54 +233,54 @@ def _keep_failed_console(tail: str, console: Path) -> None:
             console.write_text(tail + "\n")
 
 
-def _aged_copy(job: Job, size: int, dest: Path, folder: JobFolder, work_dir: Path, guests: Path) -> AgedCopy:
-    """Copy the image aged for this job's key onto ``dest`` (its disk), aging it first in
-    a guest of its own (`fslab job age`) if the work directory's cache lacks it. The key
-    adds the guest kernel: another kernel's allocator makes another state."""
+def _aged_copy(job: Job, size: int, session: GuestSession, folder: JobFolder, work_dir: Path) -> AgedCopy:
+    """Copy the image aged for this job's key onto the session's first disk, aging it
+    first if the work directory's cache lacks it: as a job of the session (`fslab job
+    age` on its fresh disk), whose disk is then copied into the cache. The key adds the
+    guest kernel: another kernel's allocator makes another state."""
     from ...aged_images import AGED_IMAGES_DIR, aged_image, image_key
     from ...aging import AgingReport
     from ...aging_option import AgingOption
+    from ...commands import run_command
     from ...errors import JobFailed
     from ...job.entry import write_job
     from ...job.folder import AGING_ERROR, AGING_RESULT
-    from .launcher import GuestConfig, GuestFailed, run_in_guest
+    from .launcher import GuestFailed
 
     out_dir = folder.path
-
     cell, settings = job.cell, job.settings
     option = AgingOption.model_validate(cell.aging)
     key = json.dumps({"image": image_key(cell.fs_type, list(cell.mkfs), size, option, list(cell.mount)),
                       "guest_kernel": settings.guest_kernel}, sort_keys=True)
     # Aging writes fill x size; FUSE file systems under TCG manage ~0.4 MB/s (ntfs-3g).
     deadline = GUEST_MARGIN_S + max(RUN_ALLOWANCE_S, option.fill * size / 200e3)
+    disk = session.images[0]
 
     def make(image: Path) -> AgingReport:
         aging_out = out_dir / f"aging-{uuid.uuid4().hex[:8]}"
         aging_out.mkdir(parents=True)
-        with tracked("image", str(image), str(work_dir)):
-            with open(image, "wb") as f:
-                f.truncate(size)
-            age_job = aging_out / "age-job.json"
-            write_job(job, age_job)
-            argv = [sys.executable, "-m", "fslab.job", "age", str(age_job), "--out", str(aging_out),
-                    "--work", INNER_WORK]
-            config = GuestConfig(kernel=settings.guest_kernel, memory_bytes=settings.guest_memory,
-                                 disks=(image,), shares={"out": out_dir}, console_path=aging_out / CONSOLE_FILE,
-                                 run_root=guests)
-            try:
-                result = run_in_guest(config, argv, deadline)
-            except GuestFailed as exc:
-                raise JobFailed(str(exc).split("\n", 1)[0]) from exc
-            if result.exit_status == 0 and (aging_out / AGING_RESULT).exists():
-                return AgingReport.from_dict(json.loads((aging_out / AGING_RESULT).read_text()))
-            if (aging_out / AGING_ERROR).exists():
-                error = (aging_out / AGING_ERROR).read_text().strip() or "aging failed in the guest"
-                raise JobFailed(_with_host_reason(error, result.host_io_errors) or error)
-            why = (f"killed at its deadline of {deadline:.0f} s" if result.timed_out
-                   else f"exited with status {result.exit_status}")
-            raise JobFailed(f"the aging guest {why}; console (last lines):\n{result.console_tail}")
+        age_job = aging_out / "age-job.json"
+        write_job(job, age_job)
+        argv = ["age", str(age_job), "--out", str(aging_out), "--work", INNER_WORK]
+        try:
+            result = session.run_job(argv, deadline, aging_out / CONSOLE_FILE, makes_records=False)
+        except GuestFailed as exc:
+            raise JobFailed(str(exc).split("\n", 1)[0]) from exc
+        if result.exit_status == 0 and (aging_out / AGING_RESULT).exists():
+            # The guest dropped its cached pages of the disk after the job: the file holds it all.
+            run_command(["cp", "--sparse=always", str(disk), str(image)], timeout=3600)
+            session.fresh_disks()  # the job's copy of the aged image is written onto fresh disks
+            return AgingReport.from_dict(json.loads((aging_out / AGING_RESULT).read_text()))
+        session.reusable = False
+        if (aging_out / AGING_ERROR).exists():
+            error = (aging_out / AGING_ERROR).read_text().strip() or "aging failed in the guest"
+            raise JobFailed(_with_host_reason(error, result.host_io_errors) or error)
+        why = (f"killed at its deadline of {deadline:.0f} s" if result.timed_out
+               else f"exited with status {result.exit_status}")
+        raise JobFailed(f"the aging job in the guest {why}; console (last lines):\n{result.console_tail}")
 
-    return aged_image(key, make, work_dir / AGED_IMAGES_DIR, dest)
+    session.fresh_disks()  # every disk as a boot leaves it; then the first gets the copy
+    return aged_image(key, make, work_dir / AGED_IMAGES_DIR, disk)
 
 
 def _with_host_reasons(record: RunRecord, facts: dict[str, Any]) -> RunRecord:

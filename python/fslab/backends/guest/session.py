@@ -8,7 +8,9 @@ the same kernel and memory, the same disks handed over, images of the same sizes
 same folder of job folders (its share). Each job then runs in a child forked from one
 server process in the guest (fslab.job.serve), and its disks are fresh as a new boot's
 would be: the host punches the image files back to holes between jobs, and the child
-drops the guest's cached pages of each disk before and after its job.
+drops the guest's cached pages of each disk before and after its job. A job on an aged
+image runs in the session too: the host copies the aged image onto its disk first, and
+where the cache lacks that image, ages one as a job of the session before.
 
 A session ends (the guest powered off, the images removed) when the next job needs
 another guest, when a job's process ended in an error or the guest died or passed a
@@ -71,7 +73,7 @@ class JobOutcome:
     cpus: int
     boot_s: float
     jobs_before: int  # jobs this guest ran before this one since its boot
-    abandoned_boots: tuple[str, ...] = ()  # boots abandoned before this guest's (the first job's only)
+    abandoned_boots: tuple[str, ...] = ()  # boots abandoned before this guest's (its first job with records)
 
 
 class ImageDisks:
@@ -129,6 +131,8 @@ class GuestSession:
         self.guest: Guest | None = None
         self.images: list[Path] = []
         self._jobs = 0
+        self._disks_used = False  # a job ran on the images since they were last made fresh
+        self._boots_told = False  # the abandoned boots went into a job's records
 
     def __enter__(self) -> GuestSession:
         return self.start()
@@ -169,16 +173,28 @@ class GuestSession:
             raise GuestFailed(f"the job server did not start in the guest: {started.stderr.strip()[-800:]}",
                               self.guest.console_tail())
 
-    def run_job(self, argv: Sequence[str], deadline_s: float, console: Path) -> JobOutcome:
-        """Run ``python -m fslab.job ARGV`` in the guest, its disks fresh; the guest's
-        console while it ran (the boot's too, for the first job) goes to ``console``."""
+    def fresh_disks(self) -> None:
+        """Make the images all holes again if a job has used them since they were made or
+        last made fresh (the host may then write a disk's starting state onto one)."""
+        if self._disks_used:
+            for image in self.images:
+                punch_out(image)
+            self._disks_used = False
+
+    def run_job(self, argv: Sequence[str], deadline_s: float, console: Path,
+                makes_records: bool = True) -> JobOutcome:
+        """Run ``python -m fslab.job ARGV`` in the guest, its disks fresh unless the host
+        wrote onto them since the last job; the guest's console while it ran (the boot's
+        too, for the first job) goes to ``console``. The boots abandoned before this guest's
+        go to the first job that ``makes_records`` (an aging job makes none)."""
         guest = self.guest
         assert guest is not None and guest.console_path is not None and guest.build is not None
         n, jobs_before = self._jobs, self._jobs
         self._jobs += 1
-        if jobs_before:
-            for image in self.images:
-                punch_out(image)
+        self.fresh_disks()
+        self._disks_used = True
+        abandoned = () if self._boots_told or not makes_records else tuple(guest.abandoned_boots)
+        self._boots_told = self._boots_told or makes_records
         console_from = 0 if jobs_before == 0 else _size(guest.console_path)
         errors_from = len(guest.host_io_errors)
         request = {"argv": list(argv), "disks": [f"/dev/vd{chr(ord('a') + i)}"
@@ -192,8 +208,7 @@ class GuestSession:
         _copy_from(guest.console_path, console_from, console)
         return JobOutcome(status, timed_out, console_tail(console), tuple(guest.host_io_errors[errors_from:]),
                           guest.kvm, guest.build.release, guest.build.package, self.key.memory_bytes,
-                          guest.config.cpus, guest.boot_s, jobs_before,
-                          tuple(guest.abandoned_boots) if jobs_before == 0 else ())
+                          guest.config.cpus, guest.boot_s, jobs_before, abandoned)
 
     def _wait(self, n: int, deadline_s: float) -> tuple[int | None, bool]:
         guest = self.guest
