@@ -43,16 +43,6 @@ time_based = 1
 """
 
 
-def _one_run(study: Path, results: Path, devices: list[str]) -> dict:
-    outcome = run_study(str(study), results_dir=results, allowed_devices=frozenset(devices))
-    with Store(results) as store:
-        runs = store.runs(store.study().id)
-    assert outcome.runs_failed == 0, [r["error"] for r in runs]
-    (run,) = runs
-    assert run["cell"]["backend"] == "guest" and run["metrics"]["write_iops"]["value"] > 0
-    return run
-
-
 def _handed(run: dict, paths: list[str]) -> None:
     """Provenance names each disk the guest was given: the loop devices, and only them."""
     disks = run["provenance"]["device"]["host_disks"]
@@ -72,37 +62,16 @@ def _loops_under(tmp: Path) -> list[str]:
     return [line for line in out.splitlines() if str(tmp) in line]
 
 
-def test_f2fs_on_raid5_over_four_named_disks(guest_build: GuestBuild, loop_device, tmp_path: Path) -> None:
-    with contextlib.ExitStack() as stack:
-        paths = [stack.enter_context(loop_device("160MiB")).path for _ in range(4)]
-        study = tmp_path / "raid.toml"
-        members = ", ".join(f'"{p}"' for p in paths)
-        study.write_text(STUDY.format(fs="f2fs", device=f'kind = "raid"\nlevel = 5\nchunk = "512KiB"\n'
-                                                        f"members = [{members}]"))
-        run = _one_run(study, tmp_path / "results", paths)
-        device = run["provenance"]["device"]
-        assert device["kind"] == "raid" and device["level"] == 5 and device["data_disks"] == 3
-        assert [m["serial"] for m in device["members"]] == [f"fslab-disk{i}" for i in range(4)]
-        assert run["provenance"]["filesystem"]["mounted_as"] == "f2fs"
-        _handed(run, paths)
-        # The array was stopped in the guest and every member's superblock wiped.
-        for path in paths:
-            examine = subprocess.run(["mdadm", "--examine", path], capture_output=True, text=True)
-            assert examine.returncode != 0 and "No md superblock" in examine.stderr, examine.stdout
-        _no_qemu_left(tmp_path)
-    assert _loops_under(tmp_path) == []  # the stand-in disks are detached
-
-
 def test_entries_on_their_own_named_disks_in_one_study(guest_build: GuestBuild, loop_device, tmp_path: Path) -> None:
-    """Seed 004's layout on the user's disks in one study: jfs on one disk and jfs on md
-    RAID5 over three others, each an entry's own device, each disk confirmed once and
-    handed to its own job's guest. (jfs on one named disk is checked here, in this
-    study's boots, rather than in a study of its own.)"""
+    """Seed 004's layout on the user's disks in one study: jfs on one disk and f2fs on md
+    RAID5 over four others, each an entry's own device, each disk confirmed once and
+    handed to its own job's guest, the array stopped and every member left with no md
+    superblock."""
     with contextlib.ExitStack() as stack:
-        disk, *members = [stack.enter_context(loop_device("160MiB")).path for _ in range(4)]
+        disk, *members = [stack.enter_context(loop_device("160MiB")).path for _ in range(5)]
         study = tmp_path / "layout.toml"
         entries = (f'[filesystems.jfs-disk]\ntype = "jfs"\ndevice = {{ kind = "block", path = "{disk}" }}\n'
-                   f'[filesystems.jfs-raid5]\ntype = "jfs"\ndevice = {{ kind = "raid", level = 5, chunk = "512KiB", '
+                   f'[filesystems.f2fs-raid5]\ntype = "f2fs"\ndevice = {{ kind = "raid", level = 5, chunk = "512KiB", '
                    f'members = [{", ".join(repr(m).replace(chr(39), chr(34)) for m in members)}] }}\n')
         study.write_text(STUDY.format(fs="unused", device='size = "64MiB"').replace(
             "[filesystems.unused]\n", entries))
@@ -113,13 +82,15 @@ def test_entries_on_their_own_named_disks_in_one_study(guest_build: GuestBuild, 
         assert runs["jfs-disk"]["provenance"]["device"]["kind"] == "vdisk"  # the disk itself, whole, in the guest
         for run in runs.values():
             assert run["cell"]["backend"] == "guest" and run["metrics"]["write_iops"]["value"] > 0
-            assert run["provenance"]["filesystem"]["mounted_as"] == "jfs"
+        assert runs["jfs-disk"]["provenance"]["filesystem"]["mounted_as"] == "jfs"
+        assert runs["f2fs-raid5"]["provenance"]["filesystem"]["mounted_as"] == "f2fs"
         _handed(runs["jfs-disk"], [disk])
         blkid = subprocess.run(["blkid", "-p", "-o", "value", "-s", "TYPE", disk], capture_output=True, text=True)
         assert blkid.stdout.strip() == "jfs"  # made on the named disk itself
-        array = runs["jfs-raid5"]["provenance"]["device"]
-        assert array["kind"] == "raid" and array["level"] == 5 and array["data_disks"] == 2
-        _handed(runs["jfs-raid5"], members)
+        array = runs["f2fs-raid5"]["provenance"]["device"]
+        assert array["kind"] == "raid" and array["level"] == 5 and array["data_disks"] == 3
+        assert [m["serial"] for m in array["members"]] == [f"fslab-disk{i}" for i in range(4)]
+        _handed(runs["f2fs-raid5"], members)
         for path in members:  # the array stopped in the guest, every member's superblock wiped
             examine = subprocess.run(["mdadm", "--examine", path], capture_output=True, text=True)
             assert examine.returncode != 0 and "No md superblock" in examine.stderr, examine.stdout
