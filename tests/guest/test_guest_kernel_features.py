@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 
 import pytest
 
@@ -203,3 +204,15 @@ def test_tracefs_sees_block_requests_in_the_guest(booted: Booted) -> None:
     assert len(issues) >= 16
     rwbs = [re.search(r"block_rq_issue: \d+,\d+ (\S+) ", line) for line in issues]
     assert all(m is not None and m.group(1).startswith("R") for m in rwbs), issues[:3]
+
+
+def test_an_idle_guest_starts_no_processes(booted: Booted) -> None:
+    """Between the host's commands the agent waits without starting a process (a `usleep`
+    per look started 50 a second, each a fork and exec emulated under TCG): the kernel's
+    last PID moves only by the commands' own few processes over 3 s of idling."""
+    def last_pid() -> int:
+        return int(booted.sh("cat /proc/loadavg").split()[-1])
+
+    first = last_pid()
+    time.sleep(3)
+    assert last_pid() - first < 30

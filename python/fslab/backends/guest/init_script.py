@@ -154,7 +154,15 @@ while read -r m; do
   $B insmod /run/fslab/$m || echo "FSLAB-AGENT: insmod $m failed"
 done < /run/fslab/late &
 late=$!
+# The wait between looks is a read that times out on a FIFO no one writes: the shell's own
+# builtin, where a `usleep` would fork and exec busybox 50 times a second (under TCG that
+# loop kept an idle guest at 0.56 of a host core, and it runs beside every job of a
+# session, whose server the agent started in the background). Looks come every 20 ms for
+# a second after a command (the host's commands come in bursts), then every 250 ms: an
+# idle guest then costs ~0.03 of a core (0.21 at 20 ms, 0.015 with no looks at all).
+$B mkfifo /run/fslab/tick && exec 3<> /run/fslab/tick
 n=0
+quick=50
 while :; do
   if [ -e $C/cmd-$n.sh ]; then
     [ -z "$late" ] || { wait $late; late=; }
@@ -162,12 +170,16 @@ while :; do
     echo $? > $C/status-$n.tmp
     $B mv $C/status-$n.tmp $C/status-$n
     n=$((n+1))
+    quick=50
   elif [ -e $C/shutdown ]; then
     $B sync
     echo "fslab-guest: powering off"
     $B reboot -f
+  elif [ $quick -gt 0 ]; then
+    quick=$((quick-1))
+    read -r -t 0.02 _ <&3
   else
-    $B usleep 20000
+    read -r -t 0.25 _ <&3
   fi
 done
 """
