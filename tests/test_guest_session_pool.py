@@ -220,3 +220,56 @@ def test_a_job_runs_on_what_the_host_wrote_onto_its_disk_and_a_used_disk_is_made
     assert first.abandoned_boots == ("the guest's kernel hung during boot",)
     requests = sorted(p.name for p in (tmp_path / session.SERVE_DIR).glob("req-*.json"))
     assert requests == ["req-0.json", "req-1.json", "req-2.json"]
+
+
+def test_a_guest_whose_agent_stops_marking_it_alive_is_killed_long_before_the_jobs_deadline(
+        tmp_path, monkeypatch):
+    """A frozen guest (QEMU runs, its vCPUs make no progress) ends the job within a look of
+    the agent's last mark growing older than FROZEN_AFTER_S; a guest the agent marks alive
+    runs its job to the end, however long it takes."""
+    from fslab.backends.guest.init_script import ALIVE_FILE
+    from fslab.backends.guest.launcher import GuestFailed
+
+    monkeypatch.setattr(session, "HANG_LOOK_S", 0.05)
+    monkeypatch.setattr(session, "FROZEN_AFTER_S", 1.0)
+    killed: list[bool] = []
+
+    def booted(folder: Path) -> session.GuestSession:
+        folder.mkdir()
+        guest = _BootedGuest(folder, ())
+        guest.kill = lambda: killed.append(True)  # type: ignore[attr-defined]
+        guest.console_tail = lambda: "booted"  # type: ignore[attr-defined]
+        for n in range(3):
+            (folder / session.SERVE_DIR / f"status-{n}").unlink()
+        s = session.GuestSession(_key(tmp_path), folder, folder, None)
+        s.guest, s.images = guest, []  # type: ignore[assignment]
+        return s
+
+    # Marked alive 0.5 s ago and again while the job runs: the job ends on its own.
+    alive = booted(tmp_path / "alive")
+    mark = tmp_path / "alive" / ALIVE_FILE
+    mark.write_text("10\n")
+    os.utime(mark, (os.path.getmtime(mark) - 0.5,) * 2)
+    import threading
+
+    def job_ends() -> None:
+        for _ in range(6):
+            mark.write_text("11\n")  # the agent's beat, faster than FROZEN_AFTER_S
+            threading.Event().wait(0.4)
+        (tmp_path / "alive" / session.SERVE_DIR / "status-0").write_text("0\n")
+
+    ender = threading.Thread(target=job_ends)
+    ender.start()
+    outcome = alive.run_job(["run", "job.json"], 60, tmp_path / "console-alive.log")
+    ender.join()
+    assert outcome.exit_status == 0 and not killed and alive.reusable
+
+    # The last mark 30 s old: killed at the next look, with the reason, not at 600 s.
+    frozen = booted(tmp_path / "frozen")
+    mark = tmp_path / "frozen" / ALIVE_FILE
+    mark.write_text("10\n")
+    os.utime(mark, (os.path.getmtime(mark) - 30,) * 2)
+    with pytest.raises(GuestFailed, match=r"the guest froze: its agent, which marks it alive every 5 s, "
+                                          r"last did so 3\d s ago while its QEMU process lived on"):
+        frozen.run_job(["run", "job.json"], 600, tmp_path / "console-frozen.log")
+    assert killed == [True] and not frozen.reusable

@@ -11,7 +11,8 @@ import time
 import pytest
 
 from fslab.backends.guest.build import GuestBuild
-from fslab.backends.guest.launcher import GiB, Guest
+from fslab.backends.guest.init_script import AGENT_BEAT_S, ALIVE_FILE
+from fslab.backends.guest.launcher import GiB, Guest, agent_silent_s
 
 from .conftest import REFUSING_DISK, SCRATCH_DISK, MiB, run_python
 
@@ -206,13 +207,18 @@ def test_tracefs_sees_block_requests_in_the_guest(booted: Booted) -> None:
     assert all(m is not None and m.group(1).startswith("R") for m in rwbs), issues[:3]
 
 
-def test_an_idle_guest_starts_no_processes(booted: Booted) -> None:
+def test_an_idle_guest_starts_no_processes_and_its_agent_marks_it_alive(booted: Booted) -> None:
     """Between the host's commands the agent waits without starting a process (a `usleep`
     per look started 50 a second, each a fork and exec emulated under TCG): the kernel's
-    last PID moves only by the commands' own few processes over 3 s of idling."""
+    last PID moves only by the commands' own few processes over 6 s of idling. Meanwhile
+    it marks the guest alive every AGENT_BEAT_S of its uptime (what the host's frozen-guest
+    check reads), with builtins too."""
     def last_pid() -> int:
         return int(booted.sh("cat /proc/loadavg").split()[-1])
 
-    first = last_pid()
-    time.sleep(3)
+    mark = booted.guest.control_folder / ALIVE_FILE
+    first, marked = last_pid(), int(mark.read_text())
+    time.sleep(AGENT_BEAT_S + 1)
     assert last_pid() - first < 30
+    assert int(mark.read_text()) >= marked + AGENT_BEAT_S  # guest uptime, whole seconds
+    assert agent_silent_s(booted.guest.control_folder) < AGENT_BEAT_S + 1

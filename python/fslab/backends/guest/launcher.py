@@ -38,6 +38,7 @@ from ...spec import GUEST_MIN_MEMORY
 from . import paths
 from .build import GuestBuild, build
 from .hang import STALLED_BOOT_S, kernel_hang, kernel_panic
+from .init_script import ALIVE_FILE
 from .kernel import config_hz
 from .kvm import kvm_verdict
 from .qmp import QmpEvents
@@ -258,6 +259,15 @@ def read_or_empty(path: Path) -> str:
         return path.read_text(errors="replace")
     except OSError:
         return ""
+
+
+def agent_silent_s(control_folder: Path) -> float | None:
+    """Seconds since the guest's agent last marked it alive (init_script.AGENT_BEAT_S), by
+    the host's clock (the mark's mtime); None before its first mark."""
+    try:
+        return max(0.0, time.time() - (control_folder / ALIVE_FILE).stat().st_mtime)
+    except OSError:
+        return None
 
 
 def console_tail(path: Path, lines: int = CONSOLE_TAIL_LINES) -> str:

@@ -36,13 +36,18 @@ from pathlib import Path
 
 from ...resources import Resource, register, release, tracked
 from .hang import kernel_hang
-from .launcher import Guest, GuestConfig, GuestFailed, console_tail, read_or_empty
+from .init_script import AGENT_BEAT_S
+from .launcher import Guest, GuestConfig, GuestFailed, agent_silent_s, console_tail, read_or_empty
 
 SERVE_DIR = "serve"  # in the guest's control folder (/run/fslab/ctl in the guest)
 GUEST_CONTROL = "/run/fslab/ctl"
 SERVER_START_S = 120.0
 POLL_S = 0.02
-HANG_LOOK_S = 5.0  # how often the console is read for a hung kernel
+HANG_LOOK_S = 5.0  # how often the console is read for a hung kernel (and the agent's mark looked at)
+# A guest whose agent has not marked it alive for this long is frozen (its vCPUs make no
+# progress while QEMU runs on): 24 times the agent's beat, so that a guest busy on both
+# vCPUs under TCG on a loaded host is never taken for one.
+FROZEN_AFTER_S = 120.0
 _FALLOC_FL_KEEP_SIZE = 0x01
 _FALLOC_FL_PUNCH_HOLE = 0x02
 
@@ -226,6 +231,15 @@ class GuestSession:
                     self.reusable = False
                     guest.kill()
                     raise GuestFailed(hang, guest.console_tail())
+                silent = agent_silent_s(guest.control_folder)
+                if silent is not None and silent > FROZEN_AFTER_S:
+                    self.reusable = False
+                    guest.kill()
+                    raise GuestFailed(
+                        f"the guest froze: its agent, which marks it alive every {AGENT_BEAT_S} s, "
+                        f"last did so {silent:.0f} s ago while its QEMU process lived on; the guest was killed "
+                        f"{time.monotonic() - started:.0f} s into the job, not at its deadline",
+                        guest.console_tail())
             if not guest.alive:
                 self.reusable = False
                 raise GuestFailed("the guest died while it ran the job", guest.console_tail())
