@@ -275,7 +275,7 @@ def _aged_copy(job: Job, size: int, session: GuestSession, folder: JobFolder, wo
         if (aging_out / AGING_ERROR).exists():
             error = (aging_out / AGING_ERROR).read_text().strip() or "aging failed in the guest"
             raise JobFailed(_with_host_reason(error, result.host_io_errors) or error)
-        why = (f"killed at its deadline of {deadline:.0f} s" if result.timed_out
+        why = (f"was killed at its deadline of {deadline:.0f} s" if result.timed_out
                else f"exited with status {result.exit_status}")
         raise JobFailed(f"the aging job in the guest {why}; console (last lines):\n{result.console_tail}")
 
