@@ -88,7 +88,8 @@ TSC_FILE = "tsc_mhz"  # the guest's TSC rate, in its control folder and in the c
 
 
 class GuestFailed(FslabError):
-    """The guest did not boot, died, or was killed at its deadline. Keeps the console tail."""
+    """The guest did not boot, died, hung or froze, or was killed at its deadline. Keeps
+    the console tail."""
 
     def __init__(self, message: str, console_tail: str):
         self.console_tail = console_tail
@@ -261,11 +262,13 @@ def read_or_empty(path: Path) -> str:
         return ""
 
 
-def agent_silent_s(control_folder: Path) -> float | None:
-    """Seconds since the guest's agent last marked it alive (init_script.AGENT_BEAT_S), by
-    the host's clock (the mark's mtime); None before its first mark."""
+def agent_mark(control_folder: Path) -> int | None:
+    """The guest agent's last alive mark (init_script.AGENT_BEAT_S) as its file's mtime in
+    ns, None before the first. Only compared with an earlier one: whoever stamps it (the
+    host, or a file server under the folder) and however its clock is set, a new mark
+    differs from the last."""
     try:
-        return max(0.0, time.time() - (control_folder / ALIVE_FILE).stat().st_mtime)
+        return (control_folder / ALIVE_FILE).stat().st_mtime_ns
     except OSError:
         return None
 

@@ -37,16 +37,17 @@ from pathlib import Path
 from ...resources import Resource, register, release, tracked
 from .hang import kernel_hang
 from .init_script import AGENT_BEAT_S
-from .launcher import Guest, GuestConfig, GuestFailed, agent_silent_s, console_tail, read_or_empty
+from .launcher import Guest, GuestConfig, GuestFailed, agent_mark, console_tail, read_or_empty
 
 SERVE_DIR = "serve"  # in the guest's control folder (/run/fslab/ctl in the guest)
 GUEST_CONTROL = "/run/fslab/ctl"
 SERVER_START_S = 120.0
 POLL_S = 0.02
 HANG_LOOK_S = 5.0  # how often the console is read for a hung kernel (and the agent's mark looked at)
-# A guest whose agent has not marked it alive for this long is frozen (its vCPUs make no
-# progress while QEMU runs on): 24 times the agent's beat, so that a guest busy on both
-# vCPUs under TCG on a loaded host is never taken for one.
+# A guest whose agent has not renewed its alive mark for this long (by the host's monotonic
+# clock, from the job's start or the last new mark) is frozen: its vCPUs make no progress
+# while QEMU runs on. 24 times the agent's beat: the agent needs only a moment of a vCPU
+# per beat, which even a guest busy on both vCPUs under TCG on a loaded host gives it.
 FROZEN_AFTER_S = 120.0
 _FALLOC_FL_KEEP_SIZE = 0x01
 _FALLOC_FL_PUNCH_HOLE = 0x02
@@ -223,6 +224,7 @@ class GuestSession:
         console = guest.console_path
         console_seen = _size(console) if console else 0
         next_look = started + HANG_LOOK_S
+        mark, marked_at = agent_mark(guest.control_folder), started
         while not status_file.exists():
             if console is not None and time.monotonic() > next_look:  # a hung kernel ends it now
                 next_look = time.monotonic() + HANG_LOOK_S
@@ -231,14 +233,16 @@ class GuestSession:
                     self.reusable = False
                     guest.kill()
                     raise GuestFailed(hang, guest.console_tail())
-                silent = agent_silent_s(guest.control_folder)
-                if silent is not None and silent > FROZEN_AFTER_S:
+                now, latest = time.monotonic(), agent_mark(guest.control_folder)
+                if latest != mark:
+                    mark, marked_at = latest, now
+                elif mark is not None and now - marked_at > FROZEN_AFTER_S:
                     self.reusable = False
                     guest.kill()
                     raise GuestFailed(
                         f"the guest froze: its agent, which marks it alive every {AGENT_BEAT_S} s, "
-                        f"last did so {silent:.0f} s ago while its QEMU process lived on; the guest was killed "
-                        f"{time.monotonic() - started:.0f} s into the job, not at its deadline",
+                        f"had not done so for {now - marked_at:.0f} s while its QEMU process lived on; the "
+                        f"guest was killed {now - started:.0f} s into the job, not at its deadline",
                         guest.console_tail())
             if not guest.alive:
                 self.reusable = False
