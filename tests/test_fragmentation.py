@@ -207,3 +207,32 @@ def test_fat_free_space_from_its_allocation_table(tmp_path: Path) -> None:
     h = fat_free_space(str(image))
     assert h.free_extents == 2 and h.buckets[1 << 20] == (1, 1 << 20)
     assert h.free_bytes == fresh.free_bytes - (2 << 20)
+
+
+@pytest.mark.parametrize(("width", "mask"), [(2, 0xFFFF), (4, 0x0FFFFFFF)])
+def test_fat_free_runs_match_an_entry_by_entry_count(width: int, mask: int) -> None:
+    """The whole-table lane arithmetic finds the same runs of free entries as a loop over
+    them, with the values at each lane's edges (the top bit alone, all bits, the bits
+    FAT32 reserves, which do not make an entry used) and runs at both ends."""
+    import random
+
+    from fslab.fragmentation import _free_runs
+
+    rng = random.Random(5)
+    edge = [0, 1, mask, 1 << (8 * width - 1), (1 << 8 * width) - 1, (1 << 8 * width) - 1 - mask]
+    for trial in range(200):
+        n = rng.randint(1, 3000)
+        free_share = rng.random()
+        values = [0 if rng.random() < free_share else rng.choice(edge + [rng.getrandbits(8 * width)])
+                  for _ in range(n)]
+        table = b"".join(v.to_bytes(width, "little") for v in values)
+        expected, run = [], 0
+        for v in values:
+            if v & mask == 0:
+                run += 1
+            elif run:
+                expected.append(run)
+                run = 0
+        if run:
+            expected.append(run)
+        assert _free_runs(table, width, mask) == expected, trial

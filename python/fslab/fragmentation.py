@@ -14,6 +14,7 @@ same fraction over the blocks of all files.
 
 from __future__ import annotations
 
+import array
 import errno
 import fcntl
 import os
@@ -82,9 +83,10 @@ class Extent:
     flags: int
 
 
-def file_extents(path: Path | str) -> list[Extent]:
+def file_extents(path: Path | str, fuse_by_dev: dict[int, bool] | None = None) -> list[Extent]:
     """Every extent of one regular file, in logical order. Raises FslabError when the file
-    system has no FIEMAP (the message names the file system)."""
+    system has no FIEMAP (the message names the file system). ``fuse_by_dev``: see
+    ``_fibmap_extents``."""
     out: list[Extent] = []
     start = 0
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
@@ -96,7 +98,7 @@ def file_extents(path: Path | str) -> list[Extent]:
                 fcntl.ioctl(fd, FS_IOC_FIEMAP, buf, True)
             except OSError as exc:
                 if exc.errno in _UNSUPPORTED:
-                    return _fibmap_extents(fd, path)
+                    return _fibmap_extents(fd, path, fuse_by_dev)
                 raise FslabError(f"FIEMAP failed on {path}: {exc.strerror}") from None
             mapped = _HEADER.unpack_from(buf, 0)[3]
             last = False
@@ -114,30 +116,46 @@ def file_extents(path: Path | str) -> list[Extent]:
 FIBMAP, FIGETBSZ = 1, 2  # linux/fs.h: _IO(0x00, 1) and _IO(0x00, 2)
 
 
-def _fibmap_extents(fd: int, path: Path | str) -> list[Extent]:
+def _fibmap_extents(fd: int, path: Path | str, fuse_by_dev: dict[int, bool] | None = None) -> list[Extent]:
     """The file's extents by FIBMAP, one query per allocation unit, for file systems with a
     block map but no FIEMAP (vfat in Debian's 6.1 kernel). Not through FUSE: there every
     query is a round trip to the daemon (ntfs-3g), so FUSE file systems have no layout
-    facts. Raises NoFiemap when neither works."""
-    entry = filesystem_holding(Path(path))
-    if entry is None or entry.fs_type.startswith("fuse"):
+    facts. ``fuse_by_dev``: that verdict by device, kept by a caller that asks for many
+    files (reading the mount table for each cost a 125-file aged vfat ~10 s in a guest
+    under emulation). Raises NoFiemap when neither works."""
+    status = os.fstat(fd)
+    known = fuse_by_dev if fuse_by_dev is not None else {}
+    if status.st_dev not in known:
+        entry = filesystem_holding(Path(path))
+        known[status.st_dev] = entry is None or entry.fs_type.startswith("fuse")
+    if known[status.st_dev]:
         raise NoFiemap(f"file layout of {path}: {unavailable_note(path)}")
     try:
         os.fsync(fd)  # every block placed before it is looked up
         block = struct.unpack("i", fcntl.ioctl(fd, FIGETBSZ, struct.pack("i", 0)))[0]
         unit = max(block, os.fstatvfs(fd).f_bsize)  # a FAT cluster: contiguous by definition
-        size = os.fstat(fd).st_size
+        size = status.st_size
         out: list[Extent] = []
+        # The run being extended, in bytes; an Extent is made only when it ends (a 32 MiB
+        # file on 512-byte clusters is 65,536 queries, and most extend a run).
+        run_logical = run_physical = run_length = 0
+        query = array.array("i", [0])
+        last = size - unit  # units from here on are the file's partial tail
         for logical in range(0, size, unit):
-            phys = struct.unpack("i", fcntl.ioctl(fd, FIBMAP, struct.pack("i", logical // block)))[0]
-            if phys == 0:  # a hole
+            query[0] = logical // block
+            fcntl.ioctl(fd, FIBMAP, query, True)
+            if query[0] == 0:  # a hole
                 continue
-            length = min(unit, size - logical)
-            prev = out[-1] if out else None
-            if prev and prev.physical + prev.length == phys * block and prev.logical + prev.length == logical:
-                out[-1] = Extent(prev.logical, prev.physical, prev.length + length, 0)
-            else:
-                out.append(Extent(logical, phys * block, length, 0))
+            physical = query[0] * block
+            length = unit if logical <= last else size - logical
+            if run_length and run_physical + run_length == physical and run_logical + run_length == logical:
+                run_length += length
+                continue
+            if run_length:
+                out.append(Extent(run_logical, run_physical, run_length, 0))
+            run_logical, run_physical, run_length = logical, physical, length
+        if run_length:
+            out.append(Extent(run_logical, run_physical, run_length, 0))
         return out
     except OSError:
         raise NoFiemap(f"file layout of {path}: {unavailable_note(path)}") from None
@@ -230,9 +248,10 @@ def summarize_layout(root: Path, block_size: int | None = None,
     files only and says why (``unavailable``); with ``physical`` it raises NoFiemap."""
     bs = block_size or os.statvfs(root).f_bsize
     summary = LayoutSummary(block_size=bs)
+    fuse_by_dev: dict[int, bool] = {}
     for path in regular_files(root):
         try:
-            extents = file_extents(path)
+            extents = file_extents(path, fuse_by_dev)
         except NoFiemap:
             if physical is not None:
                 raise
@@ -372,8 +391,6 @@ def fat_free_space(device: str) -> FreeSpaceHistogram:
     """Free extents of a FAT12/16/32 file system from its own map: runs of free (zero)
     entries in the first FAT, read through the block device after a syncfs (the file
     system's metadata lives in the device's page cache, so the copy read is current)."""
-    import numpy as np
-
     with open(device, "rb") as f:
         boot = f.read(512)
         sector, per_cluster, reserved = struct.unpack_from("<HBH", boot, 11)
@@ -386,21 +403,40 @@ def fat_free_space(device: str) -> FreeSpaceHistogram:
         clusters = (total - reserved - fats * fat_sectors - root_sectors) // per_cluster
         f.seek(reserved * sector)
         table = f.read(fat_sectors * sector)
-    if clusters < 4085:  # FAT12: 12-bit entries, two in three bytes
-        raw = np.frombuffer(table[: (clusters + 2) * 3 // 2 + 2], dtype=np.uint8).astype(np.uint32)
-        idx = np.arange(2, clusters + 2)
-        lo = raw[idx * 3 // 2] | (raw[idx * 3 // 2 + 1] << 8)
-        entries = np.where(idx % 2 == 0, lo & 0xFFF, lo >> 4)
+    if clusters < 4085:  # FAT12: 12-bit entries, two in three bytes; at most 4,084
+        free = bytes(0 if _fat12_entry(table, i) else 1 for i in range(2, clusters + 2))
+        runs = [m.end() - m.start() for m in re.finditer(rb"\x01+", free)]
     elif clusters < 65525:
-        entries = np.frombuffer(table, dtype="<u2")[2:clusters + 2]
+        runs = _free_runs(table[4:(clusters + 2) * 2], 2, 0xFFFF)
     else:
-        entries = np.frombuffer(table, dtype="<u4")[2:clusters + 2] & 0x0FFFFFFF
-    free = np.concatenate(([0], (entries == 0).astype(np.int8), [0]))
-    edges = np.flatnonzero(np.diff(free))
-    runs = edges[1::2] - edges[0::2]  # lengths of runs of free clusters
+        runs = _free_runs(table[8:(clusters + 2) * 4], 4, 0x0FFFFFFF)
     cluster_bytes = sector * per_cluster
-    return histogram_from_sizes((int(n) * cluster_bytes for n in runs), "FAT",
+    return histogram_from_sizes((n * cluster_bytes for n in runs), "FAT",
                                 note="free clusters in the file system's own allocation table")
+
+
+def _fat12_entry(table: bytes, i: int) -> int:
+    pair = table[i * 3 // 2] | table[i * 3 // 2 + 1] << 8
+    return pair & 0xFFF if i % 2 == 0 else pair >> 4
+
+
+def _free_runs(entries: bytes, width: int, value_mask: int) -> list[int]:
+    """Lengths of the runs of free entries (zero under ``value_mask``) among little-endian
+    entries of ``width`` bytes, in a few whole-table integer operations instead of a Python
+    step per entry (a FAT32 of 64 MiB has 131,072) or numpy (whose import costs a guest
+    under emulation ~5 s): each entry is a lane of one big integer."""
+    n = len(entries) // width
+
+    def lanes(value: int) -> int:  # value repeated in every lane
+        return int.from_bytes(value.to_bytes(width, "little") * n, "little")
+
+    top_bit = 1 << (8 * width - 1)
+    values = int.from_bytes(entries[:n * width], "little") & lanes(value_mask)
+    # A lane is non-zero iff its top bit is set or adding (top_bit - 1) to its other bits
+    # carries into its top bit; that sum never carries out of the lane.
+    used = ((values & lanes(top_bit - 1)) + lanes(top_bit - 1) | values) & lanes(top_bit)
+    top_bytes = used.to_bytes(n * width, "little")[width - 1::width]  # 0x80 used, 0 free
+    return [m.end() - m.start() for m in re.finditer(rb"\x00+", top_bytes)]
 
 
 def free_space_histogram(mountpoint: Path) -> FreeSpaceHistogram:

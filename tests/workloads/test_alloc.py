@@ -10,7 +10,7 @@ import pytest
 from fslab import _core
 from fslab.metrics import unit_of
 from fslab.workloads import WORKLOADS, ParamError, RunContext
-from fslab.workloads.alloc import OPS
+from fslab.workloads.alloc import OPS, latency_metrics
 
 
 def _ctx(dev, mnt: Path, tmp_path: Path) -> RunContext:
@@ -32,6 +32,25 @@ def test_validate_names_the_parameter() -> None:
             w.validate(bad)
         assert info.value.key == key
     assert w.quick(params)["count"] == 100
+
+
+def test_latency_figures_are_numpys_nearest_rank_and_mean() -> None:
+    """The plain-Python figures equal numpy's ``inverted_cdf`` percentiles and mean, for every
+    count up to 1,500 and at the counts where p/100 * n is a whole number or just above one."""
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    for n in [*range(1, 1501), 10_000, 100_000]:
+        values = rng.integers(1, 10**9, size=n).tolist()
+        got = latency_metrics("op", values)
+        p50, p99 = np.percentile(np.asarray(values, dtype=np.float64), [50, 99], method="inverted_cdf")
+        assert (got["op_lat_p50_ns"], got["op_lat_p99_ns"]) == (float(p50), float(p99)), n
+        assert got["op_lat_mean_ns"] == float(np.asarray(values, dtype=np.float64).mean()), n
+        assert got["op_samples_count"] == n
+    # rank ceil(p/100 * n): of 100 values p99 is the 99th, of 101 the 100th; of 10 p50 the 5th
+    assert latency_metrics("op", list(range(1, 101)))["op_lat_p99_ns"] == 99
+    assert latency_metrics("op", list(range(1, 102)))["op_lat_p99_ns"] == 100
+    assert latency_metrics("op", list(range(10, 0, -1)))["op_lat_p50_ns"] == 5
 
 
 @pytest.mark.parametrize("sync", ["fsync", "direct"])
