@@ -133,6 +133,12 @@ def build_cells(spec: StudySpec, *, quick: bool, backends: BackendChooser, sourc
     skipped: list[Skip] = []
     smallest = _smallest_device(spec)
     study_backend, shared_reason = shared_backend(spec, backends)
+    combinations: dict[str, list[dict[str, Any]]] = {}
+    for workload in spec.workloads:
+        combinations.setdefault(workload.kind, []).extend(
+            {**workload.params, **axes} for axes in expand_axes(workload))
+    for workload_kind, param_sets in combinations.items():
+        WORKLOADS.get(workload_kind).prevalidate(param_sets)
     for fs_name, fs_section in spec.filesystems.items():
         fs_type = fs_section.type or fs_name
         device = spec.device_of(fs_name)

@@ -108,8 +108,12 @@ def parse_spec(data: dict[str, Any], source: str, *, allow_exec: bool = False) -
     except ValidationError as exc:
         raise _invalid(validation_lines(exc, model=StudySpec), source) from None
     _validate_device(spec, source)
-    from .workloads import validate_workload
+    from .workloads import WORKLOADS, checked_param_sets, validate_workload
 
+    # Every workload's parameter sets checked by its tool at once where it can (fio), then
+    # each workload alone, so that an error names its field.
+    for kind in dict.fromkeys(w.kind for w in spec.workloads if w.kind in WORKLOADS):
+        WORKLOADS.get(kind).prevalidate([p for w in spec.workloads if w.kind == kind for p in checked_param_sets(w)])
     for index, workload in enumerate(spec.workloads):
         validate_workload(workload, source=source, field=f"workloads[{index}]", allow_exec=allow_exec)
     from .filesystems import validate_filesystems

@@ -21,8 +21,9 @@ that have phases). tests/workloads/test_contract.py keeps it so.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -114,6 +115,10 @@ class Workload:
     def quick(self, params: dict[str, Any]) -> dict[str, Any]:
         """The parameters of a smoke run (--quick): smaller, keeping what decides the result."""
         raise NotImplementedError
+
+    def prevalidate(self, param_sets: list[dict[str, Any]]) -> None:
+        """Before ``validate`` is called on each of ``param_sets``: a chance to check them all
+        with one start of the tool (fio). Raises nothing: ``validate`` reports each error."""
 
     def primary_metrics(self, params: dict[str, Any]) -> list[str]:
         raise NotImplementedError
@@ -254,6 +259,7 @@ def validate_workload(section: WorkloadSection, *, source: str, field: str,
     # Parameters may be completed by axes (size from a layout axis, say), so check the
     # first combination whole, then every axis value within it.
     first = {axis: values[0] for axis, values in section.axes.items()}
+    workload.prevalidate(checked_param_sets(section))
     try:
         workload.validate({**section.params, **first})
     except ParamError as exc:
@@ -266,6 +272,24 @@ def validate_workload(section: WorkloadSection, *, source: str, field: str,
                 where = f"{field}.axes.{axis}[{i}]" if exc.key == axis else f"{field}.{exc.key}"
                 extra = "" if exc.key == axis else f" (with {axis} = {value!r})"
                 raise SpecError(str(exc) + extra, source=source, field=where) from None
+
+
+def checked_param_sets(section: WorkloadSection) -> list[dict[str, Any]]:
+    """The parameter sets ``validate_workload`` checks: the first combination of the axes,
+    then each axis value within it."""
+    first = {axis: values[0] for axis, values in section.axes.items()}
+    return [{**section.params, **first}] + [{**section.params, **first, axis: value}
+                                            for axis, values in section.axes.items() for value in values]
+
+
+@contextlib.contextmanager
+def tools_not_asked() -> Iterator[None]:
+    """Validate parameters without running their tools (see ``tools_may_be_asked``)."""
+    token = _REGISTERING.set(True)
+    try:
+        yield
+    finally:
+        _REGISTERING.reset(token)
 
 
 def _refuse_exec(workload: Workload, section: WorkloadSection, *, source: str, field: str) -> None:
