@@ -330,3 +330,13 @@ def test_each_guest_job_boots_where_the_executor_keeps_no_guest():
     assert (kept.guest_boots, kept.guest_in_boot) == (1, 3)
     assert (not_kept.guest_boots, not_kept.guest_in_boot) == (4, 0)
     assert LocalExecutor.keeps_guests_booted and not DaskExecutor.keeps_guests_booted
+
+
+def test_the_t_quantile_is_scipy_stats():
+    """noise takes Student's t quantile from scipy.special (a lighter import): the same
+    values as scipy.stats.t.ppf, which the intervals elsewhere use."""
+    from scipy import stats
+
+    from fslab.noise import _t
+
+    assert [_t(df) for df in range(1, 300)] == [float(stats.t.ppf(0.975, df)) for df in range(1, 300)]
