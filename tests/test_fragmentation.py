@@ -236,3 +236,28 @@ def test_fat_free_runs_match_an_entry_by_entry_count(width: int, mask: int) -> N
         if run:
             expected.append(run)
         assert _free_runs(table, width, mask) == expected, trial
+
+
+@pytest.mark.parametrize(("fat", "size"), [("12", 4 << 20), ("16", 32 << 20)])
+def test_fat12_and_fat16_free_space_is_every_cluster_fsck_counts_free(tmp_path: Path, fat: str, size: int) -> None:
+    """A fresh FAT12 and FAT16 (their root directory lies outside the data area): one free
+    extent holding every cluster fsck.fat counts free, so the table is read from entry 2
+    to the last cluster's, no reserved entry and none past the end."""
+    import re
+    import shutil
+    import struct
+    import subprocess
+
+    from fslab.fragmentation import fat_free_space
+
+    if shutil.which("mkfs.vfat") is None or shutil.which("fsck.fat") is None:
+        pytest.skip("needs dosfstools")
+    image = tmp_path / "fat.img"
+    with open(image, "wb") as f:
+        f.truncate(size)
+    subprocess.run(["mkfs.vfat", "-F", fat, str(image)], check=True, capture_output=True)
+    used, total = map(int, re.search(r"(\d+)/(\d+) clusters", subprocess.run(
+        ["fsck.fat", "-n", str(image)], capture_output=True, text=True).stdout).groups())
+    sector, per_cluster = struct.unpack_from("<HB", image.read_bytes()[:512], 11)
+    h = fat_free_space(str(image))
+    assert h.free_extents == 1 and h.free_bytes == (total - used) * sector * per_cluster

@@ -176,17 +176,21 @@ class FioWorkload(Workload):
         one file) instead of one each: a start of fio costs 0.1-0.2 s of CPU (its clock
         calibration), and seed-002's plan has 50 sets. The sets fio accepts together are
         not asked again alone; if it rejects any, each is asked alone, as before, and the
-        error names its own workload."""
+        error names its own workload. A set with an option that runs a program is left out:
+        fio may load an ioengine's library while it parses (an engine option it does not
+        know itself), and such a set is refused first unless the study allows it."""
         if shutil.which("fio") is None or not tools_may_be_asked():
             return
         items = []
         with tools_not_asked():
             for params in param_sets:
+                if any(runs_program(key, str(value)) for key, value in params.items()):
+                    continue
                 try:
                     out = self.validate(params)
                 except (ParamError, SpecError):
                     continue  # validate reports it, naming the field
-                if "job_file" not in out:
+                if "job_file" not in out and not any(runs_program(k, v) for k, v in _option_items(out)):
                     items.append(_option_items(out))
         _parse_only_many(tuple(dict.fromkeys(i for i in items if i not in _ACCEPTED)))
 
@@ -667,10 +671,13 @@ def _parse_only_many(sets: tuple[OptionItems, ...]) -> None:
         return
     # job_file_text's [global] section once, then each set's own section.
     text = sections[0] + "".join(section[section.index("\n[job") + 1:] for section in sections[1:])
-    with tempfile.NamedTemporaryFile("w", suffix=".fio") as job:
-        job.write(text)
-        job.flush()
-        done = run_command(["fio", "--parse-only", job.name], timeout=60, check=False)
+    try:
+        with tempfile.NamedTemporaryFile("w", suffix=".fio") as job:
+            job.write(text)
+            job.flush()
+            done = run_command(["fio", "--parse-only", job.name], timeout=60, check=False)
+    except (CommandFailed, OSError):
+        return  # each set asked alone names its own workload
     if done.returncode == 0:
         _ACCEPTED.update(sets)
 
