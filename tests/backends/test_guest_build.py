@@ -4,6 +4,7 @@ key (no QEMU, no download: a kernel tree is laid out by hand in a temp folder)."
 from __future__ import annotations
 
 import gzip
+import json
 import lzma
 import os
 import stat
@@ -261,3 +262,45 @@ def test_busybox_modprobe_in_the_initramfs_loads_dependencies_first(tmp_path: Pa
         if Path(mod).stem in boot:
             assert all(loaded.index(Path(d).stem) < loaded.index(Path(mod).stem) for d in deps.split())
     assert set(loaded) == set(boot)
+
+
+def test_the_kernel_package_is_asked_of_apt_again_only_when_its_state_changes(tmp_path: Path,
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """apt's answer is remembered per state of its lists, installed set and configuration:
+    the same state asks apt-cache once; a list replaced by an update, a new source file or
+    an install asks again. A state folder here stands in for /var/lib/apt/lists."""
+    import shutil
+
+    from fslab.backends.guest import kernel
+
+    if shutil.which("apt-cache") is None:
+        pytest.skip("apt-cache is missing: not a Debian machine")
+    lists, etc = tmp_path / "lists", tmp_path / "etc-apt"
+    lists.mkdir()
+    etc.mkdir()
+    (lists / "deb.debian.org_Packages").write_text("Package: a\n")
+    status = tmp_path / "status"
+    status.write_text("Package: b\n")
+    state = (lists, status, etc)
+    asked: list[str] = []
+    real = kernel.resolve_package
+
+    def counted(series: str, *, private: list[str] | None = None) -> str:
+        asked.append(series)
+        return real(series, private=private)
+
+    monkeypatch.setattr(kernel, "resolve_package", counted)
+    cache = tmp_path / "cache"
+    first = kernel.resolve_package_cached("6.1", cache, state=state)
+    assert first.startswith("linux-image-6.1.") and first == real("6.1")
+    assert kernel.resolve_package_cached("6.1", cache, state=state) == first
+    assert asked == ["6.1"]
+    changes = [lambda: (lists / "deb.debian.org_Packages").write_text("Package: a\nVersion: 2\n"),  # an update
+               lambda: (etc / "sources.list.d").mkdir() or (etc / "sources.list.d" / "x.list").write_text("deb x\n"),
+               lambda: os.utime(status, ns=(1, 1))]  # an install rewrites dpkg's status
+    for n, change in enumerate(changes, start=2):
+        change()
+        assert kernel.resolve_package_cached("6.1", cache, state=state) == first
+        assert len(asked) == n, f"change {n - 1} did not ask apt again"
+    # one entry per series and configuration: stale states are not kept
+    assert len(json.loads((cache / kernel.RESOLVED_FILE).read_text())) == 1

@@ -12,6 +12,9 @@ jfs and nilfs2.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import re
 import shutil
 from dataclasses import dataclass
@@ -84,6 +87,60 @@ def _apt_private_options(root: Path) -> list[str]:
             "-o", f"Dir::State={apt_root / 'state'}",
             "-o", "Dir::State::status=/var/lib/dpkg/status",
             "-o", f"Dir::Cache={apt_root / 'cache'}"]
+
+
+# What apt's answer depends on: its package lists, the installed set, its configuration
+# (sources, pins). A private configuration keeps its lists under its own state folder.
+SYSTEM_APT_STATE = (Path("/var/lib/apt/lists"), Path("/var/lib/dpkg/status"), Path("/etc/apt"))
+RESOLVED_FILE = "resolved-packages.json"
+
+
+def apt_fingerprint(places: tuple[Path, ...]) -> str:
+    """A digest of the names, sizes and change times of every file in ``places`` (files,
+    or folders walked whole): what ``apt-cache`` reads. An update, an install or a changed
+    source or pin changes it."""
+    seen: list[str] = []
+    for place in places:
+        for folder, dirs, files in os.walk(place) if place.is_dir() else [(str(place.parent), [], [place.name])]:
+            dirs.sort()
+            for name in sorted(files):
+                try:
+                    st = os.stat(os.path.join(folder, name))
+                except OSError:
+                    continue  # gone (apt replaces lists by renaming) or unreadable
+                seen.append(f"{folder}/{name}:{st.st_size}:{st.st_mtime_ns}")
+    return hashlib.sha256("\n".join(seen).encode()).hexdigest()
+
+
+def resolve_package_cached(series: str, root: Path, *, private: list[str] | None = None,
+                           state: tuple[Path, ...] | None = None) -> str:
+    """``resolve_package``, remembered in the cache for as long as apt's state is
+    unchanged: apt-cache rebuilds its package cache in memory at every start (1.4 s of
+    CPU here), and every boot needs the answer."""
+    if state is None:
+        state = (root / "apt", *SYSTEM_APT_STATE[1:]) if private else SYSTEM_APT_STATE
+    key = f"{series}|{'private' if private else 'system'}|{apt_fingerprint(state)}"
+    file = root / RESOLVED_FILE
+    try:
+        known = json.loads(file.read_text())
+    except (OSError, ValueError):
+        known = {}
+    if not isinstance(known, dict):
+        known = {}
+    if isinstance(known.get(key), str):
+        return str(known[key])
+    package = resolve_package(series, private=private)
+    # Only the newest answer per series and configuration: older keys can never match again.
+    known = {k: v for k, v in known.items() if not k.startswith(key.rsplit("|", 1)[0] + "|")}
+    known[key] = package
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        tmp = file.with_name(f".{file.name}.{os.getpid()}")
+        tmp.write_text(json.dumps(known, indent=1) + "\n")
+        tmp.replace(file)
+    except OSError:
+        pass  # a cache this user cannot write: asked again next time
+    return package
 
 
 def resolve_package(series: str, *, private: list[str] | None = None) -> str:
@@ -184,14 +241,14 @@ def fetch_kernel(kernel: str, root: Path | None = None) -> KernelTree:
     private: list[str] | None = None
     try:
         try:
-            package = resolve_package(kernel)
+            package = resolve_package_cached(kernel, root)
         except MissingCapability:
             if kernel == "6.1":
                 raise
             # Not in the machine's sources: a private configuration with backports.
             private = _apt_private_options(root)
             run_command(["apt-get", *private, "update"], timeout=900)
-            package = resolve_package(kernel, private=private)
+            package = resolve_package_cached(kernel, root, private=private)
     except (MissingCapability, CommandFailed):
         # Offline, or apt lost track of it: the newest package of the series in the cache.
         cached = sorted(paths.debs_dir(root).glob(f"linux-image-{kernel}.*-amd64_*_amd64.deb"))
