@@ -51,6 +51,26 @@ def test_image_released_when_the_body_fails(device_support, tmp_path):
     assert not list(tmp_path.glob("*.img"))
 
 
+def test_a_loop_device_still_open_elsewhere_is_gone_when_release_returns(device_support, tmp_path):
+    """`losetup -d` on a device another process has open (udev's probe after a change, for
+    seconds on a busy machine) only marks it to detach on the last close: release waits for
+    that close, so nothing of the run is left when it returns."""
+    import subprocess
+    import sys
+
+    section = ImageSection(size="64MiB")
+    with provision_image(section, tmp_path, "t3") as dev:
+        loop = dev.path
+        holder = subprocess.Popen([sys.executable, "-c", f"import os, time; fd = os.open({loop!r}, os.O_RDONLY); "
+                                   "print('open', flush=True); time.sleep(0.8)"], stdout=subprocess.PIPE, text=True)
+        assert holder.stdout is not None and holder.stdout.readline() == "open\n"
+        started = time.monotonic()
+    waited = time.monotonic() - started
+    holder.wait(timeout=30)
+    assert loop not in {l for l, _ in fslab_loop_devices()}
+    assert waited >= 0.4  # it did wait for the holder's close, not only ask for the detach
+
+
 def test_full_disk_is_refused_before_anything_is_made(device_support, tmp_path):
     small = tmp_path / "small"
     small.mkdir()

@@ -82,20 +82,39 @@ def attach(image: Path) -> str:
     return done.stdout.strip()
 
 
+DETACHED_WITHIN_S = 10.0
+
+
 def detach(loop: str) -> None:
-    """Detach by name; a loop device still busy is retried briefly (udev may hold it)."""
+    """Detach by name; a loop device still busy is retried briefly (udev may hold it).
+    A device someone still has open (udev's probe after a change, on a busy machine for
+    seconds) is only marked to detach on its last close: this waits for that, so that what
+    is released is gone when this returns (bounded: a holder that stays keeps it)."""
     import time
 
+    backing = Path(f"/sys/block/{Path(loop).name}/loop/backing_file")
+    was = _read_or_none(backing)
     for attempt in range(20):
         try:
             run_command(["losetup", "-d", loop], timeout=30)
-            return
+            break
         except CommandFailed as exc:
             if "No such device" in exc.stderr or "not a loop" in exc.stderr.lower():
                 return
             if attempt == 19:
                 raise
             time.sleep(0.1)
+    deadline = time.monotonic() + DETACHED_WITHIN_S
+    # the same file still behind it (a device freed and taken by another attach is not ours)
+    while was is not None and _read_or_none(backing) == was and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+def _read_or_none(path: Path) -> str | None:
+    try:
+        return path.read_text()
+    except OSError:
+        return None
 
 
 def _loop_attr(loop: str, name: str) -> str | None:
