@@ -60,3 +60,42 @@ def test_tool_version_is_asked_once_until_the_binary_changes(tmp_path, monkeypat
     os.utime(tool, ns=(2, 2))
     assert tool_version(["fakever", "--version"]) == "fakever 2.00"
     assert (tmp_path / "starts").read_text().count("x") == 2
+
+
+FORKS_AWAY = """
+import os, sys, time
+# A parent that keeps forking children that leave for sessions of their own (as fio's job
+# processes do) and hold the pipes: a child forked between a read of the process tree and
+# the kill of the group would outlive both.
+while True:
+    if os.fork() == 0:
+        os.setsid()
+        time.sleep({hold})
+        os._exit(0)
+    time.sleep(0.0005)
+"""
+
+
+def test_a_tree_that_keeps_forking_into_new_sessions_is_killed_whole():
+    """The kill stops the tree before reading it: nothing forked meanwhile is missed. A
+    child missed would keep the command's pipes open, and run_command would wait forever."""
+    import sys
+
+    hold = "27.1828"  # a unique sleep to find strays by
+    driver = ("import sys\nfrom fslab.commands import run_command\nfrom fslab.errors import CommandFailed\n"
+              "for _ in range(4):\n"
+              "    try:\n"
+              f"        run_command([sys.executable, '-c', {FORKS_AWAY.format(hold=hold)!r}], timeout=0.3)\n"
+              "    except CommandFailed as exc:\n"
+              "        assert exc.timed_out\n"
+              "print('returned', flush=True)\n")
+    try:
+        done = subprocess.run([sys.executable, "-c", driver], capture_output=True, text=True, timeout=60)
+    finally:
+        time.sleep(0.2)
+        left = subprocess.run(["pgrep", "-f", f"time.sleep\\({hold}\\)|sleep {hold}"], capture_output=True, text=True)
+        strays = [int(pid) for pid in left.stdout.split()]
+        for pid in strays:
+            os.kill(pid, 9)
+    assert done.stdout == "returned\n", done.stderr
+    assert strays == []

@@ -192,17 +192,46 @@ def _descendants(pid: int) -> list[int]:
 def _kill_group(proc: subprocess.Popen[str] | subprocess.Popen[bytes]) -> None:
     """SIGKILL the child, its process group and every descendant. Killing the group is
     not enough: fio's job processes call setsid() and would outlive it, holding the
-    mount busy and our pipes open."""
-    victims = _descendants(proc.pid)
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+    mount busy and our pipes open. The tree is stopped before it is read, so no process
+    forks one the reading missed (a fio job forked in between, in its own session, lived
+    on stuck on a lock of its dead parent, and held our pipes open for good)."""
+    _signal(proc.pid, signal.SIGSTOP, group=True)
+    _wait_stopped(proc.pid)
+    victims: set[int] = set()
+    while new := set(_descendants(proc.pid)) - victims:  # again until none is new
+        for pid in new:
+            _signal(pid, signal.SIGSTOP)
+            _wait_stopped(pid)
+        victims |= new
+    _signal(proc.pid, signal.SIGKILL, group=True)
     for pid in victims:
+        _signal(pid, signal.SIGKILL)
+
+
+def _signal(pid: int, sig: int, group: bool = False) -> None:
+    try:
+        if group:
+            os.killpg(pid, sig)
+        else:
+            os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _wait_stopped(pid: int, limit_s: float = 1.0) -> None:
+    """Until the process is stopped or gone (a signal takes effect when it next runs)."""
+    import time
+
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
         try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+            with open(f"/proc/{pid}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return
+        if state in ("T", "t", "Z", "X"):
+            return
+        time.sleep(0.001)
 
 
 # Versions asked for before, keyed by argv and the executable's identity (path, inode,
