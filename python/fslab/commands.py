@@ -196,12 +196,12 @@ def _kill_group(proc: subprocess.Popen[str] | subprocess.Popen[bytes]) -> None:
     forks one the reading missed (a fio job forked in between, in its own session, lived
     on stuck on a lock of its dead parent, and held our pipes open for good)."""
     _signal(proc.pid, signal.SIGSTOP, group=True)
-    _wait_stopped(proc.pid)
+    _wait_stopped({proc.pid})
     victims: set[int] = set()
     while new := set(_descendants(proc.pid)) - victims:  # again until none is new
         for pid in new:
             _signal(pid, signal.SIGSTOP)
-            _wait_stopped(pid)
+        _wait_stopped(new)
         victims |= new
     _signal(proc.pid, signal.SIGKILL, group=True)
     for pid in victims:
@@ -218,20 +218,25 @@ def _signal(pid: int, sig: int, group: bool = False) -> None:
         pass
 
 
-def _wait_stopped(pid: int, limit_s: float = 1.0) -> None:
-    """Until the process is stopped or gone (a signal takes effect when it next runs)."""
+def _wait_stopped(pids: set[int], limit_s: float = 1.0) -> None:
+    """Until each process is stopped or gone (a signal takes effect when it next runs;
+    one in a long uninterruptible wait, as fio's are on a slow device, is waited for
+    only up to ``limit_s`` in all)."""
     import time
 
     deadline = time.monotonic() + limit_s
-    while time.monotonic() < deadline:
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                state = f.read().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            return
-        if state in ("T", "t", "Z", "X"):
-            return
-        time.sleep(0.001)
+    waiting = set(pids)
+    while waiting and time.monotonic() < deadline:
+        for pid in list(waiting):
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    state = f.read().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                state = "X"
+            if state in ("T", "t", "Z", "X"):
+                waiting.discard(pid)
+        if waiting:
+            time.sleep(0.001)
 
 
 # Versions asked for before, keyed by argv and the executable's identity (path, inode,

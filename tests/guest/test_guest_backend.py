@@ -140,6 +140,7 @@ def _wait_for_qemu(tmp: Path, limit_s: float = 240) -> int:
 
 def test_a_guest_killed_mid_job_fails_its_runs_with_the_console_tail(guest_build: GuestBuild, tmp_path: Path) -> None:
     import os
+    import re
     import signal
     import threading
     import time
@@ -150,7 +151,15 @@ def test_a_guest_killed_mid_job_fails_its_runs_with_the_console_tail(guest_build
 
     def kill_when_running() -> None:
         pid = _wait_for_qemu(tmp_path)
-        time.sleep(20)  # booted and into the job by now (or still booting: a death either way)
+        # The guest's control folder, shared with the host: the job server writes out-0 there
+        # when it forks the job's process. A second later the job is in mkfs or fio.
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        share = re.compile(rb"path=(.+?/ctl),mount_tag=fslabctl")
+        ctl = next(Path(m.group(1).decode()) for a in argv if (m := share.search(a)))
+        deadline = time.monotonic() + 240
+        while not (ctl / "serve" / "out-0").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(1)
         os.kill(pid, signal.SIGKILL)
 
     killer = threading.Thread(target=kill_when_running)
