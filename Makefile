@@ -41,16 +41,16 @@ demo: setup
 # lint, the Rust core's tests and then the host tier on WORKERS workers, and prints the
 # guest tier's output when all have ended (tests/run_tiers.py). `WORKERS=0`: serially.
 # GUEST_TAIL: guest test files the host tier's lane runs after its own tests, on the core
-# the guest tier leaves idle once the host tier is done (a fresh clone here, load 3-5: host
-# tier 646 s, then the kernels' file 111 s; the guest tier 883 s with the metadata file's
-# 56 s in it, which the tail now takes).
+# the guest tier leaves idle once the host tier is done (a fresh clone on an earlier machine,
+# load 3-5: host tier 646 s, then the kernels' file 111 s; the guest tier 883 s with the
+# metadata file's 56 s in it, which the tail now takes).
 WORKERS ?= 2
 GUEST_TAIL ?= tests/guest/test_guest_kernels.py tests/guest/test_guest_metadata.py
 
 # The Rust core's checks (clippy, its tests) need no venv: they start before it is made and
-# run beside pip and the release build (their own target folder, so neither waits on the
+# run beside uv and the release build (their own target folder, so neither waits on the
 # other's lock), and the host tier's lane waits for their verdict after ruff and mypy. On a
-# fresh clone they took 44 s of that lane, the venv's make about 100 s of mostly one core.
+# fresh clone they took 44 s of that lane; the venv's make leaves a core idle part of its time.
 RUST_LOG := .rust-checks.log
 test: system-packages
 	@rm -f $(RUST_LOG) $(RUST_LOG).status
