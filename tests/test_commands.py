@@ -78,24 +78,28 @@ while True:
 
 def test_a_tree_that_keeps_forking_into_new_sessions_is_killed_whole():
     """The kill stops the tree before reading it: nothing forked meanwhile is missed. A
-    child missed would keep the command's pipes open, and run_command would wait forever."""
+    child missed would keep the command's pipes open (until the bounded wait for them gives
+    up) and outlive the kill."""
     import sys
 
-    hold = "27.1828"  # a unique sleep to find strays by
-    driver = ("import sys\nfrom fslab.commands import run_command\nfrom fslab.errors import CommandFailed\n"
+    hold = f"600.{os.getpid()}"  # far beyond the test's time, and unique to this run
+    driver = ("import sys, time\nfrom fslab.commands import run_command\nfrom fslab.errors import CommandFailed\n"
               "for _ in range(4):\n"
+              "    started = time.monotonic()\n"
               "    try:\n"
               f"        run_command([sys.executable, '-c', {FORKS_AWAY.format(hold=hold)!r}], timeout=0.3)\n"
               "    except CommandFailed as exc:\n"
               "        assert exc.timed_out\n"
-              "print('returned', flush=True)\n")
+              "    print(f'{time.monotonic() - started:.2f}', flush=True)\n")
     try:
-        done = subprocess.run([sys.executable, "-c", driver], capture_output=True, text=True, timeout=60)
+        done = subprocess.run([sys.executable, "-c", driver], capture_output=True, text=True, timeout=120)
     finally:
         time.sleep(0.2)
-        left = subprocess.run(["pgrep", "-f", f"time.sleep\\({hold}\\)|sleep {hold}"], capture_output=True, text=True)
+        left = subprocess.run(["pgrep", "-f", f"time.sleep\\({hold}\\)"], capture_output=True, text=True)
         strays = [int(pid) for pid in left.stdout.split()]
         for pid in strays:
             os.kill(pid, 9)
-    assert done.stdout == "returned\n", done.stderr
+    tries = [float(line) for line in done.stdout.split()]
+    assert len(tries) == 4, done.stderr
+    assert max(tries) < 8, tries  # each returned at the kill, not after waiting on a stray's pipes
     assert strays == []

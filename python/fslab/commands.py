@@ -93,13 +93,13 @@ def run_command(
         stdout, stderr = proc.communicate(input=input_text, timeout=timeout)
     except subprocess.TimeoutExpired:
         _kill_group(proc)
-        stdout, stderr = proc.communicate()
+        stdout, stderr = _output_after_kill(proc)
         raise CommandFailed(argv, None, stderr or "", timed_out=True, timeout_s=timeout,
                             stdout=stdout or "") from None
     except BaseException:
         # KeyboardInterrupt / SystemExit: never leave the child running behind us.
         _kill_group(proc)
-        proc.communicate()
+        _output_after_kill(proc)
         raise
     wall = time.monotonic() - started
     if check and proc.returncode != 0:
@@ -143,9 +143,9 @@ def run_command_stamped(
     for t in readers:
         t.start()
 
-    def collected() -> tuple[str, str, list[tuple[int, str]]]:
+    def collected(limit_s: float | None = None) -> tuple[str, str, list[tuple[int, str]]]:
         for t in readers:
-            t.join()
+            t.join(limit_s)  # after a kill, bounded: see _output_after_kill
         text = [(ns, chunk.decode("utf-8", "replace")) for ns, chunk in pieces]
         return b"".join(out).decode("utf-8", "replace"), "".join(t for _, t in text), text
 
@@ -154,12 +154,12 @@ def run_command_stamped(
     except subprocess.TimeoutExpired:
         _kill_group(proc)
         proc.wait()
-        stdout, stderr, _ = collected()
+        stdout, stderr, _ = collected(DRAIN_AFTER_KILL_S)
         raise CommandFailed(argv, None, stderr, timed_out=True, timeout_s=timeout, stdout=stdout) from None
     except BaseException:
         _kill_group(proc)  # Ctrl-C / SystemExit: never leave the child running behind us
         proc.wait()
-        collected()
+        collected(DRAIN_AFTER_KILL_S)
         raise
     stdout, stderr, stamped = collected()
     wall = time.monotonic() - started
@@ -189,23 +189,48 @@ def _descendants(pid: int) -> list[int]:
     return found
 
 
+# How long a killed command's output is waited for: its pipes close when the last process
+# holding them dies, and one the kill could not reach (a process that left our tree before
+# it was read, e.g. reparented to init) would otherwise hold them open, and us, for good.
+DRAIN_AFTER_KILL_S = 10.0
+
+
+def _output_after_kill(proc: subprocess.Popen[str]) -> tuple[str, str]:
+    """The killed command's stdout and stderr once its pipes close, or nothing after
+    ``DRAIN_AFTER_KILL_S`` (the pipes are then closed on our side)."""
+    try:
+        return proc.communicate(timeout=DRAIN_AFTER_KILL_S)
+    except subprocess.TimeoutExpired:
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+        proc.wait()  # killed itself: only its reaping is left
+        return "", ""
+
+
 def _kill_group(proc: subprocess.Popen[str] | subprocess.Popen[bytes]) -> None:
     """SIGKILL the child, its process group and every descendant. Killing the group is
     not enough: fio's job processes call setsid() and would outlive it, holding the
     mount busy and our pipes open. The tree is stopped before it is read, so no process
     forks one the reading missed (a fio job forked in between, in its own session, lived
-    on stuck on a lock of its dead parent, and held our pipes open for good)."""
-    _signal(proc.pid, signal.SIGSTOP, group=True)
-    _wait_stopped({proc.pid})
-    victims: set[int] = set()
-    while new := set(_descendants(proc.pid)) - victims:  # again until none is new
-        for pid in new:
-            _signal(pid, signal.SIGSTOP)
-        _wait_stopped(new)
-        victims |= new
-    _signal(proc.pid, signal.SIGKILL, group=True)
-    for pid in victims:
-        _signal(pid, signal.SIGKILL)
+    on stuck on a lock of its dead parent, and held our pipes open for good). Shielded:
+    a second Ctrl-C during the stopping (up to a second) must not leave it stopped."""
+    from .signals import shielded
+
+    with shielded():
+        victims: set[int] = set()
+        try:
+            _signal(proc.pid, signal.SIGSTOP, group=True)
+            _wait_stopped({proc.pid})
+            while new := set(_descendants(proc.pid)) - victims:  # again until none is new
+                for pid in new:
+                    _signal(pid, signal.SIGSTOP)
+                victims |= new
+                _wait_stopped(new)
+        finally:
+            _signal(proc.pid, signal.SIGKILL, group=True)
+            for pid in victims:
+                _signal(pid, signal.SIGKILL)
 
 
 def _signal(pid: int, sig: int, group: bool = False) -> None:
