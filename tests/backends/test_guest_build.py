@@ -267,40 +267,51 @@ def test_busybox_modprobe_in_the_initramfs_loads_dependencies_first(tmp_path: Pa
 def test_the_kernel_package_is_asked_of_apt_again_only_when_its_state_changes(tmp_path: Path,
                                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """apt's answer is remembered per state of its lists, installed set and configuration:
-    the same state asks apt-cache once; a list replaced by an update, a new source file or
-    an install asks again. A state folder here stands in for /var/lib/apt/lists."""
+    the same state asks apt once; a list replaced by an update, a new source file, an
+    install, or a copy that keeps size and mtime asks again. A state folder here stands in
+    for /var/lib/apt/lists, and a counter for apt-cache (whose own answer
+    test_guest_kernels checks in a real guest)."""
     import shutil
 
     from fslab.backends.guest import kernel
 
-    if shutil.which("apt-cache") is None:
-        pytest.skip("apt-cache is missing: not a Debian machine")
     lists, etc = tmp_path / "lists", tmp_path / "etc-apt"
     lists.mkdir()
     etc.mkdir()
-    (lists / "deb.debian.org_Packages").write_text("Package: a\n")
+    packages = lists / "deb.debian.org_Packages"
+    packages.write_text("Package: a\n")
     status = tmp_path / "status"
     status.write_text("Package: b\n")
     state = (lists, status, etc)
     asked: list[str] = []
-    real = kernel.resolve_package
 
-    def counted(series: str, *, private: list[str] | None = None) -> str:
+    def apt(series: str, *, private: list[str] | None = None) -> str:
         asked.append(series)
-        return real(series, private=private)
+        return f"linux-image-{series}.0-{len(asked)}-amd64"
 
-    monkeypatch.setattr(kernel, "resolve_package", counted)
+    monkeypatch.setattr(kernel, "resolve_package", apt)
     cache = tmp_path / "cache"
     first = kernel.resolve_package_cached("6.1", cache, state=state)
-    assert first.startswith("linux-image-6.1.") and first == real("6.1")
-    assert kernel.resolve_package_cached("6.1", cache, state=state) == first
+    assert kernel.resolve_package_cached("6.1", cache, state=state) == first == "linux-image-6.1.0-1-amd64"
     assert asked == ["6.1"]
-    changes = [lambda: (lists / "deb.debian.org_Packages").write_text("Package: a\nVersion: 2\n"),  # an update
+
+    def copied_keeping_size_and_mtime() -> None:
+        was = packages.stat()
+        other = tmp_path / "other"
+        other.write_text("Package: z\nVersion: 3\n")
+        assert other.stat().st_size == was.st_size
+        shutil.copy2(other, packages)
+        os.utime(packages, ns=(was.st_atime_ns, was.st_mtime_ns))  # as `cp -p` of an older copy leaves it
+
+    changes = [lambda: packages.write_text("Package: a\nVersion: 2\n"),  # an update
                lambda: (etc / "sources.list.d").mkdir() or (etc / "sources.list.d" / "x.list").write_text("deb x\n"),
-               lambda: os.utime(status, ns=(1, 1))]  # an install rewrites dpkg's status
+               lambda: os.utime(status, ns=(1, 1)),  # an install rewrites dpkg's status
+               copied_keeping_size_and_mtime]
     for n, change in enumerate(changes, start=2):
         change()
-        assert kernel.resolve_package_cached("6.1", cache, state=state) == first
+        assert kernel.resolve_package_cached("6.1", cache, state=state) == f"linux-image-6.1.0-{n}-amd64"
         assert len(asked) == n, f"change {n - 1} did not ask apt again"
+    assert kernel.resolve_package_cached("6.12", cache, state=state) == "linux-image-6.12.0-6-amd64"
     # one entry per series and configuration: stale states are not kept
-    assert len(json.loads((cache / kernel.RESOLVED_FILE).read_text())) == 1
+    assert sorted(json.loads((cache / kernel.RESOLVED_FILE).read_text()).values()) == [
+        "linux-image-6.1.0-5-amd64", "linux-image-6.12.0-6-amd64"]

@@ -104,6 +104,7 @@ def detach(loop: str) -> None:
             if attempt == 19:
                 raise
             time.sleep(0.1)
+    # Called shielded (a release must not be cut short): a Ctrl-C waits for this too.
     deadline = time.monotonic() + DETACHED_WITHIN_S
     # the same file still behind it (a device freed and taken by another attach is not ours)
     while was is not None and _read_or_none(backing) == was and time.monotonic() < deadline:

@@ -96,9 +96,9 @@ RESOLVED_FILE = "resolved-packages.json"
 
 
 def apt_fingerprint(places: tuple[Path, ...]) -> str:
-    """A digest of the names, sizes and change times of every file in ``places`` (files,
-    or folders walked whole): what ``apt-cache`` reads. An update, an install or a changed
-    source or pin changes it."""
+    """A digest of the names, inodes, sizes, modification and change times of every file
+    in ``places`` (files, or folders walked whole): what ``apt-cache`` reads. An update, an
+    install or a changed source or pin changes it."""
     seen: list[str] = []
     for place in places:
         for folder, dirs, files in os.walk(place) if place.is_dir() else [(str(place.parent), [], [place.name])]:
@@ -108,7 +108,8 @@ def apt_fingerprint(places: tuple[Path, ...]) -> str:
                     st = os.stat(os.path.join(folder, name))
                 except OSError:
                     continue  # gone (apt replaces lists by renaming) or unreadable
-                seen.append(f"{folder}/{name}:{st.st_size}:{st.st_mtime_ns}")
+                # ctime too: a copy that keeps the size and mtime (cp -p, rsync -a) still sets it
+                seen.append(f"{folder}/{name}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}")
     return hashlib.sha256("\n".join(seen).encode()).hexdigest()
 
 
@@ -118,7 +119,8 @@ def resolve_package_cached(series: str, root: Path, *, private: list[str] | None
     unchanged: apt-cache rebuilds its package cache in memory at every start (1.4 s of
     CPU here), and every boot needs the answer."""
     if state is None:
-        state = (root / "apt", *SYSTEM_APT_STATE[1:]) if private else SYSTEM_APT_STATE
+        private_state = (root / "apt" / "sources.list", root / "apt" / "state" / "lists")
+        state = (*private_state, *SYSTEM_APT_STATE[1:]) if private else SYSTEM_APT_STATE
     key = f"{series}|{'private' if private else 'system'}|{apt_fingerprint(state)}"
     file = root / RESOLVED_FILE
     try:
