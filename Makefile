@@ -26,11 +26,14 @@ system-packages:
 	@command -v cargo >/dev/null || { echo "cargo (Rust) is needed to build fslab's core: install rustup"; exit 1; }
 
 # uv, not pip: it downloads and unpacks the dependencies side by side (on a fresh clone here
-# 53 s against pip's 103 s, both from an empty cache), with the same versions.
+# 53 s against pip's 103 s, both from an empty cache), with the same versions. Bytecode
+# compiled at install, as pip does (a guest reads the venv read-only and would compile the
+# modules it imports at every start); fslab itself rebuilt whenever this rule runs, which is
+# when a Rust source or pyproject.toml changed.
 $(VENV)/.installed: pyproject.toml $(RUST_SOURCES)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q uv
-	$(BIN)/uv pip install -q --python $(BIN)/python -e '.[dev,dask]'
+	$(BIN)/uv pip install -q --python $(BIN)/python --compile-bytecode --reinstall-package fslab -e '.[dev,dask]'
 	touch $@
 
 demo: setup
@@ -51,13 +54,16 @@ GUEST_TAIL ?= tests/guest/test_guest_kernels.py tests/guest/test_guest_metadata.
 # run beside uv and the release build (their own target folder, so neither waits on the
 # other's lock), and the host tier's lane waits for their verdict after ruff and mypy. On a
 # fresh clone they took 44 s of that lane; the venv's make leaves a core idle part of its time.
-RUST_LOG := .rust-checks.log
+# They run in a session of their own, with their output and status in a folder of this run
+# (never an earlier run's verdict), and are stopped when the recipe ends however it ends.
 test: system-packages
-	@rm -f $(RUST_LOG) $(RUST_LOG).status
-	@{ $(RUST_CHECKS); echo $$? > $(RUST_LOG).status; } > $(RUST_LOG) 2>&1 &
-	@$(MAKE) --no-print-directory $(VENV)/.installed || { sh tests/await_status.sh $(RUST_LOG) >/dev/null; exit 1; }
+	@dir=$$(mktemp -d "$(CURDIR)/.rust-checks.XXXXXX"); \
+	setsid sh -c '($(RUST_CHECKS)); echo $$? > "$$0/status.tmp"; mv "$$0/status.tmp" "$$0/status"' "$$dir" \
+		> "$$dir/log" 2>&1 & checks=$$!; \
+	trap 'kill -TERM -$$checks 2>/dev/null; rm -rf "$$dir"' EXIT; trap 'exit 130' INT TERM; \
+	$(MAKE) --no-print-directory $(VENV)/.installed && \
 	$(BIN)/python tests/run_tiers.py --workers $(WORKERS) --first "$(PY_LINT)" \
-		--first "sh tests/await_status.sh $(RUST_LOG)" $(foreach f,$(GUEST_TAIL),--guest-tail $(f))
+		--first "sh tests/await_status.sh '$$dir' $$checks" $(foreach f,$(GUEST_TAIL),--guest-tail $(f))
 
 # The host tier alone: every test but those that boot a QEMU guest (marker `guest`), on more
 # workers than a 2-core machine has cores, since most of its tests wait on devices, mounts
