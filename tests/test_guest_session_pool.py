@@ -189,8 +189,7 @@ class _BootedGuest:
         self.console_path = folder / "console.log"
         self.console_path.write_text("booted\n")
         self.build = SimpleNamespace(release="6.1.0-test", package="linux-image-test")
-        self.config = SimpleNamespace(cpus=2)
-        self.kvm, self.boot_s, self.alive = False, 2.5, True
+        self.kvm, self.cpus, self.boot_s, self.alive = False, 1, 2.5, True
         self.abandoned_boots = abandoned
         self.host_io_errors: list[str] = []
         (folder / session.SERVE_DIR).mkdir()

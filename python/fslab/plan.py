@@ -251,7 +251,7 @@ QUICK_REPETITIONS = 2
 # Python with its trace reader and device models (peak RSS of `fslab job run` of a traced
 # 128 MiB MobiBench run with a prediction, measured on the host: 220 MB).
 GUEST_BASE_MEMORY = 384 << 20
-GUEST_CPUS = 2  # backends.guest.launcher.GuestConfig.cpus: one trace ring buffer each
+GUEST_CPUS = 2  # the most vCPUs a guest gets (backends.guest.launcher.KVM_CPUS): a trace ring buffer each
 MD_STRIPE_CACHE_ENTRIES = 256  # md's default stripe_cache_size: one page per member each
 
 

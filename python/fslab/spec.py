@@ -18,15 +18,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from .aging_option import AgingOption
+from .backend_names import BACKEND_PREFERENCE as BACKEND_PREFERENCE
+from .backend_names import Backend, StudyBackend
 from .paper import PaperSection
 from .stopping_rule import StoppingRule
 from .units import parse_duration_s, parse_size
 
-Backend = Literal["auto", "host", "guest"]
-# study.backend may also be "shared": auto, but one backend for every entry (the first of
-# host, guest that runs them all), so the file systems of a comparison share a kernel.
-StudyBackend = Literal["auto", "host", "guest", "shared"]
-BACKEND_PREFERENCE: tuple[Backend, ...] = ("host", "guest")  # what auto tries, in order
 # The guest kernel series fslab fetches (backends/guest/kernel.py's META_PACKAGES); any
 # other value must be the path of a kernel image.
 GUEST_KERNEL_SERIES = ("6.1", "6.12")

@@ -9,7 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -83,12 +83,11 @@ def shared_guest(guest_build: GuestBuild, tmp_path_factory: pytest.TempPathFacto
             yield guest
 
 
-
-def run_python(guest: Guest, script: str, timeout_s: float) -> str:
-    """stdout of ``python -c script`` in the guest, importing the very fslab this test
+def run_python(guest: Guest, script: str, timeout_s: float, args: Sequence[str] = ()) -> str:
+    """stdout of ``python -c script ARGS`` in the guest, importing the very fslab this test
     imports (a checkout's, not the one installed in the venv); GuestFailed otherwise."""
     env = {"PYTHONPATH": str(Path(fslab.__file__).resolve().parents[1])}
-    r = guest.run([sys.executable, "-c", script], timeout_s, env=env)
+    r = guest.run([sys.executable, "-c", script, *args], timeout_s, env=env)
     if r.exit_status != 0:
         raise GuestFailed(f"the script exited {r.exit_status} in the guest: {r.stderr.strip()[-2000:]}",
                           guest.console_tail())

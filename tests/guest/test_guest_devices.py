@@ -15,19 +15,31 @@ from pathlib import Path
 import pytest
 
 from fslab.backends.guest.launcher import Guest
+from fslab.devices.sections import EmulatedSection, RaidSection
 
 from .conftest import run_python
 
 pytestmark = pytest.mark.guest
 
+# One script, one Python process in the guest (its start and imports are seconds under TCG).
+# The sections come as a job carries them: made by the pydantic models on the host, read in
+# the guest as plain data (fslab.devices.SectionData), so the guest imports no pydantic.
 SCRIPT = textwrap.dedent("""
     import json, os, subprocess, sys, time
     from pathlib import Path
+    from fslab.devices import Grant, SectionData
     from fslab.devices.guest_disks import take
-    from fslab.devices.raid import provision as raid
-    from fslab.devices.sections import RaidSection
+    from fslab.devices.raid import provision as raid, preflight as raid_preflight
     from fslab.devices.emulated import provision as emulated
-    from fslab.devices.sections import EmulatedSection
+    from fslab.resources import _current
+
+    SECTIONS = json.loads(sys.argv[1])
+
+    def section(kind, name, **changed):
+        return SectionData(kind, {**SECTIONS[name], **changed})
+
+    def sh(*argv):
+        return subprocess.run(argv, capture_output=True, text=True)
 
     def use(path):
         # mkfs, mount, write 4 MiB with O_DIRECT and time 16 direct 4 KiB reads
@@ -67,44 +79,6 @@ SCRIPT = textwrap.dedent("""
                                       for h in handles),
         }
 
-    out = {}
-    for level in (5, 0):
-        section = RaidSection(level=level, disks=8, chunk="512KiB", member_size="64MiB", vdisks=0)
-        with raid(section, Path("/tmp"), f"r{level}") as h:
-            out[f"raid{level}"] = {"facts": h.facts, "read_s": use(h.path),
-                                   "trace": traced_write(h, take(8))}
-        out[f"raid{level}"]["md_after"] = sorted(p.name for p in Path("/sys/block").glob("md*"))
-    lower = take(1, first=8)[0]
-    for model, size in (("scsi_debug", "64MiB"), ("dm-delay", "64MiB"), ("null_blk", "1GiB")):
-        section = EmulatedSection(model=model, size=size, delay_ms=5, rotational=True)
-        with emulated(section, Path("/tmp"), "t", lower=lower) as h:
-            out[model] = {"facts": h.facts, "path": h.path, "read_s": use(h.path)}
-        out[model]["exists_after"] = os.path.exists(h.path)
-    print(json.dumps(out, default=str))
-""")
-
-
-HOST_SCRIPT = textwrap.dedent("""
-    import json, os, subprocess, sys
-    from pathlib import Path
-    from fslab.devices import Grant
-    from fslab.devices.guest_disks import take
-    from fslab.devices.raid import preflight, provision
-    from fslab.devices.sections import RaidSection
-    from fslab.resources import _current
-
-    KILLED = (
-        "import time\\n"
-        "from pathlib import Path\\n"
-        "from fslab.devices.raid import provision\\nfrom fslab.devices.sections import RaidSection\\n"
-        "section = RaidSection(level=0, disks=2, member_size='32MiB')\\n"
-        "with provision(section, Path('/mnt/scratch/killed'), 'killed') as h:\\n"
-        "    print(h.path, flush=True)\\n"
-        "    time.sleep(600)\\n")
-
-    def sh(*argv):
-        return subprocess.run(argv, capture_output=True, text=True)
-
     def md_of(path):  # what md itself says of the array
         md = Path(f"/sys/block/{Path(path).name}/md")
         return {"level": (md / "level").read_text().strip(), "raid_disks": int((md / "raid_disks").read_text()),
@@ -119,31 +93,43 @@ HOST_SCRIPT = textwrap.dedent("""
                 "superblocks": [m for m in members if sh("mdadm", "--examine", m).returncode == 0],
                 "listed": [r.kind for r in _current().entries.values()]}
 
-    # A kernel with md: the real probe finds it and auto plans an array on the host
+    # The guest's own device kinds: md over its virtio disks, then the emulated devices.
+    out = {}
+    for level in (5, 0):
+        with raid(section("raid", f"raid{level}"), Path("/tmp"), f"r{level}") as h:
+            out[f"raid{level}"] = {"facts": h.facts, "read_s": use(h.path),
+                                   "trace": traced_write(h, take(8))}
+        out[f"raid{level}"]["md_after"] = sorted(p.name for p in Path("/sys/block").glob("md*"))
+    lower = take(1, first=8)[0]
+    for model in ("scsi_debug", "dm-delay", "null_blk"):
+        with emulated(section("emulated", model), Path("/tmp"), "t", lower=lower) as h:
+            out[model] = {"facts": h.facts, "path": h.path, "read_s": use(h.path)}
+        out[model]["exists_after"] = os.path.exists(h.path)
+
+    # The host's md path, for real in a kernel that has md. A kernel with md: the real
+    # probe finds it and auto plans an array on the host.
     from fslab.backends import choose_backend
     from fslab.devices import DEVICES
     from fslab.filesystems import FILESYSTEMS
-    raid_kind = DEVICES.get("raid")
-    placed = {level: choose_backend(FILESYSTEMS.get("ext4"), raid_kind,
-                                    raid_kind.parse({"kind": "raid", "level": level}), "auto")
+    placed = {level: choose_backend(FILESYSTEMS.get("ext4"), DEVICES.get("raid"),
+                                    section("raid", f"raid{level}", vdisks=None), "auto")
               for level in (0, 5)}
+    host = {"placed": placed}
 
     # Images on ext4, as on a host (the guest's /tmp is a small tmpfs)
     scratch = Path("/mnt/scratch")
     scratch.mkdir(parents=True, exist_ok=True)
     sh("mkfs.ext4", "-F", "-q", take(1, first=9)[0])
     subprocess.run(["mount", take(1, first=9)[0], str(scratch)], check=True)
-    out = {"placed": placed}
     work = scratch / "work"
-    section = RaidSection(level=5, disks=4, chunk="64KiB", member_size="32MiB")
-    with provision(section, work, "img") as h:
+    with raid(section("raid", "images"), work, "img") as h:
         members = [m.path for m in h.members]
-        out["images"] = {"md": md_of(h.path), "members": members,
-                         "backing": [loops().get(m) for m in members],
-                         "dio": [Path(f"/sys/block/{Path(m).name}/loop/dio").read_text().strip() for m in members],
-                         "listed": [r.kind for r in _current().entries.values()]}
-    out["images"]["after"] = {**left([]), "loops": [m for m in members if m in loops()],
-                              "files": sorted(os.listdir(work))}
+        host["images"] = {"md": md_of(h.path), "members": members,
+                          "backing": [loops().get(m) for m in members],
+                          "dio": [Path(f"/sys/block/{Path(m).name}/loop/dio").read_text().strip() for m in members],
+                          "listed": [r.kind for r in _current().entries.values()]}
+    host["images"]["after"] = {**left([]), "loops": [m for m in members if m in loops()],
+                               "files": sorted(os.listdir(work))}
 
     disks = scratch / "disks"
     disks.mkdir()
@@ -154,24 +140,37 @@ HOST_SCRIPT = textwrap.dedent("""
             image.write_bytes(b"")
             os.truncate(image, 48 << 20)
             named.append(sh("losetup", "--find", "--show", str(image)).stdout.strip())
-        section = RaidSection(level=0, members=named, chunk="128KiB")
-        identity = preflight(section, Grant(frozenset(named)))
-        with provision(section, scratch / "named", "named", Grant(frozenset(named), identity)) as h:
-            out["named"] = {"md": md_of(h.path), "members": [m.path for m in h.members],
-                            "host_disks": [d["path"] for d in h.facts["host_disks"]],
-                            "listed": [r.kind for r in _current().entries.values()]}
-        out["named"]["after"] = {**left(named), "attached": [m for m in named if m in loops()],
-                                 "signatures": [sh("wipefs", "--no-act", "--noheadings", m).stdout.strip()
-                                                for m in named]}
+        on_named = section("raid", "named", members=named)
+        identity = raid_preflight(on_named, Grant(frozenset(named)))
+        with raid(on_named, scratch / "named", "named", Grant(frozenset(named), identity)) as h:
+            host["named"] = {"md": md_of(h.path), "members": [m.path for m in h.members],
+                             "host_disks": [d["path"] for d in h.facts["host_disks"]],
+                             "listed": [r.kind for r in _current().entries.values()]}
+        host["named"]["after"] = {**left(named), "attached": [m for m in named if m in loops()],
+                                  "signatures": [sh("wipefs", "--no-act", "--noheadings", m).stdout.strip()
+                                                 for m in named]}
         # A job killed with SIGKILL while its array is built: `fslab cleanup` releases it all.
-        child = subprocess.Popen([sys.executable, "-c", KILLED], stdout=subprocess.PIPE, text=True)
-        md = child.stdout.readline().strip()
+        # A fork of this process, which has fslab imported already (a new interpreter would
+        # import it again: seconds under TCG).
+        read_end, write_end = os.pipe()
+        child = os.fork()
+        if child == 0:
+            os.close(read_end)
+            try:
+                with raid(section("raid", "killed"), scratch / "killed", "killed") as h:
+                    os.write(write_end, (h.path + "\\n").encode())
+                    time.sleep(600)
+            finally:
+                os._exit(1)
+        os.close(write_end)
+        with os.fdopen(read_end) as pipe:
+            md = pipe.readline().strip()
         held = {"md": md_of(md), "loops": sorted(l for l, b in loops().items() if "/killed/" in b)}
-        child.kill()
-        child.wait()
+        os.kill(child, 9)
+        os.waitpid(child, 0)
         from fslab.cleanup import cleanup
         done = cleanup()
-        out["killed"] = {"md": md, "held": held, "cleanup": done, "after": {
+        host["killed"] = {"md": md, "held": held, "cleanup": done, "after": {
             "md": sorted(p.name for p in Path("/sys/block").glob("md*")),
             "loops": [l for l, b in loops().items() if "/killed/" in b],
             "files": sorted(os.listdir(scratch / "killed"))}}
@@ -179,8 +178,41 @@ HOST_SCRIPT = textwrap.dedent("""
         for loop in named:
             sh("losetup", "-d", loop)
         sh("umount", str(scratch))
-    print(json.dumps(out))
+    print(json.dumps({"guest": out, "host_path": host}, default=str))
 """)
+
+
+def _sections() -> dict[str, dict]:
+    """Every section the script uses, with every field, as a planned job carries them."""
+    sections: dict[str, dict] = {
+        "raid5": RaidSection(level=5, disks=8, chunk="512KiB", member_size="64MiB", vdisks=0).model_dump(),
+        "raid0": RaidSection(level=0, disks=8, chunk="512KiB", member_size="64MiB", vdisks=0).model_dump(),
+        "images": RaidSection(level=5, disks=4, chunk="64KiB", member_size="32MiB").model_dump(),
+        "named": RaidSection(level=0, members=["/dev/loop0", "/dev/loop1", "/dev/loop2"],
+                             chunk="128KiB").model_dump(),
+        "killed": RaidSection(level=0, disks=2, member_size="32MiB").model_dump(),
+    }
+    for model, size in (("scsi_debug", "64MiB"), ("dm-delay", "64MiB"), ("null_blk", "1GiB")):
+        sections[model] = EmulatedSection(model=model, size=size, delay_ms=5, rotational=True).model_dump()
+    return sections
+
+
+# The shared guest's disks 0-7 are the array members, disk 8 dm-delay's lower disk and
+# disk 9 the scratch disk for the host path's images (tests/guest/conftest.py).
+@pytest.fixture(scope="module")
+def both(shared_guest: Guest) -> dict:
+    out = run_python(shared_guest, SCRIPT, timeout_s=1200, args=[json.dumps(_sections())])
+    return dict(json.loads(out.strip().splitlines()[-1]))
+
+
+@pytest.fixture(scope="module")
+def results(both: dict) -> dict:
+    return both["guest"]
+
+
+@pytest.fixture(scope="module")
+def host_path(both: dict) -> dict:
+    return both["host_path"]
 
 
 def test_host_path_array_of_a_killed_job_is_released_by_cleanup(host_path: dict) -> None:
@@ -193,18 +225,6 @@ def test_host_path_array_of_a_killed_job_is_released_by_cleanup(host_path: dict)
         f"erase the md superblock of {loop} ({name})" for loop in r["held"]["loops"]]
     assert {line.split()[1] for line in r["cleanup"] if line.startswith("detach")} == set(r["held"]["loops"])
     assert r["after"] == {"md": [], "loops": [], "files": []}
-
-
-# The shared guest's disks 0-7 are the array members, disk 8 dm-delay's lower disk and
-# disk 9 the scratch disk for the host path's images (tests/guest/conftest.py).
-@pytest.fixture(scope="module")
-def results(shared_guest: Guest) -> dict:
-    return json.loads(run_python(shared_guest, SCRIPT, timeout_s=900).strip().splitlines()[-1])
-
-
-@pytest.fixture(scope="module")
-def host_path(shared_guest: Guest) -> dict:
-    return json.loads(run_python(shared_guest, HOST_SCRIPT, timeout_s=300).strip().splitlines()[-1])
 
 
 def test_auto_plans_arrays_on_the_host_of_a_kernel_with_md(host_path: dict) -> None:

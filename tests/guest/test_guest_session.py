@@ -86,7 +86,9 @@ def test_jobs_share_a_boot_on_fresh_disks_and_an_interrupt_leaves_nothing(guest_
 
         # A kernel that says it has been stuck for minutes is hung: the guest is killed
         # then, not at the job's deadline (the kernel's own words, as a hung one prints them).
-        session.guest.run(["sh", "-c", "(sleep 20; echo '<2>watchdog: BUG: soft lockup - CPU#1 stuck for 999s! "
+        # Said 5 s from now: the host takes the console's length when the job starts, within
+        # milliseconds of this command's return, and reads only what comes after it.
+        session.guest.run(["sh", "-c", "(sleep 5; echo '<2>watchdog: BUG: soft lockup - CPU#1 stuck for 999s! "
                            "[fio:77]' > /dev/kmsg) > /dev/null 2>&1 < /dev/null &"], 60)
         slow = next(i for i, job in enumerate(plan.jobs) if job.runs[0].cell.workload == "slow")  # sleeps 600 s
         with pytest.raises(GuestFailed, match="kernel hung: CPU 1 stuck for 999 s in fio:77"):

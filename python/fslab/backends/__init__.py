@@ -22,8 +22,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..backend_names import BACKEND_PREFERENCE
 from ..registry import Registry
-from ..spec import BACKEND_PREFERENCE
 
 if TYPE_CHECKING:
     from ..devices import DeviceKind

@@ -102,7 +102,9 @@ def _signature(path: str) -> str | None:
 
 
 def check_device(path: str, *, allow_signature: bool) -> DeviceHandle:
-    """Every safety check, in order; raises DeviceRefused saying why and what to do."""
+    """Every safety check, in order; raises DeviceRefused saying why and what to do. With
+    ``allow_signature`` (force, a resumed study, a disk fslab formatted itself) the
+    signatures are not looked for: they would refuse nothing."""
     if not os.path.exists(path):
         raise DeviceRefused(f"{path} does not exist: device.path must name a block device")
     if not stat.S_ISBLK(os.stat(path).st_mode):
@@ -127,8 +129,10 @@ def check_device(path: str, *, allow_signature: bool) -> DeviceHandle:
         if exc.errno == errno.EBUSY:
             raise DeviceRefused(f"{path} is in use: another program holds it open exclusively") from None
         raise
+    if allow_signature:  # blkid and wipefs only where what they find could refuse the disk
+        return handle
     signature = _signature(path)
-    if signature and not allow_signature:
+    if signature:
         raise DeviceRefused(
             f"{path} carries a '{signature}' signature, so it may hold data: wipe it "
             "(wipefs -a) or set device.force = true to let fslab overwrite it"
@@ -174,7 +178,7 @@ def recorded_identity(grant: Grant, path: str) -> dict[str, str] | None:
     return None
 
 
-def preflight(section: BlockSection, grant: Grant, resuming: bool = False) -> dict[str, str]:
+def preflight(section: BlockSection | SectionData, grant: Grant, resuming: bool = False) -> dict[str, str]:
     """Once per study, before anything is written: every check, signature included.
     Returns the device's identity keyed by its path (``{path: JSON of identity()}``), which
     every job carries so that each run can check it is still the same disk. A resumed

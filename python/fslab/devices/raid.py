@@ -208,14 +208,15 @@ def _field(detail: str, name: str) -> str | None:
 def preflight(section: RaidSection, grant: Grant, resuming: bool = False) -> dict[str, str] | None:
     """Named members: each checked and confirmed exactly as a ``kind = "block"`` disk
     (``--destroy-data-on`` naming each); their identities, by path, for the jobs."""
+    from . import SectionData
     from .block import preflight as block_preflight
-    from .sections import BlockSection
 
     if not section.members:
         return None
     found: dict[str, str] = {}
-    for member in section.members:
-        found.update(block_preflight(BlockSection(path=member, force=section.force), grant, resuming))
+    for member in section.members:  # a member's section as a job carries it: no pydantic in a guest
+        found.update(block_preflight(SectionData("block", {"path": member, "force": section.force}),
+                                     grant, resuming))
     return found
 
 

@@ -84,6 +84,15 @@ BOOT_ATTEMPTS = 2
 # write-combining); TCG models no caches, so memory types change nothing a run could see.
 # Not under KVM, where they would.
 TCG_FIRMWARE = "qboot.rom"
+# A TCG guest gets one vCPU unless asked for more. Two emulated vCPUs burn host CPU waiting
+# for each other (a vCPU spinning on a lock, or for an IPI's answer, held by a vCPU thread
+# the host has descheduled), and the more so the busier the host: the vfat aging test of
+# tests/guest/test_guest_alloc.py (aging, layout, alloc runs) took 56 s of wall time and
+# 60 s of CPU with two vCPUs on a quiet 2-core host, 110-123 s and 107-120 s beside one busy
+# host process; with one vCPU 45 s and 43 s quiet, 57-59 s and 54-55 s beside it (runs
+# alternated). Under KVM the vCPUs are the host's cores: two there.
+TCG_CPUS = 1
+KVM_CPUS = 2
 TSC_FILE = "tsc_mhz"  # the guest's TSC rate, in its control folder and in the cache root
 
 
@@ -110,7 +119,8 @@ class GuestConfig:
 
     kernel: str = "6.1"
     memory_bytes: int = 1 * GiB
-    cpus: int = 2
+    # None: 2 vCPUs under KVM, 1 under TCG (TCG_CPUS).
+    cpus: int | None = None
     disks: tuple[Path, ...] = ()
     shares: Mapping[str, Path] = field(default_factory=dict)
     console_path: Path | None = None
@@ -290,6 +300,7 @@ class Guest:
         self.build = guest_build
         self.kvm = False
         self.kvm_reason = ""
+        self.cpus = config.cpus or TCG_CPUS  # the guest's vCPUs: settled at boot, with KVM or not
         self.boot_s = 0.0
         self._proc: subprocess.Popen[bytes] | None = None
         self._state: GuestState | None = None
@@ -334,7 +345,7 @@ class Guest:
     def _qemu_argv(self, qemu: str, folder: Path) -> list[str]:
         assert self.build is not None and self.console_path is not None  # both set when the guest starts
         c = self.config
-        argv = [qemu, "-machine", MACHINE, "-m", str(c.memory_bytes // MiB), "-smp", str(c.cpus),
+        argv = [qemu, "-machine", MACHINE, "-m", str(c.memory_bytes // MiB), "-smp", str(self.cpus),
                 "-nodefaults", "-display", "none", "-no-reboot", "-no-user-config",
                 "-serial", f"file:{_q(self.console_path)}",
                 "-kernel", str(self.build.boot_kernel), "-initrd", str(self.build.initramfs),
@@ -380,6 +391,7 @@ class Guest:
             self.kvm, self.kvm_reason = verdict.usable, verdict.reason
         else:
             self.kvm, self.kvm_reason = self.config.accel == "kvm", "asked for"
+        self.cpus = self.config.cpus or (KVM_CPUS if self.kvm else TCG_CPUS)
         root = self.config.run_root or paths.run_dir()
         root.mkdir(parents=True, exist_ok=True)
         self._folder = Path(tempfile.mkdtemp(prefix=f"guest-{os.getpid()}-", dir=root))
@@ -523,5 +535,5 @@ def run_in_guest(config: GuestConfig, argv: Sequence[str], deadline_s: float,
     assert guest.build is not None
     return GuestResult(r.exit_status, r.timed_out, r.stdout, r.stderr, tail, guest.kvm,
                        guest.build.release, guest.build.package, config.memory_bytes,
-                       config.cpus, guest.boot_s, r.wall_s, tuple(guest.host_io_errors),
+                       guest.cpus, guest.boot_s, r.wall_s, tuple(guest.host_io_errors),
                        tuple(guest.abandoned_boots))

@@ -214,7 +214,7 @@ class GuestSession:
         _copy_from(guest.console_path, console_from, console)
         return JobOutcome(status, timed_out, console_tail(console), tuple(guest.host_io_errors[errors_from:]),
                           guest.kvm, guest.build.release, guest.build.package, self.key.memory_bytes,
-                          guest.config.cpus, guest.boot_s, jobs_before, abandoned)
+                          guest.cpus, guest.boot_s, jobs_before, abandoned)
 
     def _wait(self, n: int, deadline_s: float) -> tuple[int | None, bool]:
         guest = self.guest
