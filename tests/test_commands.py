@@ -62,6 +62,30 @@ def test_tool_version_is_asked_once_until_the_binary_changes(tmp_path, monkeypat
     assert (tmp_path / "starts").read_text().count("x") == 2
 
 
+def test_a_version_another_process_asked_is_taken_only_for_the_same_binary(tmp_path, monkeypatch):
+    """What a host hands a guest that sees its root: the guest's server takes the version
+    instead of starting the tool, for the very file it was asked of (size and mtime; the
+    inode numbers differ across 9p), and asks itself for anything else."""
+    from fslab import commands
+
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    tool = _versioned_tool(tmp_path, "1.0")
+    monkeypatch.setattr(commands, "_VERSIONS", {})
+    assert tool_version(["fakever", "--version"]) == "fakever 1.0"
+    known = commands.versions_known()
+    assert known == [{"argv": ["fakever", "--version"], "path": str(tool), "size": tool.stat().st_size,
+                      "mtime_ns": tool.stat().st_mtime_ns, "version": "fakever 1.0"}]
+    monkeypatch.setattr(commands, "_VERSIONS", {})  # another process: nothing asked yet
+    commands.take_versions([{**known[0], "version": "as the host said"}])
+    assert tool_version(["fakever", "--version"]) == "as the host said"
+    assert (tmp_path / "starts").read_text().count("x") == 1  # not started again
+    monkeypatch.setattr(commands, "_VERSIONS", {})
+    os.utime(tool, ns=(5, 5))  # not the file the host asked of: asked here
+    commands.take_versions([{**known[0], "version": "as the host said"}])
+    assert tool_version(["fakever", "--version"]) == "fakever 1.0"
+    assert (tmp_path / "starts").read_text().count("x") == 2
+
+
 FORKS_AWAY = """
 import os, sys, time
 # A parent that keeps forking children that leave for sessions of their own (as fio's job

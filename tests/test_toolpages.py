@@ -55,3 +55,24 @@ def test_tool_files_are_what_the_loader_loads(tool):
     loaded = {os.path.realpath(word) for word in listed.split() if word.startswith("/")}
     assert {str(p) for p in found[1:]} == loaded
     assert found[0] == Path(os.path.realpath(shutil.which(tool)))
+
+
+def test_files_another_process_found_are_taken_only_for_the_same_executable(tmp_path, monkeypatch):
+    """A guest's server takes the host's list of an executable's files where it finds the
+    executable the same (size and mtime), and searches itself otherwise."""
+    from fslab import toolpages
+
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    tool = tmp_path / "some-tool"
+    shutil.copy2("/usr/bin/env", tool)
+    monkeypatch.setattr(toolpages, "_FILES", {})
+    found = tool_files("some-tool")
+    (known,) = toolpages.files_known()
+    assert known["path"] == str(tool) and known["files"] == [str(p) for p in found]
+    monkeypatch.setattr(toolpages, "_FILES", {})
+    toolpages.take_files([{**known, "files": [str(tool), "/as/the/host/found/it.so"]}])
+    assert tool_files("some-tool") == [tool, Path("/as/the/host/found/it.so")]
+    monkeypatch.setattr(toolpages, "_FILES", {})
+    os.utime(tool, ns=(5, 5))  # another file now: searched here
+    toolpages.take_files([{**known, "files": [str(tool), "/as/the/host/found/it.so"]}])
+    assert tool_files("some-tool") == found

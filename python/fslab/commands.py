@@ -7,8 +7,9 @@ import os
 import shutil
 import signal
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from .errors import CommandFailed, FslabError, MissingCapability
 
@@ -284,6 +285,32 @@ def tool_version(argv: Sequence[str]) -> str | None:
     if key not in _VERSIONS:
         _VERSIONS[key] = _ask_version(argv)
     return _VERSIONS[key]
+
+
+def versions_known() -> list[dict[str, Any]]:
+    """Every version asked in this process, each with the executable it came from as found
+    on disk (real path, size, mtime): for another process that sees the same files (a
+    guest, whose root is this host's over 9p) to take instead of starting each tool again."""
+    return [{"argv": list(argv), "path": os.path.realpath(path), "size": size, "mtime_ns": mtime,
+             "version": version}
+            for (argv, path, _inode, size, mtime), version in _VERSIONS.items()]
+
+
+def take_versions(known: Iterable[Mapping[str, Any]]) -> None:
+    """Take versions another process asked (``versions_known``) of executables this process
+    finds the same: the same real path, size and mtime (inode numbers differ across 9p). A
+    version this process asked already is kept; any other executable is asked as usual."""
+    for entry in known:
+        path = shutil.which(entry["argv"][0])
+        if path is None or os.path.realpath(path) != entry["path"]:
+            continue
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        if (st.st_size, st.st_mtime_ns) == (entry["size"], entry["mtime_ns"]):
+            key = (tuple(entry["argv"]), path, st.st_ino, st.st_size, st.st_mtime_ns)
+            _VERSIONS.setdefault(key, entry["version"])
 
 
 def _ask_version(argv: Sequence[str]) -> str | None:

@@ -23,7 +23,9 @@ import mmap
 import os
 import shutil
 import struct
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 PAGE = mmap.PAGESIZE
 _PROT_READ = 0x1
@@ -67,6 +69,27 @@ def tool_files(executable: str) -> list[Path]:
     if key not in _FILES:
         _FILES[key] = _find_files(path)
     return list(_FILES[key])
+
+
+def files_known() -> list[dict[str, Any]]:
+    """Every executable's files found in this process, with the executable as found on disk
+    (real path, size, mtime): for another process that sees the same files (a guest on this
+    host's root) to take instead of searching again."""
+    return [{"path": path, "size": size, "mtime_ns": mtime, "files": [str(f) for f in files]}
+            for (path, _inode, size, mtime), files in _FILES.items()]
+
+
+def take_files(known: Iterable[Mapping[str, Any]]) -> None:
+    """Take the files another process found (``files_known``) for executables this process
+    finds the same (real path, size and mtime: inode numbers differ across 9p)."""
+    for entry in known:
+        try:
+            st = os.stat(entry["path"])
+        except OSError:
+            continue
+        if (st.st_size, st.st_mtime_ns) == (entry["size"], entry["mtime_ns"]):
+            _FILES.setdefault((entry["path"], st.st_ino, st.st_size, st.st_mtime_ns),
+                              [Path(f) for f in entry["files"]])
 
 
 def _find_files(path: str) -> list[Path]:

@@ -35,44 +35,35 @@ def _qemu_pids_under(folder: Path) -> list[int]:
     return found
 
 
-def test_exit_status_and_output_come_back(guest_build: GuestBuild, tmp_path: Path) -> None:
-    console = tmp_path / "console.log"
-    result = run_in_guest(GuestConfig(run_root=tmp_path, console_path=console),
-                          ["sh", "-c", "echo out; echo err >&2; exit 42"], 60, guest_build)
-    assert (result.exit_status, result.timed_out) == (42, False)
-    assert (result.stdout, result.stderr) == ("out\n", "err\n")
-    assert result.kernel_release == guest_build.release
-    assert "fslab-guest: ready" in console.read_text()
-    assert _qemu_pids_under(tmp_path) == []
-    assert list(tmp_path.glob(f"*/{STATE_NAME}")) == []
-
-
-def test_the_kernel_skips_its_crypto_self_tests(guest_build: GuestBuild, tmp_path: Path) -> None:
-    """A second and more of every TCG boot (fslab.backends.guest.launcher.KERNEL_ARGS)."""
-    result = run_in_guest(GuestConfig(run_root=tmp_path), ["cat", "/sys/module/cryptomgr/parameters/notests"],
-                          60, guest_build)
-    assert (result.exit_status, result.stdout.strip()) == (0, "Y")
-
-
-def test_init_leaves_the_root_writable_where_it_must_be(guest_build: GuestBuild, tmp_path: Path) -> None:
-    """What init sets up (its mounts come from generated tables): each place a job writes
-    or reads, checked from inside."""
+def test_a_command_sees_what_init_set_up_and_its_status_and_output_come_back(guest_build: GuestBuild,
+                                                                           tmp_path: Path) -> None:
+    """One boot, one command: what init sets up (its mounts come from generated tables),
+    each place a job writes or reads, checked from inside; the kernel skipped its crypto
+    self-tests (a second and more of every TCG boot: launcher.KERNEL_ARGS); and the
+    command's exit status, stdout and stderr come back apart."""
     share = tmp_path / "share"
     share.mkdir()
     (share / "from-host").write_text("hello\n")
+    console = tmp_path / "console.log"
     script = ("set -e; echo x > /etc/fslab-probe; echo y > /var/fslab-probe; stat -c %a /tmp; "
               "test -c /dev/loop-control; test -s /lib/modules/$(uname -r)/modules.dep; "
               f"cat {share}/from-host; echo z > {share}/from-guest; "
               "cat /sys/fs/cgroup/cgroup.subtree_control; cat /proc/sys/kernel/hostname; "
-              "mount | grep -c ' type overlay '")
-    result = run_in_guest(GuestConfig(run_root=tmp_path, shares={"probe": share}), ["sh", "-c", script],
-                          120, guest_build)
-    assert result.exit_status == 0, result.stderr + result.console_tail
+              "mount | grep -c ' type overlay '; cat /sys/module/cryptomgr/parameters/notests; "
+              "echo err >&2; exit 42")
+    result = run_in_guest(GuestConfig(run_root=tmp_path, shares={"probe": share}, console_path=console),
+                          ["sh", "-c", script], 120, guest_build)
+    assert (result.exit_status, result.timed_out) == (42, False), result.stderr + result.console_tail
     # /etc, /var, /root and /tmp; and /usr/lib where the host has no /lib/modules to put a tmpfs on
     overlays = 4 if Path("/lib/modules").is_dir() else 5
-    assert result.stdout.split() == ["1777", "hello", "memory", "fslab-guest", str(overlays)]
+    assert result.stdout.split() == ["1777", "hello", "memory", "fslab-guest", str(overlays), "Y"]
+    assert result.stderr == "err\n"
     assert (share / "from-guest").read_text() == "z\n"
     assert not (Path("/etc") / "fslab-probe").exists()  # the host's root stays as it was
+    assert result.kernel_release == guest_build.release
+    assert "fslab-guest: ready" in console.read_text()
+    assert _qemu_pids_under(tmp_path) == []
+    assert list(tmp_path.glob(f"*/{STATE_NAME}")) == []
 
 
 def test_a_hung_guest_is_killed_at_its_deadline(guest_build: GuestBuild, tmp_path: Path) -> None:

@@ -7,7 +7,8 @@ is a fresh process for its job as far as the job can tell (its own signal handle
 cgroups, files and exit status); it shares with the server only the modules imported.
 
 The protocol, in DIR (a folder the host shares with the guest):
-    req-N.json    {"argv": [...] for `python -m fslab.job`, "disks": ["/dev/vda", ...]},
+    req-N.json    {"argv": [...] for `python -m fslab.job`, "disks": ["/dev/vda", ...],
+                  "known": the host's tool facts for the job (``tool_facts``), or none},
                   written by the host under another name and renamed into place
     out-N, err-N  the child's stdout and stderr
     status-N      its exit status (renamed into place: never read half written)
@@ -33,6 +34,10 @@ import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..jobdata.model import Job
 
 BLKFLSBUF = 0x1261  # <linux/fs.h>: write back, then drop a block device's cached pages
 # Looks for the next request: every 20 ms for a second after a job (the host hands the
@@ -76,25 +81,54 @@ def _child(folder: Path, n: int, request: dict[str, list[str]], main: Callable[[
     return status
 
 
-def warm(argv: list[str]) -> None:
-    """Compute here, once, what the child running ``argv`` (`run JOB ...`) would compute
-    in every job alike. Side effects: none but caches (and a tool's --version). Whatever
-    fails is left for the child to meet and report."""
+def warm_job(job: Job) -> None:
+    """Compute, in this process, what the child running ``job`` would compute alike in
+    every job: its device kind's and workloads' modules, the versions of its file system's
+    and workloads' tools and the files of the workloads' executables (all cached per
+    process). Side effects: none but caches (and a tool's --version)."""
     from ..devices import DEVICES
     from ..provenance import fs_tool_version
     from ..toolpages import tool_files
     from ..workloads import WORKLOADS
+
+    DEVICES.get(job.settings.device["kind"]).from_job(job.settings.device)  # its module, loaded
+    fs_tool_version(job.cell.fs_type)
+    for kind in dict.fromkeys(run.cell.workload_kind for run in job.runs):
+        workload = WORKLOADS.get(kind)
+        workload.tool_versions()
+        for tool in workload.tools:
+            tool_files(tool)
+
+
+def tool_facts(job: Job) -> dict[str, list[dict[str, Any]]]:
+    """What ``warm_job`` works out for ``job``, worked out in this process and said as
+    data, for the job's request: the guest sees this host's root, so its tools are these
+    very files, and a start of fio there costs 1-2 s under TCG (its 64 libraries linked
+    emulated) and the search for its files another 1.5 s of stat over 9p, against
+    milliseconds here. The server takes each fact only for a file it finds the same."""
+    from ..commands import versions_known
+    from ..toolpages import files_known
+
+    try:
+        warm_job(job)
+    except Exception:  # noqa: BLE001 - the guest's server meets it again, and its child says what it is
+        pass
+    return {"versions": versions_known(), "files": files_known()}
+
+
+def warm(argv: list[str], known: dict[str, Any] | None = None) -> None:
+    """Compute here, once, what the child running ``argv`` (`run JOB ...`) would compute
+    in every job alike (``warm_job``), starting from the facts the host handed over
+    (``tool_facts``). Whatever fails is left for the child to meet and report."""
+    from ..commands import take_versions
+    from ..toolpages import take_files
     from .entry import load_job
 
     try:
-        job = load_job(Path(argv[1]))
-        DEVICES.get(job.settings.device["kind"]).from_job(job.settings.device)  # its module, loaded
-        fs_tool_version(job.cell.fs_type)
-        for kind in dict.fromkeys(run.cell.workload_kind for run in job.runs):
-            workload = WORKLOADS.get(kind)
-            workload.tool_versions()
-            for tool in workload.tools:
-                tool_files(tool)
+        if known:
+            take_versions(known.get("versions", []))
+            take_files(known.get("files", []))
+        warm_job(load_job(Path(argv[1])))
     except Exception:  # noqa: BLE001 - the child meets it again and says what it is
         pass
 
@@ -128,7 +162,7 @@ def serve(folder: Path, main: Callable[[list[str]], int]) -> int:
             continue
         request = json.loads(request_file.read_text())
         if request["argv"][:1] == ["run"]:
-            warm(list(request["argv"]))
+            warm(list(request["argv"]), request.get("known"))
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()

@@ -99,6 +99,7 @@ class GuestBackend:
                             on_record: Callable[[RunRecord], None],
                             on_progress: Callable[[RunRecord], None] | None) -> None:
         from ...job.entry import write_job
+        from ...job.serve import tool_facts
         from .launcher import GuestFailed
         from .session import SessionKey
 
@@ -131,7 +132,7 @@ class GuestBackend:
                     inner.settings, preaged=copy.to_dict()))
             write_job(inner, folder.job_file)
             with watching:
-                outcome = session.run_job(argv, _deadline(job), folder.console_file)
+                outcome = session.run_job(argv, _deadline(job), folder.console_file, known=tool_facts(inner))
             failure, facts, tail = _ended(job, outcome, outcome.jobs_before)
         except GuestFailed as exc:
             failure, facts, tail = str(exc).split("\n", 1)[0], {}, exc.console_tail

@@ -33,6 +33,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ...resources import Resource, register, release, tracked
 from .hang import kernel_hang
@@ -188,11 +189,12 @@ class GuestSession:
             self._disks_used = False
 
     def run_job(self, argv: Sequence[str], deadline_s: float, console: Path,
-                makes_records: bool = True) -> JobOutcome:
+                makes_records: bool = True, known: dict[str, Any] | None = None) -> JobOutcome:
         """Run ``python -m fslab.job ARGV`` in the guest, its disks fresh unless the host
         wrote onto them since the last job; the guest's console while it ran (the boot's
         too, for the first job) goes to ``console``. The boots abandoned before this guest's
-        go to the first job that ``makes_records`` (an aging job makes none)."""
+        go to the first job that ``makes_records`` (an aging job makes none). ``known``: the
+        job's tool facts, worked out on the host (fslab.job.serve.tool_facts)."""
         guest = self.guest
         assert guest is not None and guest.console_path is not None and guest.build is not None
         n, jobs_before = self._jobs, self._jobs
@@ -203,8 +205,10 @@ class GuestSession:
         self._boots_told = self._boots_told or makes_records
         console_from = 0 if jobs_before == 0 else _size(guest.console_path)
         errors_from = len(guest.host_io_errors)
-        request = {"argv": list(argv), "disks": [f"/dev/vd{chr(ord('a') + i)}"
-                                                 for i in range(len(self.key.handed) + len(self.images))]}
+        request: dict[str, Any] = {"argv": list(argv), "disks": [
+            f"/dev/vd{chr(ord('a') + i)}" for i in range(len(self.key.handed) + len(self.images))]}
+        if known:
+            request["known"] = known
         tmp = self._serve_dir / f".req-{n}.json"
         tmp.write_text(json.dumps(request))
         tmp.rename(self._serve_dir / f"req-{n}.json")
