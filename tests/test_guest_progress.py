@@ -28,7 +28,7 @@ class _HostSession:
         self.reusable = True
         self.abandoned_boots = abandoned_boots
 
-    def run_job(self, argv, deadline_s: float, console) -> session.JobOutcome:
+    def run_job(self, argv, deadline_s: float, console, known=None) -> session.JobOutcome:
         self.run(JobFolder(Path(argv[argv.index("--out") + 1])))
         return session.JobOutcome(exit_status=0, timed_out=False, console_tail="", host_io_errors=(), kvm=False,
                                   kernel_release="6.1.0-test", kernel_package="linux-image-test",
