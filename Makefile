@@ -56,12 +56,19 @@ GUEST_TAIL ?=
 # fresh clone they took 44 s of that lane; the venv's make leaves a core idle part of its time.
 # They run in a session of their own, with their output and status in a folder of this run
 # (never an earlier run's verdict), and are stopped when the recipe ends however it ends.
-test: system-packages
+# The Debian packages are installed beside the venv's make too (on a fresh machine apt takes
+# about as long as uv and the release build), their output shown when both are done; the
+# tiers start once both have.
+test:
+	@command -v cargo >/dev/null || { echo "cargo (Rust) is needed to build fslab's core: install rustup"; exit 1; }
 	@dir=$$(mktemp -d "$(CURDIR)/.rust-checks.XXXXXX"); \
 	setsid sh -c '($(RUST_CHECKS)); echo $$? > "$$0/status.tmp"; mv "$$0/status.tmp" "$$0/status"' "$$dir" \
 		> "$$dir/log" 2>&1 & checks=$$!; \
-	trap 'kill -TERM -$$checks 2>/dev/null; rm -rf "$$dir"' EXIT; trap 'exit 130' INT TERM; \
+	$(MAKE) --no-print-directory system-packages > "$$dir/apt.log" 2>&1 & apt=$$!; \
+	trap 'kill -TERM -$$checks 2>/dev/null; kill $$apt 2>/dev/null; rm -rf "$$dir"' EXIT; trap 'exit 130' INT TERM; \
 	$(MAKE) --no-print-directory $(VENV)/.installed && \
+	{ wait $$apt; status=$$?; cat "$$dir/apt.log"; \
+	  [ $$status = 0 ] || { echo "make test: installing the Debian packages failed (above)"; exit 1; }; } && \
 	$(BIN)/python tests/run_tiers.py --workers $(WORKERS) --first "$(PY_LINT)" \
 		--first "sh tests/await_status.sh '$$dir' $$checks" $(foreach f,$(GUEST_TAIL),--guest-tail $(f))
 

@@ -47,6 +47,7 @@ SCRATCH_DISK = MEMBER_DISKS + 1  # disk 9: 1 GiB, for file systems and image fil
 # disk 10: 64 MiB whose image lies on a 16 MiB host file system: the host refuses writes
 # past what fits (ENOSPC), as a failing or full host disk would.
 REFUSING_DISK = SCRATCH_DISK + 1
+SHARED_FOLDER = "share"  # the shared guest's read-write share: shared_guest.config.shares[SHARED_FOLDER]
 
 
 @contextlib.contextmanager
@@ -71,14 +72,18 @@ def small_host_fs(folder: Path, size_bytes: int) -> Iterator[Path]:
 @pytest.fixture(scope="session")
 def shared_guest(guest_build: GuestBuild, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Guest]:
     """One 1 GiB guest for the modules that run commands in a guest (device kinds, kernel
-    features) rather than studies: a boot less. Each test leaves the disks as it found
-    them: arrays stopped and erased, mappings removed, nothing mounted."""
+    features, the job entry) rather than studies: a boot less. Each test leaves the disks
+    as it found them: arrays stopped and erased, mappings removed, nothing mounted; and
+    writes only in a folder of its own under the share."""
     folder = tmp_path_factory.mktemp("shared-guest")
     disks = tuple(sparse_image(folder / f"m{i}.img", 64 * MiB) for i in range(MEMBER_DISKS + 1))
     disks += (sparse_image(folder / "scratch.img", 1 * GiB),)
+    share = folder / "share"  # read-write in the guest at the same path (SHARED_FOLDER)
+    share.mkdir()
     with small_host_fs(folder, 16 * MiB) as small:
         disks += (sparse_image(small / "refusing.img", 64 * MiB),)
-        config = GuestConfig(memory_bytes=1 * GiB, disks=disks, console_path=folder / "console.log")
+        config = GuestConfig(memory_bytes=1 * GiB, disks=disks, console_path=folder / "console.log",
+                             shares={SHARED_FOLDER: share})
         with Guest(config, guest_build) as guest:
             yield guest
 
