@@ -15,6 +15,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 import fslab
 from fslab.job.entry import write_job
 from fslab.job.folder import JobFolder
@@ -178,3 +180,45 @@ def test_a_job_gets_the_signal_dispositions_of_a_job_in_a_fresh_guest(tmp_path):
         assert _status(serve_dir, 0, timeout_s=30) == 130
     finally:
         os.kill(server, signal.SIGKILL)
+
+
+PRELOAD_CHECK = """
+import json, sys
+from pathlib import Path
+from fslab.job.serve import warm
+before = set(sys.modules)
+warm(["run", sys.argv[1], "--out", sys.argv[2]])
+loaded = set(sys.modules) - before
+print(json.dumps({m: m in loaded for m in ("numpy", "pyarrow.parquet", "fslab.trace.capture",
+                                            "fslab.analysis.traces", "pydantic", "fslab.fragmentation")}))
+"""
+
+
+@pytest.mark.parametrize("extra,expected", [
+    ("", set()),
+    ("trace = true", {"numpy", "pyarrow.parquet", "fslab.trace.capture", "fslab.analysis.traces"}),
+    ('aging = { fill = 0.5, seed = 1 }', {"pydantic", "fslab.fragmentation"}),
+])
+def test_the_server_imports_once_what_a_traced_or_aged_jobs_children_would(tmp_path, extra, expected):
+    """In a fresh interpreter (the job server's): warm() of a traced job loads numpy, the
+    trace reader and analysis and pyarrow's Parquet writer, of an aged job the aging option's
+    pydantic model and the layout facts, and of a plain fio job none of them."""
+    import tomllib
+
+    from fslab.backends import choose_backend
+    from fslab.plan import make_plan
+    from fslab.study import parse_spec
+
+    if extra.startswith("trace"):  # a [study] field
+        text = FIO_STUDY.replace("repetitions = 1\n", f"repetitions = 1\n{extra}\n")
+    else:  # a workload's
+        text = FIO_STUDY + extra + "\n"
+    spec = parse_spec(tomllib.loads(text), "warm.toml")
+    (job,) = make_plan(spec, backends=choose_backend, source="warm.toml", study_dir=tmp_path).jobs
+    job_file = tmp_path / "job.json"
+    write_job(job, job_file)
+    done = subprocess.run([sys.executable, "-c", PRELOAD_CHECK, str(job_file), str(tmp_path / "out")],
+                          capture_output=True, text=True, check=True)
+    loaded = json.loads(done.stdout)
+    assert {m for m, yes in loaded.items() if yes} == expected, loaded
+    assert not (tmp_path / "out").exists()  # nothing of the job was done

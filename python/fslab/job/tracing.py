@@ -71,6 +71,19 @@ class RunTrace:
         return out
 
 
+def load_trace_modules(replayed: bool = False) -> None:
+    """Import what a traced run imports as it goes (numpy, the reader, the analysis, pyarrow's
+    Parquet writer; the device models where the trace is ``replayed``), for a process that
+    forks a job's process after it (fslab.job.serve)."""
+    import pyarrow.parquet  # noqa: F401
+
+    from ..analysis import traces  # noqa: F401
+    from ..trace import capture, formats  # noqa: F401
+
+    if replayed:
+        from .. import predictions  # noqa: F401
+
+
 @contextlib.contextmanager
 def traced(enabled: bool, dev: DeviceHandle, artifact_dir: Path) -> Iterator[RunTrace | None]:
     """``with traced(ctx.trace, dev, path) as rt:`` — yields None when tracing is off."""
