@@ -47,7 +47,7 @@ demo: setup
 # the guest tier leaves idle once the host tier is done (a fresh clone on an earlier machine,
 # load 3-5: host tier 646 s, then the kernels' file 111 s; the guest tier 883 s with the
 # metadata file's 56 s in it, which the tail now takes).
-WORKERS ?= 4
+WORKERS ?= 3
 GUEST_TAIL ?=
 
 # The Rust core's checks (clippy, its tests) need no venv: they start before it is made and
