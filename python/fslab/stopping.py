@@ -184,9 +184,9 @@ def make_pairs(cells: Sequence[CellInfo], rule: StoppingRule) -> list[PairState]
 
 @lru_cache(maxsize=1024)
 def _t_quantile(df: int) -> float:
-    from scipy import stats as sps
+    from .analysis.stats import t_quantile  # numpy and scipy.special only when a rule is judged
 
-    return float(sps.t.ppf(0.975, df))
+    return t_quantile(0.975, df)
 
 
 class _Moments:

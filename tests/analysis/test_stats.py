@@ -14,6 +14,8 @@ from fslab.analysis.stats import (
     holm,
     mann_whitney,
     summarize,
+    t_quantile,
+    t_two_sided_p,
     welch_t,
 )
 
@@ -168,3 +170,28 @@ def test_mann_whitney_says_when_it_approximates():
     result = mann_whitney(list(a), list(b))
     assert result.method == "mann-whitney (normal approximation)"
     assert result.p_value == pytest.approx(sps.mannwhitneyu(a, b, method="asymptotic").pvalue)
+
+
+def test_t_quantile_and_two_sided_p_are_scipy_stats_t() -> None:
+    """The intervals and Welch's p come from scipy.special (so a report does not import
+    scipy.stats): the same values as scipy.stats.t, integer and Welch's fractional df."""
+    dfs = [1, 2, 3, 4.5, 7.25, 29, 100.3, 1e4]
+    for df in dfs:
+        for q in (0.5, 0.9, 0.975, 0.995):
+            assert t_quantile(q, df) == float(sps.t.ppf(q, df)), (q, df)
+        for t in (-3.1, 0.0, 0.7, 2.2, 40.0):
+            assert t_two_sided_p(t, df) == pytest.approx(float(2 * sps.t.sf(abs(t), df)), rel=1e-12, abs=1e-300)
+
+
+def test_a_report_loads_no_scipy_stats() -> None:
+    """scipy.stats costs ~1 s of CPU at import; `fslab run`, `report` and `compare` load it
+    only for a Mann–Whitney test."""
+    import subprocess
+    import sys
+
+    script = ("import sys, fslab.cli, fslab.runner, fslab.report.outputs, fslab.report.compare, "
+              "fslab.analysis.fieller, fslab.report.sections.paper_judge, fslab.stopping\n"
+              "print('scipy.stats' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"

@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as sps
 
 from ..stored import STATUS_OK, StoredCell, StoredRun
+from .stats import t_quantile
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ def ratio_ci(numerator: Sequence[float], denominator: Sequence[float], confidenc
     if se == 0:
         return RatioCI(ratio, ratio, ratio, int(x.size), int(y.size))
     df = (a + b) ** 2 / (a * a / (x.size - 1) + b * b / (y.size - 1))
-    t = float(sps.t.ppf(0.5 + confidence / 2, df))
+    t = t_quantile(0.5 + confidence / 2, df)
     return RatioCI(ratio, ratio * math.exp(-t * se), ratio * math.exp(t * se), int(x.size), int(y.size))
 
 

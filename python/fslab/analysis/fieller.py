@@ -19,7 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as sps
+
+from .stats import t_quantile
 
 METHOD = "Fieller's interval (independent means, Welch–Satterthwaite df)"
 
@@ -58,7 +59,7 @@ def fieller_ratio(numerator: Sequence[float], denominator: Sequence[float],
     # Welch–Satterthwaite for the pivot m1 - R·m2 at R = the estimate.
     a, b = v1, ratio * ratio * v2
     df = (a + b) ** 2 / ((a * a / (n1 - 1) if a else 0.0) + (b * b / (n2 - 1) if b else 0.0))
-    t = float(sps.t.ppf(0.5 + confidence / 2, df))
+    t = t_quantile(0.5 + confidence / 2, df)
     g = t * t * v2 / (m2 * m2)
     if g >= 1:
         return FiellerRatio(ratio, None, None, n1, n2,

@@ -34,7 +34,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import special
-from scipy import stats as sps
 
 CONFIDENCE = 0.95
 # Below 3 runs per group, a t-test's variance estimate rests on one degree of freedom per
@@ -42,6 +41,18 @@ CONFIDENCE = 0.95
 MIN_N_FOR_VERDICT = 3
 # Mann–Whitney: exact permutation over all splits while C(n1+n2, n1) stays this small.
 _MAX_PERMUTATION_SPLITS = 200_000
+
+
+def t_quantile(q: float, df: float) -> float:
+    """Student's t quantile: what ``scipy.stats.t.ppf(q, df)`` computes (its ``_ppf`` is
+    ``special.stdtrit``), without importing ``scipy.stats``, which costs every ``fslab
+    report``, ``compare`` and ``run`` ~1 s of CPU at start."""
+    return float(special.stdtrit(df, q))
+
+
+def t_two_sided_p(t: float, df: float) -> float:
+    """Two-sided p of Student's t: ``2 * scipy.stats.t.sf(|t|, df)``, by ``special.stdtr``."""
+    return 2 * float(special.stdtr(df, -abs(t)))
 
 
 class NoVerdict(ValueError):
@@ -101,7 +112,7 @@ def summarize(values: Sequence[float], confidence: float = CONFIDENCE, *, upper:
     if n < 2:
         return Summary(n, mean, None, None, mean, mean, mean)
     sd = float(data.std(ddof=1))
-    t = float(sps.t.ppf(0.5 + confidence / 2, n - 1))
+    t = t_quantile(0.5 + confidence / 2, n - 1)
     half_width = t * sd / math.sqrt(n)
     log_ci = bounded_ci = None
     crosses = mean - half_width < 0 or (upper is not None and mean + half_width > upper)
@@ -120,7 +131,7 @@ def logit_scale_interval(mean: float, sd: float, n: int, upper: float,
     if not 0 < mean < upper or n < 2:
         raise ValueError(f"a logit-scale interval needs 0 < mean < {upper} and n >= 2 (mean {mean}, n {n})")
     p = mean / upper
-    t = float(sps.t.ppf(0.5 + confidence / 2, n - 1))
+    t = t_quantile(0.5 + confidence / 2, n - 1)
     half = t * sd / (math.sqrt(n) * upper * p * (1 - p))
     centre = math.log(p / (1 - p))
     return (upper * float(special.expit(centre - half)), upper * float(special.expit(centre + half)))
@@ -132,7 +143,7 @@ def log_scale_interval(mean: float, sd: float, n: int, confidence: float = CONFI
     mean that is not positive or n < 2."""
     if mean <= 0 or n < 2:
         raise ValueError(f"a log-scale interval needs a positive mean and n >= 2 (mean {mean}, n {n})")
-    t = float(sps.t.ppf(0.5 + confidence / 2, n - 1))
+    t = t_quantile(0.5 + confidence / 2, n - 1)
     factor = math.exp(t * sd / (math.sqrt(n) * mean))
     return (mean / factor, mean * factor)
 
@@ -167,8 +178,8 @@ def welch_t_from_moments(mean_a: float, var_a: float, n_a: int, mean_b: float, v
         raise NoVerdict("no spread in either group (zero variance): Welch's t is undefined")
     t = (mean_a - mean_b) / math.sqrt(vx + vy)
     df = (vx + vy) ** 2 / (vx**2 / (n_a - 1) + vy**2 / (n_b - 1))
-    # stdtr is Student's t CDF; called directly, it is ~20x faster than sps.t.sf.
-    p = 2 * float(special.stdtr(df, -abs(t)))
+    # stdtr is Student's t CDF; called directly, it is ~20x faster than scipy.stats.t.sf.
+    p = t_two_sided_p(t, df)
     return TestResult(float(t), p, float(df), "welch-t")
 
 
@@ -179,6 +190,8 @@ def mann_whitney(a: Sequence[float], b: Sequence[float]) -> TestResult:
     most 200,000 of them; otherwise the normal approximation with tie and continuity
     correction. Two-sided p is twice the smaller tail, capped at 1. ``method`` says which:
     "mann-whitney (exact)", "(permutation, exact)" or "(normal approximation)"."""
+    from scipy import stats as sps  # only here: the rest of fslab needs no scipy.stats
+
     x, y = np.asarray(a, float), np.asarray(b, float)
     if x.size < 1 or y.size < 1:
         raise ValueError("Mann–Whitney needs at least 1 value per sample")

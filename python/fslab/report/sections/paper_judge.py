@@ -15,9 +15,8 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from scipy import stats as sps
 
-from ...analysis.stats import MIN_N_FOR_VERDICT, NoVerdict
+from ...analysis.stats import MIN_N_FOR_VERDICT, NoVerdict, t_two_sided_p
 from ...paper import SIZE_TOLERANCE, PaperFigure
 from ..units import fmt
 
@@ -112,4 +111,4 @@ def change_test(num: Sequence[float], num_base: Sequence[float], den: Sequence[f
         raise NoVerdict("no spread in any of the four samples")
     df = se2 ** 2 / sum(t * t / (s.size - 1) for t, s in zip(terms, samples))
     t = ((a - b) - (c - d)) / math.sqrt(se2)
-    return float(2 * sps.t.sf(abs(t), df))
+    return t_two_sided_p(t, df)
