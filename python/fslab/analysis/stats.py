@@ -227,14 +227,34 @@ def holm(p_values: Sequence[float]) -> list[float]:
 def hedges_g(a: Sequence[float], b: Sequence[float]) -> float | None:
     """Standardised mean difference (a - b) with the small-sample correction J."""
     x, y = np.asarray(a, float), np.asarray(b, float)
-    nx, ny = x.size, y.size
-    if nx < 2 or ny < 2:
+    if x.size < 2 or y.size < 2:
         return None
-    pooled = math.sqrt(((nx - 1) * x.var(ddof=1) + (ny - 1) * y.var(ddof=1)) / (nx + ny - 2))
+    return hedges_g_from_moments(_Moments.of(x), _Moments.of(y))
+
+
+@dataclass(frozen=True)
+class _Moments:
+    """A sample's size, mean and variance (n-1), each taken once by numpy, so that a row's
+    comparisons reuse them (the same floats as computing them again)."""
+
+    n: int
+    mean: float
+    var: float | None  # None when n < 2
+
+    @classmethod
+    def of(cls, data: np.ndarray) -> _Moments:
+        n = int(data.size)
+        return cls(n, float(data.mean()) if n else 0.0, float(data.var(ddof=1)) if n >= 2 else None)
+
+
+def hedges_g_from_moments(x: _Moments, y: _Moments) -> float | None:
+    if x.var is None or y.var is None:
+        return None
+    pooled = math.sqrt(((x.n - 1) * x.var + (y.n - 1) * y.var) / (x.n + y.n - 2))
     if pooled == 0:
         return None
-    d = (x.mean() - y.mean()) / pooled
-    return float(d * (1 - 3 / (4 * (nx + ny) - 9)))
+    d = (x.mean - y.mean) / pooled
+    return float(d * (1 - 3 / (4 * (x.n + y.n) - 9)))
 
 
 @dataclass(frozen=True)
@@ -258,28 +278,30 @@ def compare_groups(groups: Mapping[str, Sequence[float]], reference: str,
     empty groups are left out. ``min_n`` may be lowered to 2 by a caller who asks."""
     if min_n < 2:
         raise ValueError("a t-test needs at least 2 values per group (min_n >= 2)")
-    base = groups[reference]
-    base_mean = float(np.mean(base)) if len(base) else 0.0
     names = [g for g in groups if g != reference and len(groups[g]) >= 1]
+    moments = {g: _Moments.of(np.asarray(groups[g], float)) for g in [reference, *names]}
+    base = moments[reference]
     tested: dict[str, TestResult] = {}
     reasons: dict[str, str] = {}
     for g in names:
-        if min(len(groups[g]), len(base)) < min_n:
-            reasons[g] = f"fewer than {min_n} runs per group (n = {len(groups[g])} vs {len(base)})"
+        m = moments[g]
+        if min(m.n, base.n) < min_n:
+            reasons[g] = f"fewer than {min_n} runs per group (n = {m.n} vs {base.n})"
             continue
+        assert m.var is not None and base.var is not None  # n >= min_n >= 2
         try:
-            tested[g] = welch_t(groups[g], base)
+            tested[g] = welch_t_from_moments(m.mean, m.var, m.n, base.mean, base.var, base.n)
         except NoVerdict as exc:
             reasons[g] = str(exc)
     adjusted = dict(zip(tested, holm([t.p_value for t in tested.values()])))
     out = []
     for g in names:
-        ratio = float(np.mean(groups[g])) / base_mean if base_mean else None
+        ratio = moments[g].mean / base.mean if base.mean else None
         if g in reasons:
             out.append(Comparison(g, reference, ratio, None, None, False, None, "welch-t, holm",
                                   untested=reasons[g]))
             continue
         p = adjusted[g]
         out.append(Comparison(g, reference, ratio, tested[g].p_value, p, p < alpha,
-                              hedges_g(groups[g], base), "welch-t, holm"))
+                              hedges_g_from_moments(moments[g], base), "welch-t, holm"))
     return out
