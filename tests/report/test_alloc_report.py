@@ -24,7 +24,7 @@ name = "alloc report"
 repetitions = 3
 
 [device]
-size = "256MiB"
+size = "128MiB"
 image_dir = "{images}"
 
 [filesystems.ext2]
