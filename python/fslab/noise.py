@@ -43,11 +43,10 @@ class NoiseSeen:
 
 @lru_cache(maxsize=1024)
 def _t(df: int) -> float:
-    # scipy.special's stdtrit is what scipy.stats.t.ppf computes; importing scipy.stats
-    # would cost `fslab plan` another 1.2 s.
-    from scipy import special
+    # Imported here: `fslab plan` loads this module and needs no numpy until it estimates.
+    from .analysis.stats import t_quantile
 
-    return float(special.stdtrit(df, 0.975))
+    return t_quantile(0.975, df)
 
 
 def runs_for_precision(cv: float, precision: float, limit: int = 1000) -> int | None:

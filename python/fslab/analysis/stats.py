@@ -51,7 +51,8 @@ def t_quantile(q: float, df: float) -> float:
 
 
 def t_two_sided_p(t: float, df: float) -> float:
-    """Two-sided p of Student's t: ``2 * scipy.stats.t.sf(|t|, df)``, by ``special.stdtr``."""
+    """Two-sided p of Student's t: ``2 * scipy.stats.t.sf(|t|, df)``, by ``special.stdtr``
+    (Student's t CDF, which called directly is also ~20x faster than ``t.sf``)."""
     return 2 * float(special.stdtr(df, -abs(t)))
 
 
@@ -178,9 +179,7 @@ def welch_t_from_moments(mean_a: float, var_a: float, n_a: int, mean_b: float, v
         raise NoVerdict("no spread in either group (zero variance): Welch's t is undefined")
     t = (mean_a - mean_b) / math.sqrt(vx + vy)
     df = (vx + vy) ** 2 / (vx**2 / (n_a - 1) + vy**2 / (n_b - 1))
-    # stdtr is Student's t CDF; called directly, it is ~20x faster than scipy.stats.t.sf.
-    p = t_two_sided_p(t, df)
-    return TestResult(float(t), p, float(df), "welch-t")
+    return TestResult(float(t), t_two_sided_p(t, df), float(df), "welch-t")
 
 
 def mann_whitney(a: Sequence[float], b: Sequence[float]) -> TestResult:
@@ -229,7 +228,7 @@ def hedges_g(a: Sequence[float], b: Sequence[float]) -> float | None:
     x, y = np.asarray(a, float), np.asarray(b, float)
     if x.size < 2 or y.size < 2:
         return None
-    return hedges_g_from_moments(_Moments.of(x), _Moments.of(y))
+    return _hedges_g_from_moments(_Moments.of(x), _Moments.of(y))
 
 
 @dataclass(frozen=True)
@@ -247,7 +246,8 @@ class _Moments:
         return cls(n, float(data.mean()) if n else 0.0, float(data.var(ddof=1)) if n >= 2 else None)
 
 
-def hedges_g_from_moments(x: _Moments, y: _Moments) -> float | None:
+def _hedges_g_from_moments(x: _Moments, y: _Moments) -> float | None:
+    """``hedges_g`` from moments taken once (``compare_groups`` reuses the reference's)."""
     if x.var is None or y.var is None:
         return None
     pooled = math.sqrt(((x.n - 1) * x.var + (y.n - 1) * y.var) / (x.n + y.n - 2))
@@ -303,5 +303,5 @@ def compare_groups(groups: Mapping[str, Sequence[float]], reference: str,
             continue
         p = adjusted[g]
         out.append(Comparison(g, reference, ratio, tested[g].p_value, p, p < alpha,
-                              hedges_g_from_moments(moments[g], base), "welch-t, holm"))
+                              _hedges_g_from_moments(moments[g], base), "welch-t, holm"))
     return out
