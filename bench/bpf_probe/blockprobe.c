@@ -132,8 +132,11 @@ int main(int argc, char **argv)
 	}
 	struct bpf_program *p;
 	int chosen = 0;
+	/* BLOCKPROBE_BACKUPS=0: the primaries alone (what a capture without the backup costs) */
+	int backups = env_kb("BLOCKPROBE_BACKUPS", 1) != 0;
 	bpf_object__for_each_program(p, skel->obj) {
-		int mine = strncmp(bpf_program__name(p), prefix, strlen(prefix)) == 0;
+		int mine = strncmp(bpf_program__name(p), prefix, strlen(prefix)) == 0 &&
+			   (backups || strstr(bpf_program__name(p), "_backup_") == NULL);
 		bpf_program__set_autoload(p, mine);
 		chosen += mine;
 	}

@@ -103,3 +103,52 @@ def test_lossy_capture_is_marked(tracing: Path, mounted_fs) -> None:
     assert cap.trace.lost_events > 0
     assert not cap.trace.complete
     assert analyze(cap.trace)["complete"] is False
+
+
+def _fio_on(dev_path: str, runtime_s: int) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(["fio", "--name=w", f"--filename={dev_path}", "--rw=randrw", "--bs=4k",
+                             "--direct=1", "--ioengine=io_uring", "--iodepth=8", "--size=32M",
+                             "--time_based", f"--runtime={runtime_s}", "--output=/dev/null"])
+
+
+def test_the_cheap_capture_holds_what_the_kernel_filtered_mono_one_does(tracing: Path, loop_device) -> None:
+    """The default capture (the reader filters by device; the TSC clock where the kernel's
+    clocksource is the TSC, its readings mapped onto CLOCK_MONOTONIC) and the kernel-filtered
+    mono capture, on at once over the same I/O: the same events, at the same times within a
+    few microseconds; another device's I/O meanwhile is seen by the first and left out."""
+    from collections import Counter
+
+    import numpy as np
+
+    from fslab.trace.capture import CLOCKSOURCE, TraceCapture
+
+    with loop_device("64MiB") as mine, loop_device("64MiB") as other:
+        with TraceCapture(mine.dev_t, clock="mono", kernel_filter=True) as old:
+            with TraceCapture(mine.dev_t) as new:
+                procs = [_fio_on(mine.path, 1), _fio_on(other.path, 1)]
+                assert [p.wait() for p in procs] == [0, 0]
+    a, b = old.trace, new.trace
+    assert a is not None and b is not None
+    assert a.meta["kernel_filter"] is True and a.meta["trace_clock"] == "mono"
+    assert b.meta["kernel_filter"] is False
+    tsc = CLOCKSOURCE.read_text().strip() == "tsc"
+    assert b.meta["trace_clock"] == ("x86-tsc" if tsc else "mono")
+    assert ("tsc_to_mono" in b.meta) == tsc
+    assert a.lost_events == 0 and b.lost_events == 0 and a.complete and b.complete
+    assert b.meta["reader"]["foreign"] > 1000  # the other device's events, left out
+    assert set(np.unique(b.columns["dev"]).tolist()) == {mine.dev_t}
+    keys = ("event", "dev", "sector", "nr_sector", "op", "flags", "pid")
+
+    def rows(t):  # (key..., time) in key order, then time: twins line up
+        cols = [t.columns[k].tolist() for k in keys]
+        return sorted(zip(*cols, t.columns["time_ns"].tolist()))
+
+    ra, rb = rows(a), rows(b)
+    assert len(ra) == len(rb) > 2000
+    assert Counter(r[:-1] for r in ra) == Counter(r[:-1] for r in rb)
+    gaps = np.abs(np.array([x[-1] for x in ra], dtype=np.int64) - np.array([x[-1] for x in rb], dtype=np.int64))
+    # Both instances stamp the same tracepoint call, one after the other.
+    assert np.median(gaps) < 5_000 and np.percentile(gaps, 99) < 50_000, (np.median(gaps), gaps.max())
+    times = b.columns["time_ns"]
+    assert b.meta["start_ns"] <= int(times.min()) and int(times.max()) <= b.meta["stop_ns"]
+    assert np.all(np.diff(times.astype(np.int64)) >= 0)

@@ -37,6 +37,8 @@ pub struct ReaderStats {
     pub bytes: u64,
     pub events: u64,
     pub skipped: u64,
+    /// events of another device than those asked for, left out by the reader.
+    pub foreign: u64,
     pub pages_with_missed: u64,
     pub missed_stored: u64,
     /// CPU time of the reader threads while tracing was on (what the workload paid).
@@ -55,6 +57,7 @@ impl ReaderStats {
         self.bytes += o.bytes;
         self.events += o.events;
         self.skipped += o.skipped;
+        self.foreign += o.foreign;
         self.pages_with_missed += o.pages_with_missed;
         self.missed_stored += o.missed_stored;
         self.cpu_ns_during += o.cpu_ns_during;
@@ -182,6 +185,7 @@ impl Held {
                 st.bytes += n as u64;
                 st.events += info.events;
                 st.skipped += info.skipped;
+                st.foreign += info.foreign;
                 st.pages_with_missed += info.missed as u64;
                 st.missed_stored += info.missed_count;
                 pos += n;

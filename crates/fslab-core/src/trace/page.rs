@@ -147,6 +147,8 @@ pub struct PageInfo {
     pub events: u64,
     /// events of other types or too short to decode (not block_rq_* we asked for).
     pub skipped: u64,
+    /// events of a kind we asked for, but of a device we did not (left out).
+    pub foreign: u64,
     /// the kernel flagged lost events before this page.
     pub missed: bool,
     /// how many, when the kernel stored the count (0 if unknown).
@@ -234,8 +236,12 @@ pub fn parse_page(page: &[u8], header: &PageHeader, layouts: &[BlockLayout], out
                 let id = u16::from_le_bytes([payload[0], payload[1]]);
                 match layouts.iter().find(|l| l.id == id) {
                     Some(l) if payload.len() >= l.min_len => {
-                        push(payload, l, ts, out);
-                        info.events += 1;
+                        if l.devs.is_empty() || l.devs.contains(&u32_at(payload, l.dev)) {
+                            push(payload, l, ts, out);
+                            info.events += 1;
+                        } else {
+                            info.foreign += 1;
+                        }
                     }
                     _ => info.skipped += 1,
                 }
@@ -275,6 +281,7 @@ mod tests {
             id, kind, pid: 4, dev: 8, sector: 16, nr_sector: 24, rwbs: (34, 10),
             comm: if kind == EV_ISSUE { Some((44, 16)) } else { None },
             min_len: if kind == EV_ISSUE { 60 } else { 44 },
+            devs: Vec::new(),
         }
     }
 
@@ -345,5 +352,29 @@ mod tests {
         let mut out = Records::default();
         parse_page(&page, &PageHeader::DEFAULT, &[layout(EV_ISSUE, 7)], &mut out);
         assert!(out.is_empty());
+    }
+
+    #[test]
+    fn events_of_devices_not_asked_for_are_counted_and_left_out() {
+        let mine = (7u32 << 20) | 3;
+        let mut data = Vec::new();
+        data.extend(event(10, &payload(7, 42, mine, 8, 8, b"W", b"fio")));
+        data.extend(event(10, &payload(7, 43, (8 << 20) | 1, 16, 8, b"R", b"other")));
+        data.extend(event(10, &payload(8, 0, mine, 8, 8, b"W", b"")));
+        let mut page = vec![0u8; 4096];
+        page[8..16].copy_from_slice(&(data.len() as u64).to_le_bytes());
+        page[16..16 + data.len()].copy_from_slice(&data);
+        let mut layouts = [layout(EV_ISSUE, 7), layout(EV_COMPLETE, 8)];
+        layouts[0].devs = vec![mine];
+        layouts[1].devs = vec![mine];
+        let mut out = Records::default();
+        let info = parse_page(&page, &PageHeader::DEFAULT, &layouts, &mut out);
+        assert_eq!((info.events, info.foreign, info.skipped), (2, 1, 0));
+        assert_eq!(out.dev, vec![mine, mine]);
+        assert_eq!(out.time_ns, vec![10, 30]); // the left-out event still advances the clock
+        // No device named: every device's events are kept.
+        let mut out = Records::default();
+        let info = parse_page(&page, &PageHeader::DEFAULT, &[layout(EV_ISSUE, 7), layout(EV_COMPLETE, 8)], &mut out);
+        assert_eq!((info.events, info.foreign), (3, 0));
     }
 }

@@ -18,13 +18,22 @@ use super::format::{BlockLayout, EventFormat};
 use super::page::{parse_page, PageHeader, Records};
 use super::summary::{dist_from_hist, summarize, Dist};
 
-fn layouts(formats: &[(String, u8)]) -> PyResult<Vec<BlockLayout>> {
+/// Layouts of the formats; `devices[i]`, when given, the devices whose events of format i are
+/// kept (an empty list: every device's).
+fn layouts(formats: &[(String, u8)], devices: Option<Vec<Vec<u32>>>) -> PyResult<Vec<BlockLayout>> {
+    let devices = devices.unwrap_or_default();
+    if !devices.is_empty() && devices.len() != formats.len() {
+        return Err(PyValueError::new_err("devices: one list per event format"));
+    }
     formats
         .iter()
-        .map(|(text, kind)| {
-            EventFormat::parse(text)
+        .enumerate()
+        .map(|(i, (text, kind))| {
+            let mut l = EventFormat::parse(text)
                 .and_then(|f| BlockLayout::from_format(&f, *kind))
-                .ok_or_else(|| PyValueError::new_err("an event format lacks the block_rq fields fslab needs"))
+                .ok_or_else(|| PyValueError::new_err("an event format lacks the block_rq fields fslab needs"))?;
+            l.devs = devices.get(i).cloned().unwrap_or_default();
+            Ok(l)
         })
         .collect()
 }
@@ -52,6 +61,7 @@ fn records_dict<'py>(py: Python<'py>, r: &Records, st: &ReaderStats) -> PyResult
     s.set_item("bytes", st.bytes)?;
     s.set_item("events", st.events)?;
     s.set_item("skipped", st.skipped)?;
+    s.set_item("foreign", st.foreign)?;
     s.set_item("pages_with_missed", st.pages_with_missed)?;
     s.set_item("missed_stored", st.missed_stored)?;
     s.set_item("cpu_ns_during", st.cpu_ns_during)?;
@@ -76,10 +86,12 @@ impl PyRawTraceCapture {
     /// CPU's reader keeps before decoding them during the run.
     #[new]
     /// read_during_run=False leaves everything in the kernel's buffer until finish.
-    #[pyo3(signature = (paths, header_page, formats, page_size=4096, nap_ms=1000, hold_bytes=64 << 20, read_during_run=true))]
+    /// devices: per format, the devices whose events are kept (None: every device's).
+    #[pyo3(signature = (paths, header_page, formats, page_size=4096, nap_ms=1000, hold_bytes=64 << 20, read_during_run=true,
+                        devices=None))]
     fn new(paths: Vec<String>, header_page: &str, formats: Vec<(String, u8)>, page_size: usize, nap_ms: u64, hold_bytes: usize,
-           read_during_run: bool) -> PyResult<Self> {
-        let l = layouts(&formats)?;
+           read_during_run: bool, devices: Option<Vec<Vec<u32>>>) -> PyResult<Self> {
+        let l = layouts(&formats, devices)?;
         let plan = ReaderPlan { page_size, nap: Duration::from_millis(nap_ms), hold_bytes, read_during_run };
         let inner = RawCapture::start(&paths, PageHeader::parse(header_page), l, plan).map_err(PyOSError::new_err)?;
         Ok(PyRawTraceCapture { inner: Some(inner) })
@@ -93,11 +105,52 @@ impl PyRawTraceCapture {
     }
 }
 
+/// One reading of the CPU's time-stamp counter beside CLOCK_MONOTONIC: (tsc, mono_ns), the
+/// counter read between two clock reads and paired with their midpoint, the narrowest of 9
+/// tries (a preempted try is wide). None where fslab reads no TSC (not x86-64).
+/// Two such pairs around a capture map the kernel's `x86-tsc` trace clock onto CLOCK_MONOTONIC.
+#[pyfunction]
+fn tsc_mono_pair() -> Option<(u64, u64)> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let mono = || {
+            let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+            // SAFETY: clock_gettime writes the timespec it is given.
+            unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+            ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+        };
+        let mut best: Option<(u64, u64, u64)> = None; // (width, tsc, mid)
+        for _ in 0..9 {
+            let before = mono();
+            // SAFETY: rdtsc and lfence are part of x86-64 itself (rdtscp is not: QEMU's
+            // default TCG CPU lacks it). The fences order the read as the kernel's
+            // rdtsc_ordered does.
+            let tsc = unsafe {
+                std::arch::x86_64::_mm_lfence();
+                let t = std::arch::x86_64::_rdtsc();
+                std::arch::x86_64::_mm_lfence();
+                t
+            };
+            let after = mono();
+            let width = after - before;
+            if best.is_none_or(|b| width < b.0) {
+                best = Some((width, tsc, before + width / 2));
+            }
+        }
+        best.map(|(_, tsc, mid)| (tsc, mid))
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        None
+    }
+}
+
 /// Decode a file of concatenated raw pages (as trace_pipe_raw hands them over).
 #[pyfunction]
-#[pyo3(signature = (data, header_page, formats, page_size=4096))]
-fn trace_parse_raw_pages<'py>(py: Python<'py>, data: &[u8], header_page: &str, formats: Vec<(String, u8)>, page_size: usize) -> PyResult<Bound<'py, PyDict>> {
-    let l = layouts(&formats)?;
+#[pyo3(signature = (data, header_page, formats, page_size=4096, devices=None))]
+fn trace_parse_raw_pages<'py>(py: Python<'py>, data: &[u8], header_page: &str, formats: Vec<(String, u8)>, page_size: usize,
+                              devices: Option<Vec<Vec<u32>>>) -> PyResult<Bound<'py, PyDict>> {
+    let l = layouts(&formats, devices)?;
     let h = PageHeader::parse(header_page);
     let mut r = Records::default();
     let mut st = ReaderStats::default();
@@ -107,6 +160,7 @@ fn trace_parse_raw_pages<'py>(py: Python<'py>, data: &[u8], header_page: &str, f
         st.bytes += page.len() as u64;
         st.events += info.events;
         st.skipped += info.skipped;
+        st.foreign += info.foreign;
         st.pages_with_missed += info.missed as u64;
         st.missed_stored += info.missed_count;
     }
@@ -212,6 +266,7 @@ fn trace_summarize<'py>(
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyRawTraceCapture>()?;
     m.add_function(wrap_pyfunction!(trace_parse_raw_pages, m)?)?;
+    m.add_function(wrap_pyfunction!(tsc_mono_pair, m)?)?;
     m.add_function(wrap_pyfunction!(trace_match_requests, m)?)?;
     m.add_function(wrap_pyfunction!(trace_decode_rwbs, m)?)?;
     m.add_function(wrap_pyfunction!(trace_summarize, m)?)?;
