@@ -73,9 +73,10 @@ test:
 		--first "sh tests/await_status.sh '$$dir' $$checks" $(foreach f,$(GUEST_TAIL),--guest-tail $(f))
 
 # The host tier alone: every test but those that boot a QEMU guest (marker `guest`), on more
-# workers than a 2-core machine has cores, since most of its tests wait on devices, mounts
-# and timers (4 workers: 4.9-5.3 min on a fresh clone here, 2: 8.5). `FAST_WORKERS=0`: serially.
-FAST_WORKERS ?= 4
+# workers than a 2-core machine has cores, since most of its tests wait on devices, mounts,
+# fio's runtime and timers (2026-12-02, a 2-core machine: 6 workers 238 and 252 s, 4
+# workers 310 s; its CPU 390 s either way). `FAST_WORKERS=0`: serially.
+FAST_WORKERS ?= 6
 test-fast: setup
 	$(BIN)/pytest -q -n $(FAST_WORKERS) --dist loadfile -m "not guest"
 
