@@ -2,12 +2,12 @@
 
 1. tmpfs-backed loop device (CPU-bound: 4 KiB random writes, io_uring, queue depth 32,
    O_DIRECT on the raw device): traced IOPS / untraced IOPS with fslab's capture as a
-   traced run uses it (raw reader, no kernel filter, the TSC clock where it is the
-   kernel's clocksource). Target >= 0.95, zero lost events. Beside it, the kernel's floor:
-   the same tracepoints and settings, no reader at all (events stay in a buffer large
-   enough for the run); the capture with the kernel's ``dev ==`` filter and the mono clock
-   (what it used before: what the settings buy); the reader's CPU while fio ran, per
-   event, from its own thread clocks.
+   traced run uses it (raw reader, the kernel's ``dev ==`` filter, the TSC clock where it
+   is the kernel's clocksource). Target >= 0.95, zero lost events. Beside it, the kernel's
+   floor: the same tracepoints and settings, no reader at all (events stay in a buffer
+   large enough for the run); the capture with the mono clock (what it used before: what
+   the TSC clock buys); the reader's CPU while fio ran, per event, from its own thread
+   clocks.
 2. Loop device on an image on the normal disk: the same ratio and target.
 3. The same traced fio job in ext4 and in xfs (files on the tmpfs loop): the traced /
    untraced ratio of each; tracing must cost both the same fraction within noise.
@@ -165,9 +165,9 @@ def _floor_run(dev_t: int, run: Callable[[], Run]) -> tuple[Run, int]:
 
 
 def _measure(dev_t: int, run: Callable[[], Run], methods: list[str]) -> dict[str, Measured]:
-    """Per method ('none' = untraced, 'raw' = fslab's capture, 'kfilter' = the same with the
-    kernel's device filter and the mono clock, 'floor' = no reader): IOPS of each round,
-    lost events and the reader's CPU while fio ran."""
+    """Per method ('none' = untraced, 'raw' = fslab's capture, 'mono' = the same with the
+    mono clock, 'floor' = no reader): IOPS of each round, lost events and the reader's CPU
+    while fio ran."""
     from fslab.trace.capture import TraceCapture
 
     out = {m: Measured() for m in methods}
@@ -182,7 +182,7 @@ def _measure(dev_t: int, run: Callable[[], Run], methods: list[str]) -> dict[str
                 r.runs.append(one)
                 r.lost += lost
             else:
-                settings = {"clock": "mono", "kernel_filter": True} if m == "kfilter" else {}
+                settings = {"clock": "mono"} if m == "mono" else {}
                 with TraceCapture(dev_t, method="raw", **settings) as cap:
                     r.runs.append(run())
                 r.lost += int(cap.trace.lost_events or 0)
@@ -210,7 +210,7 @@ def _verdict(name: str, r: dict[str, Measured]) -> None:
           f"{med(x.busy_ns_per_io for x in raw.runs):,.0f} ns; {raw.lost} events lost in {ROUNDS} runs; reader CPU "
           f"while fio ran {per_event:.1f} ns per event ({raw.events:,} events)")
     for m, label in (("floor", "kernel floor (the same tracepoints and settings, no reader during the run)"),
-                     ("kfilter", "with the kernel's dev filter and the mono clock (before)")):
+                     ("mono", "with the mono clock (before)")):
         if m in r:
             other = r[m]
             print(f"  {label}: IOPS ratio median {med(other.ratios(base)):.3f} ({_spread(other.ratios(base))}), "
@@ -238,7 +238,7 @@ def bench_tmpfs() -> None:
     with tempfile.TemporaryDirectory(prefix="fslab-bench-") as tmp, _tmpfs(Path(tmp) / "t") as t, \
             _loop_on(t / "img") as dev:
         r = _measure(handle_for(dev).dev_t, lambda: _fio_iops(dev, Path(dev).name),
-                     ["none", "raw", "kfilter", "floor"])
+                     ["none", "raw", "mono", "floor"])
     _verdict("tmpfs loop, 4 KiB randwrite io_uring qd32", r)
 
 

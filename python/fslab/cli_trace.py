@@ -77,11 +77,17 @@ def register(app: typer.Typer) -> None:
         buffer_kb: Annotated[int, typer.Option(min=4, help="ring buffer per CPU, KiB (at least 4)")] = 16384,
         as_json: Annotated[bool, typer.Option("--json", help="print the metrics as JSON")] = False,
     ) -> None:
-        """Trace DEVICE while COMMAND runs: `fslab trace capture -d /dev/loop3 -- fio job.fio`."""
+        """Trace DEVICE while COMMAND runs: `fslab trace capture -d /dev/loop3 -- fio job.fio`.
+        COMMAND runs in a session of its own: Ctrl-C or SIGTERM stops it and everything it
+        started, and the capture is removed."""
         from .analysis.traces import analyze
+        from .commands import kill_tree
         from .devices import handle_for
+        from .signals import install_handlers
         from .trace import write_parquet
         from .trace.capture import TraceCapture
+
+        install_handlers()  # SIGTERM and SIGHUP unwind like Ctrl-C: the tracefs instance goes
 
         try:
             dev = handle_for(device)
@@ -90,9 +96,14 @@ def register(app: typer.Typer) -> None:
         out = out or Path(f"trace-{dev.sysfs_name}-{time.strftime('%Y%m%d-%H%M%S')}.parquet")
         with TraceCapture(dev.dev_t, method=method, buffer_kb=buffer_kb, device_name=dev.path) as cap:
             try:
-                rc = subprocess.run(command).returncode
+                proc = subprocess.Popen(command, start_new_session=True)
             except FileNotFoundError:
                 raise SpecError(f"command not found: {command[0]}", field="command") from None
+            try:
+                rc = proc.wait()
+            except BaseException:
+                kill_tree(proc)
+                raise
         assert cap.trace is not None
         cap.trace.meta["command"] = command
         cap.trace.meta["command_exit_status"] = rc

@@ -116,8 +116,9 @@ def run_command_stamped(
     cwd: str | None = None,
 ) -> tuple[Completed, list[tuple[int, str]]]:
     """Like ``run_command`` (check=True), and also each piece of stderr as it arrived,
-    stamped with ``time.monotonic_ns()`` (CLOCK_MONOTONIC, the clock of the block trace's
-    ``mono`` trace_clock): a tool's progress messages then mark when its phases ran."""
+    stamped with ``time.monotonic_ns()`` (CLOCK_MONOTONIC, the clock of a block trace's
+    times: its ``mono`` trace_clock, or its ``x86-tsc`` stamps mapped onto CLOCK_MONOTONIC):
+    a tool's progress messages then mark when its phases ran."""
     import threading
     import time
 
@@ -207,6 +208,13 @@ def _output_after_kill(proc: subprocess.Popen[str]) -> tuple[str, str]:
                 pipe.close()
         proc.wait()  # killed itself: only its reaping is left
         return "", ""
+
+
+def kill_tree(proc: subprocess.Popen[str] | subprocess.Popen[bytes]) -> None:
+    """Kill a command started with ``start_new_session=True`` and everything it started
+    (fio's job processes, which leave its session, included), then reap it."""
+    _kill_group(proc)
+    proc.wait()
 
 
 def _kill_group(proc: subprocess.Popen[str] | subprocess.Popen[bytes]) -> None:

@@ -5,6 +5,7 @@ tracefs instance is removed after success, errors and Ctrl-C."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -111,11 +112,13 @@ def _fio_on(dev_path: str, runtime_s: int) -> subprocess.Popen[bytes]:
                              "--time_based", f"--runtime={runtime_s}", "--output=/dev/null"])
 
 
-def test_the_cheap_capture_holds_what_the_kernel_filtered_mono_one_does(tracing: Path, loop_device) -> None:
-    """The default capture (the reader filters by device; the TSC clock where the kernel's
-    clocksource is the TSC, its readings mapped onto CLOCK_MONOTONIC) and the kernel-filtered
-    mono capture, on at once over the same I/O: the same events, at the same times within a
-    few microseconds; another device's I/O meanwhile is seen by the first and left out."""
+def test_the_tsc_clock_and_the_reader_filter_hold_what_the_mono_kernel_filtered_capture_does(
+        tracing: Path, loop_device) -> None:
+    """The default capture (the TSC clock where the kernel's clocksource is the TSC, its
+    stamps mapped onto CLOCK_MONOTONIC), one with no kernel filter (the reader keeps the
+    device's events) and the mono, kernel-filtered capture, on at once over the same I/O:
+    the same events, at the same times within a microsecond or so; another device's I/O
+    meanwhile reaches only the unfiltered one's reader, which leaves it out and counts it."""
     from collections import Counter
 
     import numpy as np
@@ -123,32 +126,81 @@ def test_the_cheap_capture_holds_what_the_kernel_filtered_mono_one_does(tracing:
     from fslab.trace.capture import CLOCKSOURCE, TraceCapture
 
     with loop_device("64MiB") as mine, loop_device("64MiB") as other:
-        with TraceCapture(mine.dev_t, clock="mono", kernel_filter=True) as old:
-            with TraceCapture(mine.dev_t) as new:
-                procs = [_fio_on(mine.path, 1), _fio_on(other.path, 1)]
-                assert [p.wait() for p in procs] == [0, 0]
-    a, b = old.trace, new.trace
-    assert a is not None and b is not None
-    assert a.meta["kernel_filter"] is True and a.meta["trace_clock"] == "mono"
-    assert b.meta["kernel_filter"] is False
+        with TraceCapture(mine.dev_t, clock="mono") as old, TraceCapture(mine.dev_t) as default, \
+                TraceCapture(mine.dev_t, kernel_filter=False) as unfiltered:
+            procs = [_fio_on(mine.path, 1), _fio_on(other.path, 1)]
+            assert [p.wait() for p in procs] == [0, 0]
+    a, b, c = old.trace, default.trace, unfiltered.trace
+    assert a is not None and b is not None and c is not None
     tsc = CLOCKSOURCE.read_text().strip() == "tsc"
-    assert b.meta["trace_clock"] == ("x86-tsc" if tsc else "mono")
+    assert (a.meta["trace_clock"], a.meta["kernel_filter"]) == ("mono", True)
+    assert (b.meta["trace_clock"], b.meta["kernel_filter"]) == ("x86-tsc" if tsc else "mono", True)
+    assert c.meta["kernel_filter"] is False
     assert ("tsc_to_mono" in b.meta) == tsc
-    assert a.lost_events == 0 and b.lost_events == 0 and a.complete and b.complete
-    assert b.meta["reader"]["foreign"] > 1000  # the other device's events, left out
-    assert set(np.unique(b.columns["dev"]).tolist()) == {mine.dev_t}
+    for t in (a, b, c):
+        assert t.lost_events == 0 and t.complete
+        assert set(np.unique(t.columns["dev"]).tolist()) == {mine.dev_t}
+    assert a.meta["reader"]["foreign"] == b.meta["reader"]["foreign"] == 0
+    assert c.meta["reader"]["foreign"] > 1000  # the other device's events, left out
     keys = ("event", "dev", "sector", "nr_sector", "op", "flags", "pid")
 
     def rows(t):  # (key..., time) in key order, then time: twins line up
         cols = [t.columns[k].tolist() for k in keys]
         return sorted(zip(*cols, t.columns["time_ns"].tolist()))
 
-    ra, rb = rows(a), rows(b)
-    assert len(ra) == len(rb) > 2000
-    assert Counter(r[:-1] for r in ra) == Counter(r[:-1] for r in rb)
-    gaps = np.abs(np.array([x[-1] for x in ra], dtype=np.int64) - np.array([x[-1] for x in rb], dtype=np.int64))
-    # Both instances stamp the same tracepoint call, one after the other.
-    assert np.median(gaps) < 5_000 and np.percentile(gaps, 99) < 50_000, (np.median(gaps), gaps.max())
-    times = b.columns["time_ns"]
-    assert b.meta["start_ns"] <= int(times.min()) and int(times.max()) <= b.meta["stop_ns"]
-    assert np.all(np.diff(times.astype(np.int64)) >= 0)
+    ra = rows(a)
+    assert len(ra) > 2000
+    for t in (b, c):
+        rt = rows(t)
+        assert Counter(r[:-1] for r in ra) == Counter(r[:-1] for r in rt)
+        gaps = np.abs(np.array([x[-1] for x in ra], dtype=np.int64) - np.array([x[-1] for x in rt], dtype=np.int64))
+        # The instances stamp the same tracepoint call, one after the other (median ~240 ns here).
+        assert np.median(gaps) < 5_000 and np.percentile(gaps, 99) < 50_000, (np.median(gaps), gaps.max())
+        times = t.columns["time_ns"]
+        assert t.meta["start_ns"] <= int(times.min()) and int(times.max()) <= t.meta["stop_ns"]
+        assert np.all(np.diff(times.astype(np.int64)) >= 0)
+
+
+def test_settings_a_capture_cannot_honour_are_refused_before_tracefs_is_touched(tracing: Path) -> None:
+    from fslab.errors import FslabError
+    from fslab.trace.capture import TraceCapture
+
+    for kwargs, says in (({"clock": "bogus"}, "trace clock 'bogus'"),
+                         ({"kernel_filter": "no"}, "kernel_filter 'no'"),
+                         ({"method": "text", "clock": "x86-tsc"}, "the text reader needs the mono clock"),
+                         ({"method": "text", "kernel_filter": False}, "the text reader needs the mono clock"),
+                         ({"event_devs": {"block_rq_issue": []}}, "event_devs names no device for block_rq_issue")):
+        with pytest.raises(FslabError, match=re.escape(says)):
+            TraceCapture(7 << 20, **kwargs)
+    assert _mine(tracing) == []
+
+
+def test_sigterm_to_trace_capture_removes_its_instance_and_stops_the_command(tracing: Path, loop_device,
+                                                                            tmp_path: Path) -> None:
+    """`fslab trace capture` unwinds on SIGTERM as on Ctrl-C: the tracefs instance is
+    removed and the traced command is stopped with everything it started."""
+    import signal
+    import sys
+    import time
+
+    with loop_device("64MiB") as dev:
+        marker = tmp_path / "started"
+        cmd = [sys.executable, "-m", "fslab.cli", "trace", "capture", "-d", dev.path, "-o", str(tmp_path / "t.parquet"),
+               "--", "sh", "-c", f"touch {marker}; sleep 60 & wait"]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 60
+            while not marker.exists():
+                assert time.monotonic() < deadline and proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+                time.sleep(0.05)
+            instances = [p.name for p in (tracing / "instances").iterdir() if p.name.startswith(f"fslab-{proc.pid}-")]
+            assert len(instances) == 1
+            proc.send_signal(signal.SIGTERM)
+            _, stderr = proc.communicate(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        assert proc.returncode != 0 and "Traceback" not in stderr, stderr
+        assert not (tracing / "instances" / instances[0]).exists()
+        sleepers = subprocess.run(["pgrep", "-f", f"touch {marker}"], capture_output=True, text=True).stdout
+        assert sleepers.strip() == "", sleepers

@@ -15,13 +15,19 @@ thread per CPU); ``text`` reads trace_pipe in a Python thread and parses afterwa
 What the kernel's part costs the workload depends on two settings (4 KiB random writes
 at queue depth 32 on a tmpfs loop, CPU per I/O against untraced, medians of 9 alternated
 rounds: 0.865 with the mono clock and a ``dev ==`` filter, 0.894 with no filter, 0.899
-with the TSC clock, 0.938 with both; docs/performance.md). So the raw reader sets no
-kernel filter and keeps only the asked devices' events itself (a filtered event is built
-in a scratch buffer, tested and copied into the ring), and takes the ``x86-tsc`` clock
-where the kernel's own clocksource is the TSC (the counter itself rather than the mono
-clock's conversion of it), mapped onto CLOCK_MONOTONIC afterwards by two (TSC, mono)
-readings taken around the capture: the trace's times are CLOCK_MONOTONIC nanoseconds
-either way. The text reader keeps the kernel's filter and the mono clock.
+with the TSC clock, 0.938 with both; docs/performance.md). The capture takes the
+``x86-tsc`` clock where the kernel's own clocksource is the TSC (the counter itself
+rather than the mono clock's conversion of it) and maps its stamps onto CLOCK_MONOTONIC
+afterwards by the line through two (TSC, mono) readings taken around the capture, so a
+trace's times are CLOCK_MONOTONIC nanoseconds either way. The line assumes the monotonic
+clock ran at one rate against the TSC while the capture lasted; a time daemon changing
+its slew meanwhile moves the mid-run stamps by up to that change times the duration
+(latencies, differences of nearby stamps, barely at all). The kernel's device filter
+stays on by default: without it every other device's events would pass through the
+buffer (the reader keeps only the asked devices' events either way, and counts the others
+as ``foreign``), so a capture's cost, memory and completeness would depend on unrelated
+I/O; ``kernel_filter=False`` is for a machine with no other I/O. The text reader parses
+trace_pipe's time stamps as seconds: the mono clock only.
 """
 
 from __future__ import annotations
@@ -261,6 +267,13 @@ def _choose_clock(inst: Path, asked: str) -> str:
     """The instance's trace clock: x86-tsc where the kernel offers it and keeps time with
     the TSC itself (its clocksource: then the counter is synchronised across CPUs and
     steady, or the kernel would have dropped it), else mono."""
+    if asked == TSC_CLOCK:
+        try:
+            offered = (inst / "trace_clock").read_text().replace("[", " ").replace("]", " ").split()
+        except OSError:
+            offered = []
+        if TSC_CLOCK not in offered:
+            raise MissingCapability(f"this kernel's tracefs offers no {TSC_CLOCK} clock", fix="trace with clock='auto'")
     if asked != "auto":
         return asked
     with contextlib.suppress(OSError):
@@ -291,9 +304,9 @@ class TraceCapture:
     event_devs: per event name, the devices that event is filtered to (default: dev_t).
     method: 'raw', 'text' or 'auto' (raw when the native core has it).
     on_stop: called right after tracing stops, before draining (e.g. read /sys/block stat).
-    clock: 'auto' (x86-tsc where it is the kernel's clocksource, else mono), 'mono' or 'x86-tsc'.
-    kernel_filter: None (the raw reader filters, the text reader has the kernel do it),
-    True or False.
+    clock: 'auto' (x86-tsc where it is the kernel's clocksource and the raw reader is used,
+    else mono), 'mono' or 'x86-tsc' (raw reader only).
+    kernel_filter: True (default) or False (raw reader only: the reader alone filters).
     Raises MissingCapability when tracefs or the block events are not available.
     """
 
@@ -301,7 +314,7 @@ class TraceCapture:
                  events: Sequence[str] = DEFAULT_EVENTS, buffer_kb: int = DEFAULT_BUFFER_KB,
                  on_stop: Callable[[], None] | None = None, device_name: str | None = None,
                  event_devs: Mapping[str, Sequence[int]] | None = None, clock: str = "auto",
-                 kernel_filter: bool | None = None):
+                 kernel_filter: bool = True):
         self.devs = [dev_t] if isinstance(dev_t, int) else list(dev_t)
         # Per event, the devices it is filtered to (default: all of dev_t): an md array's
         # bios are traced on the md device, its requests on the members.
@@ -313,6 +326,15 @@ class TraceCapture:
             raise FslabError(f"cannot trace {unknown}; known events: {', '.join(EVENT_KIND)}")
         if clock not in ("auto", "mono", TSC_CLOCK):
             raise FslabError(f"trace clock {clock!r}: use auto, mono or {TSC_CLOCK}")
+        if not isinstance(kernel_filter, bool):
+            raise FslabError(f"kernel_filter {kernel_filter!r}: use True or False")
+        if method == "text" and (clock == TSC_CLOCK or not kernel_filter):
+            raise FslabError("the text reader needs the mono clock and the kernel's device filter "
+                             "(clock='mono' or 'auto', kernel_filter=True)")
+        empty = [e for e, devs in (event_devs or {}).items() if not list(devs)]
+        if empty:
+            raise FslabError(f"event_devs names no device for {', '.join(empty)}: give at least one, "
+                             "or leave the event out to trace dev_t")
         self.method = method
         self.clock_asked = clock
         self.kernel_filter_asked = kernel_filter
@@ -341,6 +363,12 @@ class TraceCapture:
         for e in self.events:
             if not (root / "events" / "block" / e).is_dir():
                 raise MissingCapability(f"tracepoint block:{e} is not available on this kernel")
+        self.method_used = self._choose()
+        raw = self.method_used == "raw"
+        if not raw and (self.clock_asked == TSC_CLOCK or not self.kernel_filter_asked):
+            raise MissingCapability("the raw reader (fslab's native core) is not available, and the text reader "
+                                    "needs the mono clock and the kernel's device filter",
+                                    fix="trace with clock='auto' and kernel_filter=True")
         name = f"{INSTANCE_PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
         with shielded():
             inst = root / "instances" / name
@@ -349,13 +377,8 @@ class TraceCapture:
             self.instance = inst
         try:
             _write(inst / "tracing_on", "0")
-            self.method_used = self._choose()
-            raw = self.method_used == "raw"
-            # The text reader parses trace_pipe's time stamps as seconds: mono only.
             self.clock = _choose_clock(inst, self.clock_asked) if raw else "mono"
-            self.kernel_filter = not raw if self.kernel_filter_asked is None else self.kernel_filter_asked
-            if not (raw or self.kernel_filter):
-                raise FslabError("the text reader needs the kernel's device filter (kernel_filter=True)")
+            self.kernel_filter = self.kernel_filter_asked
             _write(inst / "trace_clock", self.clock)
             _write(inst / "options" / "overwrite", "0")  # when full, drop new events (counted)
             _set_subbuf(inst)
@@ -366,8 +389,8 @@ class TraceCapture:
                     _write(inst / "events" / "block" / e / "filter", " || ".join(f"dev == {d}" for d in devs))
                 _write(inst / "events" / "block" / e / "enable", "1")
             if raw:
-                self._reader = _RawReader(inst, root, self.events, _page_size(root, inst),
-                                          None if self.kernel_filter else devices)
+                # The reader filters too: what a kernel filter let through is kept either way.
+                self._reader = _RawReader(inst, root, self.events, _page_size(root, inst), devices)
             else:
                 self._reader = _TextReader(inst)
             self._tsc_start = _tsc_pair() if self.clock == TSC_CLOCK else None

@@ -2,8 +2,9 @@
 test's name to stderr when the test starts ("Writing intelligently...") and "done" when
 it ends; stderr is unbuffered, so the moment each piece arrives marks the boundary.
 fslab stamps the pieces with CLOCK_MONOTONIC (``commands.run_command_stamped``), the clock
-the block trace uses (tracefs ``trace_clock`` ``mono`` is ktime_get_mono_fast_ns, the
-kernel's CLOCK_MONOTONIC), so a request's issue time tells which test it belongs to.
+of the block trace's times (tracefs ``trace_clock`` ``mono`` is ktime_get_mono_fast_ns, the
+kernel's CLOCK_MONOTONIC; ``x86-tsc`` stamps are mapped onto it), so a request's issue
+time tells which test it belongs to.
 
 A test's span is from its name's arrival to the last "done" before the next test's name:
 the seek test prints "start 'em..." and one "done..." per seeker process.
@@ -19,7 +20,7 @@ from ..units import format_bytes
 from .phases import PhaseSpan
 
 ARTIFACT = "bonnie-phases.json"
-CLOCK = "CLOCK_MONOTONIC (the block trace's trace_clock 'mono')"
+CLOCK = "CLOCK_MONOTONIC (the block trace's times: its trace_clock 'mono', or 'x86-tsc' mapped onto it)"
 
 # Bonnie++'s progress message for each test (2.00a; 1.0x said "with putc()/getc()").
 LABELS: tuple[tuple[str, str], ...] = (
