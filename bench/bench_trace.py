@@ -138,10 +138,10 @@ class Measured:
         """traced / untraced IOPS of each round."""
         return [t.iops / b.iops for t, b in zip(self.runs, base.runs)]
 
-    def cpu_ratios(self, base: Measured, reader: bool = True) -> list[float]:
+    def cpu_ratios(self, base: Measured) -> list[float]:
         """untraced / traced CPU per I/O of each round (fio's and the loop workers'), the
         reader's CPU spread evenly over the rounds' I/Os."""
-        extra = self.reader_cpu_ns / max(1, sum(r.iops * RUNTIME_S for r in self.runs)) if reader else 0.0
+        extra = self.reader_cpu_ns / max(1, sum(r.iops * RUNTIME_S for r in self.runs))
         return [b.cpu_ns_per_io / (t.cpu_ns_per_io + extra) for t, b in zip(self.runs, base.runs)]
 
     def busy_ratios(self, base: Measured) -> list[float]:

@@ -197,7 +197,8 @@ class _RawReader:
 
     def __init__(self, inst: Path, root: Path, events: Sequence[str], page_size: int,
                  devices: Sequence[Sequence[int]] | None = None):
-        """devices: per event, the devices whose events are kept (None: the kernel filters)."""
+        """devices: per event, the devices whose events are kept (None: every device's, when
+        the kernel's filter has already kept only those)."""
         from .. import _core
 
         formats = [((root / "events" / "block" / e / "format").read_text(), EVENT_KIND[e]) for e in events]
@@ -266,21 +267,20 @@ def _tsc_pair() -> tuple[int, int] | None:
 def _choose_clock(inst: Path, asked: str) -> str:
     """The instance's trace clock: x86-tsc where the kernel offers it and keeps time with
     the TSC itself (its clocksource: then the counter is synchronised across CPUs and
-    steady, or the kernel would have dropped it), else mono."""
-    if asked == TSC_CLOCK:
-        try:
-            offered = (inst / "trace_clock").read_text().replace("[", " ").replace("]", " ").split()
-        except OSError:
-            offered = []
-        if TSC_CLOCK not in offered:
-            raise MissingCapability(f"this kernel's tracefs offers no {TSC_CLOCK} clock", fix="trace with clock='auto'")
-    if asked != "auto":
+    steady, or the kernel would have dropped it), else mono. Raises MissingCapability when
+    x86-tsc is asked for and cannot be had."""
+    if asked == "mono":
         return asked
-    with contextlib.suppress(OSError):
+    try:
         offered = (inst / "trace_clock").read_text().replace("[", " ").replace("]", " ").split()
-        if TSC_CLOCK in offered and CLOCKSOURCE.read_text().strip() == "tsc" and _tsc_pair() is not None:
-            return TSC_CLOCK
-    return "mono"
+        tsc_kept = CLOCKSOURCE.read_text().strip() == "tsc"
+    except OSError:
+        offered, tsc_kept = [], False
+    usable = TSC_CLOCK in offered and _tsc_pair() is not None
+    if asked == TSC_CLOCK and not usable:
+        raise MissingCapability(f"the {TSC_CLOCK} trace clock needs a kernel that offers it and a TSC fslab's "
+                                "core can read", fix="trace with clock='auto'")
+    return TSC_CLOCK if usable and (asked == TSC_CLOCK or tsc_kept) else "mono"
 
 
 def tsc_to_mono(ticks: Any, start: tuple[int, int], stop: tuple[int, int]) -> Any:
@@ -337,7 +337,7 @@ class TraceCapture:
                              "or leave the event out to trace dev_t")
         self.method = method
         self.clock_asked = clock
-        self.kernel_filter_asked = kernel_filter
+        self.kernel_filter = kernel_filter
         self.events = tuple(events)
         self.buffer_kb = buffer_kb
         self.on_stop = on_stop
@@ -365,7 +365,7 @@ class TraceCapture:
                 raise MissingCapability(f"tracepoint block:{e} is not available on this kernel")
         self.method_used = self._choose()
         raw = self.method_used == "raw"
-        if not raw and (self.clock_asked == TSC_CLOCK or not self.kernel_filter_asked):
+        if not raw and (self.clock_asked == TSC_CLOCK or not self.kernel_filter):
             raise MissingCapability("the raw reader (fslab's native core) is not available, and the text reader "
                                     "needs the mono clock and the kernel's device filter",
                                     fix="trace with clock='auto' and kernel_filter=True")
@@ -378,7 +378,6 @@ class TraceCapture:
         try:
             _write(inst / "tracing_on", "0")
             self.clock = _choose_clock(inst, self.clock_asked) if raw else "mono"
-            self.kernel_filter = self.kernel_filter_asked
             _write(inst / "trace_clock", self.clock)
             _write(inst / "options" / "overwrite", "0")  # when full, drop new events (counted)
             _set_subbuf(inst)
@@ -389,14 +388,11 @@ class TraceCapture:
                     _write(inst / "events" / "block" / e / "filter", " || ".join(f"dev == {d}" for d in devs))
                 _write(inst / "events" / "block" / e / "enable", "1")
             if raw:
-                # The reader filters too: what a kernel filter let through is kept either way.
-                self._reader = _RawReader(inst, root, self.events, _page_size(root, inst), devices)
+                self._reader = _RawReader(inst, root, self.events, _page_size(root, inst),
+                                          None if self.kernel_filter else devices)
             else:
                 self._reader = _TextReader(inst)
             self._tsc_start = _tsc_pair() if self.clock == TSC_CLOCK else None
-            if self.clock == TSC_CLOCK and self._tsc_start is None:
-                raise MissingCapability(f"the {TSC_CLOCK} trace clock needs a TSC fslab's core can read",
-                                        fix="trace with clock='mono'")
             self.started_ns = time.monotonic_ns()
             _write(inst / "tracing_on", "1")
         except BaseException:

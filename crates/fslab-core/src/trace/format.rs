@@ -68,10 +68,8 @@ pub struct BlockLayout {
     pub comm: Option<(usize, usize)>,
     /// bytes the payload must have for every field to be inside it.
     pub min_len: usize,
-    /// The devices (major << 20 | minor) whose events are kept; empty: every device's.
-    /// The reader filters here rather than the kernel: a tracefs filter makes the kernel
-    /// build each event in a scratch buffer, test it and copy it into the ring, about a
-    /// third of the tracepoints' cost to the workload.
+    /// The devices (major << 20 | minor) whose events are kept; empty: every device's (a
+    /// capture whose kernel filter already kept only those, or one of any device).
     pub devs: Vec<u32>,
 }
 

@@ -147,10 +147,9 @@ fn tsc_mono_pair() -> Option<(u64, u64)> {
 
 /// Decode a file of concatenated raw pages (as trace_pipe_raw hands them over).
 #[pyfunction]
-#[pyo3(signature = (data, header_page, formats, page_size=4096, devices=None))]
-fn trace_parse_raw_pages<'py>(py: Python<'py>, data: &[u8], header_page: &str, formats: Vec<(String, u8)>, page_size: usize,
-                              devices: Option<Vec<Vec<u32>>>) -> PyResult<Bound<'py, PyDict>> {
-    let l = layouts(&formats, devices)?;
+#[pyo3(signature = (data, header_page, formats, page_size=4096))]
+fn trace_parse_raw_pages<'py>(py: Python<'py>, data: &[u8], header_page: &str, formats: Vec<(String, u8)>, page_size: usize) -> PyResult<Bound<'py, PyDict>> {
+    let l = layouts(&formats, None)?;
     let h = PageHeader::parse(header_page);
     let mut r = Records::default();
     let mut st = ReaderStats::default();
