@@ -37,6 +37,8 @@ def test_device_counters_equal_trace_counts(study) -> None:
     for run in runs:
         m = run["metrics"]
         assert run["provenance"]["trace"]["complete"] is True
+        assert run["provenance"]["trace"]["kernel_filter"] is True
+        assert run["provenance"]["trace"]["trace_clock"] in ("mono", "x86-tsc")
         for op in ("read", "write", "flush", "discard"):
             assert m[f"trace_{op}_requests_count"]["value"] == m[f"device_{op}_requests_count"]["value"], op
         for op in ("read", "write"):

@@ -61,7 +61,9 @@ class RunTrace:
         out = {"artifact": ARTIFACT_NAME, "captured": True, "complete": self.result["complete"],
                "lost_events": self.result["lost_events"],
                "events": self.meta.get("events_total", self.result["events"]),
-               "method": self.meta.get("capture_method"), "reader": self.meta.get("reader")}
+               "method": self.meta.get("capture_method"), "reader": self.meta.get("reader"),
+               # How it was stamped and filtered: the times are CLOCK_MONOTONIC either way.
+               "trace_clock": self.meta.get("trace_clock"), "kernel_filter": self.meta.get("kernel_filter")}
         if self.members_result is not None:
             from ..trace.formats import ARRAY_DEV, MEMBER_DEVS  # numpy: only where a trace was taken
 
