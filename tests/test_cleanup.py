@@ -94,3 +94,21 @@ def test_cleanup_under_another_folder_leaves_a_dead_process_alone(tmp_path, stat
     assert (tmp_path / "a" / "x").exists() and state.exists()
     assert cleanup(under=tmp_path / "a") == [f"remove {tmp_path / 'a' / 'x'}"]
     assert not (tmp_path / "a" / "x").exists() and not state.exists()
+
+
+def test_cleanup_under_a_folder_leaves_a_dead_processs_unlisted_tracefs_instance(tmp_path, state_dir):
+    """An instance no state file lists (bench/ makes such) is not released by `fslab cleanup
+    --under DIR`, which releases only what is registered below DIR: a sweep there took a
+    parallel study's instance before that study's own cleanup could. (Only `fslab cleanup`
+    sweeps them; not called here, since it would sweep a parallel test's too.)"""
+    from fslab.trace.capture import TRACEFS, remove_instance
+
+    if os.geteuid() != 0 or not (TRACEFS / "instances").is_dir():
+        pytest.skip("needs root and tracefs")
+    inst = TRACEFS / "instances" / "fslab-999999999-5eed"  # above pid_max: never a live process
+    inst.mkdir()
+    try:
+        assert cleanup(under=tmp_path) == []
+        assert inst.is_dir()
+    finally:
+        remove_instance(inst)

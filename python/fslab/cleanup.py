@@ -133,7 +133,10 @@ def cleanup(dry_run: bool = False, under: Path | None = None) -> list[str]:
     dead, live = leftovers(under)
     for leftover in dead:
         done += _release_leftover(leftover, dry_run)
-    if not dry_run:
+    if not dry_run and under is None:
+        # Any dead fslab process's instance, registered or not (bench/ makes unregistered
+        # ones). With ``under``, only those registered below it (above): a sweep of the
+        # whole machine took another study's, whose own cleanup then had nothing to say.
         from .trace.capture import remove_stale_instances
 
         done += [f"remove tracefs instance {name}" for name in remove_stale_instances()]
