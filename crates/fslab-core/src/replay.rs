@@ -104,6 +104,9 @@ fn bad_request(r: &Request, i: usize, capacity: u64) -> CoreError {
 /// How many requests ahead of the one being issued to hint the model (`prefetch`), so the
 /// state a request will touch is in cache by the time it is issued.
 const PREFETCH_AHEAD: usize = 16;
+/// How many requests ahead the second hint goes (`DeviceModel::prefetch_near`): far
+/// enough for what it asks for to arrive, near enough for the first hint's to have.
+const PREFETCH_NEAR: usize = 8;
 
 pub fn replay(model: &mut dyn DeviceModel, reqs: &[Request], mode: Mode) -> Result<ReplayOutcome> {
     let n = reqs.len();
@@ -170,6 +173,9 @@ pub fn replay(model: &mut dyn DeviceModel, reqs: &[Request], mode: Mode) -> Resu
                         if let Some(&ahead) = order.get(k + PREFETCH_AHEAD) {
                             model.prefetch(&reqs[ahead]);
                         }
+                        if let Some(&near) = order.get(k + PREFETCH_NEAR) {
+                            model.prefetch_near(&reqs[near]);
+                        }
                         issue(model, &mut q, &mut latencies, order[k], a);
                         k += 1;
                     }
@@ -232,6 +238,9 @@ fn closed_on_submit(model: &mut dyn DeviceModel, reqs: &[Request], queue_depth: 
         fn issue(&mut self, model: &mut dyn DeviceModel, i: usize, now: Ns) -> Result<()> {
             if let Some(ahead) = self.reqs.get(i + PREFETCH_AHEAD) {
                 model.prefetch(ahead);
+            }
+            if let Some(near) = self.reqs.get(i + PREFETCH_NEAR) {
+                model.prefetch_near(near);
             }
             let r = &self.reqs[i];
             check(r, i, self.capacity, &mut self.read_bytes, &mut self.write_bytes)?;

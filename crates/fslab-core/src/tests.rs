@@ -134,3 +134,74 @@ fn a_sector_whose_byte_offset_overflows_is_a_bad_request_in_every_mode() {
         }
     }
 }
+
+/// A model passed through with its prefetch hints dropped.
+struct Unhinted(Box<dyn DeviceModel>);
+
+impl DeviceModel for Unhinted {
+    fn capacity_bytes(&self) -> u64 {
+        self.0.capacity_bytes()
+    }
+    fn submit(&mut self, now: crate::request::Ns, tag: u64, req: &crate::request::Request, ctx: &mut dyn crate::engine::Ctx) {
+        self.0.submit(now, tag, req, ctx)
+    }
+    fn completes_on_submit(&self) -> bool {
+        self.0.completes_on_submit()
+    }
+    fn service(&mut self, now: crate::request::Ns, req: &crate::request::Request) -> crate::request::Ns {
+        self.0.service(now, req)
+    }
+    fn wake(&mut self, now: crate::request::Ns, token: u64, ctx: &mut dyn crate::engine::Ctx) {
+        self.0.wake(now, token, ctx)
+    }
+    fn reset_counters(&mut self) {
+        self.0.reset_counters()
+    }
+    fn counters(&self) -> crate::models::Counters {
+        self.0.counters()
+    }
+    fn time_by_mechanism(&self) -> crate::models::Mechanisms {
+        self.0.time_by_mechanism()
+    }
+    fn facts(&self) -> crate::models::Facts {
+        self.0.facts()
+    }
+    fn error(&self) -> Option<String> {
+        self.0.error()
+    }
+}
+
+#[test]
+fn prefetch_hints_change_nothing_a_replay_reports() {
+    // Garbage collection in steady state (random preconditioning, overwrites), reads
+    // mixed in, closed and open loop: what the hints follow (the map entry, the unit it
+    // names, its block) changes under them between the hint and the request.
+    let p = params(&[
+        ("kind", t("ssd")),
+        ("capacity", n((256u64 << 20) as f64)),
+        ("over_provisioning", n(0.25)),
+        ("channels", n(2.0)),
+        ("dies_per_channel", n(2.0)),
+        ("precondition", t("random")),
+        ("precondition_passes", n(2.0)),
+    ]);
+    for (rw, mode) in [
+        ("randwrite", Mode::Closed { queue_depth: 32 }),
+        ("randrw", Mode::Closed { queue_depth: 4 }),
+        ("randwrite", Mode::Open),
+    ] {
+        let spec = SyntheticSpec { rw: rw.into(), count: 60_000, span: 256 << 20, rate_iops: 20_000.0, ..Default::default() };
+        let reqs = generate(&spec).unwrap();
+        let outcome = |hinted: bool| {
+            let mut m = build(&p).unwrap();
+            m.precondition();
+            m.reset_counters();
+            let mut m: Box<dyn DeviceModel> = if hinted { m } else { Box::new(Unhinted(m)) };
+            replay(m.as_mut(), &reqs, mode).unwrap()
+        };
+        let (a, b) = (outcome(true), outcome(false));
+        assert!(a.counters["erases"] > 0, "{rw}: no garbage collection");
+        assert_eq!(a.latencies_ns, b.latencies_ns, "{rw} {mode:?}");
+        assert_eq!((a.elapsed_ns, &a.counters, &a.facts), (b.elapsed_ns, &b.counters, &b.facts), "{rw} {mode:?}");
+    }
+}

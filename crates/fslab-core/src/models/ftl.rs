@@ -136,6 +136,17 @@ impl Ftl {
         }
     }
 
+    /// Start loading what overwriting `lpn` touches: the reverse map entry of the unit it
+    /// is mapped to and that unit's block. Reads the map entry `prefetch` asked for.
+    #[inline]
+    pub fn prefetch_mapped(&self, lpn: u64) {
+        let Some(&phys) = self.l2p.get(lpn as usize) else { return };
+        if let Some(e) = self.p2l.get(phys as usize) {
+            crate::models::prefetch_read(e);
+            crate::models::prefetch_read(&self.blocks[self.per_block.div(phys) as usize]);
+        }
+    }
+
     /// The maps, lent to the benchmark's memory floor (`models::floor`), which only
     /// times accesses to them and leaves them inconsistent: never use the FTL after.
     pub fn floor_maps(&mut self) -> crate::models::floor::FloorMaps<'_> {

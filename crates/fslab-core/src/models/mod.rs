@@ -50,6 +50,12 @@ pub trait DeviceModel {
     /// touch (a cache prefetch); it must not change anything observable.
     #[inline]
     fn prefetch(&self, _req: &Request) {}
+    /// The second of two prefetch hints, given for a request `PREFETCH_NEAR` places ahead,
+    /// whose first hint (`prefetch`, further ahead) has had time to arrive: the model may
+    /// follow what that brought in (an SSD's map entry to the physical unit and block it
+    /// names). It must not change anything observable.
+    #[inline]
+    fn prefetch_near(&self, _req: &Request) {}
     /// A wake-up the model asked for with `ctx.wake_at(at, token)`.
     fn wake(&mut self, _now: Ns, _token: u64, _ctx: &mut dyn Ctx) {}
     /// Bring the device to the state it would have after long use, without timing

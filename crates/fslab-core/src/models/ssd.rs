@@ -525,6 +525,14 @@ impl DeviceModel for Ssd {
         self.ftl.prefetch(req.sector / UNIT_SECTORS);
     }
 
+    #[inline]
+    fn prefetch_near(&self, req: &Request) {
+        // Only a write touches the old unit's reverse map entry and its block.
+        if req.op == Op::Write {
+            self.ftl.prefetch_mapped(req.sector / UNIT_SECTORS);
+        }
+    }
+
     fn precondition(&mut self) {
         match self.cfg.precondition.as_str() {
             "sequential" => self.ftl.fill_sequential(),
