@@ -204,3 +204,37 @@ def test_sigterm_to_trace_capture_removes_its_instance_and_stops_the_command(tra
         assert not (tracing / "instances" / instances[0]).exists()
         sleepers = subprocess.run(["pgrep", "-f", f"touch {marker}"], capture_output=True, text=True).stdout
         assert sleepers.strip() == "", sleepers
+
+
+def test_trace_capture_refuses_a_device_without_a_medium(tracing: Path, tmp_path: Path) -> None:
+    """An unattached loop device has size 0: no request can reach it, so a capture would
+    end with 0 events as if the command had done no I/O. It is refused, naming the fix."""
+    import fcntl
+    import sys
+
+    loop_ctl_add, loop_ctl_remove = 0x4C80, 0x4C81
+    ctl = os.open("/dev/loop-control", os.O_RDWR)
+    try:
+        # A loop device of its own, far above the numbers other tests' `losetup -f` takes.
+        for n in range(900 + os.getpid() % 50, 1000):
+            try:
+                fcntl.ioctl(ctl, loop_ctl_add, n)
+                break
+            except OSError:
+                continue
+        else:
+            pytest.fail("no free loop device number to add")
+        try:
+            dev = Path(f"/dev/loop{n}")
+            assert dev.is_block_device() and Path(f"/sys/block/loop{n}/size").read_text().strip() == "0"
+            done = subprocess.run([sys.executable, "-m", "fslab.cli", "trace", "capture", "-d", str(dev),
+                                   "-o", str(tmp_path / "t.parquet"), "--", "true"],
+                                  capture_output=True, text=True, timeout=60)
+        finally:
+            fcntl.ioctl(ctl, loop_ctl_remove, n)
+    finally:
+        os.close(ctl)
+    assert done.returncode != 0, done.stdout
+    assert f"/dev/loop{n} has no medium (size 0)" in done.stderr and "losetup" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr and not (tmp_path / "t.parquet").exists()
+    assert _mine(tracing) == []
