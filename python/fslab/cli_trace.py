@@ -82,7 +82,7 @@ def register(app: typer.Typer) -> None:
         started, and the capture is removed."""
         from .analysis.traces import analyze
         from .commands import kill_tree
-        from .devices import handle_for, queue_facts
+        from .devices import handle_for, queue_facts, untraceable_partition, whole_disk_of
         from .signals import install_handlers
         from .trace import write_parquet
         from .trace.capture import TraceCapture
@@ -93,11 +93,17 @@ def register(app: typer.Typer) -> None:
             dev = handle_for(device)
         except (OSError, ValueError) as exc:
             raise SpecError(f"{device}: {exc}", field="--device") from None
+        why = untraceable_partition(device)
+        if why:
+            raise SpecError(f"{why}: trace /dev/{whole_disk_of(dev.sysfs_name)} (with its other partitions' I/O)",
+                            field="--device")
         if queue_facts(dev.sysfs_name).get("size_bytes") == 0:
             # No medium (an unattached loop device, an empty drive): no request can reach
             # it, and a capture would end with 0 events as if the command did no I/O.
-            raise SpecError(f"{device} has no medium (size 0): attach its backing file first "
-                            f"(losetup {device} FILE) or name another device", field="--device")
+            backing = Path(f"/sys/block/{dev.sysfs_name}/loop/backing_file")
+            fix = (f"its backing file {backing.read_text().strip()} is empty: give it a size" if backing.exists()
+                   else f"attach its backing file first (losetup {device} FILE)")
+            raise SpecError(f"{device} has no medium (size 0): {fix}, or name another device", field="--device")
         out = out or Path(f"trace-{dev.sysfs_name}-{time.strftime('%Y%m%d-%H%M%S')}.parquet")
         with TraceCapture(dev.dev_t, method=method, buffer_kb=buffer_kb, device_name=dev.path) as cap:
             try:

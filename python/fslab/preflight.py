@@ -57,6 +57,8 @@ def check_plan(plan: Plan, *, source: str = "study", host: bool = False, probe_d
         raise MissingCapability("this study cannot run here:\n  " + "\n  ".join(dict.fromkeys(problems)),
                                 fix="`fslab doctor` lists what is missing and how to install it")
     problems = list(plan.problems) + (disk_problems(plan) if disks else []) + _input_problems(plan)
+    if host or disks:  # the devices are this machine's
+        problems += _partition_trace_problems(plan)
     if probe_dir is not None:
         problems += probe_filesystems(plan, probe_dir)
     if problems:
@@ -151,6 +153,30 @@ def disk_problems(plan: Plan) -> list[str]:
                 problems.append(f"device ({path}): {exc}")
             except PermissionError:
                 continue
+    return problems
+
+
+def _partition_trace_problems(plan: Plan) -> list[str]:
+    """A traced study cannot trace a partition of the user's on the host (in a guest the
+    partition is handed over as a whole disk of its own, and traced there)."""
+    from .devices import untraceable_partition
+
+    trace, _ = _settings(plan)
+    if not trace:
+        return []
+    problems: list[str] = []
+    for device, cells in devices_in_use(plan):
+        kind = DEVICES.get(device["kind"])
+        if kind.user_disks is None or not any(c.backend == "host" for c in cells):
+            continue
+        for path in kind.user_disks(kind.parse(device)):
+            try:
+                why = untraceable_partition(os.path.realpath(path))
+            except OSError:
+                continue  # a missing disk is disk_problems' and the device's own refusal
+            if why:
+                problems.append(f"study.trace: {why}; name the whole disk as the device, or set "
+                                "study.trace = false")
     return problems
 
 

@@ -1,10 +1,15 @@
 """Devices: loop images are made and released; a user's block device is refused unless
 it is confirmed, unmounted, unused, not the root device and free of signatures."""
 
+import contextlib
 import json
 import os
+import shutil
 import stat
+import subprocess
+import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -212,3 +217,97 @@ def test_root_disk_is_refused_before_any_confirmation_is_asked():
     with pytest.raises(DeviceRefused, match="does not exist") as missing:
         preflight(block("/dev/no-such-disk"), frozenset())
     assert "--destroy-data-on" not in str(missing.value)
+
+
+@contextlib.contextmanager
+def _partition_of_a_loop_device(tmp_path: Path) -> Iterator[tuple[str, str]]:
+    """(the loop device, a node of its first partition), an MBR disk of one 200 MiB partition."""
+    image = tmp_path / "disk.img"
+    image.write_bytes(b"")
+    os.truncate(image, 256 << 20)
+    run_command(["sfdisk", "--quiet", str(image)], input_text="label: dos\n,200MiB\n")
+    loop = run_command(["losetup", "--find", "--show", "--partscan", str(image)]).stdout.strip()
+    try:
+        sysfs = Path(f"/sys/class/block/{Path(loop).name}p1/dev")
+        if not sysfs.exists():
+            run_command(["partx", "--add", loop], check=False)
+        for _ in range(50):  # the kernel scans the table shortly after attaching
+            if sysfs.exists():
+                break
+            time.sleep(0.1)
+        major, minor = (int(x) for x in sysfs.read_text().split(":"))
+        part = str(tmp_path / "part1")  # without udev no node is made for us
+        os.mknod(part, 0o600 | stat.S_IFBLK, os.makedev(major, minor))
+        yield loop, part
+    finally:
+        run_command(["losetup", "-d", loop])
+
+
+def _partition_study(tmp_path: Path, part: str, trace: bool) -> Path:
+    study = tmp_path / "study.toml"
+    study.write_text(f"""[study]
+name = "on a partition"
+repetitions = 1
+trace = {'true' if trace else 'false'}
+
+[device]
+kind = "block"
+path = "{part}"
+
+[filesystems.ext4]
+type = "ext4"
+
+[[workloads]]
+kind = "fio"
+name = "w"
+rw = "randwrite"
+bs = "4k"
+size = "16M"
+runtime = 1
+time_based = 1
+direct = 1
+""")
+    return study
+
+
+def test_a_study_on_a_partition_counts_the_partitions_own_requests(device_support, tmp_path):
+    """A partition has no /sys/block entry of its own (the run read its counters there and
+    crashed): its counters are its own, from /sys/class/block, and its queue facts its disk's."""
+    if shutil.which("fio") is None:
+        pytest.skip("fio is not installed")
+    with _partition_of_a_loop_device(tmp_path) as (loop, part):
+        study = _partition_study(tmp_path, part, trace=False)
+        done = subprocess.run([sys.executable, "-m", "fslab.cli", "run", str(study), "-r", str(tmp_path / "r"),
+                               "--destroy-data-on", part], capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
+        runs = json.loads(subprocess.run([sys.executable, "-m", "fslab.cli", "export", "-r", str(tmp_path / "r"),
+                                          "--format", "json"], capture_output=True, text=True,
+                                         check=True).stdout)
+    (run,) = runs
+    assert run["status"] == "ok", run
+    value = {name: m["value"] for name, m in run["metrics"].items()}
+    fio_bytes = value["write_io_bytes"]
+    # fio's direct 4 KiB writes, each a request on the partition, plus ext4's own few
+    assert fio_bytes >= 4 << 20
+    assert fio_bytes / 4096 <= value["device_write_requests_count"] <= fio_bytes / 4096 * 1.05 + 200
+    assert fio_bytes <= value["device_write_sectors_count"] * 512 <= fio_bytes * 1.05 + (8 << 20)
+
+
+def test_tracing_a_partition_is_refused_naming_its_whole_disk(device_support, tmp_path):
+    """The kernel makes a partition's requests on its whole disk, under the disk's number:
+    a trace of the partition would hold no event. A traced study and `trace capture` say so
+    before anything is made."""
+    with _partition_of_a_loop_device(tmp_path) as (loop, part):
+        study = _partition_study(tmp_path, part, trace=True)
+        ran = subprocess.run([sys.executable, "-m", "fslab.cli", "run", str(study), "-r", str(tmp_path / "r"),
+                              "--destroy-data-on", part], capture_output=True, text=True, timeout=300)
+        captured = subprocess.run([sys.executable, "-m", "fslab.cli", "trace", "capture", "-d", part,
+                                   "-o", str(tmp_path / "t.parquet"), "--", "true"],
+                                  capture_output=True, text=True, timeout=60)
+        signature = run_command(["blkid", "-p", part], check=False).stdout
+    for done in (ran, captured):
+        assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr
+        assert f"is a partition of {loop}" in done.stderr, done.stderr
+    assert "study.trace" in ran.stderr and "set study.trace = false" in ran.stderr
+    assert f"trace {loop}" in captured.stderr
+    assert "ext4" not in signature  # refused before mkfs

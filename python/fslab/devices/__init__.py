@@ -79,7 +79,8 @@ STAT_FIELDS = (
 
 
 def read_block_stat(sysfs_name: str) -> dict[str, int]:
-    values = Path(f"/sys/block/{sysfs_name}/stat").read_text().split()
+    # /sys/class/block has partitions too (/sys/block lists whole disks only).
+    values = Path(f"/sys/class/block/{sysfs_name}/stat").read_text().split()
     return {name: int(v) for name, v in zip(STAT_FIELDS, values)}
 
 
@@ -92,9 +93,30 @@ def handle_for(path: str, facts: dict[str, Any] | None = None) -> DeviceHandle:
     return DeviceHandle(path, sysfs, major, minor, facts or {})
 
 
+def whole_disk_of(sysfs_name: str) -> str | None:
+    """The whole disk a partition belongs to (its /sys/block name), or None for a whole disk."""
+    real = Path(f"/sys/class/block/{sysfs_name}").resolve()
+    return real.parent.name if (real / "partition").exists() else None
+
+
+def untraceable_partition(path: str) -> str | None:
+    """Why the block layer's request events cannot be traced on ``path`` alone, or None:
+    a partition's requests are made on its whole disk and carry the disk's device number."""
+    st = os.stat(path)
+    if not stat.S_ISBLK(st.st_mode):
+        return None
+    name = Path(f"/sys/dev/block/{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}").resolve().name
+    disk = whole_disk_of(name)
+    if disk is None:
+        return None
+    return (f"{path} is a partition of /dev/{disk}: the kernel makes its requests on the whole disk, "
+            f"whose events carry the disk's number, so a trace of {path} alone would hold none of them")
+
+
 def queue_facts(sysfs_name: str) -> dict[str, Any]:
     """Facts about a device's request queue, recorded in provenance."""
-    queue = Path(f"/sys/block/{sysfs_name}/queue")
+    # A partition has no queue of its own: its requests are queued on its whole disk.
+    queue = Path(f"/sys/block/{whole_disk_of(sysfs_name) or sysfs_name}/queue")
     facts: dict[str, Any] = {}
     for name in ("logical_block_size", "physical_block_size", "rotational", "scheduler",
                  "nr_requests", "max_sectors_kb", "write_cache", "fua"):
@@ -103,7 +125,7 @@ def queue_facts(sysfs_name: str) -> dict[str, Any]:
         except OSError:
             pass
     try:
-        facts["size_bytes"] = int(Path(f"/sys/block/{sysfs_name}/size").read_text()) * 512
+        facts["size_bytes"] = int(Path(f"/sys/class/block/{sysfs_name}/size").read_text()) * 512
     except OSError:
         pass
     return facts
