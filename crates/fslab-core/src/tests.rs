@@ -116,21 +116,26 @@ fn raid5_controller_cache_merges_sequential_chunks_into_full_stripes() {
 fn a_sector_whose_byte_offset_overflows_is_a_bad_request_in_every_mode() {
     use crate::error::CoreError;
     use crate::request::{Op, Request};
-    // 2^55 + 8 sectors: the byte offset wraps to 4096 in 64 bits, inside the capacity.
-    let far = Request::new(0, Op::Read, (1u64 << 55) + 8, 4096);
+    // 2^55 + 8 sectors: the byte offset wraps to 4096 in 64 bits, inside the capacity. As a
+    // read and a write, second in the list and twentieth (the replay hints a model about a
+    // request 16 and 8 places ahead, before that request is checked).
     let hdd = params(&[("kind", t("hdd"))]);
     for (p, mode) in [&ssd(), &hdd].into_iter().flat_map(|p| {
         [Mode::Closed { queue_depth: 1 }, Mode::Closed { queue_depth: 32 }, Mode::Open].map(|m| (p, m))
     }) {
-        let mut m = build(p).unwrap();
-        let reqs = [Request::new(0, Op::Read, 8, 4096), far];
-        match replay(m.as_mut(), &reqs, mode) {
-            Err(CoreError::BadRequest { index, reason }) => {
-                assert_eq!(index, 1);
-                assert!(reason.contains("beyond the model's capacity"), "{reason}");
+        for (op, at) in [(Op::Read, 1), (Op::Write, 1), (Op::Read, 20), (Op::Write, 20)] {
+            let mut m = build(p).unwrap();
+            m.precondition();
+            let mut reqs: Vec<Request> = (0..at as u64).map(|i| Request::new(0, Op::Write, 8 * i, 4096)).collect();
+            reqs.push(Request::new(0, op, (1u64 << 55) + 8, 4096));
+            match replay(m.as_mut(), &reqs, mode) {
+                Err(CoreError::BadRequest { index, reason }) => {
+                    assert_eq!(index, at);
+                    assert!(reason.contains("beyond the model's capacity"), "{reason}");
+                }
+                Err(other) => panic!("another error: {other}"),
+                Ok(_) => panic!("replayed a request past the device's end"),
             }
-            Err(other) => panic!("another error: {other}"),
-            Ok(_) => panic!("replayed a request past the device's end"),
         }
     }
 }
