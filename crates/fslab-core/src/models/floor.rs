@@ -14,8 +14,8 @@
 //! The lookup's result feeds the completion time, as in the model. Two forms:
 //! `overlapped` lets the loads of later requests start before earlier ones return (their
 //! addresses come from the list: it prefetches the lookup 16 requests ahead, the replay's
-//! first hint; a loop this short needs no second one, since the core's window already
-//! holds several requests' loads); `serialized`
+//! first hint; not its second, so a write's reverse-map and block loads overlap only as
+//! far as the core's window reaches); `serialized`
 //! makes each request's address wait on the previous completion, the latency-bound case of
 //! a replay that overlaps nothing. The maps are not kept consistent (the write head and the
 //! GC's victim scan just walk the physical space): only the cost of the accesses counts.
