@@ -68,7 +68,8 @@ def test_each_run_is_estimated_from_its_own_workload_and_backend_with_a_setup_pe
     assert estimate.from_history == 8 and estimate.unknown == 0
     assert "about 9 min" in estimate.text() and "8 like ones timed in earlier studies here" in estimate.text()
     assert "1 guest boot included, as timed here" in estimate.text()
-    assert "3 guest jobs in the guest of the job before them (no boot), 3 set up at 3.4–5.5 s each" in estimate.text()
+    assert ("3 guest jobs in the guest of the job before them (no boot), 3 set up at "
+            f"{GUEST_SETUP_IN_BOOT.low:g}–{GUEST_SETUP_IN_BOOT.high:g} s each") in estimate.text()
 
 
 def test_a_guest_job_boots_unless_the_guest_job_before_it_needs_the_same_guest():
@@ -126,7 +127,8 @@ def test_no_history_falls_back_to_stated_runtimes_and_built_in_priors_and_says_w
     text = estimate.text()
     assert text.startswith(f"at least about {duration_text(estimate.seconds)} (")  # the unknown guest run is not in it
     assert "1 from their stated runtime plus what a run adds for layout and start (1.2–3 s on the host" in text
-    assert "1 guest boot not timed here yet, included at 10–40 s each without KVM (TCG" in text
+    assert (f"1 guest boot not timed here yet, included at {int(GUEST_SETUP.low)}–{int(GUEST_SETUP.high)} s each "
+            "without KVM (TCG") in text
     assert "with KVM (used where /dev/kvm boots a stock kernel) 2–6 s each" in text
     assert "setting up 1 file system not timed here yet, included from built-in priors" in text
     assert "1 runs with nothing to go by" in text
