@@ -127,7 +127,7 @@ def test_no_history_falls_back_to_stated_runtimes_and_built_in_priors_and_says_w
     text = estimate.text()
     assert text.startswith(f"at least about {duration_text(estimate.seconds)} (")  # the unknown guest run is not in it
     assert "1 from their stated runtime plus what a run adds for layout and start (1.2–3 s on the host" in text
-    assert (f"1 guest boot not timed here yet, included at {int(GUEST_SETUP.low)}–{int(GUEST_SETUP.high)} s each "
+    assert (f"1 guest boot not timed here yet, included at {GUEST_SETUP.low:g}–{GUEST_SETUP.high:g} s each "
             "without KVM (TCG") in text
     assert "with KVM (used where /dev/kvm boots a stock kernel) 2–6 s each" in text
     assert "setting up 1 file system not timed here yet, included from built-in priors" in text

@@ -101,7 +101,7 @@ def register(app: typer.Typer) -> None:
             # No medium (an unattached loop device, an empty drive): no request can reach
             # it, and a capture would end with 0 events as if the command did no I/O.
             backing = Path(f"/sys/block/{dev.sysfs_name}/loop/backing_file")
-            fix = (f"its backing file {backing.read_text().strip()} is empty: give it a size" if backing.exists()
+            fix = (f"its backing file {backing.read_text().strip()} holds no whole 512-byte sector: make it larger" if backing.exists()
                    else f"attach its backing file first (losetup {device} FILE)")
             raise SpecError(f"{device} has no medium (size 0): {fix}, or name another device", field="--device")
         out = out or Path(f"trace-{dev.sysfs_name}-{time.strftime('%Y%m%d-%H%M%S')}.parquet")

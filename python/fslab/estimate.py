@@ -53,7 +53,7 @@ MAX_SETUP_S = 1800.0
 # A guest job's boot when no guest run has been timed here: without KVM (TCG) the built-in
 # prior (fslab.priors.GUEST_SETUP); with KVM 2–6 s, the host's own import time plus a boot at
 # native speed: an assumption, since the development machine has no KVM to measure with.
-UNTIMED_BOOT_S = (int(GUEST_SETUP.low), int(GUEST_SETUP.high))
+UNTIMED_BOOT_S = (GUEST_SETUP.low, GUEST_SETUP.high)
 UNTIMED_BOOT_KVM_S = (2, 6)
 
 
@@ -168,7 +168,7 @@ class TimeEstimate:
         if self.guest_boots_untimed:
             n = self.guest_boots_untimed
             (low, high), (kvm_low, kvm_high) = UNTIMED_BOOT_S, UNTIMED_BOOT_KVM_S
-            parts.append(f"{n} guest boot{'s' * (n != 1)} not timed here yet, included at {low}–{high} s each "
+            parts.append(f"{n} guest boot{'s' * (n != 1)} not timed here yet, included at {low:g}–{high:g} s each "
                          f"without KVM (TCG: {duration_text(n * low)}–{duration_text(n * high)}; a built-in prior); "
                          f"with KVM (used where /dev/kvm boots a stock kernel) {kvm_low}–{kvm_high} s each")
         if self.guest_in_boot:

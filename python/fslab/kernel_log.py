@@ -29,12 +29,19 @@ _IO_ERROR = re.compile(r"\berror,? (?:on )?dev ([\w.-]+)")
 
 def kernel_names(sysfs_name: str) -> set[str]:
     """A block device's kernel name and those of every device below it (dm and md
-    slaves, recursively): an error on any of them is an error of the run's device."""
+    slaves, recursively; a partition's whole disk): an error on any of them is an error
+    of the run's device."""
     names = {sysfs_name}
-    slaves = Path("/sys/class/block") / sysfs_name / "slaves"
+    device = Path("/sys/class/block") / sysfs_name
+    slaves = device / "slaves"
     if slaves.is_dir():
         for lower in slaves.iterdir():
             names |= kernel_names(lower.name)
+    if (device / "partition").exists():
+        # A partition's requests are made, and fail, on its disk: the block layer's error
+        # lines name the disk. (So do those of the disk's other partitions' requests: a
+        # run on a disk that fails elsewhere is failed too, the lines saying where.)
+        names |= kernel_names(device.resolve().parent.name)
     return names
 
 

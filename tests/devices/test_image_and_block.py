@@ -311,3 +311,25 @@ def test_tracing_a_partition_is_refused_naming_its_whole_disk(device_support, tm
     assert "study.trace" in ran.stderr and "set study.trace = false" in ran.stderr
     assert f"trace {loop}" in captured.stderr
     assert "ext4" not in signature  # refused before mkfs
+
+
+def test_a_partitions_disk_errors_and_its_missing_flush_count(device_support, tmp_path):
+    """The kernel fails a partition's requests on its whole disk (the error lines name the
+    disk) and counts its flushes only there: the partition's kernel names include the disk,
+    and its counters leave the flush fields out rather than report a false 0."""
+    from fslab.devices import handle_for, read_block_stat
+    from fslab.kernel_log import DiskErrorWatch
+
+    if not os.access("/dev/kmsg", os.W_OK):
+        pytest.skip("needs root's /dev/kmsg")
+    with _partition_of_a_loop_device(tmp_path) as (loop, part):
+        disk, handle = Path(loop).name, handle_for(part)
+        names = handle.kernel_names()
+        assert names == {handle.sysfs_name, disk}
+        stats = read_block_stat(handle.sysfs_name)
+        assert "flush_ios" not in stats and "write_ios" in stats
+        assert "flush_ios" in read_block_stat(disk)
+        with DiskErrorWatch() as watch, open("/dev/kmsg", "w") as kmsg:
+            kmsg.write(f"critical space allocation error, dev {disk}, sector 4096 op 0x1:(WRITE)\n")
+            kmsg.flush()
+            assert [line.split(",")[0] for line in watch.take(names)] == ["critical space allocation error"]

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class DeviceHandle:
-    """A block device ready for mkfs. ``sysfs_name`` is its name under /sys/block."""
+    """A block device ready for mkfs. ``sysfs_name`` is its name under /sys/class/block."""
 
     path: str
     sysfs_name: str
@@ -59,7 +59,7 @@ class DeviceHandle:
         return names
 
     def read_stat(self) -> dict[str, int]:
-        """/sys/block/DEV/stat counters (see Documentation/block/stat.rst); all zero for
+        """/sys/class/block/DEV/stat counters (see Documentation/block/stat.rst); all zero for
         a device with no block device behind it (the fake device); a mapping's are those of
         the device its requests go to (``requests_on``), so they match its trace."""
         if self.requests_on is not None:
@@ -79,9 +79,15 @@ STAT_FIELDS = (
 
 
 def read_block_stat(sysfs_name: str) -> dict[str, int]:
+    """The device's counters; a partition's without the flush fields, which the kernel
+    counts on the whole disk only (a partition's are always 0)."""
     # /sys/class/block has partitions too (/sys/block lists whole disks only).
-    values = Path(f"/sys/class/block/{sysfs_name}/stat").read_text().split()
-    return {name: int(v) for name, v in zip(STAT_FIELDS, values)}
+    device = Path(f"/sys/class/block/{sysfs_name}")
+    stats = {name: int(v) for name, v in zip(STAT_FIELDS, (device / "stat").read_text().split())}
+    if (device / "partition").exists():
+        stats.pop("flush_ios", None)
+        stats.pop("flush_ticks", None)
+    return stats
 
 
 def handle_for(path: str, facts: dict[str, Any] | None = None) -> DeviceHandle:

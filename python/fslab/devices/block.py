@@ -3,7 +3,9 @@ is mounted, holds the root file system, is in use (held open exclusively, or has
 such as md or dm) or carries a file-system or partition-table signature. A file system
 only a guest has gets the disk whole, as a raw virtio disk (checked the same way on the
 host right before the guest starts; the guest is given no other host disk). A partition
-is counted on its own (its counters in /sys/class/block); on the host it cannot be traced
+is counted on its own (its counters in /sys/class/block, but for flushes, which the kernel
+counts on the whole disk only: a partition's runs have no flush count; kernel I/O errors
+are taken from the disk's log lines too, its other partitions' included); on the host it cannot be traced
 alone, since the kernel makes its requests on its whole disk under the disk's number, so
 a traced study refuses it before anything is made and asks for the whole disk."""
 

@@ -56,7 +56,8 @@ class ExecContext:
 
 
 def _device_counter_metrics(before: dict[str, int], after: dict[str, int]) -> list[Metric]:
-    """Requests and sectors the device completed during the workload (/sys/block stat)."""
+    """Requests and sectors the device completed during the workload (/sys/class/block stat;
+    a partition has no flush count of its own: the kernel counts flushes on the whole disk)."""
     out = []
     for direction in ("read", "write", "discard", "flush"):
         if f"{direction}_ios" not in after:  # kernels before 4.18 (discard) / 5.5 (flush)

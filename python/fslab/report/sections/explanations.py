@@ -55,7 +55,7 @@ TRACE_FACTS = (
     Fact("trace_read_sequential_fraction", "sequential reads", "fraction"),
     Fact("trace_write_amplification_ratio", "device bytes written per workload byte", "ratio"),
 )
-# Untraced runs: the device's own counters (/sys/block stat) over the workload.
+# Untraced runs: the device's own counters (/sys/class/block stat) over the workload.
 COUNTER_FACTS = (
     Fact("device_write_requests_count", "write requests", "count"),
     Fact("device_read_requests_count", "read requests", "count"),
