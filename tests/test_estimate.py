@@ -342,3 +342,31 @@ def test_the_t_quantile_is_scipy_stats():
     from fslab.noise import _t
 
     assert [_t(df) for df in range(1, 300)] == [float(stats.t.ppf(0.975, df)) for df in range(1, 300)]
+
+
+def test_the_plan_says_what_the_guest_jobs_would_take_under_kvm():
+    """Beside the estimate from the times seen here (TCG's, on a machine without KVM), the
+    guest jobs as assumed under KVM: built-in priors only (a boot's setup GUEST_SETUP_KVM, a
+    job in a shared boot the host's mkfs and mount, a run the host's overhead); host jobs as
+    in the main estimate; said in `fslab plan`'s output."""
+    from fslab.forecast import Forecast
+    from fslab.priors import GUEST_RUN_OVERHEAD, GUEST_SETUP_KVM, HOST_RUN_OVERHEAD, HOST_SETUP
+
+    stated = {"rw": "read", "size": 1 << 20, "time_based": 1, "runtime": 30}
+    host, guest = cell("other-host-cell", "host", stated), cell("g", "guest", stated)
+    model = TimeModel(mixed_history())  # setups seen here: 2 s on the host, a guest's boot 40 s
+    jobs = jobs_of(host, guest, runs_each=3)  # a job a run: the guest's 3 share one boot
+    tcg, kvm = model.estimate(jobs), model.estimate(jobs, kvm=True)
+    host_part = 3 * (2 + 30 + HOST_RUN_OVERHEAD.mean)  # the same in both
+    assert tcg.seconds == pytest.approx(host_part + 40 + 2 * GUEST_SETUP_IN_BOOT.mean
+                                        + 3 * (30 + GUEST_RUN_OVERHEAD.mean), abs=1)
+    # the boot seen here (TCG's) is not taken for KVM's
+    assert kvm.seconds == pytest.approx(host_part + GUEST_SETUP_KVM.mean + 2 * HOST_SETUP["ext4"].mean
+                                        + 3 * (30 + HOST_RUN_OVERHEAD.mean), abs=1)
+    assert kvm.high == pytest.approx(3 * (2 + 30 + HOST_RUN_OVERHEAD.high) + GUEST_SETUP_KVM.high
+                                     + 2 * HOST_SETUP["ext4"].high + 3 * (30 + HOST_RUN_OVERHEAD.high), abs=1)
+    forecast = Forecast(6, 6, tcg, tcg, 0.05, time_kvm=kvm, fixed_n=3)
+    (line,) = [x for x in forecast.lines() if "with KVM for its guest jobs" in x]
+    assert kvm.short() in line and f"{GUEST_SETUP_KVM.low:g}–{GUEST_SETUP_KVM.high:g} s" in line
+    assert "not measured" in line
+    assert forecast.to_json()["time_with_kvm"]["seconds"] == kvm.seconds

@@ -263,17 +263,21 @@ class TimeModel:
                                       if cell.workload_kind in WORKLOADS else None)
         return self._layouts[cell.id]
 
-    def run_estimate(self, cell: Cell, reused_layout: bool = False) -> tuple[str, float, float, float] | None:
+    def run_estimate(self, cell: Cell, reused_layout: bool = False,
+                     kvm: bool = False) -> tuple[str, float, float, float] | None:
         """(basis, mean, low, high) of one run of ``cell``; None when nothing says.
-        ``reused_layout``: the run uses files an earlier run of its job laid out."""
-        for key in (("cell", cell.id), ("workload", cell.workload_kind, self._key_of(cell), cell.backend)):
+        ``reused_layout``: the run uses files an earlier run of its job laid out; ``kvm``:
+        a guest run as assumed under KVM (built-in priors: the times seen here may be TCG's)."""
+        keys = () if kvm and cell.backend == "guest" else (
+            ("cell", cell.id), ("workload", cell.workload_kind, self._key_of(cell), cell.backend))
+        for key in keys:
             seen = self._runs.get(key)
             if seen is not None and seen.values:
                 return ("study" if seen.study else "history", *seen.stats())
         declared = self._declared_s(cell)
         if declared is None:
             return None
-        overhead = run_overhead_prior(cell.backend, cell.workload_kind, reused_layout)
+        overhead = run_overhead_prior(cell.backend, cell.workload_kind, reused_layout, kvm)
         if overhead is None:
             return ("declared", declared, declared, declared)
         return ("prior", declared + overhead.mean, declared + overhead.low, declared + overhead.high)
@@ -285,7 +289,7 @@ class TimeModel:
                 return seen.stats()
         return None
 
-    def estimate_by_pass(self, jobs: Sequence[Job]) -> TimeEstimate:
+    def estimate_by_pass(self, jobs: Sequence[Job], kvm: bool = False) -> TimeEstimate:
         """The time of an auto study's ``jobs``: pass after pass, each a batch of its own
         (fslab.runner._run_passes), so a job is set up and a guest kept for consecutive
         jobs is booted again in each pass."""
@@ -293,11 +297,12 @@ class TimeModel:
         for index in sorted({run.repetition for job in jobs for run in job.runs}):
             in_pass = functools.partial(_in_pass, index)
             total = total.add(self.estimate([job.with_runs(runs, job.resumed_without) for job in jobs
-                                             if (runs := tuple(filter(in_pass, job.runs)))]))
+                                             if (runs := tuple(filter(in_pass, job.runs)))], kvm=kvm))
         return total
 
-    def estimate(self, jobs: Sequence[Job], started: frozenset[str] = frozenset()) -> TimeEstimate:
-        """The time ``jobs`` will take; a job whose id is in ``started`` is set up already."""
+    def estimate(self, jobs: Sequence[Job], started: frozenset[str] = frozenset(), kvm: bool = False) -> TimeEstimate:
+        """The time ``jobs`` will take; a job whose id is in ``started`` is set up already.
+        ``kvm``: the guest jobs as assumed under KVM (built-in priors only)."""
         out = TimeEstimate()
         previous_guest: tuple[str, int, str] | None = None  # the guest the last guest job ran in
         for job in jobs:
@@ -309,9 +314,10 @@ class TimeModel:
                 boots = job.backend == "guest" and not in_boot
                 out.guest_boots += boots
                 out.guest_in_boot += in_boot
-                setup = self.setup_estimate(kind, job.cell.fs_type)
+                assumed = kvm and job.backend == "guest"
+                setup = None if assumed else self.setup_estimate(kind, job.cell.fs_type)
                 if setup is None:  # nothing timed here: the built-in prior (fslab.priors), said so
-                    prior = setup_prior(kind, job.cell.fs_type, job.settings.device.get("kind"))
+                    prior = setup_prior(kind, job.cell.fs_type, job.settings.device.get("kind"), assumed)
                     out.guest_boots_untimed += boots
                     out.guest_in_boot_untimed += in_boot
                     if prior is None:
@@ -327,7 +333,7 @@ class TimeModel:
                 out.runs += 1
                 key = self._layout_key(run.cell) if job.settings.reuse_layout else None
                 reused = key is not None and key in laid_out
-                known = self.run_estimate(run.cell, reused_layout=reused)
+                known = self.run_estimate(run.cell, reused_layout=reused, kvm=kvm)
                 if key is not None:
                     laid_out.add(key)
                 if known is None:

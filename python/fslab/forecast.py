@@ -15,7 +15,7 @@ from .estimate import TimeEstimate, TimeModel
 from .jobdata.model import Job, Run
 from .noise import NoiseSeen, half_width_at, noise_seen, runs_for_precision
 from .plan import Plan
-from .priors import TYPICAL_CV, TYPICAL_CV_SOURCE
+from .priors import GUEST_SETUP_KVM, TYPICAL_CV, TYPICAL_CV_SOURCE
 from .spec import AUTO_PRECISION
 from .stored import HistoryRun
 
@@ -43,6 +43,9 @@ class Forecast:
     fixed_n: int | None = None  # a fixed study's runs per cell
     history_source: str = ""  # where the history came from, or why there is none
     runs_max_per_cell: int = 0  # an auto study's max_repetitions
+    # The same study with its guest jobs as assumed under KVM (built-in priors only), where
+    # it has guest jobs: the times above rest on those seen here or on TCG's priors.
+    time_kvm: TimeEstimate | None = None
 
     def lines(self) -> list[str]:
         out: list[str] = []
@@ -58,6 +61,12 @@ class Forecast:
             most = self.time_max.short().removeprefix("at least ")  # "at most at least" reads as nonsense
             out.append(f"  at most {most}, every cell max_repetitions times"
                        + ("" if self.time_max.complete else " (setup and untimed runs not included)"))
+        if self.time_kvm is not None:
+            out.append(f"  with KVM for its guest jobs: {self.time_kvm.short()}"
+                       + ("" if self.runs_min == self.runs_max else ", every cell max_repetitions times")
+                       + f", assuming a guest job's setup at {GUEST_SETUP_KVM.low:g}–{GUEST_SETUP_KVM.high:g} s "
+                       "and a guest run's overhead at a host run's (not measured: fslab's development machines "
+                       "have had no usable KVM; fslab uses KVM where /dev/kvm boots a stock kernel)")
         for seen in self.noise:
             line = seen.text(self.precision)
             if self.fixed_n is not None:
@@ -93,6 +102,7 @@ class Forecast:
 
         return {"runs_min": self.runs_min, "runs_max": self.runs_max, "runs_likely": self.runs_likely,
                 "time_min": est(self.time_min), "time_likely": est(self.time_likely), "time_max": est(self.time_max),
+                "time_with_kvm": est(self.time_kvm),
                 "noise": [{"workload_kind": n.workload_kind, "backend": n.backend, "host": n.host, "cv": n.cv,
                            "cells": n.cells, "runs": n.runs, "runs_needed": n.runs_needed(self.precision)}
                           for n in self.noise],
@@ -108,15 +118,18 @@ def forecast(plan: Plan, history: Sequence[HistoryRun], host: str, history_sourc
     kinds = list(dict.fromkeys((c.workload_kind, c.backend) for c in plan.cells))
     noise = [seen[k] for k in kinds if k in seen]
     unseen = [k for k in kinds if k not in seen]
+    guests = any(job.backend == "guest" for job in plan.jobs)
     if plan.auto is None:
         everything = model.estimate(plan.jobs)
         return Forecast(len(plan.runs), len(plan.runs), everything, everything, precision, noise, unseen,
-                        fixed_n=plan.repetitions, history_source=history_source)
+                        fixed_n=plan.repetitions, history_source=history_source,
+                        time_kvm=model.estimate(plan.jobs, kvm=True) if guests else None)
     rule = plan.auto
     first = _only(plan.jobs, lambda r: r.repetition < rule.min_n)
     out = Forecast(sum(len(j.runs) for j in first), len(plan.runs), model.estimate_by_pass(first),
                    model.estimate_by_pass(plan.jobs), precision, noise, unseen, history_source=history_source,
-                   runs_max_per_cell=rule.max_n)
+                   runs_max_per_cell=rule.max_n,
+                   time_kvm=model.estimate_by_pass(plan.jobs, kvm=True) if guests else None)
     if not unseen:
         likely: dict[str, int] = {}
         for cell in plan.cells:
