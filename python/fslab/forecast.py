@@ -61,7 +61,7 @@ class Forecast:
             most = self.time_max.short().removeprefix("at least ")  # "at most at least" reads as nonsense
             out.append(f"  at most {most}, every cell max_repetitions times"
                        + ("" if self.time_max.complete else " (setup and untimed runs not included)"))
-        if self.time_kvm is not None:
+        if self.time_kvm is not None and self.time_kvm.unknown < self.time_kvm.runs:  # else nothing to say
             out.append(f"  with KVM for its guest jobs: {self.time_kvm.short()}"
                        + ("" if self.runs_min == self.runs_max else ", every cell max_repetitions times")
                        + f", assuming a guest job's setup at {GUEST_SETUP_KVM.low:g}–{GUEST_SETUP_KVM.high:g} s "
