@@ -93,7 +93,7 @@ def register(app: typer.Typer) -> None:
             dev = handle_for(device)
         except (OSError, ValueError) as exc:
             raise SpecError(f"{device}: {exc}", field="--device") from None
-        why = untraceable_partition(device)
+        why = untraceable_partition(dev)
         if why:
             raise SpecError(f"{why}: trace /dev/{whole_disk_of(dev.sysfs_name)} (with its other partitions' I/O)",
                             field="--device")

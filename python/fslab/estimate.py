@@ -35,6 +35,7 @@ from .priors import (
     GUEST_RUN_OVERHEAD_REUSED,
     GUEST_SETUP,
     GUEST_SETUP_IN_BOOT,
+    GUEST_SETUP_KVM,
     HOST_RUN_OVERHEAD,
     HOST_RUN_OVERHEAD_REUSED,
     run_overhead_prior,
@@ -51,10 +52,9 @@ if TYPE_CHECKING:
 # resumed later (a guest under TCG that ages its image takes minutes; not half an hour).
 MAX_SETUP_S = 1800.0
 # A guest job's boot when no guest run has been timed here: without KVM (TCG) the built-in
-# prior (fslab.priors.GUEST_SETUP); with KVM 2–6 s, the host's own import time plus a boot at
-# native speed: an assumption, since the development machine has no KVM to measure with.
+# prior (fslab.priors.GUEST_SETUP); with KVM the assumed one (fslab.priors.GUEST_SETUP_KVM).
 UNTIMED_BOOT_S = (GUEST_SETUP.low, GUEST_SETUP.high)
-UNTIMED_BOOT_KVM_S = (2, 6)
+UNTIMED_BOOT_KVM_S = (GUEST_SETUP_KVM.low, GUEST_SETUP_KVM.high)
 
 
 class _Seen:
@@ -170,7 +170,7 @@ class TimeEstimate:
             (low, high), (kvm_low, kvm_high) = UNTIMED_BOOT_S, UNTIMED_BOOT_KVM_S
             parts.append(f"{n} guest boot{'s' * (n != 1)} not timed here yet, included at {low:g}–{high:g} s each "
                          f"without KVM (TCG: {duration_text(n * low)}–{duration_text(n * high)}; a built-in prior); "
-                         f"with KVM (used where /dev/kvm boots a stock kernel) {kvm_low}–{kvm_high} s each")
+                         f"with KVM (used where /dev/kvm boots a stock kernel) {kvm_low:g}–{kvm_high:g} s each")
         if self.guest_in_boot:
             n = self.guest_in_boot
             parts.append(f"{n} guest job{'s' * (n != 1)} in the guest of the job before {'them' if n != 1 else 'it'} "

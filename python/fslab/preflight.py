@@ -159,7 +159,7 @@ def disk_problems(plan: Plan) -> list[str]:
 def _partition_trace_problems(plan: Plan) -> list[str]:
     """A traced study cannot trace a partition of the user's on the host (in a guest the
     partition is handed over as a whole disk of its own, and traced there)."""
-    from .devices import untraceable_partition
+    from .devices import handle_for, untraceable_partition
 
     trace, _ = _settings(plan)
     if not trace:
@@ -171,9 +171,9 @@ def _partition_trace_problems(plan: Plan) -> list[str]:
             continue
         for path in kind.user_disks(kind.parse(device)):
             try:
-                why = untraceable_partition(os.path.realpath(path))
-            except OSError:
-                continue  # a missing disk is disk_problems' and the device's own refusal
+                why = untraceable_partition(handle_for(os.path.realpath(path)))
+            except (OSError, ValueError):
+                continue  # missing, or not a block device: disk_problems' and the device's own refusal
             if why:
                 problems.append(f"study.trace: {why}; name the whole disk as the device, or set "
                                 "study.trace = false")

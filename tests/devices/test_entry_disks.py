@@ -10,10 +10,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import stat
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -25,6 +23,7 @@ from fslab.errors import DeviceRefused, SpecError
 from fslab.plan import make_plan
 from fslab.preflight import check_plan, device_identity
 from fslab.study import load_spec
+from partitions import partitioned_loop
 
 WORKLOAD = '[[workloads]]\nkind = "fio"\nname = "w"\nrw = "randwrite"\nbs = "4k"\nsize = "8M"\ndirect = 1\n'
 
@@ -76,27 +75,10 @@ def test_a_disk_belongs_to_one_device_and_the_error_names_both_fields(tmp_path: 
 
 
 def test_a_disk_and_its_partition_are_one_disk(device_support, tmp_path: Path) -> None:
-    image = tmp_path / "disk.img"
-    image.write_bytes(b"")
-    os.truncate(image, 64 << 20)
-    run_command(["sfdisk", "--quiet", str(image)], input_text="label: gpt\n,16MiB\n")
-    loop = run_command(["losetup", "--find", "--show", "--partscan", str(image)]).stdout.strip()
-    try:
-        sysfs = Path(f"/sys/class/block/{Path(loop).name}p1/dev")
-        if not sysfs.exists():
-            run_command(["partx", "--add", loop], check=False)
-        for _ in range(50):  # the kernel scans the table shortly after attaching
-            if sysfs.exists():
-                break
-            time.sleep(0.1)
-        major, minor = (int(x) for x in sysfs.read_text().split(":"))
-        part = str(tmp_path / "part1")  # without udev no node is made for us
-        os.mknod(part, 0o600 | stat.S_IFBLK, os.makedev(major, minor))
+    with partitioned_loop(tmp_path, "label: gpt\n,16MiB\n", 64 << 20) as (loop, part):
         study = study_file(tmp_path, block("whole", loop) + block("part", part))
         with pytest.raises(SpecError, match=f"{part}\\) name a disk and one of its partitions"):
             load_spec(str(study))
-    finally:
-        run_command(["losetup", "-d", loop])
 
 
 @pytest.fixture

@@ -5,11 +5,9 @@ import contextlib
 import json
 import os
 import shutil
-import stat
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,6 +20,7 @@ from fslab.devices.image import fslab_loop_devices
 from fslab.devices.image import provision as provision_image
 from fslab.devices.sections import BlockSection, ImageSection
 from fslab.errors import DeviceRefused, FslabError
+from partitions import partitioned_loop
 
 
 def preflight(section: BlockSection, allowed: frozenset[str]) -> dict[str, str]:
@@ -174,32 +173,14 @@ def test_loop_device_of_a_deleted_image_is_still_found(device_support, tmp_path)
 
 
 def test_partition_table_refused_and_empty_partition_accepted(device_support, tmp_path):
-    image = tmp_path / "disk.img"
-    image.write_bytes(b"")
-    os.truncate(image, 128 << 20)
-    run_command(["sfdisk", "--quiet", str(image)], input_text="label: gpt\n,64MiB\n")
-    loop = run_command(["losetup", "--find", "--show", "--partscan", str(image)]).stdout.strip()
-    try:
+    with partitioned_loop(tmp_path, "label: gpt\n,64MiB\n", 128 << 20) as (loop, part):
         with pytest.raises(DeviceRefused, match="gpt"):
             preflight(block(loop), frozenset({loop}))
-        sysfs = Path(f"/sys/class/block/{Path(loop).name}p1/dev")
-        if not sysfs.exists():
-            run_command(["partx", "--add", loop], check=False)
-        for _ in range(50):  # the kernel scans the table shortly after attaching
-            if sysfs.exists():
-                break
-            time.sleep(0.1)
-        # Without udev (containers) the node is not made for us: make one in tmp_path.
-        major, minor = (int(x) for x in sysfs.read_text().split(":"))
-        part = str(tmp_path / "part1")
-        os.mknod(part, 0o600 | stat.S_IFBLK, os.makedev(major, minor))
         # A fresh partition carries only its partition-table entry: no data, accepted.
         preflight(block(part), frozenset({part}))
         run_command(["mkfs.ext4", "-q", "-F", part])
         with pytest.raises(DeviceRefused, match="ext4"):
             preflight(block(part), frozenset({part}))
-    finally:
-        run_command(["losetup", "-d", loop])
 
 
 def test_root_disk_is_refused_before_any_confirmation_is_asked():
@@ -219,28 +200,9 @@ def test_root_disk_is_refused_before_any_confirmation_is_asked():
     assert "--destroy-data-on" not in str(missing.value)
 
 
-@contextlib.contextmanager
-def _partition_of_a_loop_device(tmp_path: Path) -> Iterator[tuple[str, str]]:
+def _partition_of_a_loop_device(tmp_path: Path) -> contextlib.AbstractContextManager[tuple[str, str]]:
     """(the loop device, a node of its first partition), an MBR disk of one 200 MiB partition."""
-    image = tmp_path / "disk.img"
-    image.write_bytes(b"")
-    os.truncate(image, 256 << 20)
-    run_command(["sfdisk", "--quiet", str(image)], input_text="label: dos\n,200MiB\n")
-    loop = run_command(["losetup", "--find", "--show", "--partscan", str(image)]).stdout.strip()
-    try:
-        sysfs = Path(f"/sys/class/block/{Path(loop).name}p1/dev")
-        if not sysfs.exists():
-            run_command(["partx", "--add", loop], check=False)
-        for _ in range(50):  # the kernel scans the table shortly after attaching
-            if sysfs.exists():
-                break
-            time.sleep(0.1)
-        major, minor = (int(x) for x in sysfs.read_text().split(":"))
-        part = str(tmp_path / "part1")  # without udev no node is made for us
-        os.mknod(part, 0o600 | stat.S_IFBLK, os.makedev(major, minor))
-        yield loop, part
-    finally:
-        run_command(["losetup", "-d", loop])
+    return partitioned_loop(tmp_path, "label: dos\n,200MiB\n", 256 << 20)
 
 
 def _partition_study(tmp_path: Path, part: str, trace: bool) -> Path:

@@ -105,18 +105,14 @@ def whole_disk_of(sysfs_name: str) -> str | None:
     return real.parent.name if (real / "partition").exists() else None
 
 
-def untraceable_partition(path: str) -> str | None:
-    """Why the block layer's request events cannot be traced on ``path`` alone, or None:
+def untraceable_partition(handle: DeviceHandle) -> str | None:
+    """Why the block layer's request events cannot be traced on the device alone, or None:
     a partition's requests are made on its whole disk and carry the disk's device number."""
-    st = os.stat(path)
-    if not stat.S_ISBLK(st.st_mode):
-        return None
-    name = Path(f"/sys/dev/block/{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}").resolve().name
-    disk = whole_disk_of(name)
+    disk = whole_disk_of(handle.sysfs_name)
     if disk is None:
         return None
-    return (f"{path} is a partition of /dev/{disk}: the kernel makes its requests on the whole disk, "
-            f"whose events carry the disk's number, so a trace of {path} alone would hold none of them")
+    return (f"{handle.path} is a partition of /dev/{disk}: the kernel makes its requests on the whole disk, "
+            f"whose events carry the disk's number, so a trace of {handle.path} alone would hold none of them")
 
 
 def queue_facts(sysfs_name: str) -> dict[str, Any]:

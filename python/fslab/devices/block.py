@@ -3,11 +3,11 @@ is mounted, holds the root file system, is in use (held open exclusively, or has
 such as md or dm) or carries a file-system or partition-table signature. A file system
 only a guest has gets the disk whole, as a raw virtio disk (checked the same way on the
 host right before the guest starts; the guest is given no other host disk). A partition
-is counted on its own (its counters in /sys/class/block, but for flushes, which the kernel
-counts on the whole disk only: a partition's runs have no flush count; kernel I/O errors
-are taken from the disk's log lines too, its other partitions' included); on the host it cannot be traced
-alone, since the kernel makes its requests on its whole disk under the disk's number, so
-a traced study refuses it before anything is made and asks for the whole disk."""
+is counted on its own (its counters in /sys/class/block), but for what the kernel keeps
+on its whole disk: its runs have no flush count, and the disk's I/O error lines count as
+its own (its other partitions' included). On the host it cannot be traced alone, since
+the kernel makes its requests on its whole disk under the disk's number, so a traced
+study refuses it before anything is made and asks for the whole disk."""
 
 from __future__ import annotations
 
@@ -34,6 +34,7 @@ from . import (
     handle_for,
     queue_facts,
     register_device_kind,
+    whole_disk_of,
 )
 
 if TYPE_CHECKING:
@@ -50,11 +51,8 @@ def _whole_disk_and_partitions(sysfs_name: str) -> list[str]:
 
 def _parents(sysfs_name: str) -> list[str]:
     """The device itself plus the whole disk it is a partition of."""
-    real = Path(f"/sys/class/block/{sysfs_name}").resolve()
-    names = [sysfs_name]
-    if (real / "partition").exists():
-        names.append(real.parent.name)
-    return names
+    disk = whole_disk_of(sysfs_name)
+    return [sysfs_name] if disk is None else [sysfs_name, disk]
 
 
 def _root_device_names() -> set[str]:
