@@ -134,6 +134,25 @@ def test_no_history_falls_back_to_stated_runtimes_and_built_in_priors_and_says_w
     assert "1 runs with nothing to go by" in text
 
 
+def test_the_text_names_only_the_overhead_priors_it_used():
+    """A host-only estimate says nothing of a guest's run overhead, a guest-only one nothing
+    of the host's; a study with both names both."""
+    from fslab.priors import GUEST_RUN_OVERHEAD, HOST_RUN_OVERHEAD
+
+    params = {"rw": "read", "size": 1 << 20, "time_based": 1, "runtime": 5}
+    host_text = f"{HOST_RUN_OVERHEAD.low:g}–{HOST_RUN_OVERHEAD.high:g} s on the host"
+    guest_text = f"{GUEST_RUN_OVERHEAD.low:g}–{GUEST_RUN_OVERHEAD.high:g} s in a TCG guest"
+    for backends, named in ((("host",), {host_text}), (("guest",), {guest_text}),
+                            (("host", "guest"), {host_text, guest_text})):
+        cells = [cell(f"c-{b}", b, params) for b in backends]
+        estimate = TimeModel().estimate(jobs_of(*cells))
+        assert estimate.from_prior == len(backends) and estimate.prior_in_guest == ("guest" in backends)
+        text = estimate.text()
+        for phrase in (host_text, guest_text):
+            assert (phrase in text) == (phrase in named), (backends, text)
+        assert "in a guest" not in text  # no reused-layout prior: no run reused a layout
+
+
 def test_priors_only_where_they_were_measured():
     """A fake device or another workload than fio: no prior is assumed, the estimate says
     what it leaves out and stays a lower bound."""

@@ -101,6 +101,8 @@ class TimeEstimate:
     from_declared: int = 0  # only the workload's stated runtime: layout not included (a guest's)
     from_prior: int = 0  # the stated runtime plus the built-in prior of a host run's overhead
     reused_layouts: int = 0  # of from_prior: runs on files an earlier run laid out (reuse_layout)
+    prior_in_guest: int = 0  # of from_prior: guest runs (the text names only the priors it used)
+    reused_in_guest: int = 0  # of reused_layouts: guest runs
     unknown: int = 0  # no basis at all: not in ``seconds``
     jobs: int = 0
     setups_unknown: int = 0  # jobs whose setup was never timed and has no prior: not in ``seconds``
@@ -152,13 +154,7 @@ class TimeEstimate:
             basis.append(f"{self.from_history} like ones timed in earlier studies here")
         if self.from_prior:
             basis.append(f"{self.from_prior} from their stated runtime plus what a run adds for layout and start "
-                         f"({HOST_RUN_OVERHEAD.low:g}–{HOST_RUN_OVERHEAD.high:g} s on the host, "
-                         f"{GUEST_RUN_OVERHEAD.low:g}–{GUEST_RUN_OVERHEAD.high:g} s in a TCG guest; "
-                         + (f"{self.reused_layouts} on files an earlier run of their pass laid out: "
-                            f"{HOST_RUN_OVERHEAD_REUSED.low:g}–{HOST_RUN_OVERHEAD_REUSED.high:g} s on the host, "
-                            f"{GUEST_RUN_OVERHEAD_REUSED.low:g}–{GUEST_RUN_OVERHEAD_REUSED.high:g} s in a guest; "
-                            if self.reused_layouts else "")
-                         + "built-in priors measured on fslab's development machine)")
+                         f"({self._overhead_priors_text()}; built-in priors measured on fslab's development machine)")
         if self.from_declared:
             basis.append(f"{self.from_declared} from their stated runtime only (file layout not included)")
         parts = [head + ": " + ", ".join(basis)]
@@ -187,6 +183,24 @@ class TimeEstimate:
         if self.unknown:
             parts.append(f"{self.unknown} runs with nothing to go by (they end when their work is done), not counted")
         return "; ".join(parts)
+
+    def _overhead_priors_text(self) -> str:
+        """The run-overhead priors the estimate used: the host's, the guest's, or both."""
+        host, guest = self.from_prior - self.prior_in_guest, self.prior_in_guest
+        host_reused, guest_reused = self.reused_layouts - self.reused_in_guest, self.reused_in_guest
+        parts = []
+        if host:
+            parts.append(f"{HOST_RUN_OVERHEAD.low:g}–{HOST_RUN_OVERHEAD.high:g} s on the host")
+        if guest:
+            parts.append(f"{GUEST_RUN_OVERHEAD.low:g}–{GUEST_RUN_OVERHEAD.high:g} s in a TCG guest")
+        if host_reused or guest_reused:
+            reused = []
+            if host_reused:
+                reused.append(f"{HOST_RUN_OVERHEAD_REUSED.low:g}–{HOST_RUN_OVERHEAD_REUSED.high:g} s on the host")
+            if guest_reused:
+                reused.append(f"{GUEST_RUN_OVERHEAD_REUSED.low:g}–{GUEST_RUN_OVERHEAD_REUSED.high:g} s in a guest")
+            parts.append(f"{self.reused_layouts} on files an earlier run of their pass laid out: " + ", ".join(reused))
+        return ", ".join(parts)
 
 
 def duration_text(seconds: float) -> str:
@@ -348,6 +362,9 @@ class TimeModel:
                 elif basis == "prior":
                     out.from_prior += 1
                     out.reused_layouts += reused
+                    in_guest = run.cell.backend == "guest" and not kvm  # (under KVM: the host's priors)
+                    out.prior_in_guest += in_guest
+                    out.reused_in_guest += reused and in_guest
                 else:
                     out.from_declared += 1
         return out
