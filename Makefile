@@ -78,7 +78,7 @@ test:
 # workers 310 s; its CPU 390 s either way). `FAST_WORKERS=0`: serially.
 FAST_WORKERS ?= 6
 test-fast: setup
-	$(BIN)/pytest -q -n $(FAST_WORKERS) --dist loadfile -m "not guest"
+	$(BIN)/pytest -q -n $(FAST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not guest"
 
 bench: setup
 	$(BIN)/python -m bench

@@ -18,6 +18,26 @@ from fslab.devices.image import provision
 from fslab.devices.sections import ImageSection
 from fslab.filesystems import FILESYSTEMS, mkfs, mounted
 
+# The host tier's longest files, longest first (each file's tests summed, a `make
+# test-fast` on a 2-core machine, 2026-12-02). pytest-xdist's `--dist loadfile` hands out
+# files in collection order as workers free up; the longest ones came late alphabetically,
+# so a 190 s file started two minutes in and set the tier's end. Started first, they end
+# while the short files fill the other workers.
+LONGEST_FILES = (
+    "tests/test_runner.py", "tests/test_dask_executor.py", "tests/test_auto.py",
+    "tests/report/test_report_outputs.py", "tests/test_aging_study.py", "tests/report/test_compare_definitions.py",
+    "tests/report/test_report_model.py", "tests/test_jobs.py", "tests/test_dask_tls.py",
+    "tests/report/test_alloc_report.py", "tests/report/test_report_trace_plots.py", "tests/test_aging.py",
+    "tests/test_cli.py", "tests/test_quick.py", "tests/test_dask_no_worker.py", "tests/test_matrix.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Put the longest files first, the rest in their order (a stable sort): only the
+    order in which workers take files changes, never a file's own order."""
+    rank = {name: i for i, name in enumerate(LONGEST_FILES)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
+
 
 def _device_support_missing() -> str | None:
     if os.geteuid() != 0:

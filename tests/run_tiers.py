@@ -198,7 +198,7 @@ def make_tiers(argv: Sequence[str] | None = None) -> list[Tier]:
                              "guest tier: the host tier ends first, and its core would idle")
     args = parser.parse_args(argv)
     pytest = [sys.executable, "-m", "pytest", "-q"]
-    host = pytest + ["-n", args.workers, "--dist", "loadfile", "-m", "not guest"]
+    host = pytest + ["-n", args.workers, "--dist", "loadfile", "--no-loadscope-reorder", "-m", "not guest"]
     if args.first:
         # The guest tier is the longer one: what must run anyway runs beside it, not before.
         host = ["sh", "-c", " && ".join([*args.first, "exec " + shlex.join(host)])]

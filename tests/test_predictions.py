@@ -192,6 +192,10 @@ ioengine = "psync"
 """
 
 
+ATTEMPTS = 8
+OWN_END_REQUESTS = 16  # the end's syncfs: 8 seen, twice that allowed
+
+
 @pytest.mark.device
 def test_a_fio_jobs_predicted_iops_is_the_synthetic_stream_of_its_pattern(device_support, tmp_path: Path) -> None:
     """4 KiB random direct writes at queue depth 1 into a laid-out file: ext4 issues the
@@ -203,19 +207,31 @@ def test_a_fio_jobs_predicted_iops_is_the_synthetic_stream_of_its_pattern(device
 
     study = tmp_path / "s.toml"
     study.write_text(SYNTHETIC_STUDY.format(images=tmp_path / "images"))
-    outcome = run_study(str(study), results_dir=tmp_path / "results")
-    assert outcome.runs_failed == 0
-    with Store(tmp_path / "results") as store:
-        [run] = store.runs(outcome.study_id)
-    m = run["metrics"]
+    synthetic = simulate_synthetic("rw=randwrite,bs=4k,count=2048,span=32MiB,seed=1", "sata-mlc-ssd", qd=1)
+    # A sync(2) or a drop of the caches anywhere on the machine while the run lasts (other
+    # tests do both, several at a time under pytest-xdist) writes this file system's dirtied
+    # inode back and makes ext4 read evicted metadata again: 40-50 requests more in the trace,
+    # costly ones on the model (0.92-0.935 of the pattern's rate, seen on a busy 2-core
+    # machine). Such a run says nothing of the prediction, so it is run again (a new study),
+    # up to ATTEMPTS times; an undisturbed trace holds the 2,048 writes and the end's few.
+    attempts = 0
+    while True:
+        attempts += 1
+        outcome = run_study(str(study), results_dir=tmp_path / "results")
+        assert outcome.runs_failed == 0
+        with Store(tmp_path / "results") as store:
+            [run] = store.runs(outcome.study_id)
+        m = run["metrics"]
+        requests = m["pred_sata-mlc-ssd_device_requests_count"]["value"]
+        if requests <= 2048 + OWN_END_REQUESTS or attempts == ATTEMPTS:
+            break
     assert m["write_io_bytes"]["value"] == 8 << 20  # 2,048 writes of 4 KiB
     assert run["provenance"]["predictions"]["qd"] == 1, run["provenance"]["predictions"]
-    synthetic = simulate_synthetic("rw=randwrite,bs=4k,count=2048,span=32MiB,seed=1", "sata-mlc-ssd", qd=1)
     predicted = m["pred_sata-mlc-ssd_write_iops"]["value"]
     # The end's syncfs writes back the inode and a few metadata blocks (8 requests of 2,056,
     # one of 64 KiB): the workload's predicted rate sits a little below the bare pattern's.
     assert 0.94 * synthetic["iops"] <= predicted <= 1.02 * synthetic["iops"], (
-        predicted, synthetic["iops"], m["pred_sata-mlc-ssd_device_requests_count"]["value"])
+        predicted, synthetic["iops"], requests, f"attempt {attempts} of {ATTEMPTS}")
     # The device's figure is the model's requests: as many as the workload's I/Os here.
     assert m["pred_sata-mlc-ssd_device_requests_count"]["value"] == pytest.approx(2048, rel=0.03)
 

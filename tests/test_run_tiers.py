@@ -155,7 +155,8 @@ def test_main_runs_the_host_tier_on_workers_and_the_guest_tier_alone(monkeypatch
     assert subprocess.run(with_first.command[:2] + [with_first.command[2].replace("make lint", "true")]).returncode == 4
     assert with_first.command[2].startswith("make lint && exit 4 && exec ")
     assert guest.command[-2:] == ["-m", "guest"] and guest.log == tmp_path / "g.log"
-    assert host.command[-4:] == ["--dist", "loadfile", "-m", "not guest"] and "-n" in host.command
+    assert host.command[-5:] == ["--dist", "loadfile", "--no-loadscope-reorder", "-m", "not guest"]
+    assert "-n" in host.command
     assert serial_host.command[serial_host.command.index("-n") + 1] == "0" and serial_host.log is None
     assert os.path.basename(host.command[0]).startswith("python")
 
