@@ -20,9 +20,10 @@ from fslab.filesystems import FILESYSTEMS, mkfs, mounted
 
 # The host tier's longest files, longest first (each file's tests summed, a `make
 # test-fast` on a 2-core machine, 2026-12-02). pytest-xdist's `--dist loadfile` hands out
-# files in collection order as workers free up; the longest ones came late alphabetically,
-# so a 190 s file started two minutes in and set the tier's end. Started first, they end
-# while the short files fill the other workers.
+# files as workers free up, by default those with the most tests first, which started a
+# 190 s file of few tests two minutes in and set the tier's end; with
+# `--no-loadscope-reorder` (Makefile, tests/run_tiers.py) it keeps the collection order,
+# which the hook below makes longest first, so they end while short files fill the others.
 LONGEST_FILES = (
     "tests/test_runner.py", "tests/test_dask_executor.py", "tests/test_auto.py",
     "tests/report/test_report_outputs.py", "tests/test_aging_study.py", "tests/report/test_compare_definitions.py",
