@@ -51,10 +51,6 @@ if TYPE_CHECKING:
 # A gap longer than this before a job's first run is not setup: the study was stopped and
 # resumed later (a guest under TCG that ages its image takes minutes; not half an hour).
 MAX_SETUP_S = 1800.0
-# A guest job's boot when no guest run has been timed here: without KVM (TCG) the built-in
-# prior (fslab.priors.GUEST_SETUP); with KVM the assumed one (fslab.priors.GUEST_SETUP_KVM).
-UNTIMED_BOOT_S = (GUEST_SETUP.low, GUEST_SETUP.high)
-UNTIMED_BOOT_KVM_S = (GUEST_SETUP_KVM.low, GUEST_SETUP_KVM.high)
 
 
 class _Seen:
@@ -163,15 +159,16 @@ class TimeEstimate:
             parts.append(f"{timed_boots} guest boot{'s' * (timed_boots != 1)} included, as timed here")
         if self.guest_boots_untimed:
             n = self.guest_boots_untimed
-            (low, high), (kvm_low, kvm_high) = UNTIMED_BOOT_S, UNTIMED_BOOT_KVM_S
-            parts.append(f"{n} guest boot{'s' * (n != 1)} not timed here yet, included at {low:g}–{high:g} s each "
-                         f"without KVM (TCG: {duration_text(n * low)}–{duration_text(n * high)}; a built-in prior); "
-                         f"with KVM (used where /dev/kvm boots a stock kernel) {kvm_low:g}–{kvm_high:g} s each")
+            # Without KVM (TCG) the built-in prior; with KVM the assumed one (fslab.priors).
+            parts.append(f"{n} guest boot{'s' * (n != 1)} not timed here yet, included at {GUEST_SETUP.range_text()} "
+                         f"each without KVM (TCG: {duration_text(n * GUEST_SETUP.low)}–"
+                         f"{duration_text(n * GUEST_SETUP.high)}; a built-in prior); with KVM (used where /dev/kvm "
+                         f"boots a stock kernel) {GUEST_SETUP_KVM.range_text()} each")
         if self.guest_in_boot:
             n = self.guest_in_boot
             parts.append(f"{n} guest job{'s' * (n != 1)} in the guest of the job before {'them' if n != 1 else 'it'} "
-                         "(no boot)" + (f", {self.guest_in_boot_untimed} set up at {GUEST_SETUP_IN_BOOT.low:g}–"
-                                        f"{GUEST_SETUP_IN_BOOT.high:g} s each (a built-in prior, TCG)"
+                         "(no boot)" + (f", {self.guest_in_boot_untimed} set up at "
+                                        f"{GUEST_SETUP_IN_BOOT.range_text()} each (a built-in prior, TCG)"
                                         if self.guest_in_boot_untimed else ""))
         setups = self.setups_prior - self.guest_boots_untimed - self.guest_in_boot_untimed
         if setups > 0:  # (guest boots always have a prior, so they are all among setups_prior)
@@ -186,19 +183,14 @@ class TimeEstimate:
 
     def _overhead_priors_text(self) -> str:
         """The run-overhead priors the estimate used: the host's, the guest's, or both."""
-        host, guest = self.from_prior - self.prior_in_guest, self.prior_in_guest
-        host_reused, guest_reused = self.reused_layouts - self.reused_in_guest, self.reused_in_guest
-        parts = []
-        if host:
-            parts.append(f"{HOST_RUN_OVERHEAD.low:g}–{HOST_RUN_OVERHEAD.high:g} s on the host")
-        if guest:
-            parts.append(f"{GUEST_RUN_OVERHEAD.low:g}–{GUEST_RUN_OVERHEAD.high:g} s in a TCG guest")
-        if host_reused or guest_reused:
-            reused = []
-            if host_reused:
-                reused.append(f"{HOST_RUN_OVERHEAD_REUSED.low:g}–{HOST_RUN_OVERHEAD_REUSED.high:g} s on the host")
-            if guest_reused:
-                reused.append(f"{GUEST_RUN_OVERHEAD_REUSED.low:g}–{GUEST_RUN_OVERHEAD_REUSED.high:g} s in a guest")
+        guest, guest_reused = self.prior_in_guest, self.reused_in_guest
+        host, host_reused = self.from_prior - guest, self.reused_layouts - guest_reused
+        parts = [text for count, text in ((host, f"{HOST_RUN_OVERHEAD.range_text()} on the host"),
+                                          (guest, f"{GUEST_RUN_OVERHEAD.range_text()} in a TCG guest")) if count]
+        reused = [text for count, text in ((host_reused, f"{HOST_RUN_OVERHEAD_REUSED.range_text()} on the host"),
+                                           (guest_reused, f"{GUEST_RUN_OVERHEAD_REUSED.range_text()} in a guest"))
+                  if count]
+        if reused:
             parts.append(f"{self.reused_layouts} on files an earlier run of their pass laid out: " + ", ".join(reused))
         return ", ".join(parts)
 

@@ -64,7 +64,7 @@ class Forecast:
         if self.time_kvm is not None and self.time_kvm.unknown < self.time_kvm.runs:  # else nothing to say
             out.append(f"  with KVM for its guest jobs: {self.time_kvm.short()}"
                        + ("" if self.runs_min == self.runs_max else ", every cell max_repetitions times")
-                       + f", assuming a guest job's setup at {GUEST_SETUP_KVM.low:g}–{GUEST_SETUP_KVM.high:g} s "
+                       + f", assuming a guest job's setup at {GUEST_SETUP_KVM.range_text()} "
                        "and a guest run's overhead at a host run's (not measured: fslab's development machines "
                        "have had no usable KVM; fslab uses KVM where /dev/kvm boots a stock kernel)")
         for seen in self.noise:

@@ -23,6 +23,10 @@ class Prior:
     def as_tuple(self) -> tuple[float, float, float]:
         return (self.mean, self.low, self.high)
 
+    def range_text(self) -> str:
+        """'1.2–3 s': the range, as the estimate's text says it."""
+        return f"{self.low:g}–{self.high:g} s"
+
 
 # A host job's setup — the gap from the previous run's end to the job's first run: the
 # previous job's teardown, the sparse image and loop device, mkfs, mount.
