@@ -61,11 +61,13 @@ SCRIPT = textwrap.dedent("""
         from fslab.trace.capture import TraceCapture
         from fslab.trace.formats import EV_ISSUE, EV_QUEUE, OP_WRITE
         handles = [handle_for(m) for m in members]
-        after = {}
         events = ("block_rq_issue", "block_rq_complete", "block_bio_queue")
+
+        def counters():  # the members' counters, read at idle moments (trace.capture)
+            return {f"{h.path}.{k}": v for h in handles for k, v in h.read_stat().items()}
+
         with TraceCapture([md.dev_t, *(h.dev_t for h in handles)], method="raw", events=events,
-                          on_stop=lambda: after.update({h.path: h.read_stat() for h in handles})) as cap:
-            before = {h.path: h.read_stat() for h in handles}
+                          counters=counters) as cap:
             subprocess.run(["dd", "if=/dev/zero", f"of={md.path}", "bs=1M", "count=8", "oflag=direct"],
                            check=True, capture_output=True)
         c = cap.trace.columns
@@ -75,8 +77,8 @@ SCRIPT = textwrap.dedent("""
             "md_bio_writes": int(((c["dev"] == md.dev_t) & (c["event"] == EV_QUEUE) & writes).sum()),
             "member_issue_writes": int(sum(((c["dev"] == h.dev_t) & (c["event"] == EV_ISSUE) & writes).sum()
                                            for h in handles)),
-            "member_stat_writes": sum(after[h.path]["write_ios"] - before[h.path]["write_ios"]
-                                      for h in handles),
+            "member_stat_writes": sum(cap.counters_after[f"{h.path}.write_ios"]
+                                      - cap.counters_before[f"{h.path}.write_ios"] for h in handles),
         }
 
     def md_of(path):  # what md itself says of the array

@@ -52,15 +52,13 @@ def test_trace_counts_equal_block_stat(tracing: Path, mounted_fs, fs: str, metho
     from fslab.trace.capture import TraceCapture
 
     with mounted_fs(fs) as (dev, mnt):
-        after: dict[str, int] = {}
-        with TraceCapture(dev.dev_t, method=method, on_stop=lambda: after.update(dev.read_stat())) as cap:
-            # Counters start once tracing is on (a probe of the new device may read it
-            # between mount and trace start; those reads are in neither window then).
-            before = dev.read_stat()
+        with TraceCapture(dev.dev_t, method=method, counters=dev.read_stat) as cap:
             _workload(mnt)
         assert _mine(tracing) == []
+    before, after = cap.counters_before, cap.counters_after
     trace = cap.trace
     assert trace is not None and trace.meta["capture_method"] == method
+    assert trace.meta["window"]["counters_exact"] is True
     assert trace.lost_events == 0 and trace.complete
     r = analyze(trace)
     for d in ("read", "write", "flush", "discard"):
@@ -73,6 +71,54 @@ def test_trace_counts_equal_block_stat(tracing: Path, mounted_fs, fs: str, metho
     out = tmp_path / "t.parquet"
     write_parquet(trace, out)
     assert analyze(load_trace(out))["requests"] == r["requests"]
+
+
+def test_counts_stay_equal_with_io_going_on_as_the_trace_starts_and_stops(tracing: Path, loop_device) -> None:
+    """Background writes every few milliseconds while twelve short captures start and stop:
+    each is cut at idle moments, so its counts equal the counters' difference every time
+    (reading the counters just after turning tracing on or off let a completion fall into
+    one count and not the other)."""
+    import time
+
+    from fslab.trace.capture import TraceCapture
+
+    with loop_device("64MiB") as dev:
+        fio = subprocess.Popen(["fio", "--name=bg", f"--filename={dev.path}", "--rw=randwrite", "--bs=4k",
+                                "--direct=1", "--rate_iops=300", "--size=32M", "--time_based", "--runtime=30",
+                                "--output=/dev/null"])
+        try:
+            time.sleep(0.3)
+            for _ in range(12):
+                with TraceCapture(dev.dev_t, counters=dev.read_stat) as cap:
+                    time.sleep(0.05)
+                window = cap.trace.meta["window"]
+                assert window["counters_exact"] is True
+                assert window["start_ns"] < window["stop_ns"]
+                r = analyze(cap.trace)
+                before, after = cap.counters_before, cap.counters_after
+                assert r["requests"]["write"] == after["write_ios"] - before["write_ios"] > 0
+                assert r["sectors"]["write"] == after["write_sectors"] - before["write_sectors"]
+                times = cap.trace.columns["time_ns"]
+                assert window["start_ns"] < int(times[0]) and int(times[-1]) < window["stop_ns"]
+        finally:
+            fio.kill()
+            fio.wait()
+
+
+def test_a_device_never_idle_is_cut_where_it_is_and_says_so() -> None:
+    import time
+
+    from fslab.trace.capture import idle_counters
+
+    busy = iter(range(10**6))
+    before = time.monotonic_ns()
+    counters, moment, idle = idle_counters(lambda: {"write_ios": next(busy), "in_flight": 1}, wait_s=0.05)
+    assert not idle and counters["in_flight"] == 1 and moment > before + 50_000_000
+    reads = iter([{"write_ios": 5, "in_flight": 2}, {"write_ios": 6, "in_flight": 0},
+                  {"write_ios": 7, "in_flight": 0}, {"write_ios": 7, "in_flight": 0},
+                  {"write_ios": 7, "in_flight": 0}])  # idle twice alike only at the last two
+    counters, moment, idle = idle_counters(lambda: next(reads), gap_s=0.001, wait_s=5)
+    assert idle and counters == {"write_ios": 7, "in_flight": 0}
 
 
 def test_instance_removed_on_error_and_interrupt(tracing: Path, loop_device) -> None:

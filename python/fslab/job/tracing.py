@@ -22,7 +22,9 @@ class RunTrace:
     """What the trace of one run produced (filled in when the workload ends)."""
 
     path: Path
-    stat_before: dict[str, int] = field(default_factory=dict)  # taken once tracing is on
+    # The device's counters at the trace's two cuts (idle moments: trace.capture), so the
+    # trace's counts equal their difference.
+    stat_before: dict[str, int] = field(default_factory=dict)
     stat_after: dict[str, int] = field(default_factory=dict)
     result: dict[str, Any] | None = None
     meta: dict[str, Any] = field(default_factory=dict)
@@ -63,7 +65,10 @@ class RunTrace:
                "events": self.meta.get("events_total", self.result["events"]),
                "method": self.meta.get("capture_method"), "reader": self.meta.get("reader"),
                # How it was stamped and filtered: the times are CLOCK_MONOTONIC either way.
-               "trace_clock": self.meta.get("trace_clock"), "kernel_filter": self.meta.get("kernel_filter")}
+               "trace_clock": self.meta.get("trace_clock"), "kernel_filter": self.meta.get("kernel_filter"),
+               # Where the trace was cut (idle moments) and whether both cuts found one: only
+               # then do its counts equal the device counters' by construction.
+               "window": self.meta.get("window")}
         if self.members_result is not None:
             from ..trace.formats import ARRAY_DEV, MEMBER_DEVS  # numpy: only where a trace was taken
 
@@ -105,11 +110,20 @@ def traced(enabled: bool, dev: DeviceHandle, artifact_dir: Path) -> Iterator[Run
     if members:  # md is bio-based: its own I/O is bios; the members have the requests
         events = ("block_bio_queue", *DEFAULT_EVENTS)
         event_devs = {"block_bio_queue": [dev.dev_t], **{e: members for e in DEFAULT_EVENTS}}
+    member_handles = list(dev.members)
+
+    def counters() -> dict[str, int]:
+        # The array's members too: the trace holds their requests, so they must be idle at the cuts.
+        both = {f"member{i}.{k}": v for i, m in enumerate(member_handles) for k, v in m.read_stat().items()}
+        return {**dev.read_stat(), **both}
+
     cap = TraceCapture([dev.dev_t, *members], device_name=dev.path, events=events, event_devs=event_devs,
-                       on_stop=lambda: rt.stat_after.update(dev.read_stat()))
+                       counters=counters)
     with cap:
-        rt.stat_before.update(dev.read_stat())
         yield rt
+    mine = {k: v for k, v in cap.counters_before.items() if not k.startswith("member")}
+    rt.stat_before.update(mine)
+    rt.stat_after.update({k: v for k, v in cap.counters_after.items() if not k.startswith("member")})
     if cap.trace is not None:
         if members:
             cap.trace.meta.update({ARRAY_DEV: dev.dev_t, MEMBER_DEVS: members})
