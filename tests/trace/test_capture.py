@@ -74,7 +74,7 @@ def test_trace_counts_equal_block_stat(tracing: Path, mounted_fs, fs: str, metho
 
 
 def test_counts_stay_equal_with_io_going_on_as_the_trace_starts_and_stops(tracing: Path, loop_device) -> None:
-    """Background writes every few milliseconds while twelve short captures start and stop:
+    """Background writes every few milliseconds while six short captures start and stop:
     each is cut at idle moments, so its counts equal the counters' difference every time
     (reading the counters just after turning tracing on or off let a completion fall into
     one count and not the other)."""
@@ -88,7 +88,7 @@ def test_counts_stay_equal_with_io_going_on_as_the_trace_starts_and_stops(tracin
                                 "--output=/dev/null"])
         try:
             time.sleep(0.3)
-            for _ in range(12):
+            for _ in range(6):
                 with TraceCapture(dev.dev_t, counters=dev.read_stat) as cap:
                     time.sleep(0.05)
                 window = cap.trace.meta["window"]
