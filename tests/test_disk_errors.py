@@ -42,13 +42,26 @@ def test_only_new_errors_of_the_named_disks_and_their_partitions_are_taken() -> 
 
 
 def test_loop_names_are_not_partitions_of_each_other() -> None:
+    # Made-up names shaped like loop1/loop10 and nvme0n1p2: a line naming a real loopN would
+    # fail the run of whichever test of another worker has that device now.
+    fake = f"fslabt{uuid.uuid4().hex[:6]}"
     with DiskErrorWatch() as watch:
-        log("I/O error, dev loop10, sector 1 op 0x1:(WRITE)")
-        log("I/O error, dev nvme0n1p2, sector 1 op 0x1:(WRITE)")
-        assert watch.take({"loop1"}) == []
-        assert len(watch.take({"nvme0n1"})) == 0  # loop10 was read and dropped with the first take
-        log("I/O error, dev nvme0n1p2, sector 1 op 0x1:(WRITE)")
-        assert len(watch.take({"nvme0n1"})) == 1
+        log(f"I/O error, dev {fake}loop10, sector 1 op 0x1:(WRITE)")
+        log(f"I/O error, dev {fake}nvme0n1p2, sector 1 op 0x1:(WRITE)")
+        assert watch.take({f"{fake}loop1"}) == []
+        assert len(watch.take({f"{fake}nvme0n1"})) == 0  # loop10 was read and dropped with the first take
+        log(f"I/O error, dev {fake}nvme0n1p2, sector 1 op 0x1:(WRITE)")
+        assert len(watch.take({f"{fake}nvme0n1"})) == 1
+
+
+def test_what_was_logged_before_a_device_became_the_jobs_is_skipped() -> None:
+    disk = f"fslabt{uuid.uuid4().hex[:6]}x"
+    with DiskErrorWatch() as watch:
+        log(f"critical space allocation error, dev {disk}, sector 4096 op 0x1:(WRITE)")  # its last holder's
+        watch.skip_to_now()
+        assert watch.take({disk}) == []
+        log(f"I/O error, dev {disk}, sector 8 op 0x1:(WRITE)")
+        assert [line.split(",")[0] for line in watch.take({disk})] == ["I/O error"]
 
 
 def test_a_mapping_names_the_disks_below_it(tmp_path: Path) -> None:

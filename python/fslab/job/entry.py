@@ -94,7 +94,8 @@ def age_job(job: Job, folder: JobFolder, work_dir: Path) -> AgingReport:
         kind = DEVICES.get(job.settings.device["kind"])
         section = kind.from_job(job.settings.device)
         tag = f"{os.getpid()}-{os.urandom(4).hex()}"
-        with DiskErrorWatch() as watch, kind.provision(section, work_dir, tag, job.grant) as device:
+        # The watch starts once the device is attached: earlier lines name its name's last holder.
+        with kind.provision(section, work_dir, tag, job.grant) as device, DiskErrorWatch() as watch:
             mkfs(fstype, device, list(cell.mkfs))
             mountpoint = work_dir / f"mnt-aging-{tag}"
             with mounted(fstype, device, list(cell.mount), mountpoint):

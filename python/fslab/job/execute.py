@@ -121,6 +121,7 @@ def execute_job(job: Job, folder: JobFolder, work_dir: Path, emit: Callable[[Run
         with _setup_step(), _device_for(job, section, work_dir, tag, aging) as (dev, aged_copy):
             state.facts["device"] = dev.facts
             state.disk_names = dev.kernel_names()
+            state.disk_errors.skip_to_now()  # earlier lines name the devices that had these names
             if aged_copy is None:
                 with _setup_step():
                     t0 = time.monotonic()
