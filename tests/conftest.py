@@ -5,18 +5,28 @@ when they fail; they never touch a device they did not create."""
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
+# The suite is CPU-bound on 2 cores (docs/performance.md): OpenBLAS's threads, idle in the
+# small arrays of the tests and of the fslab processes they start, spin waiting for work;
+# and the workers' objects mostly live as long as their test file, so the cyclic collector
+# runs less often (its young generation every 20,000 allocations, not 700). Together: the
+# host tier's CPU 640 s -> 581 s, its wall 300 s -> 273 s (a 2-core machine, one run each).
+# Set before numpy is first imported.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+gc.set_threshold(20_000, 20, 20)
 
-from fslab.devices import DeviceHandle
-from fslab.devices.image import provision
-from fslab.devices.sections import ImageSection
-from fslab.filesystems import FILESYSTEMS, mkfs, mounted
+import pytest  # noqa: E402
+
+from fslab.devices import DeviceHandle  # noqa: E402
+from fslab.devices.image import provision  # noqa: E402
+from fslab.devices.sections import ImageSection  # noqa: E402
+from fslab.filesystems import FILESYSTEMS, mkfs, mounted  # noqa: E402
 
 # The host tier's longest files, longest first (each file's tests summed, a `make
 # test-fast` on a 2-core machine, 2026-12-02). pytest-xdist's `--dist loadfile` hands out
