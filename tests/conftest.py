@@ -16,7 +16,7 @@ from typing import Any
 # small arrays of the tests and of the fslab processes they start, spin waiting for work;
 # and the workers' objects mostly live as long as their test file, so the cyclic collector
 # runs less often (its young generation every 20,000 allocations, not 700). Together: the
-# host tier's CPU 640 s -> 581 s, its wall 300 s -> 273 s (a 2-core machine, one run each).
+# host tier's CPU 493 s -> 441 s, its wall 300 s -> 273 s (a 2-core machine, one run each).
 # Set before numpy is first imported.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 gc.set_threshold(20_000, 20, 20)

@@ -15,6 +15,7 @@ from ..devices import DeviceHandle
 from ..jobdata.record import Metric
 
 ARTIFACT_NAME = "trace.parquet"
+MEMBER = "member"  # the prefix of an md member's counters among the capture's
 
 
 @dataclass
@@ -110,20 +111,19 @@ def traced(enabled: bool, dev: DeviceHandle, artifact_dir: Path) -> Iterator[Run
     if members:  # md is bio-based: its own I/O is bios; the members have the requests
         events = ("block_bio_queue", *DEFAULT_EVENTS)
         event_devs = {"block_bio_queue": [dev.dev_t], **{e: members for e in DEFAULT_EVENTS}}
-    member_handles = list(dev.members)
 
     def counters() -> dict[str, int]:
-        # The array's members too: the trace holds their requests, so they must be idle at the cuts.
-        both = {f"member{i}.{k}": v for i, m in enumerate(member_handles) for k, v in m.read_stat().items()}
-        return {**dev.read_stat(), **both}
+        # The array's members too (keys "member0.write_ios", ...): the trace holds their
+        # requests, so they must be idle at the cuts.
+        of_members = {f"{MEMBER}{i}.{k}": v for i, m in enumerate(dev.members) for k, v in m.read_stat().items()}
+        return {**dev.read_stat(), **of_members}
 
     cap = TraceCapture([dev.dev_t, *members], device_name=dev.path, events=events, event_devs=event_devs,
                        counters=counters)
     with cap:
         yield rt
-    mine = {k: v for k, v in cap.counters_before.items() if not k.startswith("member")}
-    rt.stat_before.update(mine)
-    rt.stat_after.update({k: v for k, v in cap.counters_after.items() if not k.startswith("member")})
+    for own, read in ((rt.stat_before, cap.counters_before), (rt.stat_after, cap.counters_after)):
+        own.update({k: v for k, v in read.items() if not k.startswith(MEMBER)})
     if cap.trace is not None:
         if members:
             cap.trace.meta.update({ARRAY_DEV: dev.dev_t, MEMBER_DEVS: members})

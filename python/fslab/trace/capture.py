@@ -4,8 +4,7 @@
 ``instances/fslab-<pid>-<random>``, sets a clock comparable across CPUs, a no-overwrite
 buffer, enables block_rq_issue and block_rq_complete (optionally insert/bio_queue),
 starts the readers and turns tracing on. On exit — also on errors and Ctrl-C, with
-signals deferred — it turns tracing off, calls ``on_stop`` (the place for a /sys/block
-stat snapshot), drains the readers, counts lost events from per_cpu stats and removes
+signals deferred — it turns tracing off, drains the readers, counts lost events from per_cpu stats and removes
 the instance.
 
 With ``counters`` (a function reading the traced devices' /sys/block stat counters), the
@@ -329,15 +328,14 @@ def idle_counters(read: Counters, *, gap_s: float | None = None,
         time.sleep(gap_s / 4)
 
 
-def cut_to_window(trace: Trace, start_ns: int | None, stop_ns: int | None) -> int:
-    """Drops the events stamped before ``start_ns`` or after ``stop_ns`` (None: no cut on that
-    side); returns how many were dropped. The times are CLOCK_MONOTONIC ns, in order."""
+def cut_to_window(trace: Trace, start_ns: int, stop_ns: int) -> int:
+    """Drops the events stamped before ``start_ns`` or after ``stop_ns``; returns how many
+    were dropped. The times are CLOCK_MONOTONIC ns, in order."""
     import numpy as np
 
     times = trace.columns["time_ns"]
-    lo = 0 if start_ns is None else int(np.searchsorted(times, np.uint64(start_ns), side="right"))
-    hi = len(times) if stop_ns is None else int(np.searchsorted(times, np.uint64(stop_ns), side="left"))
-    hi = max(lo, hi)
+    lo = int(np.searchsorted(times, np.uint64(start_ns), side="right"))
+    hi = max(lo, int(np.searchsorted(times, np.uint64(stop_ns), side="left")))
     if lo == 0 and hi == len(times):
         return 0
     trace.columns = {name: col[lo:hi] for name, col in trace.columns.items()}
@@ -364,7 +362,6 @@ class TraceCapture:
     dev_t: the kernel's device number (major << 20 | minor), or several of them.
     event_devs: per event name, the devices that event is filtered to (default: dev_t).
     method: 'raw', 'text' or 'auto' (raw when the native core has it).
-    on_stop: called right after tracing stops, before draining (e.g. read /sys/block stat).
     counters: reads the traced devices' stat counters (keys ending in ``in_flight`` must be 0
     when idle); the capture then reads them at idle moments after it starts and before it
     stops (``counters_before``/``counters_after``) and keeps only the events in between.
@@ -376,7 +373,7 @@ class TraceCapture:
 
     def __init__(self, dev_t: int | Sequence[int], *, method: str = "auto",
                  events: Sequence[str] = DEFAULT_EVENTS, buffer_kb: int = DEFAULT_BUFFER_KB,
-                 on_stop: Callable[[], None] | None = None, device_name: str | None = None,
+                 device_name: str | None = None,
                  event_devs: Mapping[str, Sequence[int]] | None = None, clock: str = "auto",
                  kernel_filter: bool = True, counters: Counters | None = None):
         self.devs = [dev_t] if isinstance(dev_t, int) else list(dev_t)
@@ -404,12 +401,10 @@ class TraceCapture:
         self.kernel_filter = kernel_filter
         self.events = tuple(events)
         self.buffer_kb = buffer_kb
-        self.on_stop = on_stop
         self.counters = counters
         self.counters_before: dict[str, int] = {}
         self.counters_after: dict[str, int] = {}
-        self._cut_start: int | None = None
-        self._idle_at_start = False
+        self._start_cut: tuple[int, bool] = (0, False)  # (moment, idle), with counters
         self.device_name = device_name
         self.instance: Path | None = None
         self._token = 0
@@ -465,7 +460,8 @@ class TraceCapture:
             self.started_ns = time.monotonic_ns()
             _write(inst / "tracing_on", "1")
             if self.counters is not None:
-                self.counters_before, self._cut_start, self._idle_at_start = idle_counters(self.counters)
+                self.counters_before, moment, idle = idle_counters(self.counters)
+                self._start_cut = (moment, idle)
         except BaseException:
             with shielded():
                 if self._reader is not None:
@@ -481,14 +477,11 @@ class TraceCapture:
         assert inst is not None and self._reader is not None
         with shielded():
             try:
-                cut_stop, idle_at_stop = None, False
                 if self.counters is not None and exc_type is None:
-                    self.counters_after, cut_stop, idle_at_stop = idle_counters(self.counters)
+                    self.counters_after, stop_ns, idle_at_stop = idle_counters(self.counters)
                 _write(inst / "tracing_on", "0")
                 stopped_ns = time.monotonic_ns()
                 tsc_stop = _tsc_pair() if self._tsc_start is not None else None
-                if self.on_stop is not None:
-                    self.on_stop()
                 if exc_type is not None:
                     self._reader.abandon()
                     return
@@ -499,10 +492,10 @@ class TraceCapture:
                     clock_meta["tsc_to_mono"] = {"tsc": [self._tsc_start[0], tsc_stop[0]],
                                                  "mono_ns": [self._tsc_start[1], tsc_stop[1]]}
                 if self.counters is not None:
-                    outside = cut_to_window(trace, self._cut_start, cut_stop)
-                    clock_meta["window"] = {"start_ns": self._cut_start, "stop_ns": cut_stop,
-                                            "events_outside": outside,
-                                            "counters_exact": self._idle_at_start and idle_at_stop}
+                    start_ns, idle_at_start = self._start_cut
+                    clock_meta["window"] = {"start_ns": start_ns, "stop_ns": stop_ns,
+                                            "events_outside": cut_to_window(trace, start_ns, stop_ns),
+                                            "counters_exact": idle_at_start and idle_at_stop}
                 lost = read_lost_events(inst)
                 missed_pages = int(reader_stats.get("pages_with_missed", 0))
                 trace.meta.update({
