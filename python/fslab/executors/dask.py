@@ -28,7 +28,7 @@ import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import CancelledError
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
@@ -315,6 +315,38 @@ def _with_worker(record: RunRecord, worker: dict[str, Any]) -> RunRecord:
     return dataclasses.replace(record, provenance={**record.provenance, "worker": worker})
 
 
+def unpack_artifacts(data: bytes, dest: Path) -> None:
+    """Unpack a worker's tar.gz of its job folder's runs/ into ``dest``: regular files and
+    folders only, each inside ``dest``, with this process's owner and default modes.
+
+    Checked here, not by tarfile's extraction filters, which came with Python 3.11.4
+    (Debian 12's python3 is 3.11.2). A worker packs only files and folders, so anything
+    else (a link, a device, a name with ``..`` or a leading ``/``) means the archive is not
+    one fslab made: it is refused whole, before anything of it is written."""
+    import shutil
+
+    root = dest.resolve()
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        members = tar.getmembers()
+        for member in members:
+            name = PurePosixPath(member.name)
+            inside = not name.is_absolute() and ".." not in name.parts and (root / name).resolve().is_relative_to(root)
+            if not (member.isfile() or member.isdir()) or not inside:
+                what = "a file" if member.isfile() else "a folder" if member.isdir() else "neither a file nor a folder"
+                raise FslabError(f"a worker's artifacts hold {member.name!r} ({what}); only files and folders "
+                                 f"inside its job folder are unpacked, so none of them was")
+        for member in members:
+            target = root / member.name
+            if member.isdir():
+                target.mkdir(parents=True, exist_ok=True)
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            source = tar.extractfile(member)
+            assert source is not None  # a regular file's member always has its data
+            with source, open(target, "wb") as out:
+                shutil.copyfileobj(source, out)
+
+
 def _unpack(job: Job, result: dict[str, Any], folder: JobFolder) -> list[RunRecord]:
     """The task's result as records whose artifacts are in ``folder``. Runs without a
     record (the job process died or was stopped) become failed records saying why."""
@@ -326,8 +358,7 @@ def _unpack(job: Job, result: dict[str, Any], folder: JobFolder) -> list[RunReco
     if result.get("artifacts_kept_at"):
         worker["artifacts_kept_at"] = result["artifacts_kept_at"]
     if result.get("artifacts"):
-        with tarfile.open(fileobj=io.BytesIO(result["artifacts"]), mode="r:gz") as tar:
-            tar.extractall(folder.path, filter="data")
+        unpack_artifacts(result["artifacts"], folder.path)
     folder.records_file.write_text("".join(result["records"]))
     records = [_with_worker(r, worker) for r in folder.records()]
     error = result.get("error")
