@@ -37,11 +37,21 @@ system-packages:
 # compiled at install, as pip does (a guest reads the venv read-only and would compile the
 # modules it imports at every start); fslab itself rebuilt whenever this rule runs, which is
 # when a Rust source or pyproject.toml changed.
-$(VENV)/.installed: pyproject.toml $(RUST_SOURCES)
+$(VENV)/.installed: pyproject.toml $(RUST_SOURCES) $(VENV)/.interpreter
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q uv
 	$(BIN)/uv pip install -q --python $(BIN)/python --compile-bytecode --reinstall-package fslab -e '.[dev,dask]'
 	touch $@
+
+# Which interpreter the venv was made on: when PYTHON names another, the venv is made
+# again (a venv from before the choice above stays on its source-built python3 otherwise).
+# The file is rewritten only when it changes, so an unchanged one remakes nothing.
+$(VENV)/.interpreter: FORCE
+	@want='$(PYTHON)'; [ "$$(cat $@ 2>/dev/null)" = "$$want" ] || \
+		{ rm -rf $(VENV) && mkdir -p $(VENV) && echo "$$want" > $@; }
+
+.PHONY: FORCE
+FORCE:
 
 demo: setup
 	$(BIN)/fslab run quickstart
