@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -24,6 +25,11 @@ from .build import GuestBuild
 
 PROBE_MARKER = "FSLAB-PROBE-OK"
 PROBE_TIMEOUT_S = 60.0
+# A working KVM prints the kernel's first line within a second (earlyprintk); a KVM that
+# cannot run it prints nothing at all (seen on an Intel host whose probe used to wait out
+# PROBE_TIMEOUT_S: 60 s of every fresh machine's first guest).
+PROBE_SILENT_S = 10.0
+PROBE_POLL_S = 0.1
 
 
 @dataclass(frozen=True)
@@ -64,35 +70,50 @@ def cached_verdict(build: GuestBuild, qemu: str, root: Path | None = None) -> Kv
 
 
 def probe(build: GuestBuild, qemu: str) -> KvmVerdict:
-    """Boot the guest kernel once with KVM in probe mode and judge by its console."""
+    """Boot the guest kernel once with KVM in probe mode and judge by its console. A boot
+    whose console stays empty for PROBE_SILENT_S never ran the kernel: it is given up then,
+    not at PROBE_TIMEOUT_S."""
     key = _key(build, qemu)
     if not os.access("/dev/kvm", os.R_OK | os.W_OK):
         return KvmVerdict(False, "/dev/kvm is missing or not accessible", key)
     with tempfile.TemporaryDirectory(prefix="fslab-kvm-probe-") as tmp:
-        console = Path(tmp) / "console"
+        console, errors = Path(tmp) / "console", Path(tmp) / "stderr"
+        # earlyprintk: the kernel's first lines reach the console within a second of a
+        # working boot, so silence means the vCPU never ran it.
         argv = [qemu, "-machine", "q35", "-accel", "kvm", "-cpu", "host", "-m", "256",
                 "-nodefaults", "-display", "none", "-no-reboot",
                 "-serial", f"file:{console}", "-kernel", str(build.boot_kernel),
                 "-initrd", str(build.initramfs),
-                "-append", "console=ttyS0 panic=-1 loglevel=4 rdinit=/init fslab.mode=probe"]
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, text=True, errors="replace",
-                                start_new_session=True)
+                "-append", "console=ttyS0 earlyprintk=ttyS0 panic=-1 loglevel=4 rdinit=/init fslab.mode=probe"]
+        with open(errors, "w") as stderr:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                    stderr=stderr, start_new_session=True)
         try:
-            _, stderr = proc.communicate(timeout=PROBE_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            return KvmVerdict(False, f"a KVM boot did not finish in {PROBE_TIMEOUT_S:.0f} s", key)
-        except BaseException:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            raise
+            failed = _wait_for_probe(proc, console)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        if failed is not None:
+            return KvmVerdict(False, failed, key)
         text = console.read_text(errors="replace") if console.exists() else ""
+        last = (errors.read_text(errors="replace").strip().splitlines() or ["no output"])[0]
     if PROBE_MARKER in text and proc.returncode == 0:
         return KvmVerdict(True, "a stock kernel booted with -accel kvm", key)
-    last = (stderr.strip().splitlines() or ["no output"])[0]
     return KvmVerdict(False, f"QEMU exited {proc.returncode} under KVM: {last}", key)
+
+
+def _wait_for_probe(proc: subprocess.Popen[bytes], console: Path) -> str | None:
+    """Wait for the probe's QEMU to exit: None when it did, else why it was given up."""
+    started = time.monotonic()
+    while proc.poll() is None:
+        waited = time.monotonic() - started
+        if waited > PROBE_TIMEOUT_S:
+            return f"a KVM boot did not finish in {PROBE_TIMEOUT_S:.0f} s"
+        if waited > PROBE_SILENT_S and not (console.exists() and console.stat().st_size):
+            return f"a KVM boot printed nothing in {PROBE_SILENT_S:.0f} s: the kernel never ran"
+        time.sleep(PROBE_POLL_S)
+    return None
 
 
 def kvm_verdict(build: GuestBuild, root: Path | None = None, *, refresh: bool = False) -> KvmVerdict:
