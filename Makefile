@@ -6,9 +6,9 @@
 # the first python3 on PATH. Debian builds CPython with profile-guided and link-time
 # optimisation and links libpython into the executable; a python3 built from source (pyenv's
 # default) has neither. Every guest job pays for this twice over, since the guest runs the
-# host's interpreter under TCG: the job entry's import in a TCG guest took 2.24 and 1.57 s
-# against 3.17 and 3.18 s (median of 5 each, alternated, 2026-12-02, pyenv's 3.11.7 against
-# Debian's 3.11.2), and a pure-Python loop on the host 1.5-2x less time.
+# host's interpreter under TCG: the job entry's import in a TCG guest took 1.57-2.52 s on
+# Debian's 3.11.2 against 3.08-3.41 s on pyenv's 3.11.7 (medians of 5, five runs each,
+# alternated, 2026-12-02), and a pure-Python loop on the host 1.5-2x less time.
 PYTHON ?= $(shell /usr/bin/python3 -c 'import ensurepip, venv' 2>/dev/null && echo /usr/bin/python3 || echo python3)
 VENV := .venv
 BIN := $(VENV)/bin

@@ -28,7 +28,7 @@ import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import CancelledError
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
@@ -329,12 +329,14 @@ def unpack_artifacts(data: bytes, dest: Path) -> None:
     with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
         members = tar.getmembers()
         for member in members:
-            name = PurePosixPath(member.name)
-            inside = not name.is_absolute() and ".." not in name.parts and (root / name).resolve().is_relative_to(root)
+            # An absolute name or one climbing out with .. resolves outside; nothing in the
+            # fresh folder is a link, so nothing else can.
+            inside = (root / member.name).resolve().is_relative_to(root)
             if not (member.isfile() or member.isdir()) or not inside:
                 what = "a file" if member.isfile() else "a folder" if member.isdir() else "neither a file nor a folder"
                 raise FslabError(f"a worker's artifacts hold {member.name!r} ({what}); only files and folders "
-                                 f"inside its job folder are unpacked, so none of them was")
+                                 f"inside its job folder are unpacked, so none of them was. A worker running "
+                                 f"this fslab packs nothing else: check what runs as the lab's workers")
         for member in members:
             target = root / member.name
             if member.isdir():
