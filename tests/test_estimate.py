@@ -285,12 +285,22 @@ def test_run_prints_time_left_in_plain_lines_and_plan_estimates_from_the_results
     assert len(lines) == 4 and all("left" in line for line in lines)
     assert lines[-1].endswith("; nothing left")
     assert "estimated time: at least about 1 s" in done.stderr  # the stated 0.3 s sleep of 4 runs
+    assert "1 cell x 4 repetitions, 4 runs to do," in done.stderr
     after = fslab("plan", str(study), "-r", "results", "--json", cwd=tmp_path)
     forecast = json.loads(after.stdout)["forecast"]
     assert forecast["history"].startswith("4 runs of 1 study in results")
     assert forecast["time_max"]["from_history"] == 4 and forecast["time_max"]["setups_unknown"] == 0
     [noise] = forecast["noise"]
     assert noise["workload_kind"] == "null" and noise["cells"] == 1 and 0 < noise["cv"] < 0.2
+
+
+def test_one_run_to_do_is_said_in_the_singular(tmp_path):
+    (tmp_path / "fake").mkdir()
+    study = tmp_path / "s.toml"
+    study.write_text(FAKE_STUDY.format(reps=1, fake=tmp_path / "fake"))
+    done = fslab("run", str(study), "-r", "results", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "study 1: 1 cell x 1 repetition, 1 run to do," in done.stderr
 
 
 def test_the_range_always_holds_the_estimate() -> None:

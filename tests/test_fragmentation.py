@@ -18,8 +18,8 @@ from fslab.fragmentation import (
     parse_e2freefrag,
     parse_xfs_freesp,
     summarize_layout,
-    syncfs,
 )
+from fslab.pagecache import sync_filesystem
 
 E2FREEFRAG = """\
 Device: /dev/loop0
@@ -102,7 +102,7 @@ def test_sequential_file_scores_one_file_in_holes_scores_low(mounted_fs) -> None
         # Space for all of it first, in one request: a buffered write alone was split once in
         # a CI run (2046 + 2 blocks), writeback having started before the write's end.
         _write(mnt / "seq", 8 << 20, preallocate=True)
-        syncfs(mnt)
+        sync_filesystem(mnt)
         lay = layout_of(file_extents(mnt / "seq"), 4096)
         assert lay.blocks == 2048
         assert lay.score == 1.0
@@ -112,13 +112,13 @@ def test_sequential_file_scores_one_file_in_holes_scores_low(mounted_fs) -> None
         small.mkdir()
         for i in range(1024):
             _write(small / f"s{i:04d}", 4096)
-        syncfs(mnt)
+        sync_filesystem(mnt)
         _fill_free_space(mnt / "filler")
         for i in range(0, 1024, 2):
             (small / f"s{i:04d}").unlink()
-        syncfs(mnt)
+        sync_filesystem(mnt)
         _write(mnt / "holes", 512 * 4096)
-        syncfs(mnt)
+        sync_filesystem(mnt)
         lay_h = layout_of(file_extents(mnt / "holes"), 4096)
         assert lay_h.blocks == 512
         assert lay_h.fragments > 100
@@ -143,10 +143,10 @@ def test_free_space_histogram_agrees_with_statfs(mounted_fs, fs_type: str) -> No
             # each file written out before the next: xfs's speculative preallocation past
             # EOF would otherwise change the holes left between survivors
             _write(mnt / f"f{i}", 1 << 20)
-            syncfs(mnt)
+            sync_filesystem(mnt)
         for i in range(0, 40, 2):
             (mnt / f"f{i}").unlink()
-        syncfs(mnt)  # xfs frees extents when the transaction commits, not at unlink
+        sync_filesystem(mnt)  # xfs frees extents when the transaction commits, not at unlink
         before = free_space_histogram(mnt)
         assert before.method == ("e2freefrag" if fs_type == "ext4" else "xfs_spaceman freesp")
         st = os.statvfs(mnt)
@@ -168,7 +168,7 @@ def test_ntfs3g_has_no_layout_facts_and_says_so(mounted_fs) -> None:
 
     with mounted_fs("ntfs", size="128MiB") as (_, mnt):
         (mnt / "f").write_bytes(os.urandom(1 << 20))
-        syncfs(mnt)
+        sync_filesystem(mnt)
         with pytest.raises(NoFiemap, match=r"not available on ntfs-3g \(FUSE\)"):
             file_extents(mnt / "f")
         layout = summarize_layout(mnt).as_dict()

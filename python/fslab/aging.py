@@ -45,8 +45,9 @@ from typing import Any, ClassVar
 
 from .aging_option import AgingOption, FileSizes
 from .errors import FslabError, Scope
-from .fragmentation import free_space_histogram, summarize_layout, syncfs
+from .fragmentation import free_space_histogram, summarize_layout
 from .metrics import MetricKind, declare_metrics
+from .pagecache import sync_filesystem
 from .units import format_bytes
 
 AGING_DIR = "fslab-aging"
@@ -210,7 +211,7 @@ class _Ager:
 
     def measured_blocks(self) -> int:
         """Blocks in use by statfs, after a sync so delayed allocation is counted."""
-        syncfs(self.mountpoint)
+        sync_filesystem(self.mountpoint)
         st = os.statvfs(self.mountpoint)
         return st.f_blocks - st.f_bfree
 
@@ -302,7 +303,7 @@ def age(mountpoint: Path, option: AgingOption, device_bytes: int | None = None) 
         ager = _Ager(mountpoint, option)
         _age_by_statfs(ager, option, start_util)
         data = ager.data_on_disk()
-    syncfs(mountpoint)
+    sync_filesystem(mountpoint)
     st = os.statvfs(mountpoint)
     reached = utilisation(mountpoint)
     wall = time.monotonic() - started
@@ -335,13 +336,13 @@ def _age_by_data(ager: _Ager, option: AgingOption, device_bytes: int) -> None:
         high = target + max(0, ceiling - target) // 2
         low = max(0, target - (high - target) // 2)
         ager.fill_to(high, exact=False)
-        syncfs(ager.mountpoint)  # place the files before deleting, so the holes are on disk
+        sync_filesystem(ager.mountpoint)  # place the files before deleting, so the holes are on disk
         ager.delete_to(low)
-        syncfs(ager.mountpoint)
+        sync_filesystem(ager.mountpoint)
     else:
         ager.fill_to(target, exact=False)
         for _ in range(option.churn_rounds):
-            syncfs(ager.mountpoint)
+            sync_filesystem(ager.mountpoint)
             ager.delete_to(ager.planned - round(CHURN_FRACTION * target))
             ager.fill_to(target, exact=False)
         ager.delete_to(target)
@@ -363,14 +364,14 @@ def _age_by_statfs(ager: _Ager, option: AgingOption, start_util: float) -> None:
         high = min(0.95, option.fill + 0.5 * (1.0 - option.fill))
         low = max(start_util, option.fill - 0.5 * (high - option.fill))
         ager.fill_to(round(high * total), exact=False)
-        syncfs(mountpoint)  # place the files before deleting, so the holes are on disk
+        sync_filesystem(mountpoint)  # place the files before deleting, so the holes are on disk
         ager.delete_to(round(low * total))
-        syncfs(mountpoint)
+        sync_filesystem(mountpoint)
         ager.fill_to(target, exact=True)
     else:
         ager.fill_to(target, exact=False)
         for _ in range(option.churn_rounds):
-            syncfs(mountpoint)
+            sync_filesystem(mountpoint)
             ager.delete_to(ager.planned - round(CHURN_FRACTION * option.fill * total))
             ager.fill_to(target, exact=False)
         ager.delete_to(target)

@@ -29,6 +29,7 @@ from .commands import declare_tools, run_command
 from .errors import CommandFailed, FslabError
 from .metrics import MetricKind, declare_metrics
 from .mounts import filesystem_holding, mount_at
+from .pagecache import sync_filesystem
 
 # Counted from the histogram below: an aged state's (fslab.aging) and a run's free space
 # before and after (fslab.job.execute), declared here so either may be loaded alone.
@@ -469,7 +470,7 @@ def settle(path: Path, still_s: float = 0.3, limit_s: float = 10.0) -> None:
     """syncfs, then wait until the free block count stays still for ``still_s``: xfs frees
     a deleted file's extents later, in background work (inode inactivation), so a
     histogram taken right after an unlink misses space statfs will soon report."""
-    syncfs(path)
+    sync_filesystem(path)
     started = time.monotonic()
     last = os.statvfs(path).f_bfree
     still_since = started
@@ -478,20 +479,7 @@ def settle(path: Path, still_s: float = 0.3, limit_s: float = 10.0) -> None:
         now = os.statvfs(path).f_bfree
         if now != last:
             last, still_since = now, time.monotonic()
-            syncfs(path)
+            sync_filesystem(path)
         elif time.monotonic() - still_since >= still_s:
             return
 
-
-def syncfs(path: Path) -> None:
-    """Write back one file system, so delayed allocation has placed every block."""
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        if libc.syncfs(fd) != 0:
-            err = ctypes.get_errno()
-            raise OSError(err, os.strerror(err), str(path))
-    finally:
-        os.close(fd)

@@ -21,7 +21,7 @@ import time
 from typing import Any
 
 from ..metrics import MetricKind
-from ..pagecache import drop_caches
+from ..pagecache import drop_caches, sync_filesystem
 from ..units import parse_size
 from . import ParamError, RunContext, Workload, WorkloadCapabilities, WorkloadResult, register_workload
 
@@ -130,7 +130,7 @@ class AllocWorkload(Workload):
 
     def run(self, params: dict[str, Any], ctx: RunContext) -> WorkloadResult:
         from .. import _core
-        from ..fragmentation import NoFiemap, file_extents, layout_of, syncfs, unavailable_note
+        from ..fragmentation import NoFiemap, file_extents, layout_of, unavailable_note
 
         metrics: dict[str, float] = {}
         started = time.monotonic()
@@ -140,7 +140,7 @@ class AllocWorkload(Workload):
             latencies = _core.alloc_run(str(ctx.workdir), op, **self._args(params))
             metrics.update(latency_metrics(op, latencies))
         runtime = time.monotonic() - started
-        syncfs(ctx.workdir)
+        sync_filesystem(ctx.workdir)
         info: dict[str, Any] = {"alloc": {k: params[k] for k in ("ops", "count", "bs", "sync", "seed")},
                                 "timing": "Rust core loop, CLOCK_MONOTONIC per operation; null_* is its floor",
                                 "reads": "the page cache is dropped before each read operation; random reads "
