@@ -270,10 +270,15 @@ def fslab(*args: str, cwd: Path) -> subprocess.CompletedProcess:
                           timeout=300, env={**os.environ, "COLUMNS": "200"})
 
 
-def test_run_prints_time_left_in_plain_lines_and_plan_estimates_from_the_results(tmp_path):
+def fake_study(tmp_path: Path, reps: int) -> Path:
     (tmp_path / "fake").mkdir()
     study = tmp_path / "s.toml"
-    study.write_text(FAKE_STUDY.format(reps=4, fake=tmp_path / "fake"))
+    study.write_text(FAKE_STUDY.format(reps=reps, fake=tmp_path / "fake"))
+    return study
+
+
+def test_run_prints_time_left_in_plain_lines_and_plan_estimates_from_the_results(tmp_path):
+    study = fake_study(tmp_path, 4)
     before = fslab("plan", str(study), "-r", "results", cwd=tmp_path)
     assert before.returncode == 0, before.stderr
     assert "history: no results in results yet" in before.stdout
@@ -295,12 +300,12 @@ def test_run_prints_time_left_in_plain_lines_and_plan_estimates_from_the_results
 
 
 def test_one_run_to_do_is_said_in_the_singular(tmp_path):
-    (tmp_path / "fake").mkdir()
-    study = tmp_path / "s.toml"
-    study.write_text(FAKE_STUDY.format(reps=1, fake=tmp_path / "fake"))
+    study = fake_study(tmp_path, 1)
     done = fslab("run", str(study), "-r", "results", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "study 1: 1 cell x 1 repetition, 1 run to do," in done.stderr
+    after = fslab("plan", str(study), "-r", "results", "--json", cwd=tmp_path)
+    assert json.loads(after.stdout)["forecast"]["history"].startswith("1 run of 1 study in results")
 
 
 def test_the_range_always_holds_the_estimate() -> None:

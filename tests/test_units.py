@@ -1,6 +1,6 @@
 import pytest
 
-from fslab.units import format_bytes, parse_duration_s, parse_size
+from fslab.units import counted, format_bytes, parse_duration_s, parse_size
 
 
 @pytest.mark.parametrize("text,expected", [
@@ -76,3 +76,8 @@ def test_a_misaligned_direct_study_is_refused_before_anything_is_made(tmp_path):
     with pytest.raises(SpecError) as err:
         load_spec(str(study))
     assert err.value.field == "workloads[0].axes.bs[1]"
+
+
+def test_a_count_takes_its_noun_in_the_right_number() -> None:
+    assert [counted(n, "run") for n in (0, 1, 2)] == ["0 runs", "1 run", "2 runs"]
+    assert counted(1, "study", "studies") == "1 study" and counted(3, "study", "studies") == "3 studies"

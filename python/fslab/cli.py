@@ -18,6 +18,7 @@ from rich.markup import escape
 
 from .errors import ExecutorLost, FslabError, ResultsUnwritable, SpecError
 from .stored import STATUS_OK
+from .units import counted
 
 if TYPE_CHECKING:
     from .estimate import TimeEstimate
@@ -180,11 +181,6 @@ def _study_to_run(study: str | None, fs: str | None, fio: str | None, save: Path
     return written
 
 
-def _counted(n: int, noun: str) -> str:
-    """"1 run", "4 runs": a count with its noun in the right number."""
-    return f"{n} {noun}{'' if n == 1 else 's'}"
-
-
 class _RunProgress:
     """What `fslab run` shows while a study runs: a progress bar on a terminal, a line per
     run otherwise. Time left comes from fslab.estimate (runs of the same workload and
@@ -209,10 +205,10 @@ class _RunProgress:
     def on_start(self, p: Plan, study_id: int, remaining: int, estimate: TimeEstimate) -> None:
         if not self.quiet:
             repetitions = (f"{p.auto.min_n}–{p.auto.max_n} repetitions (auto: {p.auto.describe()})"
-                           if p.auto else _counted(p.repetitions, "repetition"))
+                           if p.auto else counted(p.repetitions, "repetition"))
             err_console.print(
-                f"study {study_id}: {_counted(len(p.cells), 'cell')} x {repetitions}, "
-                f"{_counted(remaining, 'run')} to do{' first' if p.auto else ''}, order {p.order} (seed {p.seed})"
+                f"study {study_id}: {counted(len(p.cells), 'cell')} x {repetitions}, "
+                f"{counted(remaining, 'run')} to do{' first' if p.auto else ''}, order {p.order} (seed {p.seed})"
                 + (" [quick: scaled down, not for conclusions]" if p.quick else ""), highlight=False)
             err_console.print(f"estimated time: {escape(estimate.text())}", highlight=False)
             for s in p.skipped:

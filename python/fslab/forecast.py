@@ -18,6 +18,7 @@ from .plan import Plan
 from .priors import GUEST_SETUP_KVM, TYPICAL_CV, TYPICAL_CV_SOURCE
 from .spec import AUTO_PRECISION
 from .stored import HistoryRun
+from .units import counted
 
 
 def _only(jobs: Sequence[Job], keep: Callable[[Run], bool]) -> list[Job]:
@@ -152,4 +153,4 @@ def history_of(results: Path) -> tuple[list[HistoryRun], str]:
     with Store(results, read_only=True) as store:
         rows = store.history()
         studies = len({r["study_id"] for r in rows})
-    return rows, f"{len(rows)} runs of {studies} stud{'y' if studies == 1 else 'ies'} in {results}"
+    return rows, f"{counted(len(rows), 'run')} of {counted(studies, 'study', 'studies')} in {results}"

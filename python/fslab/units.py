@@ -96,6 +96,11 @@ def parse_duration_s(value: int | float | str) -> float:
     return seconds
 
 
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """"1 run", "4 runs", "2 studies": a count with its noun in the right number."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
 def format_bytes(n: float) -> str:
     """Human-readable binary size: 4096 -> '4 KiB'."""
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):

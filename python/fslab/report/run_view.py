@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import FslabError
 from ..stored import STATUS_OK, StoredMetric, StoredRun, StudyRow
+from ..units import counted
 from .labels import cell_label, fs_column
 from .provenance_facts import bytes_text, run_facts
 from .units import display_scale, fmt
@@ -212,7 +213,7 @@ def render_run(view: RunView) -> list[RenderableType]:
         out.append(Text(f"no artifact files stored{' in ' + view.artifact_dir if view.artifact_dir else ''}"))
     for raw in view.raw:
         shown = (f"first {len(raw.lines)} of {raw.total_lines} lines" if raw.truncated else
-                 f"{raw.total_lines} line{'s' if raw.total_lines != 1 else ''}")
+                 counted(raw.total_lines, "line"))
         out.append(Text(f"\n── {raw.name} ({raw.what}; {shown}; full file: {raw.path})", style="bold"))
         out.append(Text("\n".join(raw.lines)))
     return out
