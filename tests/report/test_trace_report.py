@@ -91,6 +91,18 @@ def test_trace_table_from_store(study) -> None:
     # the lossy cell is marked as data, for every renderer to make it stand out
     [(row, column)] = table.alerts
     assert table.rows[row][0] == "xfs" and table.rows[row][column].startswith("INCOMPLETE")
+    assert "busy" not in table.note  # every run here was cut at idle moments (checked above)
+
+    # One xfs run whose trace was cut while its device was busy (no idle moment at one end):
+    # the note names the file system and how many of its runs, and nothing else.
+    busy = copy.deepcopy(runs)
+    run = next(r for r in busy if r["cell"]["filesystem"] == "xfs")
+    run["provenance"]["trace"]["window"]["counters_exact"] = False
+    [table] = report_tables(busy, cells)
+    [note] = [line for line in table.note.splitlines() if "busy" in line]
+    assert ": xfs 1 of 2 runs;" in note and "ext4" not in note
+    rendered = " ".join(_text([section_renderable(table)]).split())  # however the terminal wrapped it
+    assert "may differ from the device's counters by the requests in flight at the cut" in rendered
 
 
 def test_report_traces_writes_seed004_figures(study, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

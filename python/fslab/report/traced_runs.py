@@ -104,6 +104,15 @@ class Loss:
         return f"INCOMPLETE: {self.events:,} events lost ({self.runs} of {n} runs)"
 
 
+def inexact_cuts(runs: Sequence[StoredRun]) -> int:
+    """How many of ``runs`` had a trace cut where the device was not idle (at its start or
+    its stop, within the capture's wait for an idle moment): their trace counts may differ
+    from the device counters by the requests in flight there. Runs stored before fslab cut
+    at idle moments have no window and are not counted."""
+    return sum(1 for r in runs
+               if (((r.get("provenance") or {}).get("trace") or {}).get("window") or {}).get("counters_exact") is False)
+
+
 def trace_loss(runs: Sequence[StoredRun]) -> Loss | None:
     """Lossy traces among ``runs``: a trace metric carries the note when events were lost."""
     lossy = [r for r in runs if any(m["note"] and name.startswith("trace_")

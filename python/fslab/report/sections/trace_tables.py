@@ -17,7 +17,16 @@ from ...stored import StoredCell, StoredRun
 from ..data import TableSection
 from ..predicted import models_in, models_of
 from ..size_table import COMPLETE, OPS, size_table
-from ..traced_runs import group_traced_runs, mean_ci, on_streams, stored_numbers, stored_stream, trace_loss, values
+from ..traced_runs import (
+    group_traced_runs,
+    inexact_cuts,
+    mean_ci,
+    on_streams,
+    stored_numbers,
+    stored_stream,
+    trace_loss,
+    values,
+)
 from ..units import display_scale
 from .base import SECTIONS, Section, StudyData
 
@@ -28,8 +37,23 @@ def trace_table(label: str, by_fs: dict[str, list[StoredRun]]) -> TableSection:
     table = size_table(f"block trace — {label}, requests {on}: per run, mean ± 95% CI (Student t) over n runs",
                        {fs: [stored_numbers(r) for r in runs] for fs, runs in by_fs.items()},
                        {fs: trace_loss(runs) for fs, runs in by_fs.items()})
-    table.note = "\n".join(([cost] if (cost := tracing_cost(by_fs)) else []) + ([table.note] if table.note else []))
+    notes = [cost] if (cost := tracing_cost(by_fs)) else []
+    if cuts := busy_cuts(by_fs):
+        notes.append(cuts)
+    table.note = "\n".join(notes + ([table.note] if table.note else []))
     return table
+
+
+def busy_cuts(by_fs: dict[str, list[StoredRun]]) -> str | None:
+    """Which file systems have runs whose trace was cut while their device was busy, so that
+    a reader does not take those runs' counts as the device's own."""
+    parts = [f"{fs} {n} of {len(runs)}" for fs, runs in by_fs.items() if (n := inexact_cuts(runs))]
+    if not parts:
+        return None
+    return ("trace cut while the device was busy (the capture found no idle moment at the start or "
+            "the end, e.g. writeback after a buffered run): "
+            + "; ".join(parts) + " runs; their request counts may differ from the device's "
+            "counters by the requests in flight at the cut")
 
 
 def tracing_cost(by_fs: dict[str, list[StoredRun]]) -> str | None:
