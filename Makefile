@@ -63,9 +63,11 @@ demo: setup
 # GUEST_TAIL: guest test files the host tier's lane runs after its own tests, on the core
 # the guest tier leaves idle once the host tier is done (a fresh clone here, 2026-12-01: the
 # host tier 720 s, the guest tier 783 s with the session file's 25 s in it, which the tail
-# now takes; a longer file would make the host's lane the longer one).
+# then took). The named-disks study went too (2026-12-03): in five fresh clones the guest
+# tier still ended 47-204 s after the host's lane (median 131 s), and that file took 24-69 s,
+# less than the gap in each of them. Each file boots a guest of its own either way.
 WORKERS ?= 3
-GUEST_TAIL ?= tests/guest/test_guest_session.py
+GUEST_TAIL ?= tests/guest/test_guest_session.py tests/guest/test_guest_named_disks.py
 
 # The Rust core's checks (clippy, its tests) need no venv: they start before it is made and
 # run beside uv and the release build (their own target folder, so neither waits on the
