@@ -13,7 +13,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TextIO
 
-VERDICT = re.compile(r"\b(PASS|FAIL)\b")
+# A target's verdict; one marked "(derived)" (a model-validation corner derived from the
+# figure it is checked against) is shown in its table but is no check.
+VERDICT = re.compile(r"\b(PASS|FAIL)\b(?! \(derived\))")
 
 
 class _Tee(io.TextIOBase):
@@ -33,40 +35,55 @@ class _Tee(io.TextIOBase):
         self.out.flush()
 
 
+UNFINISHED = "did not finish"
+
+
 def run(benches: Sequence[tuple[str, Callable[[], None]]]) -> int:
     """Runs each bench, printing its output as it goes, then every verdict line again under
-    its bench's name; 1 when a bench raised."""
-    failed = 0
+    its bench's name; 1 when a bench stopped early. A bench that stops with
+    ``SystemExit("FAIL: ...")`` (the soak's way) has said its verdict; any other exception,
+    or an exit status that is not a verdict, leaves it unfinished."""
+    stopped_early = 0
     verdicts: list[tuple[str, str]] = []
     for name, bench in benches:
         print(f"== {name}", flush=True)
         started = time.monotonic()
         tee = _Tee(sys.stdout)
+        stopped: str | None = None
         try:
             with contextlib.redirect_stdout(tee):
                 bench()
+        except SystemExit as exc:
+            if exc.code not in (None, 0):
+                stopped = str(exc.code) if VERDICT.search(str(exc.code)) else f"{UNFINISHED}: exit {exc.code!r}"
         except Exception as exc:  # one broken bench must not hide the others' results
-            failed += 1
-            verdicts.append((name, f"FAILED to run: {exc!r}"))
-            print(f"{name} FAILED: {exc!r}")
-        verdicts += [(name, line.strip()) for line in tee.lines + [tee.partial] if VERDICT.search(line)]
+            stopped = f"{UNFINISHED}: {exc!r}"
+        if tee.partial:
+            print()  # its last line, unended, must not run into what follows
+        lines = [*tee.lines, tee.partial]
+        if stopped is not None:
+            stopped_early += 1
+            print(f"{name} stopped: {stopped}")
+            lines.append(stopped)
+        verdicts += [(name, line.strip()) for line in lines if VERDICT.search(line) or line.startswith(UNFINISHED)]
         print(f"({name}: {time.monotonic() - started:.0f} s)\n", flush=True)
     said = [m.group(1) for _, line in verdicts if (m := VERDICT.search(line))]
+    unfinished = sum(1 for _, line in verdicts if line.startswith(UNFINISHED))
     print(f"== verdicts: {said.count('PASS')} of {len(said)} targets met"
-          + (f"; {failed} bench{'es' * (failed != 1)} did not run" if failed else ""))
+          + (f"; {unfinished} bench{'es' * (unfinished != 1)} {UNFINISHED}" if unfinished else ""))
     for name, line in verdicts:
         print(f"{name}: {line}")
-    return 1 if failed else 0  # a missed target is a measurement, not an error
+    return 1 if stopped_early else 0  # a missed target is a measurement, not an error
 
 
 def main(argv: list[str]) -> int:
     names = sorted(p.stem for p in Path(__file__).parent.glob("bench_*.py"))
     if argv:
-        asked, names = names, [n for n in names if any(a in n for a in argv)]
-        if not names:
-            print(f"no bench matches {' or '.join(map(repr, argv))}: the benches are {', '.join(asked)}",
+        if unknown := [a for a in argv if not any(a in n for n in names)]:
+            print(f"no bench matches {' or '.join(map(repr, unknown))}: the benches are {', '.join(names)}",
                   file=sys.stderr)
             return 2
+        names = [n for n in names if any(a in n for a in argv)]
     return run([(name, _runner(name)) for name in names])
 
 

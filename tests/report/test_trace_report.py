@@ -100,9 +100,9 @@ def test_trace_table_from_store(study) -> None:
     run["provenance"]["trace"]["window"]["counters_exact"] = False
     [table] = report_tables(busy, cells)
     [note] = [line for line in table.note.splitlines() if "busy" in line]
-    assert ": xfs 1 of 2 runs;" in note and "ext4" not in note
+    assert ": xfs 1 run of 2;" in note and "ext4" not in note
     rendered = " ".join(_text([section_renderable(table)]).split())  # however the terminal wrapped it
-    assert "may differ from the device's counters by the requests in flight at the cut" in rendered
+    assert "may differ from the device's own (/sys/block/<dev>/stat) by up to the requests in flight" in rendered
 
 
 def test_report_traces_writes_seed004_figures(study, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -14,6 +14,8 @@ from __future__ import annotations
 from ...metrics import display_name
 from ...predictions import cache_warning, metric_name
 from ...stored import StoredCell, StoredRun
+from ...trace.capture import IDLE_WAIT_S
+from ...units import counted
 from ..data import TableSection
 from ..predicted import models_in, models_of
 from ..size_table import COMPLETE, OPS, size_table
@@ -47,13 +49,13 @@ def trace_table(label: str, by_fs: dict[str, list[StoredRun]]) -> TableSection:
 def busy_cuts(by_fs: dict[str, list[StoredRun]]) -> str | None:
     """Which file systems have runs whose trace was cut while their device was busy, so that
     a reader does not take those runs' counts as the device's own."""
-    parts = [f"{fs} {n} of {len(runs)}" for fs, runs in by_fs.items() if (n := inexact_cuts(runs))]
+    parts = [f"{fs} {counted(n, 'run')} of {len(runs)}" for fs, runs in by_fs.items() if (n := inexact_cuts(runs))]
     if not parts:
         return None
-    return ("trace cut while the device was busy (the capture found no idle moment at the start or "
-            "the end, e.g. writeback after a buffered run): "
-            + "; ".join(parts) + " runs; their request counts may differ from the device's "
-            "counters by the requests in flight at the cut")
+    return (f"trace cut while the device was busy (no idle moment within {IDLE_WAIT_S:g} s of the start or "
+            "the end, e.g. writeback after a buffered run): " + "; ".join(parts) + "; those runs' request "
+            "counts may differ from the device's own (/sys/block/<dev>/stat) by up to the requests in "
+            "flight at the cut")
 
 
 def tracing_cost(by_fs: dict[str, list[StoredRun]]) -> str | None:
