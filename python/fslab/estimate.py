@@ -150,7 +150,9 @@ class TimeEstimate:
             basis.append(f"{self.from_history} like ones timed in earlier studies here")
         if self.from_prior:
             basis.append(f"{self.from_prior} from their stated runtime plus what a run adds for layout and start "
-                         f"({self._overhead_priors_text()}; built-in priors measured on fslab's development machine)")
+                         f"({self._overhead_priors_text()}; built-in priors measured on fslab's development machines, "
+                         "a guest's from the quicker quarter of runs on the faster one to the slower quarter on "
+                         "the slower)")
         if self.from_declared:
             basis.append(f"{self.from_declared} from their stated runtime only (file layout not included)")
         parts = [head + ": " + ", ".join(basis)]

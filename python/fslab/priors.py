@@ -2,8 +2,11 @@
 that nothing in the results directory has timed yet (a job's setup, a run's overhead
 beyond its stated runtime, a guest's boot) and of its run-to-run noise. Each is a figure
 measured on fslab's development machine (a 2-core VM on a RAM-backed disk, shared with
-other work), with the range seen; the comment beside it says where it comes from. Once a
-study of the same kind has run in the results directory, its own times replace these.
+other work), with the range seen; the comment beside it says where it comes from. The
+guest's (TCG) priors span two such machines, since emulation's cost follows the host's
+speed: typical, the slower one's median; range, from the faster one's quicker quarter of
+runs to the slower one's slower quarter. Once a study of the same kind has run in the
+results directory, its own times replace these.
 """
 
 from __future__ import annotations
@@ -50,15 +53,18 @@ HOST_SETUP_OTHER = Prior(2.5, 0.9, 7.0)
 # from rodata=off, since left out: 25 s became 23.8. On the development machine of
 # 2026-12-02 (2 vCPUs of a faster host; bench_guest: boot 1.9-2.1 s, the job entry's import
 # 1.6-1.8 s): the first guest job of seed-002 --quick, from the study's start to its first
-# run, 6.9, 6.8 and 5.6 s in three studies (host load 1-4).
-GUEST_SETUP = Prior(6.8, 5.6, 6.9)
+# run, 6.9, 6.8 and 5.6 s in three studies (host load 1-4). On the slower machine of
+# 2026-12-03 (an Intel Xeon VM; a boot 3.7 s in bench_guest), the same: 14.5 s (its boot
+# 5.1 s of it; one study, load under 1).
+GUEST_SETUP = Prior(14.5, 5.6, 14.5)
 # A guest job that runs in the guest of the guest job before it (fslab.backends.guest.session:
 # no boot, no import): its mkfs, mount, unmount and the host's handing over, measured as
 # the job's wall time less its run's (TCG, ext4 on a 256 MiB disk, 1 s fio; 4 jobs at host
 # load 6-8 on 2 cores): 3.4, 3.5, 4.0 and 5.5 s. On the machine of 2026-12-02, the gap
 # between one job's last run and the next job's first in three seed-002 --quick studies:
-# median 1.5 s, quartiles 1.35-2.2 s (19 jobs; 1.0-3.9 s).
-GUEST_SETUP_IN_BOOT = Prior(1.5, 1.35, 2.2)
+# median 1.5 s, quartiles 1.35-2.2 s (19 jobs; 1.0-3.9 s). On the slower machine of
+# 2026-12-03, one such study: median 3.8 s, quartiles 2.9-4.8 s (7 jobs).
+GUEST_SETUP_IN_BOOT = Prior(3.8, 1.35, 4.8)
 # A host run's wall time beyond its stated runtime (laying out fio's file, dropping caches,
 # fio's start and end): 1.9 s median for a 64 MiB file (40 runs), 3.0 s for 256 MiB (6
 # runs), 1.2 s for seed-002 --quick (300 runs of 1 s took 669 s with their setups, docs/presets.md).
@@ -73,16 +79,19 @@ HOST_RUN_OVERHEAD = Prior(2.0, 1.2, 3.0)
 # of the old overhead. On the machine of 2026-12-02, three seed-002 --quick studies (all
 # four file systems in the guest, host load 1-4; two took 988 and 836 s, every run ok, the
 # third's ok runs counted too): the runs that laid
-# out their pass's files, median 2.6 s, quartiles 1.8-3.3 s (69 runs).
-GUEST_RUN_OVERHEAD = Prior(2.6, 1.8, 3.3)
+# out their pass's files, median 2.6 s, quartiles 1.8-3.3 s (69 runs). On the slower
+# machine of 2026-12-03, one such study (1,440 s, every run ok): median 6.9 s, quartiles
+# 5.4-9.6 s (24 runs).
+GUEST_RUN_OVERHEAD = Prior(6.9, 1.8, 9.6)
 # A run on files an earlier run of its pass laid out (reuse_layout): no layout and no
 # settling, only dropping caches and fio's start and end. Guest (TCG): seed-002 --quick,
 # all four file systems, 376 of 400 runs reused (host load about 4 on 2 cores): median
 # 2.3 s, quartiles 1.8-3.0 s (the 24 that laid out: median 10.3 s); the whole study took
 # 1998 s. Host: seed-002 --quick's cases on ext4 on the host, 94 of 100 runs reused:
 # median 0.51 s, quartiles 0.41-0.60 s. Guest, on the machine of 2026-12-02 (the three
-# studies above): median 0.96 s, quartiles 0.86-1.14 s (1,081 runs).
-GUEST_RUN_OVERHEAD_REUSED = Prior(0.96, 0.86, 1.14)
+# studies above): median 0.96 s, quartiles 0.86-1.14 s (1,081 runs); on the slower
+# machine of 2026-12-03 (the study above): median 2.0 s, quartiles 1.8-2.3 s (376 runs).
+GUEST_RUN_OVERHEAD_REUSED = Prior(2.0, 0.86, 2.3)
 HOST_RUN_OVERHEAD_REUSED = Prior(0.5, 0.4, 0.6)
 
 # Run-to-run spread before any has been seen on this host: the median coefficient of
