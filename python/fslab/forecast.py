@@ -13,7 +13,7 @@ from typing import Any
 
 from .estimate import TimeEstimate, TimeModel
 from .jobdata.model import Job, Run
-from .noise import NoiseSeen, half_width_at, noise_seen, runs_for_precision
+from .noise import MIN_RUNS_FOR_CV, NoiseSeen, half_width_at, noise_seen, runs_for_precision
 from .plan import Plan
 from .priors import GUEST_SETUP_KVM, TYPICAL_CV, TYPICAL_CV_SOURCE
 from .spec import AUTO_PRECISION
@@ -76,7 +76,8 @@ class Forecast:
                          else f"; {self.fixed_n} run per cell gives no interval")
             out.append("noise: " + line)
         for kind, backend in self.unseen:
-            out.append(f"noise: no run-to-run spread of {kind} on the {backend} backend seen on this host yet; "
+            out.append(f"noise: no run-to-run spread of {kind} on the {backend} backend seen on this host yet "
+                       f"(quick runs and cells of fewer than {MIN_RUNS_FOR_CV} ok runs do not count); "
                        + self.typical_text())
         out.append(f"history: {self.history_source}")
         return out
