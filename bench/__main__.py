@@ -78,6 +78,8 @@ def run(benches: Sequence[tuple[str, Callable[[], None]]]) -> int:
 
 def main(argv: list[str]) -> int:
     names = sorted(p.stem for p in Path(__file__).parent.glob("bench_*.py"))
+    # Options ("--published", "--markdown") are the benches' own: they read sys.argv.
+    argv = [a for a in argv if not a.startswith("-")]
     if argv:
         if unknown := [a for a in argv if not any(a in n for n in names)]:
             print(f"no bench matches {' or '.join(map(repr, unknown))}: the benches are {', '.join(names)}",

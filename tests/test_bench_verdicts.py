@@ -50,3 +50,6 @@ def test_a_name_that_matches_no_bench_is_refused_with_the_names_there_are(capsys
     assert "no bench matches 'no_such_bench'" in err and "bench_guest" in err and "bench_trace" in err
     assert main(["trace", "typo"]) == 2  # one name that matches is not enough: nothing runs
     assert "no bench matches 'typo'" in capsys.readouterr().err
+    # An option is a bench's own (it reads sys.argv), never a name; the name is still checked.
+    assert main(["no_such_bench", "--published"]) == 2
+    assert "no bench matches 'no_such_bench':" in capsys.readouterr().err
