@@ -30,8 +30,9 @@ def cell(cell_id: str, backend: str, params: dict | None = None, kind: str = "fi
 
 def history_run(study: int, cell_id: str, backend: str, start: float, wall: float, job: str,
                 value: float | None = None, host: str = "lab", quick: bool = False, kind: str = "fio",
-                params: dict | None = None) -> HistoryRun:
-    return HistoryRun(study_id=study, quick=quick, cell_id=cell_id, workload="w", workload_kind=kind,
+                params: dict | None = None, study_created_at: float | None = None) -> HistoryRun:
+    return HistoryRun(study_id=study, study_created_at=study_created_at, quick=quick, cell_id=cell_id,
+                      workload="w", workload_kind=kind,
                       params_json=json.dumps(params or {"rw": "read", "size": 1 << 20}), backend=backend,
                       fs_type="ext4", ok=True, started_at=start, finished_at=start + wall, sequence=0, job=job,
                       host=host, boot_s=None, jobs_before_in_boot=None, value=value)
@@ -103,6 +104,22 @@ def test_a_setup_in_a_booted_guest_is_learned_apart_from_a_boot():
     model.learn(cell("g", "guest"), record, 4.5)
     assert model.setup_estimate("guest-in-boot", "ext4") == (4.5, 4.5, 4.5)
     assert model.setup_estimate("guest", "ext4") == (40.0, 40.0, 40.0)
+
+
+def test_a_studys_first_job_is_set_up_from_the_studys_start():
+    """A study whose guest jobs all ran in one boot (seed-002's way): its one boot is the
+    first job's setup, from the study's start to its first run; the jobs after it in the
+    kept guest are the in-boot setups."""
+    rows, t = [], 1014.5
+    for i in range(3):
+        row = history_run(7, f"c{i}", "guest", t, 3.0, f"job{i}", study_created_at=1000.0)
+        rows.append({**row, "jobs_before_in_boot": i})
+        t += 3.0 + 4.0
+    model = TimeModel(rows)
+    assert model.setup_estimate("guest", "ext4") == (14.5, 14.5, 14.5)
+    assert model.setup_estimate("guest-in-boot", "ext4") == (4.0, 4.0, 4.0)
+    text = model.estimate(jobs_of(cell("c0", "guest"))).text()
+    assert "1 guest boot included, as timed here" in text and "not timed here yet" not in text
 
 
 def test_a_gap_of_a_resumed_study_is_not_taken_for_setup():

@@ -224,9 +224,14 @@ class TimeModel:
             if wall >= 0 and run["ok"]:
                 self._note_run(run["cell_id"], run["workload_kind"], _params_key(json.loads(run["params_json"])),
                                run["backend"], wall, own)
-            if previous is not None and previous["study_id"] == run["study_id"] and previous["job"] != run["job"]:
-                self._note_setup(setup_kind(run["backend"], run.get("jobs_before_in_boot")), run["fs_type"],
-                                 run["started_at"] - previous["finished_at"], own)
+            kind = setup_kind(run["backend"], run.get("jobs_before_in_boot"))
+            if previous is None or previous["study_id"] != run["study_id"]:
+                # A study's first job: set up from the study's start, as Countdown counts it
+                # while the study runs (so a study of one booting guest job times its boot).
+                if (study_start := run.get("study_created_at")) is not None:
+                    self._note_setup(kind, run["fs_type"], run["started_at"] - study_start, own)
+            elif previous["job"] != run["job"]:
+                self._note_setup(kind, run["fs_type"], run["started_at"] - previous["finished_at"], own)
             previous = run
 
     def _note_run(self, cell_id: str, kind: str, params: str, backend: str, seconds: float, own: bool) -> None:

@@ -341,7 +341,8 @@ class Store:
         """Every stored run of every study, as much as estimates of time and noise need:
         its workload, backend, times, job and host, and its cell's primary metric."""
         rows = self.db.execute(
-            "SELECT r.study_id, s.quick, r.cell_id, c.workload, c.workload_kind, c.params_json, c.backend,"
+            "SELECT r.study_id, s.created_at AS study_created_at, s.quick, r.cell_id, c.workload,"
+            " c.workload_kind, c.params_json, c.backend,"
             " c.fs_type, r.status, r.started_at, r.finished_at, r.sequence,"
             " json_extract(r.provenance_json, '$.job') AS job,"
             " COALESCE(json_extract(r.provenance_json, '$.guest.vm_host'),"
@@ -352,7 +353,8 @@ class Store:
             "  AND m.name = json_extract(c.cell_json, '$.primary_metric')) AS value"
             " FROM runs r JOIN cells c ON c.study_id = r.study_id AND c.id = r.cell_id"
             " JOIN studies s ON s.id = r.study_id ORDER BY r.study_id, r.started_at").fetchall()
-        return [HistoryRun(study_id=r["study_id"], quick=bool(r["quick"]), cell_id=r["cell_id"],
+        return [HistoryRun(study_id=r["study_id"], study_created_at=float(r["study_created_at"]),
+                           quick=bool(r["quick"]), cell_id=r["cell_id"],
                            workload=r["workload"], workload_kind=r["workload_kind"], params_json=r["params_json"],
                            backend=r["backend"], fs_type=r["fs_type"], ok=r["status"] == STATUS_OK,
                            started_at=r["started_at"], finished_at=r["finished_at"], sequence=r["sequence"],
