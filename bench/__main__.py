@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TextIO
 
+from fslab.units import counted
+
 # A target's verdict; one marked "(derived)" (a model-validation corner derived from the
 # figure it is checked against) is shown in its table but is no check.
 VERDICT = re.compile(r"\b(PASS|FAIL)\b(?! \(derived\))")
@@ -70,7 +72,7 @@ def run(benches: Sequence[tuple[str, Callable[[], None]]]) -> int:
     said = [m.group(1) for _, line in verdicts if (m := VERDICT.search(line))]
     unfinished = sum(1 for _, line in verdicts if line.startswith(UNFINISHED))
     print(f"== verdicts: {said.count('PASS')} of {len(said)} targets met"
-          + (f"; {unfinished} bench{'es' * (unfinished != 1)} {UNFINISHED}" if unfinished else ""))
+          + (f"; {counted(unfinished, 'bench', 'benches')} {UNFINISHED}" if unfinished else ""))
     for name, line in verdicts:
         print(f"{name}: {line}")
     return 1 if stopped_early else 0  # a missed target is a measurement, not an error

@@ -30,7 +30,7 @@ def cell(cell_id: str, backend: str, params: dict | None = None, kind: str = "fi
 
 def history_run(study: int, cell_id: str, backend: str, start: float, wall: float, job: str,
                 value: float | None = None, host: str = "lab", quick: bool = False, kind: str = "fio",
-                params: dict | None = None, study_created_at: float | None = None) -> HistoryRun:
+                params: dict | None = None, study_created_at: float = 1000.0) -> HistoryRun:
     return HistoryRun(study_id=study, study_created_at=study_created_at, quick=quick, cell_id=cell_id,
                       workload="w", workload_kind=kind,
                       params_json=json.dumps(params or {"rw": "read", "size": 1 << 20}), backend=backend,
@@ -40,7 +40,7 @@ def history_run(study: int, cell_id: str, backend: str, start: float, wall: floa
 
 def mixed_history() -> list[HistoryRun]:
     """A study that alternated host runs (5 s, 2 s to set up) and guest runs (120 s, 40 s
-    to boot and set up), one job each."""
+    to boot and set up), one job each, from its start at t = 1000 s (history_run's)."""
     rows, t = [], 1000.0
     for i in range(6):
         backend, setup, wall = ("host", 2.0, 5.0) if i % 2 == 0 else ("guest", 40.0, 120.0)
@@ -168,6 +168,8 @@ def test_the_text_names_only_the_overhead_priors_it_used():
         for phrase in (host_text, guest_text):
             assert (phrase in text) == (phrase in named), (backends, text)
         assert "in a guest" not in text  # no reused-layout prior: no run reused a layout
+        # the guest's priors span two machines; the host's come from one
+        assert ("the faster one to the slower quarter on the slower" in text) == ("guest" in backends), text
 
 
 def test_priors_only_where_they_were_measured():

@@ -150,9 +150,9 @@ class TimeEstimate:
             basis.append(f"{self.from_history} like ones timed in earlier studies here")
         if self.from_prior:
             basis.append(f"{self.from_prior} from their stated runtime plus what a run adds for layout and start "
-                         f"({self._overhead_priors_text()}; built-in priors measured on fslab's development machines, "
-                         "a guest's from the quicker quarter of runs on the faster one to the slower quarter on "
-                         "the slower)")
+                         f"({self._overhead_priors_text()}; built-in priors measured on fslab's development "
+                         + ("machines, a guest's from the quicker quarter of runs on the faster one to the slower "
+                            "quarter on the slower)" if self.prior_in_guest else "machine)"))
         if self.from_declared:
             basis.append(f"{self.from_declared} from their stated runtime only (file layout not included)")
         parts = [head + ": " + ", ".join(basis)]
@@ -228,8 +228,7 @@ class TimeModel:
             if previous is None or previous["study_id"] != run["study_id"]:
                 # A study's first job: set up from the study's start, as Countdown counts it
                 # while the study runs (so a study of one booting guest job times its boot).
-                if (study_start := run.get("study_created_at")) is not None:
-                    self._note_setup(kind, run["fs_type"], run["started_at"] - study_start, own)
+                self._note_setup(kind, run["fs_type"], run["started_at"] - run["study_created_at"], own)
             elif previous["job"] != run["job"]:
                 self._note_setup(kind, run["fs_type"], run["started_at"] - previous["finished_at"], own)
             previous = run

@@ -111,7 +111,7 @@ class HistoryRun(TypedDict):
     """A stored run as estimates of time and noise read it (``Store.history``)."""
 
     study_id: int
-    study_created_at: float | None  # Unix time: the study's start, its first job's setup begins there
+    study_created_at: float  # Unix time: the study's start, where its first job's setup begins
     quick: bool
     cell_id: str
     workload: str

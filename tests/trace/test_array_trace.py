@@ -86,7 +86,8 @@ def test_array_bios_and_member_requests_are_traced_apart(tracing: Path, loop_dev
     replay = requests_from_trace(stored)
     assert len(replay) == 10 and set(replay.nbytes) == {65536}
     # the report's trace table shows both, and says which rows are which
-    run = {"status": "ok", "metrics": {m.name: {"value": m.value, "note": m.note} for m in rt.metrics({})}}
+    run = {"status": "ok", "metrics": {m.name: {"value": m.value, "note": m.note} for m in rt.metrics({})},
+           "provenance": {"trace": rt.provenance()}}
     rows = _table_rows(trace_table("w", {"ext4-raid5 (guest 6.1)": [run]}))
     assert rows["write"][:2] == ["10.0", "64.0"] and rows["write (members)"][:2] == ["5.00", "4.00"]
 

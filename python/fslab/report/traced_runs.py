@@ -109,8 +109,8 @@ def inexact_cuts(runs: Sequence[StoredRun]) -> int:
     its stop, within the capture's wait for an idle moment): their trace counts may differ
     from the device counters by the requests in flight there. Runs stored before fslab cut
     at idle moments have no window and are not counted."""
-    return sum(1 for r in runs
-               if (((r.get("provenance") or {}).get("trace") or {}).get("window") or {}).get("counters_exact") is False)
+    windows = [(r["provenance"].get("trace") or {}).get("window") or {} for r in runs]
+    return sum(1 for w in windows if w.get("counters_exact") is False)
 
 
 def trace_loss(runs: Sequence[StoredRun]) -> Loss | None:
