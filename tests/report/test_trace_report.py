@@ -103,6 +103,12 @@ def test_trace_table_from_store(study) -> None:
     assert ": xfs 1 run of 2;" in note and "ext4" not in note
     rendered = " ".join(_text([section_renderable(table)]).split())  # however the terminal wrapped it
     assert "may differ from the device's own (/sys/block/<dev>/stat) by up to the requests in flight" in rendered
+    # Each line of the note is a paragraph of its own in HTML and Markdown, not run into the one before.
+    from fslab.report.html import _section_table
+    from fslab.report.markdown import _section
+
+    assert '<p class="note">trace cut while the device was busy' in _section_table(table)
+    assert "\n\ntrace cut while the device was busy" in _section(table)
 
 
 def test_report_traces_writes_seed004_figures(study, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -64,9 +64,13 @@ def _table(columns: list[str], rows: list[list[str]], numeric_from: int = 1, cls
     return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
 
 
+def note_html(note: str) -> str:
+    """A note of one or more lines, each its own paragraph (HTML would run them together)."""
+    return "".join(f'<p class="note">{escape(line)}</p>' for line in note.split("\n") if line)
+
+
 def _section_table(t: TableSection) -> str:
-    note = f'<p class="note">{escape(t.note)}</p>' if t.note else ""
-    return f"<h3>{escape(t.title)}</h3>{_table(t.columns, t.rows, 2, alerts=frozenset(t.alerts))}{note}"
+    return f"<h3>{escape(t.title)}</h3>{_table(t.columns, t.rows, 2, alerts=frozenset(t.alerts))}{note_html(t.note)}"
 
 
 def trace_plots_html(report: Report) -> str:
@@ -116,8 +120,7 @@ def _model_section(m: ModelSection, filesystems: list[str]) -> str:
         out.append(f"<p>{legend_html([fs for fs in filesystems if fs in names])}</p><div class=charts>"
                    + "".join(chart_svg(c, filesystems) for c in m.charts) + "</div>")
     out += [_section_table(t) for t in m.tables]
-    if m.note:
-        out.append(f'<p class="note">{escape(m.note)}</p>')
+    out.append(note_html(m.note))
     return "".join(out) + "</section>"
 
 
@@ -158,7 +161,7 @@ def render_html(report: Report) -> str:
     columns, rows = summary_table(report)
     caveats = "".join(f'<p class="warn caveat">{escape(line)}</p>' for line in caveat_lines(report))
     parts.append('<section id="results"><h2>Results</h2>' + _table(columns, rows, 2) + caveats
-                 + "".join(f'<p class="note">{escape(line)}</p>' for line in report.legend.split("\n"))
+                 + note_html(report.legend)
                  + "</section>")
 
     parts.append('<section id="charts"><h2>Charts</h2>'

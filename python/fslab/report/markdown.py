@@ -69,7 +69,12 @@ def _section(t: TableSection) -> str:
     alerts = set(t.alerts)  # cells a reader must not miss: in bold
     rows = [[f"**{_cell(v)}**" if (k, i) in alerts else _cell(v) for i, v in enumerate(row)]
             for k, row in enumerate(t.rows)]
-    return f"#### {md_text(t.title)}\n\n{_md_table(t.columns, rows)}\n" + (f"\n{md_text(t.note)}\n" if t.note else "")
+    return f"#### {md_text(t.title)}\n\n{_md_table(t.columns, rows)}\n" + (f"\n{note_md(t.note)}\n" if t.note else "")
+
+
+def note_md(note: str) -> str:
+    """A note of one or more lines, each its own paragraph (md_text makes each one line)."""
+    return "\n\n".join(md_text(line) for line in note.split("\n") if line)
 
 
 def _chart_table(chart: ChartData) -> str:
@@ -86,7 +91,7 @@ def _model_section(m: ModelSection) -> str:
     out = [f"## {md_text(m.title)}", "", md_text(m.intro), ""]
     out += [f"- {md_text(s)}" for s in m.statements] + ([""] if m.statements else [])
     out += [_chart_table(c) for c in m.charts] + [_section(t) for t in m.tables]
-    out += [md_text(m.note), ""] if m.note else []
+    out += [note_md(m.note), ""] if m.note else []
     return "\n".join(out)
 
 
