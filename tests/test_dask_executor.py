@@ -178,8 +178,10 @@ def test_placement_check_and_deadline_without_a_cluster() -> None:
     from fslab.plan import make_plan
     from fslab.study import load_spec
 
-    with pytest.raises(Exception, match="has no fslab worker"):
+    with pytest.raises(Exception, match=r"has no fslab worker \(none offers the resource bench=1; 1 worker without it"):
         check_placement({"tcp://a:1": {"resources": {}}}, [], "tcp://s:1")
+    with pytest.raises(Exception, match=r"bench=1; 2 workers without it\)"):
+        check_placement({"tcp://a:1": {"resources": {}}, "tcp://b:1": {"resources": {}}}, [], "tcp://s:1")
     spec = load_spec(str(Path(__file__).parent.parent / "python/fslab/presets/quickstart.toml"))[0]
     job = make_plan(spec, backends=choose_backend).jobs[0]
     assert job_deadline_s(job) > 600 and job_deadline_s(job, 42.0) == 42.0

@@ -63,9 +63,10 @@ def test_a_driver_with_no_worker_left_says_since_when(cluster: Cluster, tmp_path
             cluster.workers[name].wait()
         wait_for(lambda: "no worker is connected" in stderr_path.read_text(), 90, "the driver to say so")
         said = " ".join(stderr_path.read_text().split())
-        found = re.search(r"no worker is connected to (\S+) since (\d\d:\d\d:\d\d) \((\d+) s\); (\d+) job\(s\) wait: "
-                          r"start one with `fslab worker ", said)
+        found = re.search(r"no worker is connected to (\S+) since (\d\d:\d\d:\d\d) \((\d+) s\); "
+                          r"(\d+) (job waits|jobs wait): start one with `fslab worker ", said)
         assert found, said[-2000:]
+        assert (found.group(4) == "1") == (found.group(5) == "job waits"), found.group(0)
         since = time.mktime(time.strptime(time.strftime("%Y-%m-%d ", time.localtime(killed)) + found.group(2),
                                           "%Y-%m-%d %H:%M:%S"))
         assert -2 <= since - killed < 60, (found.group(2), killed)  # since the workers died, not before

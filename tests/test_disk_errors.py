@@ -101,7 +101,7 @@ def test_the_run_that_saw_the_error_fails_and_the_next_is_ok(device_support, tmp
     store.close()
     assert [r["status"] for r in runs] == ["failed", "ok"], [(r["status"], r["error"]) for r in runs]
     error = runs[0]["error"] or ""
-    assert "the kernel logged 1 block I/O error(s) on the device during the run" in error
+    assert "the kernel logged 1 block I/O error on the device during the run" in error
     assert "I/O error, dev loop" in error and "sector 2048" in error and "--retry-failed" in error
     assert [line.split(",")[0] for line in runs[0]["provenance"]["kernel_io_errors"]] == ["I/O error"]
     assert "kernel_io_errors" not in runs[1]["provenance"]

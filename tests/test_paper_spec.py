@@ -327,8 +327,8 @@ relation = "more than"
         runs += [_run(c, base * k, base) for k in (0.99, 1.0, 1.01)]
     [row] = figure_rows(spec.paper, runs, cells)
     assert row.pairs_compared == 4 and row.pairs_holding == 2
-    assert row.shape.startswith("does not hold: holds in 2 of 4") and "ext3" in row.shape
-    assert row.paper == "higher (> 1x) in each of 4 pair(s)"
+    assert row.shape.startswith("does not hold: holds in 2 of 4 decided pairs; not in") and "ext3" in row.shape
+    assert row.paper == "higher (> 1x) in each of 4 pairs"
 
 
 def test_a_quick_run_states_the_sizes_it_ran() -> None:

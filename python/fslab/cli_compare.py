@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
+from .units import counted
+
 if TYPE_CHECKING:
     from .report.compare import Comparison
 
@@ -99,6 +101,6 @@ def _exit_if_left_out(c: Comparison) -> None:
     if c.not_compared:
         from .cli import err_console
 
-        err_console.print(f"{len(c.not_compared)} case(s) not compared; see 'not compared' above "
+        err_console.print(f"{counted(len(c.not_compared), 'case')} not compared; see 'not compared' above "
                           "(exit status 1)", highlight=False)
         raise typer.Exit(1)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import FslabError
+from .units import counted
 
 KMSG = "/dev/kmsg"
 # A failed run's provenance key for the error lines that failed it.
@@ -134,6 +135,6 @@ IMAGE_NOT_KEPT = "the aged image is not kept (its runs fail; --retry-failed ages
 def describe_errors(lines: list[str], when: str, consequence: str = RUN_NOT_KEPT) -> str:
     """One sentence for a failed run or job: how many, the first, what it means."""
     more = f" and {len(lines) - 1} more" if len(lines) > 1 else ""
-    return (f"the kernel logged {len(lines)} block I/O error(s) on the device {when} "
+    return (f"the kernel logged {counted(len(lines), 'block I/O error')} on the device {when} "
             f"(\"{lines[0]}\"{more}): a disk that refused I/O measures nothing about the file "
             f"system, so {consequence}")

@@ -22,6 +22,9 @@ def test_the_event_says_disk_operation_reason_and_action() -> None:
 def test_a_disk_error_failure_gets_the_hosts_reason_and_nothing_else_does() -> None:
     facts = {"host_io_errors": [describe_event(EVENT)] * 3}
     error = describe_errors([LINE], "during the run")
+    assert error.startswith(f'the kernel logged 1 block I/O error on the device during the run ("{LINE}"):')
+    assert describe_errors([LINE] * 3, "during the run").startswith(
+        f'the kernel logged 3 block I/O errors on the device during the run ("{LINE}" and 2 more):')
     disk = failed(error, {KERNEL_IO_ERRORS: [LINE]})
     assert _with_host_reasons(disk, facts).error == (
         f"{error}; the host's reason: disk0 write: No space left on device (QEMU's action: report) and 2 more")

@@ -31,7 +31,7 @@ def test_two_file_systems_of_an_auto_study_get_the_study_s_test(tmp_path: Path) 
     assert r.p_adjusted == versus.p_adjusted and r.significant == versus.significant
     assert abs(r.p_adjusted - welch) > 0.1  # before: compare printed Welch's fixed-sample p
     assert "group-sequential" in r.method and "group-sequential" in table_rows(c)[0][5]
-    assert "the study's own test" in method_note(c) and "Holm-corrected" not in method_note(c)
+    assert "1 comparison uses the study's own test" in method_note(c) and "Holm-corrected" not in method_note(c)
 
 
 def test_an_auto_study_against_another_study_says_why_its_design_does_not_apply(tmp_path: Path) -> None:
@@ -42,6 +42,7 @@ def test_an_auto_study_against_another_study_says_why_its_design_does_not_apply(
     assert all("group-sequential" not in r.method for r in c.rows)
     note = method_note(c)
     assert "repeated until answered" in note and "never two studies" in note and "approximate" in note
+    assert "2 comparisons use a fixed-sample test" in note
 
 
 def test_a_fixed_repetition_study_has_no_design_note(tmp_path: Path) -> None:

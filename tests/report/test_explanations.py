@@ -80,14 +80,17 @@ def test_no_significant_difference_no_explanation() -> None:
     assert explanations(runs, [cell("ext4"), cell("xfs")]) == []
     # the section still says why it explains nothing
     assert nothing_to_explain(runs, [cell("ext4"), cell("xfs")]) == [
-        "No significant difference to explain.", "1 comparison(s) showed no significant difference."]
+        "No significant difference to explain.", "1 comparison showed no significant difference."]
+    runs += [run("btrfs", v) for v in (980.0, 1100.0, 1020.0)]
+    assert nothing_to_explain(runs, [cell("ext4"), cell("xfs"), cell("btrfs")])[1] == (
+        "2 comparisons showed no significant difference.")
 
 
 def test_without_a_verdict_the_section_says_more_runs_are_needed() -> None:
     runs = [run("ext4", v) for v in (1000.0, 1100.0)] + [run("f2fs", v) for v in (9000.0, 9500.0)]
     lines = nothing_to_explain(runs, [cell("ext4"), cell("f2fs")])
     assert lines[0] == "No significant difference to explain."
-    assert lines[1].startswith("1 of 1 comparison(s) had no verdict (fewer than 3 runs")
+    assert lines[1].startswith("1 of 1 comparison had no verdict (fewer than 3 runs")
 
 
 def test_a_figure_of_one_phase_is_not_explained_by_the_whole_runs_io() -> None:

@@ -97,7 +97,7 @@ def test_summary_keeps_no_verdict_apart_from_no_significant_difference() -> None
     assert [f.decided for f in report.findings] == [False]
     html = render_html(report)
     assert "<h3>No verdict</h3>" in html and "<h3>No significant difference</h3>" not in html
-    assert "0 comparison(s) without one, 1 without a verdict" in html
+    assert "0 significant differences, 0 comparisons without one, 1 without a verdict" in html
     md = render_markdown(report)
     assert "**No verdict**" in md and "**No significant difference**" not in md
 

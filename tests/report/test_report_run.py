@@ -97,6 +97,15 @@ def test_one_real_fio_run_whole(tmp_path: Path) -> None:
     assert status == 0 and again == text
 
 
+def test_fio_summary_counts_its_jobs_in_the_right_number() -> None:
+    from fslab.report.run_view import fio_summary
+
+    one = {"fio version": "fio-3.33", "jobs": [{"jobname": "t"}]}
+    assert fio_summary("note: a line fio printed first\n" + json.dumps(one)) == ["fio fio-3.33, 1 job"]
+    two = {**one, "jobs": [{"jobname": "t"}, {"jobname": "u"}]}
+    assert fio_summary(json.dumps(two)) == ["fio fio-3.33, 2 jobs"]
+
+
 def test_failed_run_error_first_output_cut_and_unknown_id(tmp_path: Path) -> None:
     (tmp_path / "fake").mkdir()
     (tmp_path / "s.toml").write_text(NULL_STUDY.format(fake=tmp_path / "fake"))

@@ -35,6 +35,7 @@ from urllib.parse import parse_qs
 from ..errors import STUDY_LEVEL_ERRNOS, ExecutorLost, FslabError, MissingCapability, SpecError
 from ..job.folder import JobFolder, fail_unfinished
 from ..jobdata.record import RunRecord
+from ..units import counted
 from .dask_worker import ALIVE_SUFFIX, EVENT_TOPIC_PREFIX
 from .lab import Access, probe, scheduler_access
 
@@ -83,7 +84,7 @@ def check_placement(workers: dict[str, dict[str, Any]], jobs: list[Job], address
                 offered[name.removeprefix("class_")] = offered.get(name.removeprefix("class_"), 0) + 1
     if benches == 0:
         raise FslabError(f"the Dask scheduler at {address} has no fslab worker (none offers the "
-                         f"resource bench=1; {len(workers)} worker(s) without it): start one with "
+                         f"resource bench=1; {counted(len(workers), 'worker')} without it): start one with "
                          f"`fslab worker {shlex.quote(address)} {access_flags}`")
     for job in jobs:
         wanted = job.settings.machine_class
@@ -184,7 +185,8 @@ class DaskExecutor:
         stays; the runner marks the study interrupted) saying how to continue."""
         return ExecutorLost(
             f"lost the Dask scheduler at {self.address} mid-study ({_first_line(exc)}); "
-            f"{len(pending)} job(s) were still out (their finished runs are run again)")
+            f"{counted(len(pending), 'job')} {'was' if len(pending) == 1 else 'were'} still out "
+            "(their finished runs are run again)")
 
     def _dispatch(self, client: Any, jobs: list[Job], jobs_dir: Path, topic: str, pending: dict[str, _Pending],
                   on_record: Callable[[RunRecord, JobFolder], None]) -> None:
@@ -230,7 +232,8 @@ class DaskExecutor:
         if self.on_waiting is not None:
             since = time.strftime("%H:%M:%S", time.localtime(self._alone_since))
             self.on_waiting(f"no worker is connected to {self.address} since {since} "
-                            f"({now - self._alone_since:.0f} s); {waiting} job(s) wait: start one with "
+                            f"({now - self._alone_since:.0f} s); {counted(waiting, 'job')} "
+                            f"{'waits' if waiting == 1 else 'wait'}: start one with "
                             f"`fslab worker {shlex.quote(self.address)} {shlex.join(self.access.flags())}`")
 
     @staticmethod

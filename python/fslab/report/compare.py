@@ -43,6 +43,7 @@ from ..metrics import display_name, is_ranked
 from ..stopping import scaled_p
 from ..stopping_rule import StoppingRule
 from ..stored import STATUS_OK, AutoFacts, AutoPairFacts, StoredCell, StoredMetric, StoredRun, StudyRow
+from ..units import counted
 from .case_definitions import (
     DEVICE_PLACES,
     MODE_VARIABLES,
@@ -476,9 +477,10 @@ def design_text(a: Side, b: Side, c: Comparison, test: str) -> str:
     fixed = [r for r in c.rows if "group-sequential" not in r.method]
     parts = []
     if sequential:
-        parts.append(f"{len(sequential)} comparison(s) use the study's own test: the group-sequential Welch's t "
-                     "that decided when the study stopped (the same p and verdict as `fslab report`; p rescaled "
-                     "so that p < α means significant; no Holm on top: the rule split α over the pairs itself).")
+        parts.append(f"{counted(len(sequential), 'comparison')} {'uses' if len(sequential) == 1 else 'use'} "
+                     "the study's own test: the group-sequential Welch's t that decided when the study stopped "
+                     "(the same p and verdict as `fslab report`; p rescaled so that p < α means significant; "
+                     "no Holm on top: the rule split α over the pairs itself).")
     if fixed:
         named = " and ".join(f"study {s.study_id} ({s.study_name})" for s in autos)
         if a.mode != "file systems":
@@ -489,7 +491,8 @@ def design_text(a: Side, b: Side, c: Comparison, test: str) -> str:
         else:
             why = "the stopping rule tested only each case's primary metric"
         parts.append(f"{named} repeated until answered (repetitions = \"auto\"): sample sizes chosen by "
-                     f"looking at the data. {len(fixed)} comparison(s) use a fixed-sample test on them because "
+                     f"looking at the data. {counted(len(fixed), 'comparison')} "
+                     f"{'uses' if len(fixed) == 1 else 'use'} a fixed-sample test on them because "
                      f"{why}; such a p is approximate (it does not account for the stopping).")
     return " ".join(parts)
 
@@ -594,7 +597,7 @@ def summary_lines(c: Comparison) -> list[str]:
         out += [_sentence(r, r.verdict) if r.relative is not None else f"{r.key}: {display_name(r.metric)}."
                 for r in same]
     if untested:
-        out.append(f"{len(untested)} comparison(s) without a verdict: " + "; ".join(
+        out.append(f"{counted(len(untested), 'comparison')} without a verdict: " + "; ".join(
             f"{r.key} {display_name(r.metric)} ({r.verdict.removeprefix('no verdict: ')})" for r in untested) + ".")
     return out
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from html import escape
 
+from ..units import counted
 from .compare import (
     Comparison,
     left_out_line,
@@ -144,7 +145,7 @@ def render_html(report: Report) -> str:
             head, *facts = warnings
             parts.append(f'<p class="warn">{escape(head)}</p>' + ('<ul class="hosts">' + "".join(
                 f"<li>{escape(f)}</li>" for f in facts) + "</ul>" if facts else ""))
-    parts.append(f"<p>{len(sig)} significant difference(s), {len(rest)} comparison(s) without one, "
+    parts.append(f"<p>{counted(len(sig), 'significant difference')}, {counted(len(rest), 'comparison')} without one, "
                  f"{len(undecided)} without a verdict (each file system against the best of its backend in its "
                  "row; guest and host columns are never compared).</p>")
     if sig:

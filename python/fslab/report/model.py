@@ -10,6 +10,7 @@ from ..analysis.contrasts import ratio_ci
 from ..analysis.stats import summarize
 from ..metrics import display_name
 from ..stored import STATUS_OK, AutoFacts, StoredCell, StoredRun, StudyRow
+from ..units import counted
 from .case_definitions import device_sections
 from .data import SCHEMA, Bar, Caveat, ChartData, Estimate, FailedRun, Finding, Report, SummaryRow, Versus
 from .hosts import warning_lines as host_warning_lines
@@ -90,8 +91,8 @@ def rows_from_table(table: TableData, cells: list[StoredCell] | None = None) -> 
         divisor, unit = display_scale(row.unit, magnitude)
         estimates = [Estimate(fs, s.n, s.mean, s.ci_half_width, row.values[fs], mean_pm(s, divisor),
                               _versus(row, fs), row.group_of[fs]) for fs, s in row.summaries.items()]
-        notes = [f"{fs}: {len(v)} run(s) without a number ({v[0]})" for fs, v in row.no_number.items()]
-        notes += [f"{fs}: {k} run(s) failed" for fs, k in row.failed.items()]
+        notes = [f"{fs}: {counted(len(v), 'run')} without a number ({v[0]})" for fs, v in row.no_number.items()]
+        notes += [f"{fs}: {counted(k, 'run')} failed" for fs, k in row.failed.items()]
         fs_notes: dict[str, list[str]] = {}
         for fs, v in row.no_number.items():
             fs_notes.setdefault(fs, []).append(f"{len(v)}x {v[0]}")

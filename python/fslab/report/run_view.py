@@ -100,7 +100,7 @@ def fio_summary(text: str) -> list[str]:
     and completion latency (mean, p99), in fio's own JSON fields."""
     start = text.find("{")  # fio may print notes before its JSON
     data = json.loads(text[start:]) if start >= 0 else {}
-    lines = [f"fio {data.get('fio version', '?')}, {len(data.get('jobs', []))} job(s)"]
+    lines = [f"fio {data.get('fio version', '?')}, {counted(len(data.get('jobs', [])), 'job')}"]
     for job in data.get("jobs", []):
         for direction in ("read", "write", "trim"):
             d = job.get(direction) or {}

@@ -13,6 +13,7 @@ from ..analysis.stats import Comparison
 from ..stopping import scaled_p
 from ..stopping_rule import StoppingRule
 from ..stored import AutoFacts, AutoPairFacts, StoredCell
+from ..units import counted
 from .data import TableSection
 from .labels import cell_label, fs_column
 from .tables import TableData
@@ -91,7 +92,7 @@ def stopping_table(cells: Sequence[StoredCell], auto: AutoFacts) -> TableSection
     note = (f"Rule: {rule.describe()}; {auto['passes_done']} passes made. A cell stops on "
             "precision when its own interval is that narrow and every comparison it is in is answered (a "
             "verdict, or both sides that precise with a difference below it); on verdict when every comparison "
-            f"it is in is significant. {len(undecided)} comparison(s) ended without a significant difference.")
+            f"it is in is significant. {counted(len(undecided), 'comparison')} ended without a significant difference.")
     return TableSection("workload", "why each cell stopped repeating", ["workload", *columns],
                         [[label, *[by_column.get(c, "—") for c in columns]] for label, by_column in rows.items()],
                         note=note)

@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..stored import StoredCell
+from ..units import counted
 from .data import FailedRun, ModelSection, Report, SummaryRow, TableSection
 from .model import rows_from_table
 from .summary import caveat_lines, metric_text, row_cells
@@ -69,7 +70,7 @@ def model_section_renderable(m: ModelSection) -> Group:
     parts += [Text(f"• {s}") for s in m.statements]
     parts += [section_renderable(t) for t in m.tables]
     if m.charts:
-        parts.append(Text(f"{len(m.charts)} chart(s): fslab report --html FILE", style="dim"))
+        parts.append(Text(f"{counted(len(m.charts), 'chart')}: fslab report --html FILE", style="dim"))
     return Group(*parts)
 
 

@@ -19,6 +19,7 @@ from statistics import fmean
 from ...mechanisms import cause_shares
 from ...predictions import metric_name
 from ...stored import STATUS_OK, StoredCell, StoredRun
+from ...units import counted
 from ..data import ModelSection
 from ..labels import cell_label, fs_column, percent
 from ..predicted import mechanism_shares, models_in
@@ -272,10 +273,10 @@ def nothing_to_explain(runs: Sequence[StoredRun], cells: Sequence[StoredCell]) -
     lines = ["No significant difference to explain."]
     if untested:
         commonest = max(set(untested), key=untested.count)
-        lines.append(f"{len(untested)} of {len(comparisons)} comparison(s) had no verdict ({commonest}): "
+        lines.append(f"{len(untested)} of {counted(len(comparisons), 'comparison')} had no verdict ({commonest}): "
                      "more runs would let the differences be tested and then explained.")
     if len(untested) < len(comparisons):
-        lines.append(f"{len(comparisons) - len(untested)} comparison(s) showed no significant difference.")
+        lines.append(f"{counted(len(comparisons) - len(untested), 'comparison')} showed no significant difference.")
     return lines
 
 

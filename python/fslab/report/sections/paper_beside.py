@@ -44,6 +44,7 @@ from ...analysis.stats import CONFIDENCE, holm, summarize
 from ...paper import SIZE_TOLERANCE, UNITS, PaperFigure, PaperSection
 from ...paper import Side as PaperSide
 from ...stored import StoredCell, StoredRun
+from ...units import counted
 from ..data import ModelSection, TableSection
 from ..units import fmt
 from .base import SECTIONS, Section, StudyData
@@ -242,13 +243,13 @@ def _group_row(f: PaperFigure, pairs: list[Pair], model: str | None) -> FigureRo
     against = [p for p, v in verdicts if v.startswith("does not hold")]
     open_ = [p for p, v in verdicts if v not in ("holds",) and not v.startswith("does not hold")]
     ratios = [p.measured_ratio for p in pairs if p.measured_ratio is not None]
-    measured = (f"{len(ratios)} pair(s), ratios {x_text(min(ratios))} to {x_text(max(ratios))}" if ratios
+    measured = (f"{counted(len(ratios), 'pair')}, ratios {x_text(min(ratios))} to {x_text(max(ratios))}" if ratios
                 else "— (no pair with numbers)")
     predicted_ratios = [p.predicted_ratio for p in pairs if p.predicted_ratio is not None]
     predicted = "— (not predicted)"
     if predicted_ratios:
         way = sum(1 for r in predicted_ratios if (r > 1) == (paper_direction(f) > 0))
-        predicted = (f"on {model}: {way} of {len(predicted_ratios)} pair(s) the paper's way (ratios "
+        predicted = (f"on {model}: {way} of {counted(len(predicted_ratios), 'pair')} the paper's way (ratios "
                      f"{x_text(min(predicted_ratios))} to {x_text(max(predicted_ratios))})")
     decided = len(held) + len(against)
     if decided == 0:
@@ -256,14 +257,14 @@ def _group_row(f: PaperFigure, pairs: list[Pair], model: str | None) -> FigureRo
                                                  else "no ratio") for p in open_})
         shape = f"cannot tell (no pair decided: {'; '.join(reasons)})"
     elif not against:
-        shape = f"holds in all {decided} decided pair(s)" + (f"; {len(open_)} undecided" if open_ else "")
+        shape = f"holds in all {counted(decided, 'decided pair')}" + (f"; {len(open_)} undecided" if open_ else "")
     else:
         most = "mostly holds" if len(held) > len(against) else "does not hold"
-        shape = (f"{most}: holds in {len(held)} of {decided} decided pair(s); not in "
+        shape = (f"{most}: holds in {len(held)} of {counted(decided, 'decided pair')}; not in "
                  + "; ".join(f"{p.label}: {x_text(p.measured_ratio or 0)}" for p in against[:3])
                  + (" …" if len(against) > 3 else "")
                  + (f"; {len(open_)} undecided" if open_ else ""))
-    return FigureRow(f.claim, f.source, paper_ratio_text(f) + f" in each of {len(pairs)} pair(s)", measured,
+    return FigureRow(f.claim, f.source, paper_ratio_text(f) + f" in each of {counted(len(pairs), 'pair')}", measured,
                      predicted, model, shape, pairs_holding=len(held), pairs_compared=decided)
 
 
@@ -421,8 +422,8 @@ def build(study: StudyData) -> list[ModelSection]:
                           f"{quick_sizes(study.cells)}")
     return [ModelSection(
         ID, "The paper beside fslab",
-        f"{len(section.figures)} published figure(s) of the paper this study reproduces, beside what fslab "
-        f"measured and predicted; {len(section.deviations)} deviation(s) from the paper's setup first."
+        f"{counted(len(section.figures), 'published figure')} of the paper this study reproduces, beside what fslab "
+        f"measured and predicted; {counted(len(section.deviations), 'deviation')} from the paper's setup first."
         + (" The stored study file has no [paper] table: these are the shipped preset's, as it is now."
            if shipped else "")
         + (f" A --quick run: it ran smaller than the deviations say ({quick_sizes(study.cells)})."
