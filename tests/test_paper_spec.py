@@ -331,6 +331,35 @@ relation = "more than"
     assert row.paper == "higher (> 1x) in each of 4 pairs"
 
 
+def test_a_claim_on_one_pair_is_stated_in_the_singular() -> None:
+    """One file system over another in one cell: the row says "1 pair" and the one ratio,
+    not "all 1 decided pair" nor "ratios 2x to 2x"."""
+    from fslab.report.sections.paper_beside import figure_rows
+
+    text = STUDY.replace("[filesystems.xfs]", "[filesystems.xfs]\n[filesystems.ext3]") + """
+[[paper.figures]]
+claim = "ext4 better than ext3"
+source = "conclusion"
+workload = "w"
+metric = "write_iops"
+filesystem = "ext4"
+versus = "ext3"
+across = ["rw"]
+ratio = 1
+relation = "more than"
+"""
+    spec = _spec(text)
+    cells = [{"id": f"{fs}-randwrite", "filesystem": fs, "workload": "w", "axes": {"rw": "randwrite"},
+              "backend": "host"} for fs in ("ext4", "ext3")]
+    level = {"ext4": 200.0, "ext3": 100.0}
+    runs = [_run(c, level[c["filesystem"]] * k, level[c["filesystem"]]) for c in cells for k in (0.99, 1.0, 1.01)]
+    [row] = figure_rows(spec.paper, runs, cells)
+    assert row.pairs_compared == 1 and row.pairs_holding == 1
+    assert row.shape == "holds in the 1 decided pair", row.shape
+    assert row.paper.endswith("in each of 1 pair") and "pairs" not in row.paper
+    assert row.measured.startswith("1 pair, ratio ") and " to " not in row.measured, row.measured
+
+
 def test_a_quick_run_states_the_sizes_it_ran() -> None:
     """A --quick study's section says the sizes its cells actually ran, from the stored
     cells (not the full sizes the preset's deviations speak of)."""

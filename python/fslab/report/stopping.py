@@ -89,7 +89,7 @@ def stopping_table(cells: Sequence[StoredCell], auto: AutoFacts) -> TableSection
         facts = auto["cells"].get(cell["id"])
         rows.setdefault(cell_label(cell), {})[column] = facts["text"] if facts else "no run yet"
     undecided = [p for p in auto["pairs"] if p["final"] and not p["significant"]]
-    note = (f"Rule: {rule.describe()}; {auto['passes_done']} passes made. A cell stops on "
+    note = (f"Rule: {rule.describe()}; {counted(auto['passes_done'], 'pass', 'passes')} made. A cell stops on "
             "precision when its own interval is that narrow and every comparison it is in is answered (a "
             "verdict, or both sides that precise with a difference below it); on verdict when every comparison "
             f"it is in is significant. {counted(len(undecided), 'comparison')} ended without a significant difference.")

@@ -185,6 +185,12 @@ def _value_row(f: PaperFigure, runs: list[StoredRun], cells: list[StoredCell]) -
                      "cannot tell (one figure of the paper's setup, not this one's: the ratio rows carry the shape)")
 
 
+def _ratio_span(ratios: list[float]) -> str:
+    """"ratio 1.2x" for one value (or several that print alike), else "ratios 0.9x to 1.4x"."""
+    low, high = x_text(min(ratios)), x_text(max(ratios))
+    return f"ratio {low}" if low == high else f"ratios {low} to {high}"
+
+
 def _model_ratio_row(f: PaperFigure, pairs: list[Pair], model: str | None) -> FigureRow:
     """The paper's two devices as two models of one cell: predicted only."""
     measured = "— (one device here: the paper's two devices are two device models)"
@@ -243,21 +249,21 @@ def _group_row(f: PaperFigure, pairs: list[Pair], model: str | None) -> FigureRo
     against = [p for p, v in verdicts if v.startswith("does not hold")]
     open_ = [p for p, v in verdicts if v not in ("holds",) and not v.startswith("does not hold")]
     ratios = [p.measured_ratio for p in pairs if p.measured_ratio is not None]
-    measured = (f"{counted(len(ratios), 'pair')}, ratios {x_text(min(ratios))} to {x_text(max(ratios))}" if ratios
-                else "— (no pair with numbers)")
+    measured = (f"{counted(len(ratios), 'pair')}, {_ratio_span(ratios)}" if ratios else "— (no pair with numbers)")
     predicted_ratios = [p.predicted_ratio for p in pairs if p.predicted_ratio is not None]
     predicted = "— (not predicted)"
     if predicted_ratios:
         way = sum(1 for r in predicted_ratios if (r > 1) == (paper_direction(f) > 0))
-        predicted = (f"on {model}: {way} of {counted(len(predicted_ratios), 'pair')} the paper's way (ratios "
-                     f"{x_text(min(predicted_ratios))} to {x_text(max(predicted_ratios))})")
+        predicted = (f"on {model}: {way} of {counted(len(predicted_ratios), 'pair')} the paper's way "
+                     f"({_ratio_span(predicted_ratios)})")
     decided = len(held) + len(against)
     if decided == 0:
         reasons = sorted({p.missing or p.why or ("no significant difference" if p.p_adjusted is not None
                                                  else "no ratio") for p in open_})
         shape = f"cannot tell (no pair decided: {'; '.join(reasons)})"
     elif not against:
-        shape = f"holds in all {counted(decided, 'decided pair')}" + (f"; {len(open_)} undecided" if open_ else "")
+        shape = (f"holds in all {decided} decided pairs" if decided > 1 else "holds in the 1 decided pair") \
+            + (f"; {len(open_)} undecided" if open_ else "")
     else:
         most = "mostly holds" if len(held) > len(against) else "does not hold"
         shape = (f"{most}: holds in {len(held)} of {counted(decided, 'decided pair')}; not in "
