@@ -300,24 +300,28 @@ def test_a_ratio_holds_within_2x_of_the_papers_and_says_how_far_off(ratio: float
         assert shape.startswith("holds") and size_holds is True
 
 
-def test_a_group_claim_is_judged_pair_by_pair() -> None:
-    """'ext4 and xfs better than ext3, consistently': two entries over one, across rw; a
-    pair the other way is named and the row says in how many pairs it holds."""
-    from fslab.report.sections.paper_beside import figure_rows
-
-    text = STUDY.replace("[filesystems.xfs]", "[filesystems.xfs]\n[filesystems.ext3]") + """
+def _claim_over_ext3(claim_and_filesystem: str) -> str:
+    """The study with ext3 added and one figure: its claim and filesystem lines as given,
+    higher write IOPS than ext3 across rw."""
+    return STUDY.replace("[filesystems.xfs]", "[filesystems.xfs]\n[filesystems.ext3]") + f"""
 [[paper.figures]]
-claim = "ext4 and xfs better than ext3"
+{claim_and_filesystem}
 source = "conclusion"
 workload = "w"
 metric = "write_iops"
-filesystem = ["ext4", "xfs"]
 versus = "ext3"
 across = ["rw"]
 ratio = 1
 relation = "more than"
 """
-    spec = _spec(text)
+
+
+def test_a_group_claim_is_judged_pair_by_pair() -> None:
+    """'ext4 and xfs better than ext3, consistently': two entries over one, across rw; a
+    pair the other way is named and the row says in how many pairs it holds."""
+    from fslab.report.sections.paper_beside import figure_rows
+
+    spec = _spec(_claim_over_ext3('claim = "ext4 and xfs better than ext3"\nfilesystem = ["ext4", "xfs"]'))
     cells = [{"id": f"{fs}-{rw}", "filesystem": fs, "workload": "w", "axes": {"rw": rw}, "backend": "host"}
              for fs in ("ext4", "xfs", "ext3") for rw in ("randwrite", "read")]
     level = {"ext4": 200.0, "xfs": 190.0, "ext3": 100.0}
@@ -336,19 +340,7 @@ def test_a_claim_on_one_pair_is_stated_in_the_singular() -> None:
     not "all 1 decided pair" nor "ratios 2x to 2x"."""
     from fslab.report.sections.paper_beside import figure_rows
 
-    text = STUDY.replace("[filesystems.xfs]", "[filesystems.xfs]\n[filesystems.ext3]") + """
-[[paper.figures]]
-claim = "ext4 better than ext3"
-source = "conclusion"
-workload = "w"
-metric = "write_iops"
-filesystem = "ext4"
-versus = "ext3"
-across = ["rw"]
-ratio = 1
-relation = "more than"
-"""
-    spec = _spec(text)
+    spec = _spec(_claim_over_ext3('claim = "ext4 better than ext3"\nfilesystem = "ext4"'))
     cells = [{"id": f"{fs}-randwrite", "filesystem": fs, "workload": "w", "axes": {"rw": "randwrite"},
               "backend": "host"} for fs in ("ext4", "ext3")]
     level = {"ext4": 200.0, "ext3": 100.0}

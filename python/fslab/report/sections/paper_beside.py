@@ -262,8 +262,8 @@ def _group_row(f: PaperFigure, pairs: list[Pair], model: str | None) -> FigureRo
                                                  else "no ratio") for p in open_})
         shape = f"cannot tell (no pair decided: {'; '.join(reasons)})"
     elif not against:
-        shape = (f"holds in all {decided} decided pairs" if decided > 1 else "holds in the 1 decided pair") \
-            + (f"; {len(open_)} undecided" if open_ else "")
+        shape = (f"holds in {'all' if decided > 1 else 'the'} {counted(decided, 'decided pair')}"
+                 + (f"; {len(open_)} undecided" if open_ else ""))
     else:
         most = "mostly holds" if len(held) > len(against) else "does not hold"
         shape = (f"{most}: holds in {len(held)} of {counted(decided, 'decided pair')}; not in "
