@@ -144,9 +144,11 @@ def test_plan_imports_no_backend_and_the_job_model_no_plug_in() -> None:
     graph = import_graph()
     assert not any(t.startswith("fslab.backends") for t in graph["fslab.plan"])
     # the job model reads only the words it shares with the store (stdlib only): Params, a
-    # case's label; not the store's shapes themselves (fslab.stored), which a job never uses
-    assert graph["fslab.jobdata.model"] <= {"fslab.jobdata.terms"}
-    assert graph["fslab.jobdata.record"] <= {"fslab.errors", "fslab.metrics", "fslab.jobdata.model"}
+    # case's label; not the store's shapes themselves (fslab.stored), which a job never uses;
+    # its classes are fslab.datarecords'
+    assert graph["fslab.jobdata.model"] <= {"fslab.jobdata.terms", "fslab.datarecords"}
+    assert graph["fslab.jobdata.record"] <= {"fslab.errors", "fslab.metrics", "fslab.jobdata.model",
+                                             "fslab.datarecords"}
 
 
 def test_reading_records_loads_no_plug_in_backend_or_runner() -> None:

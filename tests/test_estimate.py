@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from fslab.datarecords import replace
 from fslab.estimate import Countdown, TimeModel, duration_text
 from fslab.jobdata.model import Cell, Job, JobSettings, Run
 from fslab.jobdata.record import RunRecord
@@ -77,13 +78,12 @@ def test_a_guest_job_boots_unless_the_guest_job_before_it_needs_the_same_guest()
     """Kernel, memory and device decide; a host job between powers the guest off (it
     would run beside the host job); an aged job runs in the guest of the job before it
     when that guest is the same (its aged image copied onto the guest's disk)."""
-    import dataclasses
 
     def guest_job(name: str, **settings) -> Job:
         base = JobSettings(device={"kind": "image", "size": 1 << 30})
-        return Job(name, "guest", (Run(cell(name, "guest"), 0),), dataclasses.replace(base, **settings))
+        return Job(name, "guest", (Run(cell(name, "guest"), 0),), replace(base, **settings))
 
-    aged_cell = dataclasses.replace(cell("aged", "guest"), aging={"fill": 0.5})
+    aged_cell = replace(cell("aged", "guest"), aging={"fill": 0.5})
     aged = Job("aged", "guest", (Run(aged_cell, 0),), JobSettings(device={"kind": "image", "size": 2 << 30}))
     host = Job("host", "host", (Run(cell("h", "host"), 0),), JobSettings(device={"kind": "image"}))
     jobs = [guest_job("a"), host, guest_job("b"), guest_job("c", guest_memory=2 << 30),

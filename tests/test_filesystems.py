@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from fslab.datarecords import replace
 from fslab.filesystems import FILESYSTEMS, describe, mount_options_in_effect, quiesce
 
 HOST_FS = ["ext2", "ext3", "ext4", "xfs", "btrfs"]
@@ -92,7 +93,6 @@ def test_direct_io_under_data_journal_is_a_caveat_of_the_run(device_support, tmp
 def test_a_file_system_runs_on_the_host_where_this_kernel_has_it() -> None:
     """needs_guest says a stock kernel here lacks it; the host backend still takes it when
     this host's kernel has it (distribution kernels ship f2fs, jfs and nilfs2 as modules)."""
-    import dataclasses
 
     from fslab.backends import choose_backend
     from fslab.devices import DEVICES
@@ -108,7 +108,7 @@ def test_a_file_system_runs_on_the_host_where_this_kernel_has_it() -> None:
     backend, _ = choose_backend(f2fs, image, section, "auto")
     assert backend == ("host" if f2fs.on_host else "guest")
     # A guest-marked type that this kernel has (ext4 stands in for it) runs on the host.
-    like_f2fs_here = dataclasses.replace(FILESYSTEMS.get("ext4"), name="ext4-as-module", needs_guest=True,
+    like_f2fs_here = replace(FILESYSTEMS.get("ext4"), name="ext4-as-module", needs_guest=True,
                                           kernel_type="ext4")
     assert like_f2fs_here.on_host == ("ext4" in listed)
     assert choose_backend(like_f2fs_here, image, section, "auto")[0] == ("host" if "ext4" in listed else "guest")

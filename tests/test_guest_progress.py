@@ -6,7 +6,6 @@ needed)."""
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import pytest
 
 from fslab.backends.guest import backend as guest_backend
 from fslab.backends.guest import session
+from fslab.datarecords import replace
 from fslab.job.entry import run_job
 from fslab.job.folder import JobFolder, RecordWatcher
 from fslab.jobdata.record import RunRecord
@@ -53,7 +53,7 @@ def _wait_for(condition, timeout_s: float = 10.0) -> bool:
 def test_a_guest_jobs_runs_are_shown_as_they_end_and_stored_once_after_the_guest(tmp_path, monkeypatch):
     host_job = null_plan(tmp_path, fresh="repetition").jobs[0]
     assert len(host_job.runs) == 3
-    job = dataclasses.replace(host_job, backend="guest", settings=dataclasses.replace(
+    job = replace(host_job, backend="guest", settings=replace(
         host_job.settings, device={"kind": "image", "size": 64 << 20}))
     shown: list[RunRecord] = []
     stored: list[RunRecord] = []
@@ -81,7 +81,7 @@ def test_a_guest_jobs_runs_are_shown_as_they_end_and_stored_once_after_the_guest
 
 def test_without_a_progress_callback_the_guest_backend_still_stores_every_run(tmp_path, monkeypatch):
     host_job = null_plan(tmp_path, fresh="repetition").jobs[0]
-    job = dataclasses.replace(host_job, backend="guest", settings=dataclasses.replace(
+    job = replace(host_job, backend="guest", settings=replace(
         host_job.settings, device={"kind": "image", "size": 64 << 20}))
 
     _fake_guest(monkeypatch, lambda folder: run_job(host_job, folder, tmp_path / "guest-work"))
@@ -92,7 +92,7 @@ def test_without_a_progress_callback_the_guest_backend_still_stores_every_run(tm
 
 def test_a_boot_abandoned_before_the_guest_is_in_each_runs_provenance(tmp_path, monkeypatch):
     host_job = null_plan(tmp_path, fresh="repetition").jobs[0]
-    job = dataclasses.replace(host_job, backend="guest", settings=dataclasses.replace(
+    job = replace(host_job, backend="guest", settings=replace(
         host_job.settings, device={"kind": "image", "size": 64 << 20}))
     why = ("the guest's kernel hung: CPU 1 stuck for 45 s in swapper/0:1 (soft lockup), "
            "during boot: abandoned after 46 s")

@@ -15,6 +15,7 @@ from fslab.backends.guest import session
 from fslab.backends.guest.init_script import ALIVE_FILE
 from fslab.backends.guest.launcher import GuestFailed
 from fslab.backends.guest.session import SessionKey, SessionPool, punch_out
+from fslab.datarecords import replace
 
 
 class _Recorded:
@@ -119,7 +120,6 @@ def test_a_lockup_that_lasts_is_a_hung_kernel_and_a_short_one_is_not():
 def test_a_host_job_between_guest_jobs_runs_with_no_guest_kept(tmp_path, recorded, monkeypatch):
     """A host job measured beside an idle kept guest (its QEMU's memory, its job server's
     polling) would measure another machine than a host job of a host-only study."""
-    import dataclasses
 
     from fslab.backends import BACKENDS
     from fslab.executors import LocalExecutor
@@ -131,8 +131,8 @@ def test_a_host_job_between_guest_jobs_runs_with_no_guest_kept(tmp_path, recorde
     plan = null_plan(tmp_path, fresh="run")
     host_job = plan.jobs[1]
     assert host_job.backend == "host"
-    jobs = [dataclasses.replace(plan.jobs[0], backend="guest"), host_job,
-            dataclasses.replace(plan.jobs[2], backend="guest")]
+    jobs = [replace(plan.jobs[0], backend="guest"), host_job,
+            replace(plan.jobs[2], backend="guest")]
     guests_during_host_runs: list[bool] = []
 
     def on_record(record, folder) -> None:

@@ -16,6 +16,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from .datarecords import replace
 from .errors import ExecutorLost, FslabError, ResultsUnwritable, SpecError
 from .stored import STATUS_OK
 from .units import counted
@@ -626,7 +627,6 @@ def job_run(
 ) -> None:
     """Run one job: the same entry the host backend, a guest and a remote worker use.
     Writes OUT/records.jsonl, one record per run as it ends, and OUT/runs/<run>/."""
-    import dataclasses
 
     from .job.entry import load_job, run_job
     from .job.folder import JobFolder
@@ -634,7 +634,7 @@ def job_run(
 
     job = load_job(job_file)
     if allow_device:
-        job = dataclasses.replace(job, grant=dataclasses.replace(
+        job = replace(job, grant=replace(
             job.grant, allowed=job.grant.allowed | frozenset(allow_device)))
     install_handlers()
     counts = {"ok": 0, "failed": 0}

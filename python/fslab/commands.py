@@ -8,13 +8,13 @@ import shutil
 import signal
 import subprocess
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from .datarecords import datarecord
 from .errors import CommandFailed, FslabError, MissingCapability
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Tool:
     """An executable some part of fslab runs, the Debian package that provides it, and
     what needs it (for `fslab doctor`). Declared by the plug-in that runs it."""
@@ -53,7 +53,7 @@ def require_tool(name: str) -> str:
     return path
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Completed:
     """A command that ran to its end: its exit status and output."""
 

@@ -20,12 +20,13 @@ import sys
 import types
 import typing
 from collections.abc import Callable, Iterator
-from dataclasses import fields as dataclass_fields
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
+
+from .datarecords import fields as record_fields
 
 REGENERATE = "python -m fslab.docs"
 _START = "<!-- generated: {name} ({cmd}) -->"
@@ -164,7 +165,7 @@ def workloads() -> str:
 
     parts = []
     for name, workload in WORKLOADS.items():
-        caps = [f.name for f in dataclass_fields(WorkloadCapabilities)
+        caps = [f.name for f in record_fields(WorkloadCapabilities)
                 if getattr(workload.capabilities, f.name)]
         tools = ", ".join(f"`{t}` ({pkg})" for t, pkg in sorted(workload.tools.items())) or "none"
         example = ", ".join(f"{k} = {_toml(v)}" for k, v in workload.example.items()) or "(none)"

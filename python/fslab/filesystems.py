@@ -10,11 +10,11 @@ import os
 import re
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .commands import declare_tools, module_loadable, run_command
+from .datarecords import datarecord, field
 from .devices import DeviceHandle
 from .errors import CommandFailed, FslabError, SpecError
 from .mounts import mount_at
@@ -67,7 +67,7 @@ def _btrfs_info(device: str, mountpoint: str) -> tuple[dict[str, Any], str]:
     return info, text + "\n# btrfs filesystem df\n" + usage
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class FilesystemType:
     """How to make, mount and describe one file system.
 
@@ -156,7 +156,7 @@ def register_filesystem(fstype: FilesystemType) -> FilesystemType:
 class DirectoryFilesystem(FilesystemType):
     """No mkfs and no mount: the fake device's directory is the file system (``null``).
     For testing fslab's orchestration without root; it measures nothing real. It adds no
-    field, so it is FilesystemType's dataclass as it is (decorated again, it would only
+    field, so it is FilesystemType's record as it is (decorated again, it would only
     generate the same methods once more, at every import)."""
 
     def make(self, device: DeviceHandle, user_args: list[str]) -> str:
@@ -312,7 +312,7 @@ def mkfs(fstype: FilesystemType, device: DeviceHandle, user_args: list[str]) -> 
     return done.stdout + done.stderr
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Mounted:
     """A mounted file system: where, and its type and options as the kernel shows them."""
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 import errno
 import os
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 
+from .datarecords import datarecord, field
 from .errors import FslabError
 from .units import counted
 
@@ -59,7 +59,7 @@ def _is_error_of(disk: str, names: set[str]) -> bool:
     return False
 
 
-@dataclass
+@datarecord
 class DiskErrorWatch:
     """Opened once; ``take(names)`` returns the error lines logged since the last call
     (or since opening) that name one of ``names``. ``unavailable`` says why it cannot

@@ -9,10 +9,10 @@ one file. A stored metric keeps its unit and direction, so reports need no plug-
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from .datarecords import datarecord
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class MetricKind:
     """A metric's declaration: its unit, its better direction and what it measures."""
 

@@ -5,8 +5,9 @@ and backslash in paths as octal (\\040 ...) and shows canonical paths, so caller
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
+
+from .datarecords import datarecord
 
 _OCTAL = re.compile(r"\\([0-7]{3})")
 
@@ -15,7 +16,7 @@ def _decode(field: str) -> str:
     return _OCTAL.sub(lambda m: chr(int(m.group(1), 8)), field)
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class MountEntry:
     """One line of /proc/mounts, decoded."""
 

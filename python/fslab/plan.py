@@ -19,10 +19,11 @@ import itertools
 import json
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .datarecords import replace
 from .devices import DEVICES, DeviceKind, capacity_of
 from .errors import SpecError
 from .filesystems import FILESYSTEMS, FilesystemType

@@ -17,16 +17,17 @@ import json
 import os
 import threading
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+from .datarecords import asdict, datarecord
 
 KINDS = ("image", "mount", "tracefs", "cgroup", "directory", "guests", "md")
 _lock = threading.Lock()
 _counter = itertools.count(1)
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Resource:
     """One thing fslab made and must release, as its state file lists it."""
 
@@ -128,7 +129,7 @@ def tracked(kind: str, ident: str, under: Path | str = "", **info: Any) -> Itera
         release(token)
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Leftover:
     """A state file of a process that is gone, and what it lists."""
 

@@ -6,7 +6,6 @@ interrupted study without repeating a run. It knows no concrete backend or execu
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 import shlex
 import shutil
@@ -18,6 +17,7 @@ from typing import ParamSpec
 
 from .backends import choose_backend
 from .cleanup import release_before_start
+from .datarecords import replace
 from .errors import STUDY_LEVEL_ERRNOS, ExecutorLost, FslabError, ResultsUnwritable
 from .estimate import Countdown, TimeEstimate, TimeModel
 from .executors import Executor, open_executor
@@ -165,7 +165,7 @@ class _PlannedStudy:
             return self
         plan = make_plan(self.spec, backends=choose_backend, quick=self.plan.quick, seed=seed, source=self.source,
                          study_dir=self.study_dir, allow_exec=self.allow_exec)
-        return dataclasses.replace(self, plan=plan)
+        return replace(self, plan=plan)
 
 
 def _plan_study(study: str, quick: bool, allow_exec: bool) -> _PlannedStudy:
@@ -448,7 +448,7 @@ def _jobs_to_do(jobs: Sequence[Job], stored: set[tuple[str, int]], grant: Grant,
         remaining = tuple(r for r in runs if (r.cell.id, r.repetition) not in stored)
         if remaining:
             done_before = tuple(r.key for r in runs if r not in remaining)
-            out.append(dataclasses.replace(job.with_runs(remaining, done_before), grant=grant))
+            out.append(replace(job.with_runs(remaining, done_before), grant=grant))
     return out
 
 

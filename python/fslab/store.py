@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import quote
 
+from .datarecords import replace
 from .errors import STUDY_LEVEL_ERRNOS, FslabError, ResultsUnwritable
 from .jobdata.record import RunRecord
 from .metrics import MetricKind, is_ranked
@@ -251,8 +252,6 @@ class Store:
         return run_id
 
     def _move_artifacts(self, study_id: int, record: RunRecord, source_dir: Path) -> RunRecord:
-        from dataclasses import replace
-
         relative = Path("artifacts") / f"study-{study_id}" / record.run_key
         target = self.results_dir / relative
         source = source_dir / str(record.artifact_dir)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from fslab.datarecords import replace
 from fslab.report.compare import compare, resolve_sides
 from fslab.report.labels import percent
 from fslab.report.model import build_report
@@ -227,10 +228,9 @@ def test_compare_finds_the_mount_option_and_its_effect(two_studies: Path, tmp_pa
 def test_identical_runs_on_both_sides_find_nothing(two_studies: Path, test: str) -> None:
     """The statistics of two sides holding the same values: no difference, p = 1. (Naming
     one study twice is refused before any test: tests/report/test_compare_itself.py.)"""
-    import dataclasses
 
     a, _ = resolve_sides(f"{two_studies}:1", f"{two_studies}:2", two_studies, None)
-    b = dataclasses.replace(a, name=f"{a.name} (again)")
+    b = replace(a, name=f"{a.name} (again)")
     c = compare(a, b, test=test)
     assert c.rows and all(r.verdict == "no significant difference" for r in c.rows)
     assert all(r.p_adjusted == 1.0 and r.relative == 0.0 for r in c.rows)

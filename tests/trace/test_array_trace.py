@@ -7,7 +7,6 @@ known exactly: 10 direct 64 KiB writes to the one, 5 direct 4 KiB writes to the 
 
 from __future__ import annotations
 
-import dataclasses
 import subprocess
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import numpy as np
 import pytest
 
 from fslab.analysis.traces import analyze
+from fslab.datarecords import replace
 from fslab.report.sections.trace_tables import trace_table
 from fslab.simulate import requests_from_trace
 from fslab.trace.formats import (
@@ -62,7 +62,7 @@ def test_array_bios_and_member_requests_are_traced_apart(tracing: Path, loop_dev
     if method == "text":  # the fallback reader must decode block_bio_queue too
         monkeypatch.setattr(capture.TraceCapture, "_choose", lambda self: "text")
     with loop_device("64MiB") as array, loop_device("64MiB") as member:
-        handle = dataclasses.replace(array, members=(member,))
+        handle = replace(array, members=(member,))
         with hook.traced(True, handle, tmp_path) as rt:
             _direct_writes(array.path, "64k", 10)
             _direct_writes(member.path, "4k", 5)

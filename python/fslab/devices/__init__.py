@@ -12,11 +12,11 @@ import os
 import stat
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..commands import declare_tools
+from ..datarecords import datarecord, field
 from ..errors import FslabError
 from ..jobdata.model import NO_GRANT as NO_GRANT
 from ..jobdata.model import Grant as Grant
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from ..spec import DeviceSection
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class DeviceHandle:
     """A block device ready for mkfs. ``sysfs_name`` is its name under /sys/class/block."""
 
@@ -135,7 +135,7 @@ def queue_facts(sysfs_name: str) -> dict[str, Any]:
 
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class HostProbe:
     """What this host's kernel offers a device kind that otherwise needs a guest:
     whether the device can be made here, and what was found (said by `fslab plan`)."""
@@ -144,7 +144,7 @@ class HostProbe:
     finding: str
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class DeviceKind:
     """A device family, one module each.
 

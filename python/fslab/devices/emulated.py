@@ -16,13 +16,13 @@ given beside a profile override it. See fslab.devices.sections.PROFILES for what
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..commands import run_command
+from ..datarecords import replace
 from ..errors import FslabError
 from ..signals import shielded
 from . import NO_GRANT, DeviceHandle, DeviceKind, Grant, handle_for, queue_facts, register_device_kind
@@ -139,7 +139,7 @@ def provision(section: EmulatedSection, workdir: Path, tag: str, grant: Grant = 
                  "write_delay_ms": section.write_delay_ms, "profile": section.profile,
                  **extra, **queue_facts(handle.sysfs_name)}
         lower_disk = handle_for(extra["lower"]) if "lower" in extra else None
-        yield dataclasses.replace(handle, facts=facts, requests_on=lower_disk)
+        yield replace(handle, facts=facts, requests_on=lower_disk)
 
 
 register_device_kind(DeviceKind(

@@ -28,7 +28,6 @@ fslab left is stopped by ``fslab cleanup``.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import re
 import time
 from collections.abc import Iterator
@@ -36,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..commands import run_command
+from ..datarecords import replace
 from ..errors import CommandFailed
 from ..resources import Resource, register, release
 from ..signals import shielded
@@ -163,7 +163,7 @@ def _array(section: RaidSection, tag: str, members: list[str], workdir: Path) ->
             from .block import disk_facts
 
             facts["host_disks"] = [disk_facts(m) for m in section.members]
-        yield dataclasses.replace(handle_for(md, facts), members=tuple(handle_for(m) for m in members))
+        yield replace(handle_for(md, facts), members=tuple(handle_for(m) for m in members))
     finally:
         with shielded():
             if md is not None:

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
+from ..datarecords import replace
 from ..errors import STUDY_LEVEL_ERRNOS, ExecutorLost, FslabError, MissingCapability, SpecError
 from ..job.folder import JobFolder, fail_unfinished
 from ..jobdata.record import RunRecord
@@ -315,7 +316,7 @@ def _workers(client: Any) -> dict[str, dict[str, Any]]:
 
 
 def _with_worker(record: RunRecord, worker: dict[str, Any]) -> RunRecord:
-    return dataclasses.replace(record, provenance={**record.provenance, "worker": worker})
+    return replace(record, provenance={**record.provenance, "worker": worker})
 
 
 def unpack_artifacts(data: bytes, dest: Path) -> None:

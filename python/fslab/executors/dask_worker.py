@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import dataclasses
 import fcntl
 import io
 import json
@@ -36,6 +35,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..datarecords import asdict
 from ..errors import FslabError
 from ..job.folder import JobFolder
 from ..signals import stop_job_process
@@ -99,7 +99,7 @@ def run_job_task(job_json: dict[str, Any], deadline_s: float, topic: str) -> dic
             finished = time.time()
             records = folder.record_lines()
             study_error = folder.error()
-            error = None if study_error is None else dataclasses.asdict(study_error)
+            error = None if study_error is None else asdict(study_error)
             stderr = folder.stderr_file.read_text(errors="replace")[-4000:]
             artifacts, kept_at = _pack_artifacts(folder)
         finally:

@@ -14,15 +14,14 @@ something is a context manager, so release happens on success, failure and Ctrl-
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import shutil
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..datarecords import datarecord, replace
 from ..devices import DEVICES, DeviceHandle
 from ..errors import STUDY_LEVEL_ERRNOS, CommandFailed, FslabError, JobFailed, ResultsUnwritable, WorkloadFailed
 from ..filesystems import FILESYSTEMS, describe, quiesce
@@ -45,7 +44,7 @@ if TYPE_CHECKING:
     from ..cgroups import MemoryLimit
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class ExecContext:
     """Where a job writes: its folder (records and artifacts) and its work directory
     (images and mount points)."""
@@ -286,7 +285,7 @@ def _execute_run(
         with _maybe_memory_limit(cell.memory_bytes) as cg, traced(settings.trace, dev, path) as run_trace:
             provenance["memory_limit"] = cg.describe() if cg else None
             try:
-                result = workload.run(cell.params, dataclasses.replace(run_ctx, memory=cg))
+                result = workload.run(cell.params, replace(run_ctx, memory=cg))
             except CommandFailed as exc:
                 raise _explained(exc, cg, cell.timeout_s) from exc
             if run_trace is not None:

@@ -21,11 +21,11 @@ import os
 import shutil
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from ..datarecords import datarecord
 from ..jobdata.model import Run
 from ..jobdata.record import RecordFormatError, RunRecord, failed_record
 
@@ -40,7 +40,7 @@ AGING_ERROR = "aging-error.txt"
 RUN_ERROR_FILE = "error.txt"  # in a failed run's artifact folder: why it failed
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class StudyLevelError:
     """What ``error.json`` holds: an error that stops the study, in another process's words."""
 
@@ -49,7 +49,7 @@ class StudyLevelError:
     message: str
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class JobFolder:
     """A job's folder: its job file, records, error and the runs' artifacts."""
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .. import trace_metrics  # noqa: F401  (declares the metrics RunTrace.metrics makes)
+from ..datarecords import datarecord, field
 from ..devices import DeviceHandle
 from ..jobdata.record import Metric
 
@@ -18,7 +18,7 @@ ARTIFACT_NAME = "trace.parquet"
 MEMBER = "member"  # the prefix of an md member's counters among the capture's
 
 
-@dataclass
+@datarecord
 class RunTrace:
     """What the trace of one run produced (filled in when the workload ends)."""
 

@@ -7,9 +7,9 @@ its cells (``Cell.inputs``) and are part of each cell's identity.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from ..datarecords import asdict, datarecord, field, replace
 from .terms import Params, workload_label  # Params: a workload's parameters (the plug-in's)
 
 JOB_FORMAT = "fslab-job/2"
@@ -17,7 +17,7 @@ JOB_FORMAT = "fslab-job/2"
 OLD_JOB_FORMATS = ("fslab-job/1",)
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Grant:
     """What the user allowed for this study's device, carried in every job: the real
     devices confirmed with --destroy-data-on, and the identity preflight recorded of a
@@ -30,7 +30,7 @@ class Grant:
 NO_GRANT = Grant()  # nothing confirmed, no identity: image and fake devices need none
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Cell:
     """One file system x one workload x one combination of axis values."""
 
@@ -83,7 +83,7 @@ class Cell:
         return Cell(**fields)
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Run:
     """One repetition of one cell."""
 
@@ -102,7 +102,7 @@ def run_key(cell_id: str, repetition: int) -> str:
     return f"{cell_id}-r{repetition + 1}"
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class JobSettings:
     """What every job of a study shares besides its runs: all plain data."""
 
@@ -134,7 +134,7 @@ class JobSettings:
         return JobSettings(**fields)
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Job:
     """Runs executed on one file-system instance, in this order, by one backend."""
 

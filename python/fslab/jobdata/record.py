@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ..datarecords import asdict, datarecord, field
 from ..errors import FslabError
 from ..metrics import kind_of
 from .model import Run, run_key
@@ -26,7 +26,7 @@ class RecordFormatError(FslabError, ValueError):
     """A record line this fslab cannot read (another format, or not a record at all)."""
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Metric:
     """One named number of a run, with its unit and better direction."""
 
@@ -49,7 +49,7 @@ class Metric:
                       data.get("higher_is_better"))
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class RunRecord:
     """What one run left: its status, times, metrics, provenance and artifacts."""
 

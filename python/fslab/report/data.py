@@ -9,9 +9,10 @@ here computes or draws; this module imports no other part of the report."""
 from __future__ import annotations
 
 import base64
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..datarecords import asdict
 from ..stored import SkippedFilesystem
 
 # 2: columns ranked within their backend and guest kernel (SummaryRow.bests, Report.rank_groups),

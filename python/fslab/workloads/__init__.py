@@ -24,11 +24,11 @@ from __future__ import annotations
 import contextlib
 import contextvars
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..commands import declare_tools
+from ..datarecords import datarecord, field
 from ..devices import DeviceHandle
 from ..errors import SpecError
 from ..filesystems import direct_io_ignored
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from .phases import PhaseSpan
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class RunContext:
     """Everything a workload may use: where to work, where to leave files, limits."""
 
@@ -54,7 +54,7 @@ class RunContext:
     allow_exec: bool = False  # the user allowed options that run programs (--allow-exec)
 
 
-@dataclass
+@datarecord
 class WorkloadResult:
     """What a workload's run gives back: its metrics and what its tool said."""
 
@@ -76,7 +76,7 @@ class ParamError(ValueError):
         super().__init__(message)
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class WorkloadCapabilities:
     """What preflight asks of a workload before the first mkfs."""
 

@@ -18,7 +18,6 @@ CPUs, boot time, and how many jobs the guest ran before this one since its boot.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import os
 import shutil
@@ -29,6 +28,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ...datarecords import replace
 from ...errors import FslabError
 from ...job.folder import CONSOLE_FILE, JobFolder, RecordWatcher, fail_unfinished
 from ...kernel_log import KERNEL_IO_ERRORS
@@ -128,7 +128,7 @@ class GuestBackend:
                                                   folder=folder, files={CONSOLE_FILE: folder.console_file}):
                         on_record(record)
                     return
-                inner = dataclasses.replace(inner, settings=dataclasses.replace(
+                inner = replace(inner, settings=replace(
                     inner.settings, preaged=copy.to_dict()))
             write_job(inner, folder.job_file)
             with watching:
@@ -159,7 +159,7 @@ class GuestBackend:
             provenance = {**record.provenance, "guest": facts}
             if host_disks:  # what the guest's virtio disks really were
                 provenance["device"] = {**provenance.get("device", {}), "host_disks": host_disks}
-            record = dataclasses.replace(_with_host_reasons(record, facts), provenance=provenance)
+            record = replace(_with_host_reasons(record, facts), provenance=provenance)
             delivered.append(record)
             on_record(record)
         return delivered
@@ -187,7 +187,7 @@ def _guest_job(job: Job) -> tuple[DeviceKind, Any, list[Path], list[int], Job]:
     assert kind.guest_section is not None
     handed = [Path(p) for p in kind.guest_passthrough(section, job.grant)] if kind.guest_passthrough else []
     image_sizes = kind.guest_disks(section) if kind.guest_disks else []
-    inner = dataclasses.replace(job, settings=dataclasses.replace(settings, device=kind.guest_section(section)))
+    inner = replace(job, settings=replace(settings, device=kind.guest_section(section)))
     return kind, section, handed, image_sizes, inner
 
 
@@ -289,7 +289,7 @@ def _with_host_reasons(record: RunRecord, facts: dict[str, Any]) -> RunRecord:
     the host's reason too; any other record is left as it is."""
     if KERNEL_IO_ERRORS not in record.provenance:
         return record
-    return dataclasses.replace(record, error=_with_host_reason(record.error, facts.get("host_io_errors", ())))
+    return replace(record, error=_with_host_reason(record.error, facts.get("host_io_errors", ())))
 
 
 def _with_host_reason(error: str | None, reasons: Sequence[str]) -> str | None:
