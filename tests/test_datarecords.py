@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import pickle
+import typing
 from typing import Any
 
 import pytest
@@ -108,6 +109,14 @@ def test_a_mutable_default_or_a_required_field_after_a_default_is_refused_at_dec
         @datarecord
         class Shared:
             items: list[int] = []  # noqa: RUF012 (the mistake under test)
+    with pytest.raises(ValueError, match="mutable default .bytearray."):
+        @datarecord
+        class Buffer:
+            data: bytearray = bytearray()  # unhashable, so refused as dataclasses refuses it
+    with pytest.raises(TypeError, match="no ClassVar"):
+        @datarecord
+        class Counted:
+            total: typing.ClassVar[int] = 0
     with pytest.raises(TypeError, match="'b' without a default follows 'a'"):
         @datarecord
         class Order:
@@ -171,6 +180,12 @@ def test_a_method_the_class_defines_itself_is_kept() -> None:
 
     assert repr(Named("n")) == "<n>"
     assert Named("n") == Named("n")
+
+
+def test_a_record_that_holds_itself_shows_an_ellipsis_there() -> None:
+    c = Counter("c")
+    c.seen = [c]  # type: ignore[list-item]
+    assert repr(c) == "Counter(name='c', seen=[...], doubled=0)"
 
 
 def test_records_pickle_and_copy_as_values() -> None:

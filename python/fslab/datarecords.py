@@ -22,6 +22,7 @@ the job path's classes are records).
 from __future__ import annotations
 
 from collections.abc import Callable
+from reprlib import recursive_repr  # loaded already: collections imports it
 from typing import Any, TypeVar, cast, dataclass_transform, overload
 
 T = TypeVar("T")
@@ -77,13 +78,13 @@ def field(*, default: Any = MISSING, default_factory: Any = MISSING,
 def _own_fields(cls: type) -> list[Field]:
     out = []
     for name, annotation in cls.__dict__.get("__annotations__", {}).items():
-        text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", "")
-        if text.startswith(("ClassVar", "typing.ClassVar", "InitVar", "dataclasses.InitVar")):
+        text = annotation if isinstance(annotation, str) else repr(annotation)
+        if text.split("[")[0].rsplit(".", 1)[-1] in ("ClassVar", "InitVar"):
             raise TypeError(f"{cls.__qualname__}.{name}: a datarecord has no ClassVar or InitVar fields; "
                             f"make {cls.__qualname__} a standard data class")
         value = cls.__dict__.get(name, MISSING)
         spec = value if isinstance(value, Field) else Field(default=value)
-        if isinstance(spec.default, (list, dict, set)):
+        if spec.default is not MISSING and type(spec.default).__hash__ is None:  # dataclasses' test
             raise ValueError(f"{cls.__qualname__}.{name}: a mutable default ({type(spec.default).__name__}) "
                              f"would be shared by every instance; use field(default_factory=...)")
         spec.name, spec.type = name, annotation
@@ -150,6 +151,7 @@ def _make_init(cls: type, specs: tuple[Field, ...]) -> Callable[..., None]:
 def _make_repr(specs: tuple[Field, ...]) -> Callable[[Any], str]:
     names = tuple(s.name for s in specs if s.repr)
 
+    @recursive_repr()  # a record that holds itself shows "..." there, as a data class does
     def __repr__(self: Any) -> str:
         shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in names)
         return f"{type(self).__qualname__}({shown})"
@@ -279,20 +281,20 @@ def asdict(obj: Any) -> dict[str, Any]:
     """A record or a standard data class as a dict, recursing through records, data classes,
     lists, tuples and dicts and copying the rest, as ``dataclasses.asdict`` does."""
     if not isinstance(obj, type) and (is_datarecord(obj) or _is_dataclass_instance(obj)):
-        return cast(dict[str, Any], _as_plain(obj))
+        import copy  # here, not at the top: the job path's import never needs it
+
+        return cast(dict[str, Any], _as_plain(obj, copy.deepcopy))
     given = f"the class {obj.__qualname__}" if isinstance(obj, type) else type(obj).__qualname__
     raise TypeError(f"asdict() takes an instance of a datarecord or dataclass, not {given}")
 
 
-def _as_plain(obj: Any) -> Any:
+def _as_plain(obj: Any, deepcopy: Callable[[Any], Any]) -> Any:
     if not isinstance(obj, type) and (is_datarecord(obj) or _is_dataclass_instance(obj)):
-        return {f.name: _as_plain(getattr(obj, f.name)) for f in fields(obj)}
+        return {f.name: _as_plain(getattr(obj, f.name), deepcopy) for f in fields(obj)}
     if isinstance(obj, tuple) and hasattr(obj, "_fields"):  # a named tuple keeps its type
-        return type(obj)(*[_as_plain(v) for v in obj])
+        return type(obj)(*[_as_plain(v, deepcopy) for v in obj])
     if isinstance(obj, (list, tuple)):
-        return type(obj)(_as_plain(v) for v in obj)
+        return type(obj)(_as_plain(v, deepcopy) for v in obj)
     if isinstance(obj, dict):
-        return type(obj)((_as_plain(k), _as_plain(v)) for k, v in obj.items())
-    import copy  # here, not at the top: the job path's import never needs it
-
-    return copy.deepcopy(obj)
+        return type(obj)((_as_plain(k, deepcopy), _as_plain(v, deepcopy)) for k, v in obj.items())
+    return deepcopy(obj)

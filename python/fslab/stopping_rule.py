@@ -6,8 +6,10 @@ builds it and the stored facts carry it (``to_json``); deciding with it is
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
+
+from .datarecords import asdict
 
 SPENDING_DEFAULT = "pocock"
 

@@ -23,7 +23,7 @@ compared, with the fields that differ."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,7 @@ from ..analysis.stats import (
     summarize,
     welch_t,
 )
+from ..datarecords import asdict
 from ..errors import FslabError
 from ..metrics import display_name, is_ranked
 from ..stopping import scaled_p

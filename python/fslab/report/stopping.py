@@ -6,10 +6,10 @@ pass (``StudyFacts.auto``: fslab.stopping.Decisions), never a live object."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 
 from ..analysis.stats import Comparison
+from ..datarecords import replace
 from ..stopping import scaled_p
 from ..stopping_rule import StoppingRule
 from ..stored import AutoFacts, AutoPairFacts, StoredCell
@@ -51,7 +51,7 @@ def sequential_verdicts(table: TableData, cells: Sequence[StoredCell], auto: Aut
             mine = ids.get((row.label, fs))
             pair = pairs.get(frozenset((mine or "", best)))
             if pair is None:
-                row.comparisons[fs] = dataclasses.replace(
+                row.comparisons[fs] = replace(
                     comparison, p_value=None, p_adjusted=None, significant=False, effect_size=None,
                     method="group-sequential", untested="not compared by the stopping rule")
                 continue

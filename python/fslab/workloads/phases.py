@@ -5,8 +5,10 @@ the class (a guest under TCG pays for each dataclass at every job's start)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
+
+from ..datarecords import asdict
 
 
 @dataclass(frozen=True)

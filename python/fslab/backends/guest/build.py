@@ -47,9 +47,10 @@ import lzma
 import shutil
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
+from ...datarecords import asdict
 from ...errors import MissingCapability
 from . import cpio, paths
 from .init_script import render_agent, render_init

@@ -17,9 +17,10 @@ import signal
 import subprocess
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
+from ...datarecords import asdict
 from . import paths
 from .build import GuestBuild
 

@@ -15,9 +15,10 @@ import os
 import shutil
 import signal
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
+from ...datarecords import asdict
 from ...resources import alive, process_start_time
 from . import paths
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 import tomllib
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from importlib import resources
 from statistics import fmean
 from typing import Any
@@ -41,6 +41,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ...analysis.stats import CONFIDENCE, holm, summarize
+from ...datarecords import asdict
 from ...paper import SIZE_TOLERANCE, UNITS, PaperFigure, PaperSection
 from ...paper import Side as PaperSide
 from ...stored import StoredCell, StoredRun
