@@ -46,14 +46,13 @@ class Field:
     """One field of a record: its name, default or default factory, and whether it shows
     in ``repr`` and takes part in ``==`` and ``hash``."""
 
-    __slots__ = ("name", "type", "default", "default_factory", "repr", "compare")
+    __slots__ = ("name", "default", "default_factory", "repr", "compare")
 
     def __init__(self, default: Any = MISSING, default_factory: Any = MISSING,
                  repr: bool = True, compare: bool = True) -> None:  # noqa: A002 (dataclasses' name)
         if default is not MISSING and default_factory is not MISSING:
             raise ValueError("a field cannot have both a default and a default_factory")
         self.name = ""
-        self.type: Any = None
         self.default = default
         self.default_factory = default_factory
         self.repr = repr
@@ -87,7 +86,7 @@ def _own_fields(cls: type) -> list[Field]:
         if spec.default is not MISSING and type(spec.default).__hash__ is None:  # dataclasses' test
             raise ValueError(f"{cls.__qualname__}.{name}: a mutable default ({type(spec.default).__name__}) "
                              f"would be shared by every instance; use field(default_factory=...)")
-        spec.name, spec.type = name, annotation
+        spec.name = name
         # The class attribute is the default, as in a data class; a factory leaves none.
         if spec.default is MISSING:
             if name in cls.__dict__:
@@ -246,12 +245,17 @@ def _is_dataclass_instance(obj: Any) -> bool:
     return not isinstance(obj, type) and hasattr(type(obj), "__dataclass_fields__")
 
 
+def _has_fields(obj: Any) -> bool:
+    """Whether ``obj`` is an instance (not a class) of a record or a standard data class."""
+    return _is_dataclass_instance(obj) or (not isinstance(obj, type) and is_datarecord(obj))
+
+
 def fields(class_or_instance: Any) -> tuple[Any, ...]:
     """The fields of a record or a standard data class (class or instance), in order."""
     cls = class_or_instance if isinstance(class_or_instance, type) else type(class_or_instance)
-    specs = getattr(cls, FIELDS_ATTR, None)
+    specs: tuple[Field, ...] | None = getattr(cls, FIELDS_ATTR, None)
     if specs is not None:
-        return tuple(specs)
+        return specs
     if hasattr(cls, "__dataclass_fields__"):
         import dataclasses  # already loaded: the class is one of its
 
@@ -280,7 +284,7 @@ def replace(obj: T, /, **changes: Any) -> T:
 def asdict(obj: Any) -> dict[str, Any]:
     """A record or a standard data class as a dict, recursing through records, data classes,
     lists, tuples and dicts and copying the rest, as ``dataclasses.asdict`` does."""
-    if not isinstance(obj, type) and (is_datarecord(obj) or _is_dataclass_instance(obj)):
+    if _has_fields(obj):
         import copy  # here, not at the top: the job path's import never needs it
 
         return cast(dict[str, Any], _as_plain(obj, copy.deepcopy))
@@ -289,7 +293,7 @@ def asdict(obj: Any) -> dict[str, Any]:
 
 
 def _as_plain(obj: Any, deepcopy: Callable[[Any], Any]) -> Any:
-    if not isinstance(obj, type) and (is_datarecord(obj) or _is_dataclass_instance(obj)):
+    if _has_fields(obj):
         return {f.name: _as_plain(getattr(obj, f.name), deepcopy) for f in fields(obj)}
     if isinstance(obj, tuple) and hasattr(obj, "_fields"):  # a named tuple keeps its type
         return type(obj)(*[_as_plain(v, deepcopy) for v in obj])
