@@ -182,7 +182,8 @@ def test_priors_only_where_they_were_measured():
     assert not estimate.complete and "no built-in prior for this device" in estimate.text()
 
 
-def _auto_fio_plan(backend: str, device_size: str, runtime_s: int, fresh: str | None = None):
+def _auto_fio_plan(backend: str, device_size: str, runtime_s: int, fresh: str | None = None,
+                   time_based: bool = True):
     """The plan of an auto study of ext4 and xfs on an image, 4 KiB random writes by fio,
     with every cell on ``backend``."""
     from fslab.plan import make_plan
@@ -205,7 +206,7 @@ rw = "randwrite"
 bs = "4k"
 size = "64M"
 runtime = {runtime_s}
-time_based = 1
+{"time_based = 1" if time_based else ""}
 """
     return make_plan(parse_spec(tomllib.loads(text), "x.toml"), backends=lambda *_: (backend, None))
 
@@ -424,3 +425,37 @@ def test_the_plan_says_what_the_guest_jobs_would_take_under_kvm():
     assert kvm.short() in line and f"{GUEST_SETUP_KVM.low:g}–{GUEST_SETUP_KVM.high:g} s" in line
     assert "not measured" in line
     assert forecast.to_json()["time_with_kvm"]["seconds"] == kvm.seconds
+
+
+def test_a_fio_runtime_without_time_based_is_a_most_said_as_up_to():
+    """fio stops at its runtime or when its size is done, whichever comes first: with
+    nothing timed, such runs give the most a study takes ("up to"), never an "about";
+    beside runs that are estimated, they are said apart and left out of the sum."""
+    from fslab.forecast import forecast
+    from fslab.priors import HOST_RUN_OVERHEAD, HOST_SETUP
+
+    capped = cell("c", "host", {"rw": "read", "size": 1 << 20, "runtime": 30, "ramp_time": 2})
+    alone = TimeModel().estimate(jobs_of(capped, runs_each=2))
+    assert alone.capped == 2 and alone.from_declared == alone.from_prior == alone.unknown == 0
+    most = 2 * (32 + HOST_RUN_OVERHEAD.high) + 2 * HOST_SETUP["ext4"].high
+    assert alone.capped_s == pytest.approx(2 * (32 + HOST_RUN_OVERHEAD.high))
+    assert not alone.complete
+    assert alone.short() == f"up to about {duration_text(most)}"
+    text = alone.text()
+    assert text.startswith(f"up to about {duration_text(most)}: 2 runs that stop at their stated runtime or "
+                           "when their work is done, whichever comes first (fio's runtime without time_based)"), text
+    assert "setting up 2 file systems not timed here yet" in text
+
+    timed = cell("t", "host", {"rw": "read", "size": 1 << 20, "time_based": 1, "runtime": 10})
+    mixed = TimeModel().estimate(jobs_of(timed, capped))
+    assert mixed.capped == 1 and mixed.from_prior == 1
+    assert mixed.seconds == pytest.approx(10 + HOST_RUN_OVERHEAD.mean + 2 * HOST_SETUP["ext4"].mean)
+    text = mixed.text()
+    assert text.startswith("at least about ") and "1 run that stops at its stated runtime" in text
+    assert f"up to about {duration_text(32 + HOST_RUN_OVERHEAD.high)} more, not included" in text
+
+    lines = forecast(_auto_fio_plan("host", device_size="1GiB", runtime_s=3, time_based=False), [], "here",
+                     "none").lines()
+    assert lines[1].startswith("estimated time, every cell min_repetitions times: up to about "), lines
+    assert lines[2].startswith("  at most about ") and "up to" not in lines[2], lines
+    assert "not included" not in lines[2]  # each run at its most, each setup counted

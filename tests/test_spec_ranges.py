@@ -43,6 +43,21 @@ def test_study_fields_out_of_range(study: str, field: str) -> None:
     assert f"{field}:" in str(err) and "study.toml" in str(err)
 
 
+@pytest.mark.parametrize("field,value", [
+    ("trace", '"yes"'), ("drop_caches", "0"), ("reuse_layout", '"true"'), ("trace", '"false"'),
+])
+def test_switches_are_toml_booleans_only(field: str, value: str) -> None:
+    # pydantic alone would read "yes" and 0 as booleans, and "false" in quotes as false.
+    err = str(spec_error(study=f"{field} = {value}"))
+    assert f"study.{field}: must be true or false" in err and "study.toml" in err
+
+
+def test_switches_take_true_and_false() -> None:
+    text = BASE.format(study="trace = true\ndrop_caches = false", label="plain", workload="w", workload_extra="")
+    spec = parse_spec(tomllib.loads(text), "study.toml")
+    assert spec.study.trace is True and spec.study.drop_caches is False
+
+
 def _renamed(line: str) -> SpecError:
     """The study file with its name replaced by ``line``."""
     text = BASE.replace('name = "ranges"', line).format(study="", label="plain", workload="w", workload_extra="")

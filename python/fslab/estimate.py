@@ -10,7 +10,9 @@ An average over all runs so far misleads in a study that mixes 5-second host run
 2. the same workload parameters on the same backend, on any file system;
 3. the workload's stated runtime (a time-based fio job), plus the overhead a run adds to
    it on its backend as measured on fslab's development machine (fslab.priors);
-4. else no basis: the run is counted apart, never as zero seconds silently.
+4. the most the workload takes by its parameters when it may end sooner (fio's runtime
+   without time_based), plus that overhead's upper quartile: counted apart, as "up to";
+5. else no basis: the run is counted apart, never as zero seconds silently.
 
 A job's setup is the gap between the end of the previous run and its first run's start
 (mkfs, mount, aging, a guest's boot, and the previous job's teardown), by backend and file
@@ -100,6 +102,8 @@ class TimeEstimate:
     prior_in_guest: int = 0  # of from_prior: guest runs (the text names only the priors it used)
     reused_in_guest: int = 0  # of reused_layouts: guest runs
     unknown: int = 0  # no basis at all: not in ``seconds``
+    capped: int = 0  # only the most they take (fio's runtime without time_based): not in ``seconds``
+    capped_s: float = 0.0  # that most, with a run's overhead (its prior's upper quartile)
     jobs: int = 0
     setups_unknown: int = 0  # jobs whose setup was never timed and has no prior: not in ``seconds``
     setups_prior: int = 0  # jobs whose setup was never timed here: the built-in prior is in ``seconds``
@@ -118,6 +122,8 @@ class TimeEstimate:
             return "nothing left"
         if self.unknown == self.runs:
             return "time not known yet"
+        if self.capped_only:
+            return f"up to about {duration_text(self.high + self.capped_s)}"
         text = f"about {duration_text(self.seconds)}"
         if self.high - self.low >= 1 and duration_text(self.low) != duration_text(self.high):
             text += f" ({duration_text(self.low)}–{duration_text(self.high)})"
@@ -129,7 +135,12 @@ class TimeEstimate:
     def complete(self) -> bool:
         """Whether every run and setup counted rests on a measured time (else ``seconds`` is
         a lower bound: stated runtimes leave out layout and setup, untimed parts are out)."""
-        return not (self.unknown or self.setups_unknown or self.from_declared)
+        return not (self.unknown or self.setups_unknown or self.from_declared or self.capped)
+
+    @property
+    def capped_only(self) -> bool:
+        """Every run is capped, every setup counted: the sum is a most, not a least."""
+        return self.capped == self.runs and not (self.setups_unknown or self.from_declared)
 
     def text(self) -> str:
         """'about 41 min (35–52 min, ...): 300 runs like ones timed in this study, 100 like
@@ -139,6 +150,9 @@ class TimeEstimate:
             return "nothing left to run"
         if self.unknown == self.runs:
             return f"not known: none of the {self.runs} runs has been timed here and none states its runtime"
+        if self.capped_only:
+            return (f"up to about {duration_text(self.high + self.capped_s)}: " + self._capped_text()
+                    + "".join(f"; {part}" for part in self._setup_parts()))
         head = f"{'about' if self.complete else 'at least about'} {duration_text(self.seconds)}"
         if self.high - self.low >= 1 and duration_text(self.low) != duration_text(self.high):
             head += (f" ({duration_text(self.low)}–{duration_text(self.high)}, from the quicker and slower "
@@ -155,7 +169,25 @@ class TimeEstimate:
                             "quarter on the slower)" if self.prior_in_guest else "machine)"))
         if self.from_declared:
             basis.append(f"{self.from_declared} from their stated runtime only (file layout not included)")
-        parts = [head + ": " + ", ".join(basis)]
+        parts = [head + ": " + ", ".join(basis)] if basis else [head + " (setting up only)"]
+        if self.capped:
+            parts.append(self._capped_text() + f", up to about {duration_text(self.capped_s)} more, not included")
+        parts += self._setup_parts()
+        if self.unknown:
+            parts.append(f"{self.unknown} runs with nothing to go by (they end when their work is done), not counted")
+        return "; ".join(parts)
+
+    def _capped_text(self) -> str:
+        one = self.capped == 1
+        their = "its" if one else "their"
+        return (f"{self.capped} run{'' if one else 's'} that stop{'s' if one else ''} at {their} stated runtime or "
+                f"when {their} work is done, whichever comes first (fio's runtime without time_based), counted "
+                "at that runtime plus the upper quartile of what a run adds (built-in priors measured on "
+                "fslab's development machines)")
+
+    def _setup_parts(self) -> list[str]:
+        """What the estimate says of guest boots and file-system setups."""
+        parts: list[str] = []
         timed_boots = self.guest_boots - self.guest_boots_untimed
         if timed_boots:
             parts.append(f"{timed_boots} guest boot{'s' * (timed_boots != 1)} included, as timed here")
@@ -179,9 +211,7 @@ class TimeEstimate:
         if self.setups_unknown:
             parts.append(f"setting up {self.setups_unknown} file system{'s' * (self.setups_unknown != 1)} not timed "
                          "here yet, not included (no built-in prior for this device)")
-        if self.unknown:
-            parts.append(f"{self.unknown} runs with nothing to go by (they end when their work is done), not counted")
-        return "; ".join(parts)
+        return parts
 
     def _overhead_priors_text(self) -> str:
         """The run-overhead priors the estimate used: the host's, the guest's, or both."""
@@ -215,6 +245,7 @@ class TimeModel:
         self._runs: dict[tuple[str, ...], _Seen] = {}
         self._setups: dict[tuple[str, ...], _Seen] = {}
         self._declared: dict[str, float | None] = {}
+        self._caps: dict[str, float | None] = {}
         self._params: dict[str, str] = {}  # cell id -> its parameters as a key
         self._layouts: dict[str, str | None] = {}  # cell id -> the files it lays out (reuse_layout)
         previous: HistoryRun | None = None
@@ -266,6 +297,15 @@ class TimeModel:
                 if cell.workload_kind in WORKLOADS else None
         return self._declared[key]
 
+    def _cap_s(self, cell: Cell) -> float | None:
+        key = cell.workload_kind + self._key_of(cell)
+        if key not in self._caps:
+            from .workloads import WORKLOADS
+
+            self._caps[key] = WORKLOADS.get(cell.workload_kind).runtime_cap_s(cell.params) \
+                if cell.workload_kind in WORKLOADS else None
+        return self._caps[key]
+
     def _layout_key(self, cell: Cell) -> str | None:
         """Workload.layout_key of the cell, once per cell (asked at every progress line)."""
         if cell.id not in self._layouts:
@@ -287,9 +327,12 @@ class TimeModel:
             if seen is not None and seen.values:
                 return ("study" if seen.study else "history", *seen.stats())
         declared = self._declared_s(cell)
-        if declared is None:
-            return None
         overhead = run_overhead_prior(cell.backend, cell.workload_kind, reused_layout, kvm)
+        if declared is None:
+            cap = self._cap_s(cell)
+            if cap is None or overhead is None:
+                return None
+            return ("capped", cap + overhead.high, cap + overhead.high, cap + overhead.high)
         if overhead is None:
             return ("declared", declared, declared, declared)
         return ("prior", declared + overhead.mean, declared + overhead.low, declared + overhead.high)
@@ -352,6 +395,10 @@ class TimeModel:
                     out.unknown += 1
                     continue
                 basis, mean, low, high = known
+                if basis == "capped":
+                    out.capped += 1
+                    out.capped_s += mean
+                    continue
                 out.seconds, out.low, out.high = out.seconds + mean, out.low + low, out.high + high
                 if basis == "study":
                     out.from_study += 1

@@ -59,9 +59,11 @@ class Forecast:
             out.append(f"estimated time, every cell min_repetitions times: {self.time_min.text()}")
             if self.time_likely is not None:
                 out.append(f"  probably {self.time_likely.short()}, if cells stop on precision at the spread seen here")
-            most = self.time_max.short().removeprefix("at least ")  # "at most at least" reads as nonsense
+            # "at most at least" or "at most up to" reads as nonsense
+            most = self.time_max.short().removeprefix("at least ").removeprefix("up to ")
             out.append(f"  at most {most}, every cell max_repetitions times"
-                       + ("" if self.time_max.complete else " (setup and untimed runs not included)"))
+                       + ("" if self.time_max.complete or self.time_max.capped_only
+                          else " (setup and untimed runs not included)"))
         if self.time_kvm is not None and self.time_kvm.unknown < self.time_kvm.runs:  # else nothing to say
             out.append(f"  with KVM for its guest jobs: {self.time_kvm.short()}"
                        + ("" if self.runs_min == self.runs_max else ", every cell max_repetitions times")
@@ -98,6 +100,7 @@ class Forecast:
             return None if e is None else {
                 "seconds": e.seconds, "low": e.low, "high": e.high, "runs": e.runs, "from_study": e.from_study,
                 "from_history": e.from_history, "from_declared": e.from_declared, "unknown": e.unknown,
+                "capped": e.capped, "capped_s": e.capped_s,
                 "guest_boots": e.guest_boots, "guest_boots_untimed": e.guest_boots_untimed,
                 "guest_jobs_in_boot": e.guest_in_boot,
                 "setups_unknown": e.setups_unknown, "text": e.text()}

@@ -126,6 +126,14 @@ class StudySection(_Strict):
                              "no earlier run whose files to reuse); set it, or remove reuse_layout")
         return value
 
+    @field_validator("reuse_layout", "trace", "drop_caches", mode="before")
+    @classmethod
+    def _true_or_false(cls, value: Any) -> bool:
+        # pydantic would take "yes", "off" or 0 as a boolean; a study file says it in TOML's words.
+        if not isinstance(value, bool):
+            raise ValueError("must be true or false (a TOML boolean, without quotes)")
+        return value
+
     @field_validator("guest_memory", mode="before")
     @classmethod
     def _guest_memory(cls, value: Any) -> int:

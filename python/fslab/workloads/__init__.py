@@ -178,6 +178,13 @@ class Workload:
         runs behind it (fslab.estimate) uses it."""
         return None
 
+    def runtime_cap_s(self, params: dict[str, Any]) -> float | None:
+        """The most seconds a run's workload takes by its parameters when it may end
+        sooner (a fio job with a runtime but not time_based stops at that runtime or when
+        its work is done, whichever comes first), or None: an estimate with no measured
+        runs behind it says "up to" from it."""
+        return None
+
     def work_rates(self, params: dict[str, Any], metrics: dict[str, float]) -> list[str]:
         """The run's metrics that are the rate of its work over the tool's own runtime (I/Os
         or bytes per second of the whole run), which a device model can predict from the

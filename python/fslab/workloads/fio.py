@@ -237,6 +237,12 @@ class FioWorkload(Workload):
             return float(params["runtime"]) + float(params.get("ramp_time") or 0)
         return None
 
+    def runtime_cap_s(self, params: dict[str, Any]) -> float | None:
+        # fio's runtime without time_based: the job stops there or when its size is done.
+        if not params.get("time_based") and isinstance(params.get("runtime"), (int, float)):
+            return float(params["runtime"]) + float(params.get("ramp_time") or 0)
+        return None
+
     def inputs(self, params: dict[str, Any], study_dir: Path, allow_exec: bool) -> dict[str, str]:
         """A job file and every file it includes, read and checked now (read_job_files):
         they travel in the job, and an edited file is another cell."""
