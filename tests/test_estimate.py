@@ -148,7 +148,7 @@ def test_no_history_falls_back_to_stated_runtimes_and_built_in_priors_and_says_w
             "without KVM (TCG") in text
     assert "with KVM (used where /dev/kvm boots a stock kernel) 2–6 s each" in text
     assert "setting up 1 file system not timed here yet, included from built-in priors" in text
-    assert "1 runs with nothing to go by" in text
+    assert "1 run with nothing to go by" in text
 
 
 def test_the_text_names_only_the_overhead_priors_it_used():
@@ -429,8 +429,9 @@ def test_the_plan_says_what_the_guest_jobs_would_take_under_kvm():
 
 def test_a_fio_runtime_without_time_based_is_a_most_said_as_up_to():
     """fio stops at its runtime or when its size is done, whichever comes first: with
-    nothing timed, such runs give the most a study takes ("up to"), never an "about";
-    beside runs that are estimated, they are said apart and left out of the sum."""
+    nothing timed, such runs give about the most a study takes ("up to"), never an
+    "about"; beside runs that are estimated, they are said apart and left out of the sum;
+    an auto study's "at most" takes them at their most; runtime = 0 is no limit to fio."""
     from fslab.forecast import forecast
     from fslab.priors import HOST_RUN_OVERHEAD, HOST_SETUP
 
@@ -439,11 +440,13 @@ def test_a_fio_runtime_without_time_based_is_a_most_said_as_up_to():
     assert alone.capped == 2 and alone.from_declared == alone.from_prior == alone.unknown == 0
     most = 2 * (32 + HOST_RUN_OVERHEAD.high) + 2 * HOST_SETUP["ext4"].high
     assert alone.capped_s == pytest.approx(2 * (32 + HOST_RUN_OVERHEAD.high))
-    assert not alone.complete
+    assert not alone.complete and alone.capped_only
     assert alone.short() == f"up to about {duration_text(most)}"
     text = alone.text()
     assert text.startswith(f"up to about {duration_text(most)}: 2 runs that stop at their stated runtime or "
-                           "when their work is done, whichever comes first (fio's runtime without time_based)"), text
+                           "when their work is done, whichever comes first (fio's runtime without time_based), "
+                           "each taken at that runtime plus the upper quartile"), text
+    assert "a built-in prior measured on fslab's development machine)" in text
     assert "setting up 2 file systems not timed here yet" in text
 
     timed = cell("t", "host", {"rw": "read", "size": 1 << 20, "time_based": 1, "runtime": 10})
@@ -452,10 +455,30 @@ def test_a_fio_runtime_without_time_based_is_a_most_said_as_up_to():
     assert mixed.seconds == pytest.approx(10 + HOST_RUN_OVERHEAD.mean + 2 * HOST_SETUP["ext4"].mean)
     text = mixed.text()
     assert text.startswith("at least about ") and "1 run that stops at its stated runtime" in text
-    assert f"up to about {duration_text(32 + HOST_RUN_OVERHEAD.high)} more, not included" in text
+    assert f"not included, up to about {duration_text(32 + HOST_RUN_OVERHEAD.high)} more" in text
+    assert "counted" not in text.split("1 run that stops", 1)[1].split(";")[0]  # not "counted ... not included"
+    upper = 10 + HOST_RUN_OVERHEAD.mean + 2 * HOST_SETUP["ext4"].mean + 32 + HOST_RUN_OVERHEAD.high
+    assert mixed.upper_short().startswith(f"about {duration_text(upper)}")
 
-    lines = forecast(_auto_fio_plan("host", device_size="1GiB", runtime_s=3, time_based=False), [], "here",
-                     "none").lines()
-    assert lines[1].startswith("estimated time, every cell min_repetitions times: up to about "), lines
-    assert lines[2].startswith("  at most about ") and "up to" not in lines[2], lines
-    assert "not included" not in lines[2]  # each run at its most, each setup counted
+    # A device with no setup prior and a run with nothing to go by: neither a least nor a most.
+    block = [replace(j, settings=JobSettings(device={"kind": "block"})) for j in jobs_of(capped, cell("u", "host"))]
+    partial = TimeModel().estimate(block)
+    assert partial.setups_unknown == 2 and partial.unknown == 1 and partial.capped == 1
+    assert partial.short() == f"up to about {duration_text(32 + HOST_RUN_OVERHEAD.high)} and what is not timed"
+    assert "0 s" not in partial.text() and "1 run with nothing to go by" in partial.text()
+
+    never = cell("z", "host", {"rw": "read", "size": 1 << 20, "runtime": 0})
+    assert TimeModel().estimate(jobs_of(never)).unknown == 1  # fio's runtime = 0: no limit
+
+    for time_based, first in ((False, "up to about "), (True, "about ")):
+        lines = forecast(_auto_fio_plan("host", device_size="1GiB", runtime_s=3, time_based=time_based), [],
+                         "here", "none").lines()
+        assert lines[1].startswith(f"estimated time, every cell min_repetitions times: {first}"), lines
+        assert lines[2].startswith("  at most about ") and "up to" not in lines[2], lines
+        assert "not included" not in lines[2]  # each run at about its most, each setup counted
+    capped_plan = forecast(_auto_fio_plan("host", device_size="1GiB", runtime_s=3, time_based=False), [], "here",
+                           "none")
+    top = capped_plan.time_max
+    assert top.capped == 40 and top.capped_s == pytest.approx(40 * (3 + HOST_RUN_OVERHEAD.high))
+    assert capped_plan.lines()[2].startswith(f"  at most {top.upper_short()}")
+    assert top.upper_short().startswith(f"about {duration_text(top.seconds + top.capped_s)}")

@@ -224,7 +224,7 @@ class _RunProgress:
         if outcome.next_pass >= self.passes_counted:
             self.progress.update(self.task, total=(self.progress.tasks[0].total or 0) + outcome.runs)
         self.later = ("" if outcome.runs == 0 or outcome.next_pass + 1 >= outcome.passes_max
-                      else f"; later passes at most {outcome.at_most_later.short().removeprefix('at least ')}")
+                      else f"; later passes at most {outcome.at_most_later.upper_short()}")
         if not self.quiet and outcome.next_pass >= outcome.decisions.rule.min_n:
             err_console.print(escape(pass_text(outcome)), highlight=False)
 
@@ -336,7 +336,7 @@ def pass_text(outcome: PassOutcome) -> str:
     repeating = len(outcome.decisions.repeating())
     return (f"after pass {done}: {repeating} of {len(outcome.decisions.cells)} cells still repeating"
             + (f" ({why} stopped)" if why else "")
-            + f"; pass {done + 1}: {outcome.runs} runs, {outcome.this_pass.short()}")
+            + f"; pass {done + 1}: {outcome.runs} run{'s' * (outcome.runs != 1)}, {outcome.this_pass.short()}")
 
 
 def resume_command(study: str, results: Path, quick: bool, devices: list[str],

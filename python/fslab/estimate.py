@@ -102,8 +102,9 @@ class TimeEstimate:
     prior_in_guest: int = 0  # of from_prior: guest runs (the text names only the priors it used)
     reused_in_guest: int = 0  # of reused_layouts: guest runs
     unknown: int = 0  # no basis at all: not in ``seconds``
-    capped: int = 0  # only the most they take (fio's runtime without time_based): not in ``seconds``
-    capped_s: float = 0.0  # that most, with a run's overhead (its prior's upper quartile)
+    capped: int = 0  # ended by their runtime or their work (fio's runtime without time_based): not in ``seconds``
+    capped_s: float = 0.0  # their runtime plus the upper quartile of a run's overhead (its prior): about their most
+    capped_in_guest: int = 0  # of capped: guest runs (whose overhead prior spans two machines)
     jobs: int = 0
     setups_unknown: int = 0  # jobs whose setup was never timed and has no prior: not in ``seconds``
     setups_prior: int = 0  # jobs whose setup was never timed here: the built-in prior is in ``seconds``
@@ -116,14 +117,16 @@ class TimeEstimate:
         return TimeEstimate(**{name: getattr(self, name) + getattr(other, name) for name in self.__dataclass_fields__})
 
     def short(self) -> str:
-        """'about 4 min (3–5 min)', '+ 2 runs not timed' when some have no basis: for a
-        progress line."""
+        """'about 4 min (3–5 min)', 'at least about ...' when some parts have no basis, 'up
+        to about ...' when every run may end sooner: for a progress line."""
         if self.runs == 0:
             return "nothing left"
         if self.unknown == self.runs:
             return "time not known yet"
         if self.capped_only:
             return f"up to about {duration_text(self.high + self.capped_s)}"
+        if self.capped and self.runs == self.capped + self.unknown:
+            return f"up to about {duration_text(self.high + self.capped_s)} and what is not timed"
         text = f"about {duration_text(self.seconds)}"
         if self.high - self.low >= 1 and duration_text(self.low) != duration_text(self.high):
             text += f" ({duration_text(self.low)}–{duration_text(self.high)})"
@@ -131,16 +134,35 @@ class TimeEstimate:
             text = "at least " + text
         return text
 
+    def upper_short(self) -> str:
+        """The time with every run that may end sooner taken at about its most: for an
+        'at most' line (an auto study's max_repetitions), 'about 7 min (5–9 min)'."""
+        low, mean, high = (v + self.capped_s for v in (self.low, self.seconds, self.high))
+        if self.runs == self.unknown:
+            return "time not known yet"
+        text = f"about {duration_text(mean)}"
+        if high - low >= 1 and duration_text(low) != duration_text(high):
+            text += f" ({duration_text(low)}–{duration_text(high)})"
+        return text
+
+    @property
+    def leaves_out(self) -> bool:
+        """Whether some run or setup is not in the sum (no basis), or only in part (a stated
+        runtime without layout)."""
+        return bool(self.unknown or self.setups_unknown or self.from_declared)
+
     @property
     def complete(self) -> bool:
-        """Whether every run and setup counted rests on a measured time (else ``seconds`` is
-        a lower bound: stated runtimes leave out layout and setup, untimed parts are out)."""
-        return not (self.unknown or self.setups_unknown or self.from_declared or self.capped)
+        """Whether every run and setup counted rests on a measured time or a prior (else
+        ``seconds`` is a lower bound: stated runtimes leave out layout and setup, untimed
+        parts and runs that may end sooner are out)."""
+        return not (self.leaves_out or self.capped)
 
     @property
     def capped_only(self) -> bool:
-        """Every run is capped, every setup counted: the sum is a most, not a least."""
-        return self.capped == self.runs and not (self.setups_unknown or self.from_declared)
+        """Every run may end sooner than its runtime, every setup is counted: the sum with
+        those runtimes is about the most the runs take, not the least."""
+        return self.capped == self.runs and not self.leaves_out
 
     def text(self) -> str:
         """'about 41 min (35–52 min, ...): 300 runs like ones timed in this study, 100 like
@@ -150,13 +172,15 @@ class TimeEstimate:
             return "nothing left to run"
         if self.unknown == self.runs:
             return f"not known: none of the {self.runs} runs has been timed here and none states its runtime"
-        if self.capped_only:
-            return (f"up to about {duration_text(self.high + self.capped_s)}: " + self._capped_text()
-                    + "".join(f"; {part}" for part in self._setup_parts()))
+        if self.capped and self.runs == self.capped + self.unknown:
+            # nothing but runs that may end sooner (and untimed parts): a most, said as such
+            head = f"up to about {duration_text(self.high + self.capped_s)}"
+            if not self.capped_only:
+                head += " and what is not timed (below)"
+            parts = [f"{head}: {self._capped_text()}, each taken at that runtime plus the upper quartile of what a "
+                     f"run adds ({self._capped_prior_text()})"]
+            return "; ".join(parts + self._setup_parts() + self._unknown_parts())
         head = f"{'about' if self.complete else 'at least about'} {duration_text(self.seconds)}"
-        if self.high - self.low >= 1 and duration_text(self.low) != duration_text(self.high):
-            head += (f" ({duration_text(self.low)}–{duration_text(self.high)}, from the quicker and slower "
-                     "quarter of runs)")
         basis = []
         if self.from_study:
             basis.append(f"{self.from_study} runs like ones timed in this study")
@@ -169,21 +193,31 @@ class TimeEstimate:
                             "quarter on the slower)" if self.prior_in_guest else "machine)"))
         if self.from_declared:
             basis.append(f"{self.from_declared} from their stated runtime only (file layout not included)")
+        if self.high - self.low >= 1 and duration_text(self.low) != duration_text(self.high):
+            head += (f" ({duration_text(self.low)}–{duration_text(self.high)}, from the quicker and slower "
+                     "quarter of " + ("runs)" if basis else "set-ups)"))
         parts = [head + ": " + ", ".join(basis)] if basis else [head + " (setting up only)"]
         if self.capped:
-            parts.append(self._capped_text() + f", up to about {duration_text(self.capped_s)} more, not included")
-        parts += self._setup_parts()
-        if self.unknown:
-            parts.append(f"{self.unknown} runs with nothing to go by (they end when their work is done), not counted")
-        return "; ".join(parts)
+            parts.append(f"{self._capped_text()}: not included, up to about {duration_text(self.capped_s)} more "
+                         f"(each at that runtime plus the upper quartile of what a run adds, "
+                         f"{self._capped_prior_text()})")
+        return "; ".join(parts + self._setup_parts() + self._unknown_parts())
 
     def _capped_text(self) -> str:
         one = self.capped == 1
         their = "its" if one else "their"
         return (f"{self.capped} run{'' if one else 's'} that stop{'s' if one else ''} at {their} stated runtime or "
-                f"when {their} work is done, whichever comes first (fio's runtime without time_based), counted "
-                "at that runtime plus the upper quartile of what a run adds (built-in priors measured on "
-                "fslab's development machines)")
+                f"when {their} work is done, whichever comes first (fio's runtime without time_based)")
+
+    def _capped_prior_text(self) -> str:
+        return ("a built-in prior measured on fslab's development "
+                + ("machines" if self.capped_in_guest else "machine"))
+
+    def _unknown_parts(self) -> list[str]:
+        if not self.unknown:
+            return []
+        return [f"{self.unknown} run{'s' * (self.unknown != 1)} with nothing to go by (they end when their work "
+                "is done), not counted"]
 
     def _setup_parts(self) -> list[str]:
         """What the estimate says of guest boots and file-system setups."""
@@ -329,6 +363,7 @@ class TimeModel:
         declared = self._declared_s(cell)
         overhead = run_overhead_prior(cell.backend, cell.workload_kind, reused_layout, kvm)
         if declared is None:
+            # fio's runtime without time_based: the run may end sooner, so this is about its most
             cap = self._cap_s(cell)
             if cap is None or overhead is None:
                 return None
@@ -398,6 +433,7 @@ class TimeModel:
                 if basis == "capped":
                     out.capped += 1
                     out.capped_s += mean
+                    out.capped_in_guest += run.cell.backend == "guest" and not kvm
                     continue
                 out.seconds, out.low, out.high = out.seconds + mean, out.low + low, out.high + high
                 if basis == "study":

@@ -59,11 +59,8 @@ class Forecast:
             out.append(f"estimated time, every cell min_repetitions times: {self.time_min.text()}")
             if self.time_likely is not None:
                 out.append(f"  probably {self.time_likely.short()}, if cells stop on precision at the spread seen here")
-            # "at most at least" or "at most up to" reads as nonsense
-            most = self.time_max.short().removeprefix("at least ").removeprefix("up to ")
-            out.append(f"  at most {most}, every cell max_repetitions times"
-                       + ("" if self.time_max.complete or self.time_max.capped_only
-                          else " (setup and untimed runs not included)"))
+            out.append(f"  at most {self.time_max.upper_short()}, every cell max_repetitions times"
+                       + (" (setup and untimed runs not included)" if self.time_max.leaves_out else ""))
         if self.time_kvm is not None and self.time_kvm.unknown < self.time_kvm.runs:  # else nothing to say
             out.append(f"  with KVM for its guest jobs: {self.time_kvm.short()}"
                        + ("" if self.runs_min == self.runs_max else ", every cell max_repetitions times")
@@ -99,8 +96,8 @@ class Forecast:
         def est(e: TimeEstimate | None) -> dict[str, Any] | None:
             return None if e is None else {
                 "seconds": e.seconds, "low": e.low, "high": e.high, "runs": e.runs, "from_study": e.from_study,
-                "from_history": e.from_history, "from_declared": e.from_declared, "unknown": e.unknown,
-                "capped": e.capped, "capped_s": e.capped_s,
+                "from_history": e.from_history, "from_prior": e.from_prior, "from_declared": e.from_declared,
+                "unknown": e.unknown, "capped": e.capped, "capped_s": e.capped_s, "complete": e.complete,
                 "guest_boots": e.guest_boots, "guest_boots_untimed": e.guest_boots_untimed,
                 "guest_jobs_in_boot": e.guest_in_boot,
                 "setups_unknown": e.setups_unknown, "text": e.text()}

@@ -36,7 +36,8 @@ def _describe(error: ErrorDetails) -> str:
         message = "is required but missing"
     given = error.get("input")
     if error["type"] not in ("missing", "extra_forbidden") and not isinstance(given, dict):
-        message += f" (given: {given!r})"
+        # a boolean as the study file spells it (TOML's true, not Python's True)
+        message += f" (given: {str(given).lower() if isinstance(given, bool) else repr(given)})"
     return message
 
 

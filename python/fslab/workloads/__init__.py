@@ -179,10 +179,9 @@ class Workload:
         return None
 
     def runtime_cap_s(self, params: dict[str, Any]) -> float | None:
-        """The most seconds a run's workload takes by its parameters when it may end
-        sooner (a fio job with a runtime but not time_based stops at that runtime or when
-        its work is done, whichever comes first), or None: an estimate with no measured
-        runs behind it says "up to" from it."""
+        """The seconds at which a run's workload stops if its work is not done sooner (a fio
+        job with a runtime but not time_based), or None: an estimate with no measured runs
+        behind it says "up to" from it (layout and start come on top)."""
         return None
 
     def work_rates(self, params: dict[str, Any], metrics: dict[str, float]) -> list[str]:

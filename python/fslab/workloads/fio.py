@@ -233,13 +233,14 @@ class FioWorkload(Workload):
         return direct_io_caveats(params.get("direct") in (1, True), filesystem)
 
     def declared_runtime_s(self, params: dict[str, Any]) -> float | None:
-        if params.get("time_based") and isinstance(params.get("runtime"), (int, float)):
+        if params.get("time_based") and isinstance(params.get("runtime"), (int, float)) and params["runtime"] > 0:
             return float(params["runtime"]) + float(params.get("ramp_time") or 0)
         return None
 
     def runtime_cap_s(self, params: dict[str, Any]) -> float | None:
         # fio's runtime without time_based: the job stops there or when its size is done.
-        if not params.get("time_based") and isinstance(params.get("runtime"), (int, float)):
+        # (runtime = 0 is no limit to fio)
+        if not params.get("time_based") and isinstance(params.get("runtime"), (int, float)) and params["runtime"] > 0:
             return float(params["runtime"]) + float(params.get("ramp_time") or 0)
         return None
 
