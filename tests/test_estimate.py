@@ -142,7 +142,9 @@ def test_no_history_falls_back_to_stated_runtimes_and_built_in_priors_and_says_w
     assert estimate.from_prior == 1 and estimate.from_declared == 0 and estimate.unknown == 1
     assert estimate.setups_prior == 2 and estimate.setups_unknown == 0
     text = estimate.text()
-    assert text.startswith(f"at least about {duration_text(estimate.seconds)} (")  # the unknown guest run is not in it
+    # the unknown guest run is not in it, and the range is of what is counted
+    assert text.startswith(f"at least about {duration_text(estimate.seconds)} (")
+    assert " for what is counted, from the quicker and slower quarter of runs)" in text
     assert "1 from their stated runtime plus what a run adds for layout and start (1.2–3 s on the host" in text
     assert (f"1 guest boot not timed here yet, included at {GUEST_SETUP.low:g}–{GUEST_SETUP.high:g} s each "
             "without KVM (TCG") in text
@@ -224,7 +226,7 @@ def test_a_host_fio_study_with_no_history_is_estimated_whole_and_says_its_precis
     # 40 runs of 3 s + 2 s, 40 ext4/xfs setups: what the real study of this plan took (271 s) is in range.
     assert outlook.time_max.low <= 271 <= outlook.time_max.high
     lines = "\n".join(outlook.lines())
-    assert "at most about" in lines and "not included" not in lines
+    assert "at most about" in lines and "not included" not in lines and "for what is counted" not in lines
     needed = runs_for_precision(TYPICAL_CV, 0.05)
     width = half_width_at(TYPICAL_CV, 20)
     assert width is not None

@@ -52,6 +52,18 @@ def test_switches_are_toml_booleans_only(field: str, value: str) -> None:
     assert f"study.{field}: must be true or false" in err and "study.toml" in err
 
 
+@pytest.mark.parametrize("device,field", [
+    ('kind = "block"\npath = "/dev/sdz"\nforce = "yes"', "device.force"),
+    ('kind = "emulated"\nmodel = "dm-delay"\nrotational = 0', "device.rotational"),
+])
+def test_device_switches_are_toml_booleans_only(device: str, field: str) -> None:
+    text = BASE.format(study="", label="plain", workload="w", workload_extra="").replace(
+        "[filesystems.plain]", f"[device]\n{device}\n[filesystems.plain]")
+    with pytest.raises(SpecError) as err:
+        parse_spec(tomllib.loads(text), "study.toml")
+    assert f"{field}: must be true or false" in str(err.value)
+
+
 def test_switches_take_true_and_false() -> None:
     text = BASE.format(study="trace = true\ndrop_caches = false", label="plain", workload="w", workload_extra="")
     spec = parse_spec(tomllib.loads(text), "study.toml")

@@ -194,8 +194,10 @@ class TimeEstimate:
         if self.from_declared:
             basis.append(f"{self.from_declared} from their stated runtime only (file layout not included)")
         if self.high - self.low >= 1 and duration_text(self.low) != duration_text(self.high):
-            head += (f" ({duration_text(self.low)}–{duration_text(self.high)}, from the quicker and slower "
-                     "quarter of " + ("runs)" if basis else "set-ups)"))
+            # "at least about 15 s (10–29 s)" would read as a least below its own range
+            counted = "" if self.complete else " for what is counted"
+            head += (f" ({duration_text(self.low)}–{duration_text(self.high)}{counted}, from the quicker and "
+                     "slower quarter of " + ("runs)" if basis else "set-ups)"))
         parts = [head + ": " + ", ".join(basis)] if basis else [head + " (setting up only)"]
         if self.capped:
             parts.append(f"{self._capped_text()}: not included, up to about {duration_text(self.capped_s)} more "

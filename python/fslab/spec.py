@@ -13,9 +13,9 @@ models of its own) and ``[paper]`` (a paper's figures and the study's deviations
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from .aging_option import AgingOption
 from .backend_names import BACKEND_PREFERENCE as BACKEND_PREFERENCE
@@ -45,6 +45,17 @@ def check_guest_kernel(value: str) -> str:
         return value
     raise ValueError(f"unknown guest kernel: use {' or '.join(repr(s) for s in GUEST_KERNEL_SERIES)} "
                      "or the path of a kernel image (boot/vmlinuz-*)")
+
+
+def _toml_bool(value: Any) -> Any:
+    # pydantic alone would take "yes", "off" or 0 as a boolean; a study file says it in TOML's words.
+    if not isinstance(value, bool):
+        raise ValueError("must be true or false (a TOML boolean, without quotes)")
+    return value
+
+
+# A switch of a study file: true or false, nothing else.
+TomlBool = Annotated[bool, BeforeValidator(_toml_bool)]
 
 
 class StrictSection(BaseModel):
@@ -97,17 +108,17 @@ class StudySection(_Strict):
     fresh: Literal["run", "repetition"] = Field(
         default="run", description="a new file system for every run, or one per pass (\"repetition\"): "
         "the cells in sequence on it, as the seed papers did")
-    reuse_layout: bool = Field(
+    reuse_layout: TomlBool = Field(
         default=False, description="with fresh = \"repetition\": a run whose files (names, sizes, block "
         "size) an earlier run of its pass laid out runs on those files instead of laying out its own, as a "
         "paper that made its files once and ran its cases on them did; reads then meet data earlier cases "
         "wrote; every set of files stays until the pass ends, so the device must hold them all. Each run's "
         "provenance names the run that laid its files out")
-    trace: bool = Field(default=False, description="a block-layer trace of every run (trace.parquet and "
+    trace: TomlBool = Field(default=False, description="a block-layer trace of every run (trace.parquet and "
                         "trace_* metrics)")
     simulate: list[str] = Field(default_factory=list, description="with trace: the device models each "
                                 "run's trace is replayed on (shipped names or [models.NAME])")
-    drop_caches: bool = Field(default=True, description="drop the page cache before each run")
+    drop_caches: TomlBool = Field(default=True, description="drop the page cache before each run")
     guest_kernel: str = Field(default="6.1", description="the guest backend's kernel: 6.1 (Debian 12), "
                               "6.12 (bookworm-backports) or the path of a kernel image")
     guest_memory: int = Field(default=1 << 30, description="the guest's memory (its page cache "
@@ -124,14 +135,6 @@ class StudySection(_Strict):
         if value and info.data.get("fresh") != "repetition":
             raise ValueError("needs fresh = \"repetition\" (with a new file system for every run there is "
                              "no earlier run whose files to reuse); set it, or remove reuse_layout")
-        return value
-
-    @field_validator("reuse_layout", "trace", "drop_caches", mode="before")
-    @classmethod
-    def _true_or_false(cls, value: Any) -> bool:
-        # pydantic would take "yes", "off" or 0 as a boolean; a study file says it in TOML's words.
-        if not isinstance(value, bool):
-            raise ValueError("must be true or false (a TOML boolean, without quotes)")
         return value
 
     @field_validator("guest_memory", mode="before")

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from ..spec import StrictSection
+from ..spec import StrictSection, TomlBool
 from ..units import parse_size
 
 MiB = 1 << 20
@@ -43,7 +43,7 @@ class BlockSection(StrictSection):
     """``[device]`` with ``kind = "block"``: a real device the user hands over."""
 
     path: str = Field(description="the device node, e.g. /dev/sdb")
-    force: bool = Field(default=False, description="allow a device that carries a signature")
+    force: TomlBool = Field(default=False, description="allow a device that carries a signature")
 
 
 # A USB 2.0 flash drive like seed 003's (an LG UJ1, 2 GB): dm-delay with a fixed delay per
@@ -74,7 +74,7 @@ class EmulatedSection(StrictSection):
     delay_ms: float = Field(default=0.0, ge=0, le=1000, description="added to every request")
     write_delay_ms: float | None = Field(default=None, ge=0, le=1000, description="dm-delay only: "
                                          "writes and flushes get this delay instead (None: delay_ms)")
-    rotational: bool = Field(default=True, description="what the queue reports to the "
+    rotational: TomlBool = Field(default=True, description="what the queue reports to the "
                              "file system and the I/O scheduler")
 
     @model_validator(mode="before")
@@ -113,7 +113,7 @@ class RaidSection(StrictSection):
         "members) or run it and wait")
     members: list[str] = Field(default_factory=list, description="the user's disks to build the array "
                                "on (each checked and confirmed as kind = \"block\"); empty: images")
-    force: bool = Field(default=False, description="allow members that carry a signature")
+    force: TomlBool = Field(default=False, description="allow members that carry a signature")
     vdisks: int | None = Field(default=None, ge=0, description="inside a guest (written by the guest "
                                "backend, not by users): the members are its virtio disks from this index on")
 
