@@ -224,7 +224,7 @@ class _RunProgress:
         if outcome.next_pass >= self.passes_counted:
             self.progress.update(self.task, total=(self.progress.tasks[0].total or 0) + outcome.runs)
         self.later = ("" if outcome.runs == 0 or outcome.next_pass + 1 >= outcome.passes_max
-                      else f"; later passes at most {outcome.at_most_later.upper_short()}")
+                      else f"; later passes {outcome.at_most_later.at_most()}")
         if not self.quiet and outcome.next_pass >= outcome.decisions.rule.min_n:
             err_console.print(escape(pass_text(outcome)), highlight=False)
 
@@ -244,7 +244,8 @@ class _RunProgress:
         assert self.task is not None
         status = "ok" if record.status == STATUS_OK else f"FAILED: {record.error}"
         left = state.left.short()
-        eta = (left if left == "nothing left" else f"{left} left") + self.later
+        eta = (left if left == "nothing left" else "time left not known yet" if left == "time not known yet"
+               else f"{left} left") + self.later
         # Labels hold "[rw=read ...]", which rich would otherwise take for markup.
         self.progress.update(self.task, advance=1, last=escape(f"{label}: {status}"[:60]), eta=escape(eta))
         if self.plain:

@@ -124,26 +124,43 @@ class TimeEstimate:
         if self.unknown == self.runs:
             return "time not known yet"
         if self.capped_only:
-            return f"up to about {duration_text(self.high + self.capped_s)}"
+            return f"up to about {duration_text(self.seconds + self.capped_s)}"
         if self.capped and self.runs == self.capped + self.unknown:
-            return f"up to about {duration_text(self.high + self.capped_s)} and what is not timed"
+            return f"up to about {duration_text(self.seconds + self.capped_s)} and what is not timed"
+        if not self.complete:  # (a range would reach below the least)
+            return f"at least about {duration_text(self.seconds)}"
         text = f"about {duration_text(self.seconds)}"
         if self.high - self.low >= 1 and duration_text(self.low) != duration_text(self.high):
             text += f" ({duration_text(self.low)}–{duration_text(self.high)})"
-        if not self.complete:
-            text = "at least " + text
         return text
 
-    def upper_short(self) -> str:
-        """The time with every run that may end sooner taken at about its most: for an
-        'at most' line (an auto study's max_repetitions), 'about 7 min (5–9 min)'."""
+    def at_most(self) -> str:
+        """The time with every run that may end sooner taken at about its most, for an auto
+        study's max_repetitions: 'at most about 7 min (5–9 min)', with what it leaves out."""
         low, mean, high = (v + self.capped_s for v in (self.low, self.seconds, self.high))
         if self.runs == self.unknown:
             return "time not known yet"
-        text = f"about {duration_text(mean)}"
+        text = f"at most about {duration_text(mean)}"
         if high - low >= 1 and duration_text(low) != duration_text(high):
             text += f" ({duration_text(low)}–{duration_text(high)})"
-        return text
+        left = self.left_out()
+        return text + (f"; {', '.join(left)} not included" if left else "")
+
+    def left_out(self) -> list[str]:
+        """What the sum leaves out, each in a few words."""
+        out = []
+        if self.unknown:
+            out.append(f"{self.unknown} run{'s' * (self.unknown != 1)} with nothing to go by")
+        if self.setups_unknown:
+            out.append(f"setting up {self.setups_unknown} file system{'s' * (self.setups_unknown != 1)}")
+        if self.from_declared:
+            out.append(f"the layout of {self.from_declared} run{'s' * (self.from_declared != 1)}")
+        return out
+
+    @property
+    def upper_seconds(self) -> float:
+        """``seconds`` with the runs that may end sooner at about their most."""
+        return self.seconds + self.capped_s
 
     @property
     def leaves_out(self) -> bool:
@@ -174,16 +191,17 @@ class TimeEstimate:
             return f"not known: none of the {self.runs} runs has been timed here and none states its runtime"
         if self.capped and self.runs == self.capped + self.unknown:
             # nothing but runs that may end sooner (and untimed parts): a most, said as such
-            head = f"up to about {duration_text(self.high + self.capped_s)}"
+            head = f"up to about {duration_text(self.seconds + self.capped_s)}"
             if not self.capped_only:
                 head += " and what is not timed (below)"
-            parts = [f"{head}: {self._capped_text()}, each taken at that runtime plus the upper quartile of what a "
+            each = "each taken" if self.capped != 1 else "taken"
+            parts = [f"{head}: {self._capped_text()}, {each} at that runtime plus the upper quartile of what a "
                      f"run adds ({self._capped_prior_text()})"]
             return "; ".join(parts + self._setup_parts() + self._unknown_parts())
         head = f"{'about' if self.complete else 'at least about'} {duration_text(self.seconds)}"
         basis = []
         if self.from_study:
-            basis.append(f"{self.from_study} runs like ones timed in this study")
+            basis.append(f"{self.from_study} run{'s' * (self.from_study != 1)} like ones timed in this study")
         if self.from_history:
             basis.append(f"{self.from_history} like ones timed in earlier studies here")
         if self.from_prior:
@@ -197,7 +215,7 @@ class TimeEstimate:
             # "at least about 15 s (10–29 s)" would read as a least below its own range
             counted = "" if self.complete else " for what is counted"
             head += (f" ({duration_text(self.low)}–{duration_text(self.high)}{counted}, from the quicker and "
-                     "slower quarter of " + ("runs)" if basis else "set-ups)"))
+                     "slower quarters of runs and set-ups)")
         parts = [head + ": " + ", ".join(basis)] if basis else [head + " (setting up only)"]
         if self.capped:
             parts.append(f"{self._capped_text()}: not included, up to about {duration_text(self.capped_s)} more "
@@ -218,8 +236,9 @@ class TimeEstimate:
     def _unknown_parts(self) -> list[str]:
         if not self.unknown:
             return []
-        return [f"{self.unknown} run{'s' * (self.unknown != 1)} with nothing to go by (they end when their work "
-                "is done), not counted"]
+        one = self.unknown == 1
+        return [f"{self.unknown} run{'' if one else 's'} with nothing to go by ({'it ends' if one else 'they end'} "
+                f"when {'its' if one else 'their'} work is done), not counted"]
 
     def _setup_parts(self) -> list[str]:
         """What the estimate says of guest boots and file-system setups."""

@@ -59,14 +59,14 @@ class Forecast:
             out.append(f"estimated time, every cell min_repetitions times: {self.time_min.text()}")
             if self.time_likely is not None:
                 out.append(f"  probably {self.time_likely.short()}, if cells stop on precision at the spread seen here")
-            out.append(f"  at most {self.time_max.upper_short()}, every cell max_repetitions times"
-                       + (" (setup and untimed runs not included)" if self.time_max.leaves_out else ""))
+            out.append(f"  every cell max_repetitions times: {self.time_max.at_most()}")
         if self.time_kvm is not None and self.time_kvm.unknown < self.time_kvm.runs:  # else nothing to say
-            out.append(f"  with KVM for its guest jobs: {self.time_kvm.short()}"
-                       + ("" if self.runs_min == self.runs_max else ", every cell max_repetitions times")
-                       + f", assuming a guest job's setup at {GUEST_SETUP_KVM.range_text()} "
-                       "and a guest run's overhead at a host run's (not measured: fslab's development machines "
-                       "have had no usable KVM; fslab uses KVM where /dev/kvm boots a stock kernel)")
+            kvm = (f": {self.time_kvm.short()}" if self.runs_min == self.runs_max
+                   else f", every cell max_repetitions times: {self.time_kvm.at_most()}")
+            out.append(f"  with KVM for its guest jobs{kvm}, assuming a guest job's setup at "
+                       f"{GUEST_SETUP_KVM.range_text()} and a guest run's overhead at a host run's (not measured: "
+                       "fslab's development machines have had no usable KVM; fslab uses KVM where /dev/kvm boots "
+                       "a stock kernel)")
         for seen in self.noise:
             line = seen.text(self.precision)
             if self.fixed_n is not None:
@@ -98,6 +98,7 @@ class Forecast:
                 "seconds": e.seconds, "low": e.low, "high": e.high, "runs": e.runs, "from_study": e.from_study,
                 "from_history": e.from_history, "from_prior": e.from_prior, "from_declared": e.from_declared,
                 "unknown": e.unknown, "capped": e.capped, "capped_s": e.capped_s, "complete": e.complete,
+                "seconds_with_capped": e.upper_seconds,
                 "guest_boots": e.guest_boots, "guest_boots_untimed": e.guest_boots_untimed,
                 "guest_jobs_in_boot": e.guest_in_boot,
                 "setups_unknown": e.setups_unknown, "text": e.text()}
