@@ -243,9 +243,9 @@ class _RunProgress:
     def _show(self, record: RunRecord, label: str, state: StudyProgress, where: str) -> None:
         assert self.task is not None
         status = "ok" if record.status == STATUS_OK else f"FAILED: {record.error}"
-        left = state.left.short()
-        eta = (left if left == "nothing left" else "time left not known yet" if left == "time not known yet"
-               else f"{left} left") + self.later
+        left = state.left
+        eta = ("nothing left" if left.runs == 0 else "time left not known yet" if left.unknown == left.runs
+               else f"{left.short()} left") + self.later
         # Labels hold "[rw=read ...]", which rich would otherwise take for markup.
         self.progress.update(self.task, advance=1, last=escape(f"{label}: {status}"[:60]), eta=escape(eta))
         if self.plain:

@@ -166,7 +166,7 @@ class TimeEstimate:
     def leaves_out(self) -> bool:
         """Whether some run or setup is not in the sum (no basis), or only in part (a stated
         runtime without layout)."""
-        return bool(self.unknown or self.setups_unknown or self.from_declared)
+        return bool(self.left_out())
 
     @property
     def complete(self) -> bool:
@@ -299,8 +299,7 @@ class TimeModel:
         self.guests_kept = guests_kept
         self._runs: dict[tuple[str, ...], _Seen] = {}
         self._setups: dict[tuple[str, ...], _Seen] = {}
-        self._declared: dict[str, float | None] = {}
-        self._caps: dict[str, float | None] = {}
+        self._stated: dict[str, tuple[float | None, float | None]] = {}
         self._params: dict[str, str] = {}  # cell id -> its parameters as a key
         self._layouts: dict[str, str | None] = {}  # cell id -> the files it lays out (reuse_layout)
         previous: HistoryRun | None = None
@@ -343,23 +342,17 @@ class TimeModel:
             in_boot = (record.provenance.get("guest") or {}).get("jobs_before_in_boot")
             self._note_setup(setup_kind(cell.backend, in_boot), cell.fs_type, setup_s, True)
 
-    def _declared_s(self, cell: Cell) -> float | None:
+    def _stated_s(self, cell: Cell) -> tuple[float | None, float | None]:
+        """(runtime, cap) its parameters state (Workload.declared_runtime_s, runtime_cap_s),
+        once per workload and parameters."""
         key = cell.workload_kind + self._key_of(cell)
-        if key not in self._declared:
+        if key not in self._stated:
             from .workloads import WORKLOADS
 
-            self._declared[key] = WORKLOADS.get(cell.workload_kind).declared_runtime_s(cell.params) \
-                if cell.workload_kind in WORKLOADS else None
-        return self._declared[key]
-
-    def _cap_s(self, cell: Cell) -> float | None:
-        key = cell.workload_kind + self._key_of(cell)
-        if key not in self._caps:
-            from .workloads import WORKLOADS
-
-            self._caps[key] = WORKLOADS.get(cell.workload_kind).runtime_cap_s(cell.params) \
-                if cell.workload_kind in WORKLOADS else None
-        return self._caps[key]
+            workload = WORKLOADS.get(cell.workload_kind) if cell.workload_kind in WORKLOADS else None
+            self._stated[key] = ((None, None) if workload is None else
+                                 (workload.declared_runtime_s(cell.params), workload.runtime_cap_s(cell.params)))
+        return self._stated[key]
 
     def _layout_key(self, cell: Cell) -> str | None:
         """Workload.layout_key of the cell, once per cell (asked at every progress line)."""
@@ -381,11 +374,10 @@ class TimeModel:
             seen = self._runs.get(key)
             if seen is not None and seen.values:
                 return ("study" if seen.study else "history", *seen.stats())
-        declared = self._declared_s(cell)
+        declared, cap = self._stated_s(cell)
         overhead = run_overhead_prior(cell.backend, cell.workload_kind, reused_layout, kvm)
         if declared is None:
             # fio's runtime without time_based: the run may end sooner, so this is about its most
-            cap = self._cap_s(cell)
             if cap is None or overhead is None:
                 return None
             return ("capped", cap + overhead.high, cap + overhead.high, cap + overhead.high)

@@ -233,16 +233,11 @@ class FioWorkload(Workload):
         return direct_io_caveats(params.get("direct") in (1, True), filesystem)
 
     def declared_runtime_s(self, params: dict[str, Any]) -> float | None:
-        if params.get("time_based") and isinstance(params.get("runtime"), (int, float)) and params["runtime"] > 0:
-            return float(params["runtime"]) + float(params.get("ramp_time") or 0)
-        return None
+        return _stated_runtime_s(params) if params.get("time_based") else None
 
     def runtime_cap_s(self, params: dict[str, Any]) -> float | None:
         # fio's runtime without time_based: the job stops there or when its size is done.
-        # (runtime = 0 is no limit to fio)
-        if not params.get("time_based") and isinstance(params.get("runtime"), (int, float)) and params["runtime"] > 0:
-            return float(params["runtime"]) + float(params.get("ramp_time") or 0)
-        return None
+        return None if params.get("time_based") else _stated_runtime_s(params)
 
     def inputs(self, params: dict[str, Any], study_dir: Path, allow_exec: bool) -> dict[str, str]:
         """A job file and every file it includes, read and checked now (read_job_files):
@@ -861,3 +856,11 @@ def _runtime_ms(groups: dict[int, list[dict[str, Any]]]) -> float:
 
 
 register_workload(FioWorkload())
+
+
+def _stated_runtime_s(params: dict[str, Any]) -> float | None:
+    """runtime plus ramp_time (s), or None without a runtime (runtime = 0 is no limit to fio)."""
+    runtime = params.get("runtime")
+    if isinstance(runtime, (int, float)) and not isinstance(runtime, bool) and runtime > 0:
+        return float(runtime) + float(params.get("ramp_time") or 0)
+    return None
