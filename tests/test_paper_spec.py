@@ -96,6 +96,12 @@ def test_a_malformed_figure_is_refused_naming_its_field(edit: str, says: str) ->
     assert "paper.figures[1]" in str(error) and says in str(error) and "paper.toml" in str(error)
 
 
+def test_a_ratio_is_a_number_not_a_boolean() -> None:
+    # pydantic's lax mode would read ratio = true as a ratio of 1.
+    error = _error("[[paper.figures]]" + GOOD.split("[[paper.figures]]")[1].replace("ratio = 2", "ratio = true"))
+    assert "paper.figures[1].ratio: must be a number, not true" in str(error)
+
+
 def _edited(edit: str) -> str:
     """GOOD's figure with the keys of ``edit`` replaced by it (an empty value drops a key)."""
     second = GOOD.split("[[paper.figures]]")[1]

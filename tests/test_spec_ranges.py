@@ -70,6 +70,47 @@ def test_switches_take_true_and_false() -> None:
     assert spec.study.trace is True and spec.study.drop_caches is False
 
 
+@pytest.mark.parametrize("study,field", [
+    ("seed = true", "study.seed"), ('repetitions = "auto"\nprecision = true', "study.precision"),
+    ('repetitions = "auto"\nmax_repetitions = true', "study.max_repetitions"),
+    ('aging = { fill = 0.5, pattern = "random-holes", seed = true }', "study.aging.seed"),
+])
+def test_numbers_are_not_booleans(study: str, field: str) -> None:
+    # pydantic's lax mode would read true as 1 and false as 0.
+    err = str(spec_error(study=study))
+    assert f"{field}: must be a number, not " in err and "study.toml" in err
+
+
+@pytest.mark.parametrize("device,field", [
+    ('kind = "raid"\nlevel = false\ndisks = 2', "device.level"),
+    ('kind = "raid"\nlevel = 5\ndisks = true', "device.disks"),
+    ('kind = "emulated"\nmodel = "dm-delay"\ndelay_ms = true', "device.delay_ms"),
+])
+def test_device_numbers_are_not_booleans(device: str, field: str) -> None:
+    text = BASE.format(study="", label="plain", workload="w", workload_extra="").replace(
+        "[filesystems.plain]", f"[device]\n{device}\n[filesystems.plain]")
+    with pytest.raises(SpecError) as err:
+        parse_spec(tomllib.loads(text), "study.toml")
+    assert f"{field}: must be a number, not " in str(err.value)
+
+
+@pytest.mark.parametrize("extra,message", [
+    ("memory = true", "workloads[0].memory: a size must be a number of bytes"),
+    ("timeout = false", "workloads[0].timeout: a duration is a number of seconds or a string like '30s' or "
+     "'2m', not true or false"),
+])
+def test_workload_limits_are_not_booleans(extra: str, message: str) -> None:
+    assert message in str(spec_error(workload_extra=extra))
+
+
+def test_numbers_still_take_numbers() -> None:
+    # An int where a float is declared stays accepted; so do the switches' true and false.
+    text = BASE.format(study="seed = 0\nrepetitions = 2\ntrace = false", label="plain", workload="w",
+                       workload_extra="timeout = 30")
+    spec = parse_spec(tomllib.loads(text), "study.toml")
+    assert spec.study.seed == 0 and spec.study.repetitions == 2 and spec.workloads[0].timeout == 30.0
+
+
 def _renamed(line: str) -> SpecError:
     """The study file with its name replaced by ``line``."""
     text = BASE.replace('name = "ranges"', line).format(study="", label="plain", workload="w", workload_extra="")

@@ -10,9 +10,10 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from .errors import SpecError
+from .toml_section import TomlSection
 from .units import parse_size
 
 _SIZES = re.compile(r"^(lognormal|uniform|fixed):([^:]+)(?::([^:]+))?$")
@@ -68,11 +69,9 @@ class FileSizes:
         return max(1, min(cap, int(size)))
 
 
-class AgingOption(BaseModel):
+class AgingOption(TomlSection):
     """The study option ``aging = { fill = 0.5, pattern = "random-holes", seed = 7,
     file_sizes = "lognormal:64KiB:1.5" }`` (``rounds = N`` with ``pattern = "churn"``)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     fill: float = Field(gt=0, lt=1, description="the aged state: with fill_by = \"data\" the files "
                         "left hold this fraction of the device's bytes; with \"statfs\" this fraction of "

@@ -29,7 +29,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
+
+from .toml_section import TomlSection
 
 # The units a paper's figure may be given in: unit -> (fslab's stored unit, its factor).
 UNITS: dict[str, tuple[str, float]] = {
@@ -61,10 +63,8 @@ def _names(value: str | list[str] | None) -> list[str]:
     return [] if value is None else [value] if isinstance(value, str) else list(value)
 
 
-class PaperFigure(BaseModel):
+class PaperFigure(TomlSection):
     """``[[paper.figures]]``: one published figure and the cell(s) it stands beside."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     claim: str = Field(min_length=1, description="what the paper states, in a few words of your own")
     source: str = Field(min_length=1, description="where in the paper: table or figure, and section or page "
@@ -200,11 +200,9 @@ class PaperFigure(BaseModel):
         return Side(self.baseline_workload, side.filesystem, side.case, side.metric)
 
 
-class PaperSection(BaseModel):
+class PaperSection(TomlSection):
     """``[paper]``: the paper's figures this study can be compared on and its deviations
     from the paper's setup, shown above them in the report."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     figures: list[PaperFigure] = Field(default_factory=list, description="the paper's figures "
                                        "([[paper.figures]] rows)")

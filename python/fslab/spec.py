@@ -13,15 +13,16 @@ models of its own) and ``[paper]`` (a paper's figures and the study's deviations
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from .aging_option import AgingOption
 from .backend_names import BACKEND_PREFERENCE as BACKEND_PREFERENCE
 from .backend_names import Backend, StudyBackend
 from .paper import PaperSection
 from .stopping_rule import StoppingRule
+from .toml_section import TomlBool, TomlSection
 from .units import parse_duration_s, parse_size
 
 # The guest kernel series fslab fetches (backends/guest/kernel.py's META_PACKAGES); any
@@ -47,26 +48,6 @@ def check_guest_kernel(value: str) -> str:
                      "or the path of a kernel image (boot/vmlinuz-*)")
 
 
-def _toml_bool(value: Any) -> Any:
-    # pydantic alone would take "yes", "off" or 0 as a boolean; a study file says it in TOML's words.
-    if not isinstance(value, bool):
-        raise ValueError("must be true or false (a TOML boolean, without quotes)")
-    return value
-
-
-# A switch of a study file: true or false, nothing else.
-TomlBool = Annotated[bool, BeforeValidator(_toml_bool)]
-
-
-class StrictSection(BaseModel):
-    """A section whose every field is declared: a misspelt key is an error."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
-
-
-_Strict = StrictSection
-
-
 def one_line(value: str, what: str) -> str:
     """A name shown in tables and headings: one line of printable text, not only spaces."""
     if not value.strip():
@@ -76,7 +57,7 @@ def one_line(value: str, what: str) -> str:
     return value
 
 
-class StudySection(_Strict):
+class StudySection(TomlSection):
     name: str = Field(min_length=1, max_length=200, description="the study's name, shown in every report")
     description: str = Field(default="", max_length=10000, description="what the study asks, in words")
     paper: str | None = Field(
@@ -219,7 +200,7 @@ class DeviceSection(BaseModel):
         return dict(self.model_extra or {})
 
 
-class FilesystemSection(_Strict):
+class FilesystemSection(TomlSection):
     type: str | None = Field(default=None, description="FS type when the section name is a label")
     mkfs: list[str] = Field(default_factory=list, description="extra mkfs arguments")
     mount: list[str] = Field(default_factory=list, description="mount options, e.g. ['noatime']")
@@ -247,10 +228,10 @@ class FilesystemSection(_Strict):
         return "guest" if self.kernel is not None and requested == "auto" else requested
 
 
-class WorkloadSection(BaseModel):
+class WorkloadSection(TomlSection):
     """A workload: ``kind`` picks the plug-in, which validates the remaining parameters."""
 
-    model_config = ConfigDict(extra="allow", frozen=True, defer_build=True)
+    model_config = ConfigDict(extra="allow")
 
     kind: str = Field(description="the workload kind (its plug-in owns the other parameters)")
     name: str = Field(min_length=1, max_length=100, description="the workload's name in tables and reports")
@@ -346,7 +327,7 @@ class ModelDefinition(BaseModel):
         return dict(self.model_extra or {})
 
 
-class StudySpec(_Strict):
+class StudySpec(TomlSection):
     study: StudySection = Field(description="the study as a whole")
     device: DeviceSection = Field(default_factory=DeviceSection, description="the device every "
                                   "file-system entry without its own is made on")

@@ -82,6 +82,8 @@ _DURATION_FACTOR = {"ms": 0.001, "s": 1.0, None: 1.0, "m": 60.0, "h": 3600.0}
 
 def parse_duration_s(value: int | float | str) -> float:
     """Return a duration in seconds from 30, '30s', '2m', '500ms'. Always finite."""
+    if isinstance(value, bool):
+        raise ValueError("a duration is a number of seconds or a string like '30s' or '2m', not true or false")
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         if value < 0:
             raise ValueError("a duration cannot be negative")

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from ..spec import StrictSection, TomlBool
+from ..toml_section import TomlBool, TomlSection
 from ..units import parse_size
 
 MiB = 1 << 20
@@ -19,7 +19,7 @@ GiB = 1 << 30
 
 
 # fslab.devices.image
-class ImageSection(StrictSection):
+class ImageSection(TomlSection):
     """``[device]`` with ``kind = "image"``."""
 
     size: int = Field(default=4 << 30, description="bytes of the sparse image")
@@ -39,7 +39,7 @@ class ImageSection(StrictSection):
 
 
 # fslab.devices.block
-class BlockSection(StrictSection):
+class BlockSection(TomlSection):
     """``[device]`` with ``kind = "block"``: a real device the user hands over."""
 
     path: str = Field(description="the device node, e.g. /dev/sdb")
@@ -63,7 +63,7 @@ PROFILES: dict[str, dict[str, Any]] = {
 
 
 # fslab.devices.emulated
-class EmulatedSection(StrictSection):
+class EmulatedSection(TomlSection):
     """``[device]`` with ``kind = "emulated"``."""
 
     profile: Literal["usb-flash"] | None = Field(default=None, description="a named device class "
@@ -101,7 +101,7 @@ class EmulatedSection(StrictSection):
 
 
 # fslab.devices.raid
-class RaidSection(StrictSection):
+class RaidSection(TomlSection):
     """``[device]`` with ``kind = "raid"``."""
 
     level: Literal[0, 5] = Field(description="md RAID level: 0 (striping) or 5 (striping + parity)")
@@ -149,14 +149,14 @@ class RaidSection(StrictSection):
 
 
 # fslab.devices.vdisk
-class VdiskSection(StrictSection):
+class VdiskSection(TomlSection):
     """``[device]`` with ``kind = "vdisk"`` (written by the guest backend, not by users)."""
 
     index: int = Field(default=0, ge=0, description="which of the guest's virtio disks")
 
 
 # fslab.devices.fake
-class FakeSection(StrictSection):
+class FakeSection(TomlSection):
     """``[device]`` with ``kind = "fake"``."""
 
     directory: str | None = Field(default=None, description="where the fake device's directory "
