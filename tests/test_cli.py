@@ -116,4 +116,19 @@ def test_plan_of_an_array_on_named_disks_shows_no_member_images(device_support, 
         for loop in loops:
             subprocess.run(["losetup", "-d", loop], check=False)
     [line] = [x for x in done.stdout.splitlines() if x.startswith("device:")]
-    assert f"members={loops!r}" in line and "member_size" not in line
+    assert f"members=[{', '.join(loops)}]" in line and "member_size" not in line
+    assert line.endswith("force=false")  # as the study file says it, not Python's False
+
+
+def test_a_one_run_study_is_counted_in_the_singular(tmp_path):
+    """'1 cell x 1 repetition = 1 run' and '1 run in 0 s', not '1 runs' (a fake device and
+    the null workload: no root, no tool)."""
+    study = tmp_path / "one.toml"
+    study.write_text('[study]\nname = "one"\nrepetitions = 1\n[device]\nkind = "fake"\n'
+                     '[filesystems.plain]\ntype = "null"\n[[workloads]]\nkind = "null"\nname = "w"\n')
+    planned = " ".join(fslab("plan", str(study), "-r", "res", cwd=tmp_path).stdout.split())
+    assert "1 cell x 1 repetition = 1 run," in planned
+    assert "1 from its stated runtime only" in planned and "1 runs" not in planned
+    done = fslab("run", str(study), "-r", "res", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "1 run in " in done.stdout and "1 runs" not in done.stdout + done.stderr

@@ -145,7 +145,7 @@ def test_no_history_falls_back_to_stated_runtimes_and_built_in_priors_and_says_w
     # the unknown guest run is not in it, and the range is of what is counted
     assert text.startswith(f"at least about {duration_text(estimate.seconds)} (")
     assert " for what is counted, from the quicker and slower quarters of runs and set-ups)" in text
-    assert "1 from their stated runtime plus what a run adds for layout and start (1.2–3 s on the host" in text
+    assert "1 from its stated runtime plus what a run adds for layout and start (1.2–3 s on the host" in text
     assert (f"1 guest boot not timed here yet, included at {GUEST_SETUP.low:g}–{GUEST_SETUP.high:g} s each "
             "without KVM (TCG") in text
     assert "with KVM (used where /dev/kvm boots a stock kernel) 2–6 s each" in text
@@ -427,6 +427,10 @@ def test_the_plan_says_what_the_guest_jobs_would_take_under_kvm():
     assert kvm.short() in line and f"{GUEST_SETUP_KVM.low:g}–{GUEST_SETUP_KVM.high:g} s" in line
     assert "not measured" in line
     assert forecast.to_json()["time_with_kvm"]["seconds"] == kvm.seconds
+    # its text names the priors its seconds use, not TCG's
+    kvm_text = forecast.to_json()["time_with_kvm"]["text"]
+    assert f"included at {GUEST_SETUP_KVM.range_text()} each, as assumed under KVM" in kvm_text
+    assert "TCG" not in kvm_text and GUEST_SETUP_IN_BOOT.range_text() not in kvm_text
 
 
 def test_a_fio_runtime_without_time_based_is_a_most_said_as_up_to():

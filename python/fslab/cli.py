@@ -305,7 +305,7 @@ def _print_outcome(outcome: StudyOutcome, results: Path, quiet: bool, continue_w
     if not quiet:
         _print_report(results, outcome.study_id, None)
         console.print(
-            f"{outcome.runs_done} runs in {outcome.wall_s:.0f} s ({outcome.runs_failed} failed); "
+            f"{counted(outcome.runs_done, 'run')} in {outcome.wall_s:.0f} s ({outcome.runs_failed} failed); "
             f"results in {results.resolve()} (study {outcome.study_id}): "
             f"`fslab report -r {shlex.quote(str(results))}`, "
             f"`fslab export -r {shlex.quote(str(results))} --format csv`", highlight=False, markup=False)
@@ -646,7 +646,7 @@ def job_run(
     # Absolute: tools run in the runs' folders (fio's cwd is its artifact folder).
     folder = JobFolder(out.resolve())
     run_job(job, folder, (work or out / "work").resolve(), on_record)
-    err_console.print(f"job {job.id}: {counts['ok']} runs ok, {counts['failed']} failed; "
+    err_console.print(f"job {job.id}: {counted(counts['ok'], 'run')} ok, {counts['failed']} failed; "
                       f"records in {folder.records_file}", highlight=False)
 
 

@@ -4,10 +4,13 @@ the cells, the runs, the devices, where each file system runs and what was left 
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 from rich.table import Table
+
+from .units import counted
 
 if TYPE_CHECKING:
     from .forecast import Forecast
@@ -70,8 +73,8 @@ def runs_text(spec: StudySpec, p: Plan, outlook: Forecast) -> str:
     """'12 cells x 3 repetitions = 36 runs, order shuffled (...), fresh file system per run'."""
     repetitions = (f"{p.auto.min_n}–{p.auto.max_n} repetitions (auto: {p.auto.describe()}) = "
                    f"{outlook.runs_min} to {len(p.runs)} runs" if p.auto else
-                   f"{p.repetitions} repetitions = {len(p.runs)} runs")
-    return (f"{len(p.cells)} cells x {repetitions}, "
+                   f"{counted(p.repetitions, 'repetition')} = {counted(len(p.runs), 'run')}")
+    return (f"{counted(len(p.cells), 'cell')} x {repetitions}, "
             f"order {p.order} ({seed_text(spec.study.seed, p.order)}), fresh file system per {p.fresh}"
             + (", each set of files laid out once per pass (reuse_layout)" if spec.study.reuse_layout else ""))
 
@@ -88,8 +91,7 @@ def device_lines(spec: StudySpec, p: Plan) -> list[str]:
         # An array of named members has no member images: their size would mislead.
         shown = {k: v for k, v in device.items()
                  if v is not None and not (k == "member_size" and device.get("members"))}
-        text = ", ".join(f"{k}={bytes_text(v) if k in ('size', 'member_size', 'chunk') and isinstance(v, int) else v}"
-                         for k, v in shown.items())
+        text = ", ".join(f"{k}={_device_value(k, v, bytes_text)}" for k, v in shown.items())
         if job.cell.filesystem not in users.setdefault(text, []):
             users[text].append(job.cell.filesystem)
     lines = [escape("device: " + text + (f" ({', '.join(names)})" if len(users) > 1 else ""))
@@ -99,6 +101,18 @@ def device_lines(spec: StudySpec, p: Plan) -> list[str]:
         lines.append(escape(f"your disks, formatted by `fslab run` only when each is confirmed: "
                             f"{' '.join(f'--destroy-data-on {shlex.quote(d)}' for d in disks)}"))
     return lines
+
+
+def _device_value(key: str, value: Any, bytes_text: Callable[[int], str]) -> str:
+    """A device field as the study file says it: true/false, sizes in bytes' units, a list
+    of member paths without Python's quotes."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if key in ("size", "member_size", "chunk") and isinstance(value, int):
+        return bytes_text(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(str(item) for item in value) + "]"
+    return str(value)
 
 
 def placement_lines(p: Plan) -> list[tuple[str, bool]]:

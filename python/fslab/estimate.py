@@ -40,6 +40,7 @@ from .priors import (
     GUEST_SETUP_KVM,
     HOST_RUN_OVERHEAD,
     HOST_RUN_OVERHEAD_REUSED,
+    HOST_SETUP_OTHER,
     run_overhead_prior,
     setup_prior,
 )
@@ -112,6 +113,7 @@ class TimeEstimate:
     guest_boots_untimed: int = 0
     guest_in_boot: int = 0  # guest jobs that run in the guest of the guest job before them
     guest_in_boot_untimed: int = 0
+    kvm_guest_jobs: int = 0  # guest jobs as assumed under KVM (GUEST_SETUP_KVM, a host run's overhead)
 
     def add(self, other: TimeEstimate) -> TimeEstimate:
         return TimeEstimate(**{name: getattr(self, name) + getattr(other, name) for name in self.__dataclass_fields__})
@@ -188,6 +190,8 @@ class TimeEstimate:
         if self.runs == 0:
             return "nothing left to run"
         if self.unknown == self.runs:
+            if self.runs == 1:
+                return "not known: the run has not been timed here and does not state its runtime"
             return f"not known: none of the {self.runs} runs has been timed here and none states its runtime"
         if self.capped and self.runs == self.capped + self.unknown:
             # nothing but runs that may end sooner (and untimed parts): a most, said as such
@@ -205,12 +209,14 @@ class TimeEstimate:
         if self.from_history:
             basis.append(f"{self.from_history} like ones timed in earlier studies here")
         if self.from_prior:
-            basis.append(f"{self.from_prior} from their stated runtime plus what a run adds for layout and start "
+            basis.append(f"{self.from_prior} from {_their(self.from_prior)} stated runtime plus what a run adds for "
+                         "layout and start "
                          f"({self._overhead_priors_text()}; built-in priors measured on fslab's development "
                          + ("machines, a guest's from the quicker quarter of runs on the faster one to the slower "
                             "quarter on the slower)" if self.prior_in_guest else "machine)"))
         if self.from_declared:
-            basis.append(f"{self.from_declared} from their stated runtime only (file layout not included)")
+            basis.append(f"{self.from_declared} from {_their(self.from_declared)} stated runtime only (file layout "
+                         "not included)")
         if self.high - self.low >= 1 and duration_text(self.low) != duration_text(self.high):
             # "at least about 15 s (10–29 s)" would read as a least below its own range
             counted = "" if self.complete else " for what is counted"
@@ -246,7 +252,11 @@ class TimeEstimate:
         timed_boots = self.guest_boots - self.guest_boots_untimed
         if timed_boots:
             parts.append(f"{timed_boots} guest boot{'s' * (timed_boots != 1)} included, as timed here")
-        if self.guest_boots_untimed:
+        if self.guest_boots_untimed and self.kvm_guest_jobs:
+            n = self.guest_boots_untimed
+            parts.append(f"{n} guest boot{'s' * (n != 1)} included at {GUEST_SETUP_KVM.range_text()} each, as "
+                         "assumed under KVM (not measured), a guest run's overhead at a host run's")
+        elif self.guest_boots_untimed:
             n = self.guest_boots_untimed
             # Without KVM (TCG) the built-in prior; with KVM the assumed one (fslab.priors).
             parts.append(f"{n} guest boot{'s' * (n != 1)} not timed here yet, included at {GUEST_SETUP.range_text()} "
@@ -256,8 +266,7 @@ class TimeEstimate:
         if self.guest_in_boot:
             n = self.guest_in_boot
             parts.append(f"{n} guest job{'s' * (n != 1)} in the guest of the job before {'them' if n != 1 else 'it'} "
-                         "(no boot)" + (f", {self.guest_in_boot_untimed} set up at "
-                                        f"{GUEST_SETUP_IN_BOOT.range_text()} each (a built-in prior, TCG)"
+                         "(no boot)" + (f", {self.guest_in_boot_untimed} set up {self._in_boot_setup_text()}"
                                         if self.guest_in_boot_untimed else ""))
         setups = self.setups_prior - self.guest_boots_untimed - self.guest_in_boot_untimed
         if setups > 0:  # (guest boots always have a prior, so they are all among setups_prior)
@@ -267,6 +276,11 @@ class TimeEstimate:
             parts.append(f"setting up {self.setups_unknown} file system{'s' * (self.setups_unknown != 1)} not timed "
                          "here yet, not included (no built-in prior for this device)")
         return parts
+
+    def _in_boot_setup_text(self) -> str:
+        if self.kvm_guest_jobs:  # (fslab.priors.setup_prior: the host's mkfs and mount)
+            return f"as a host job's file system is (built-in priors, {HOST_SETUP_OTHER.range_text()} each)"
+        return f"at {GUEST_SETUP_IN_BOOT.range_text()} each (a built-in prior, TCG)"
 
     def _overhead_priors_text(self) -> str:
         """The run-overhead priors the estimate used: the host's, the guest's, or both."""
@@ -280,6 +294,10 @@ class TimeEstimate:
         if reused:
             parts.append(f"{self.reused_layouts} on files an earlier run of their pass laid out: " + ", ".join(reused))
         return ", ".join(parts)
+
+
+def _their(n: int) -> str:
+    return "its" if n == 1 else "their"
 
 
 def duration_text(seconds: float) -> str:
@@ -418,6 +436,7 @@ class TimeModel:
                 out.guest_boots += boots
                 out.guest_in_boot += in_boot
                 assumed = kvm and job.backend == "guest"
+                out.kvm_guest_jobs += assumed
                 setup = None if assumed else self.setup_estimate(kind, job.cell.fs_type)
                 if setup is None:  # nothing timed here: the built-in prior (fslab.priors), said so
                     prior = setup_prior(kind, job.cell.fs_type, job.settings.device.get("kind"), assumed)

@@ -61,7 +61,8 @@ def main(argv: list[str]) -> int:
             counts["ok" if record.status == STATUS_OK else "failed"] += 1
 
         run_job(job, folder, work, on_record)
-        print(f"job {job.id}: {counts['ok']} runs ok, {counts['failed']} failed; "
+        # units.counted's plural, without its import on the job path
+        print(f"job {job.id}: {counts['ok']} run{'' if counts['ok'] == 1 else 's'} ok, {counts['failed']} failed; "
               f"records in {folder.records_file}", file=sys.stderr)
         return 0
     except FslabError as exc:
