@@ -99,7 +99,7 @@ def test_a_malformed_figure_is_refused_naming_its_field(edit: str, says: str) ->
 def test_a_ratio_is_a_number_not_a_boolean() -> None:
     # pydantic's lax mode would read ratio = true as a ratio of 1.
     error = _error("[[paper.figures]]" + GOOD.split("[[paper.figures]]")[1].replace("ratio = 2", "ratio = true"))
-    assert "paper.figures[1].ratio: must be a number, not true" in str(error)
+    assert "paper.figures[1].ratio: must be a number, not a TOML boolean (given: true)" in str(error)
 
 
 def _edited(edit: str) -> str:

@@ -145,3 +145,11 @@ def test_a_seed_the_store_cannot_keep_leaves_nothing(tmp_path: Path) -> None:
     study.write_text(study.read_text().replace("18446744073709551615", str((1 << 63) - 1)))
     done = run_study(str(study), results_dir=tmp_path / "r")  # the largest seed it keeps
     assert done.runs_done == 3 and done.runs_failed == 0
+
+
+def test_a_workload_parameter_quotes_a_boolean_as_toml_spells_it() -> None:
+    text = ('[study]\nname = "b"\n[filesystems.ext4]\n[[workloads]]\nkind = "fio"\nname = "w"\n'
+            'rw = "read"\nsize = "16M"\niodepth = true\n')
+    with pytest.raises(SpecError) as err:
+        parse_spec(tomllib.loads(text), "study.toml")
+    assert "workloads[0].iodepth: must be a whole number >= 0 (given: true)" in str(err.value)

@@ -14,6 +14,7 @@ from pydantic_core import ErrorDetails
 
 from .errors import SpecError
 from .spec import StudySpec
+from .units import given_text
 
 
 def _loc_to_path(loc: tuple[Any, ...]) -> str:
@@ -36,8 +37,7 @@ def _describe(error: ErrorDetails) -> str:
         message = "is required but missing"
     given = error.get("input")
     if error["type"] not in ("missing", "extra_forbidden") and not isinstance(given, dict):
-        # a boolean as the study file spells it (TOML's true, not Python's True)
-        message += f" (given: {str(given).lower() if isinstance(given, bool) else repr(given)})"
+        message += f" (given: {given_text(given)})"
     return message
 
 

@@ -47,7 +47,7 @@ class TomlSection(BaseModel):
     @classmethod
     def _no_bool_for_a_number(cls, value: Any, info: ValidationInfo) -> Any:
         if isinstance(value, bool) and info.field_name is not None and _wants_a_number(cls, info.field_name):
-            raise ValueError(f"must be a number, not {'true' if value else 'false'}")
+            raise ValueError("must be a number, not a TOML boolean")
         return value
 
 

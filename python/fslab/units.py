@@ -98,6 +98,12 @@ def parse_duration_s(value: int | float | str) -> float:
     return seconds
 
 
+def given_text(value: object) -> str:
+    """A value as an error quotes it back: a boolean as the study file spells it (TOML's
+    true, not Python's True), anything else as its repr."""
+    return str(value).lower() if isinstance(value, bool) else repr(value)
+
+
 def counted(n: int, noun: str, plural: str | None = None) -> str:
     """"1 run", "4 runs", "2 studies": a count with its noun in the right number."""
     return f"{n} {noun if n == 1 else plural or noun + 's'}"

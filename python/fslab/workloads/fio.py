@@ -18,7 +18,7 @@ from typing import Any
 from ..commands import run_command, tool_version
 from ..errors import CommandFailed, SpecError, WorkloadFailed
 from ..metrics import MetricKind
-from ..units import FIO_KB_BASES, parse_duration_s, parse_size
+from ..units import FIO_KB_BASES, given_text, parse_duration_s, parse_size
 from . import (
     ParamError,
     RunContext,
@@ -110,7 +110,7 @@ class FioWorkload(Workload):
                 raise ParamError(key, "takes one value; to vary it, put it under [workloads.axes]")
             if isinstance(value, str) and not value.isprintable():
                 # A line break would start a new job-file line: an option nobody checked.
-                raise ParamError(key, f"must be one line of printable text (given: {value!r})")
+                raise ParamError(key, f"must be one line of printable text (given: {given_text(value)})")
             out[key] = self._normalise(key, value, kb_base)
         if "layout" in out:
             if out["layout"] not in LAYOUTS:
@@ -146,7 +146,7 @@ class FioWorkload(Workload):
                 return _size_or_range(key, value, kb_base)
             if key in INT_OPTIONS:
                 if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                    raise ParamError(key, f"must be a whole number >= 0 (given: {value!r})")
+                    raise ParamError(key, f"must be a whole number >= 0 (given: {given_text(value)})")
                 if key in ("rwmixread", "rwmixwrite") and value > 100:
                     raise ParamError(key, f"is a percentage, 0 to 100 (given: {value})")
                 if key in ("numjobs", "iodepth", "nrfiles") and value == 0:
@@ -155,7 +155,7 @@ class FioWorkload(Workload):
             if key in BOOL_OPTIONS:
                 if value in (0, 1, True, False):
                     return int(value)
-                raise ParamError(key, f"must be 0 or 1 (given: {value!r})")
+                raise ParamError(key, f"must be 0 or 1 (given: {given_text(value)})")
             if key in DURATION_OPTIONS:
                 seconds = parse_duration_s(value)
                 if seconds != int(seconds):
@@ -378,7 +378,7 @@ class FioWorkload(Workload):
 
 def _kb_base(value: Any) -> int:
     if value not in FIO_KB_BASES or isinstance(value, bool):
-        raise ParamError("kb_base", f"fio takes 1024 (its default) or 1000 (given: {value!r})")
+        raise ParamError("kb_base", f"fio takes 1024 (its default) or 1000 (given: {given_text(value)})")
     return int(value)
 
 

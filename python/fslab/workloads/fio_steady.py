@@ -26,7 +26,7 @@ import re
 from typing import Any
 
 from ..metrics import MetricKind
-from ..units import parse_duration_s
+from ..units import given_text, parse_duration_s
 from . import ParamError
 
 FIELDS = ("metric", "window", "slope", "range", "ramp")
@@ -61,7 +61,7 @@ def parse(value: Any, params: dict[str, Any]) -> dict[str, Any]:
         number = value.get(key, default)
         if isinstance(number, bool) or not isinstance(number, (int, float)) or not 0 < number < 1:
             raise ParamError(f"steady_state.{key}", f"is a fraction of the window's average, above 0 and below 1 "
-                             f"(SNIA's is {default}; given: {number!r})")
+                             f"(SNIA's is {default}; given: {given_text(number)})")
         out[key] = float(number)
     try:
         ramp = parse_duration_s(value.get("ramp", 0))

@@ -31,7 +31,7 @@ from typing import Any
 
 from ..errors import WorkloadFailed
 from ..metrics import MetricKind
-from ..units import parse_size
+from ..units import given_text, parse_size
 from . import ParamError, RunContext, Workload, WorkloadCapabilities, WorkloadResult, register_workload
 from .tool_output import check_known, package_version, run_tool, tail, unreadable, whole
 
@@ -151,7 +151,7 @@ class PostmarkWorkload(Workload):
         whole("create_bias", out["create_bias"], 0, 10)
         whole("seed", out["seed"], 0)
         if out["buffering"] not in (0, 1, True, False):
-            raise ParamError("buffering", f"must be 0 or 1 (given: {out['buffering']!r})")
+            raise ParamError("buffering", f"must be 0 or 1 (given: {given_text(out['buffering'])})")
         out["buffering"] = int(out["buffering"])
         return out
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from ..commands import tool_version
 from ..metrics import MetricKind
-from ..units import parse_duration_s, parse_size
+from ..units import given_text, parse_duration_s, parse_size
 from . import (
     ParamError,
     RunContext,
@@ -161,20 +161,22 @@ class SysbenchWorkload(Workload):
             raise ParamError("block_size", f"must be from 1 byte to one file's size "
                                            f"(file_total_size / files = {out['file_total_size'] // out['files']})")
         if out["fsync_end"] not in (0, 1, True, False):
-            raise ParamError("fsync_end", f"must be 0 or 1 (given: {out['fsync_end']!r})")
+            raise ParamError("fsync_end", f"must be 0 or 1 (given: {given_text(out['fsync_end'])})")
         out["fsync_end"] = int(out["fsync_end"])
         if out["fsync_mode"] not in ("fsync", "fdatasync"):
-            raise ParamError("fsync_mode", f"must be fsync or fdatasync (given: {out['fsync_mode']!r})")
+            raise ParamError("fsync_mode", f"must be fsync or fdatasync (given: {given_text(out['fsync_mode'])})")
         if out["extra_flags"] not in ("", *FLAGS):
-            raise ParamError("extra_flags", f"must be '' or one of {', '.join(FLAGS)} (given: {out['extra_flags']!r})")
+            raise ParamError("extra_flags",
+                             f"must be '' or one of {', '.join(FLAGS)} (given: {given_text(out['extra_flags'])})")
         if isinstance(out["rw_ratio"], bool) or not isinstance(out["rw_ratio"], (int, float)) or out["rw_ratio"] <= 0:
-            raise ParamError("rw_ratio", f"must be a number above 0 (given: {out['rw_ratio']!r})")
+            raise ParamError("rw_ratio", f"must be a number above 0 (given: {given_text(out['rw_ratio'])})")
         try:
             runtime = parse_duration_s(out["runtime"])
         except ValueError as exc:
             raise ParamError("runtime", str(exc)) from None
         if runtime < 1 or not runtime.is_integer():
-            raise ParamError("runtime", f"sysbench takes whole seconds, at least 1 (given: {out['runtime']!r})")
+            raise ParamError("runtime",
+                             f"sysbench takes whole seconds, at least 1 (given: {given_text(out['runtime'])})")
         out["runtime"] = int(runtime)
         return out
 

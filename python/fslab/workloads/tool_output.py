@@ -13,6 +13,7 @@ from typing import Any
 
 from ..commands import Completed, run_command
 from ..errors import CommandFailed, WorkloadFailed
+from ..units import given_text
 from . import ParamError, RunContext
 
 TAIL_LINES = 8
@@ -86,7 +87,7 @@ def whole(key: str, value: Any, minimum: int, maximum: int | None = None) -> int
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum or \
             (maximum is not None and value > maximum):
         bound = f"from {minimum} to {maximum}" if maximum is not None else f">= {minimum}"
-        raise ParamError(key, f"must be a whole number {bound} (given: {value!r})")
+        raise ParamError(key, f"must be a whole number {bound} (given: {given_text(value)})")
     return value
 
 
