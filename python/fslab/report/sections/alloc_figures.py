@@ -367,20 +367,26 @@ def _state_table(runs: list[StoredRun], cells: list[StoredCell]) -> TableSection
     if not rows:
         return None
 
-    def cell(d: dict[str, list[float]], name: str, pct: bool = False) -> str:
+    def cell(d: dict[str, list[float]], name: str, pct: bool = False, decimals: int | None = None) -> str:
+        """``decimals``: a fixed number of them (a fraction's column reads 1.000, 0.950,
+        0.998 rather than 1.00, 0.95, 0.998)."""
         v = d.get(name)
         if not v:
             return "n/a"
         s = summarize(v)
         scale = 100 if pct else 1
+
+        def shown(x: float) -> str:
+            return fmt(x) if decimals is None else f"{x:.{decimals}f}"
+
         spread = s.ci_half_width is not None and s.ci_half_width > 1e-9 * abs(s.mean)  # not rounding noise
-        hw = f" ± {fmt((s.ci_half_width or 0) * scale)}" if spread else ""
-        return f"{fmt(s.mean * scale)}{hw}{'%' if pct else ''} (n={s.n})"
+        hw = f" ± {shown((s.ci_half_width or 0) * scale)}" if spread else ""
+        return f"{shown(s.mean * scale)}{hw}{'%' if pct else ''} (n={s.n})"
 
     order = {c: i for i, c in enumerate(dict.fromkeys(fs_column(c) for c in cells))}
     keys = sorted(rows, key=lambda k: (order.get(k[0], 99), k[1] != EMPTY, k[1]))
     rows = {k: rows[k] for k in keys}
-    out = [[col, cond, cell(d, names[0], True), cell(d, names[1]), cell(d, names[3]), cell(d, names[4]),
+    out = [[col, cond, cell(d, names[0], True), cell(d, names[1], decimals=3), cell(d, names[3]), cell(d, names[4]),
             cell(d, names[5]), cell(d, names[6])] for (col, cond), d in rows.items()]
     note = ("Means ± 95% interval over runs. Utilisation by statfs after aging; layout score: share of file "
             "blocks contiguous with their predecessor (1 = unfragmented); free extents from e2freefrag on "
