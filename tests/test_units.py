@@ -81,3 +81,11 @@ def test_a_misaligned_direct_study_is_refused_before_anything_is_made(tmp_path):
 def test_a_count_takes_its_noun_in_the_right_number() -> None:
     assert [counted(n, "run") for n in (0, 1, 2)] == ["0 runs", "1 run", "2 runs"]
     assert counted(1, "study", "studies") == "1 study" and counted(3, "study", "studies") == "3 studies"
+
+
+def test_value_text_writes_what_a_study_file_writes():
+    from fslab.units import given_text, value_text
+
+    assert [value_text(v) for v in (True, False, 4096, "randread", ["a", True], 0.5)] == [
+        "true", "false", "4096", "randread", "[a, true]", "0.5"]
+    assert [given_text(v) for v in (True, "x", 3)] == ["true", "'x'", "3"]

@@ -4,13 +4,12 @@ the cells, the runs, the devices, where each file system runs and what was left 
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 from rich.table import Table
 
-from .units import counted
+from .units import counted, value_text
 
 if TYPE_CHECKING:
     from .forecast import Forecast
@@ -51,9 +50,9 @@ def cells_table(spec: StudySpec, source: str, quick: bool, p: Plan) -> Table:
     for col in ("#", "file system", "mkfs options", "mount options", "backend", "workload", "parameters"):
         table.add_column(col)
     for i, c in enumerate(p.cells):
-        params = " ".join(f"{k}={v}" for k, v in c.params.items())
+        params = " ".join(f"{k}={value_text(v)}" for k, v in c.params.items())
         if c.aging is not None:
-            params += " aging=" + ",".join(f"{k}={v}" for k, v in c.aging.items() if v is not None)
+            params += " aging=" + ",".join(f"{k}={value_text(v)}" for k, v in c.aging.items() if v is not None)
         table.add_row(str(i + 1), c.filesystem, escape(" ".join(c.mkfs) or "(defaults)"),
                       escape(",".join(c.mount) or "(defaults)"), c.backend + (f" {c.kernel}" if c.kernel else ""),
                       escape(c.label), escape(params))
@@ -83,7 +82,7 @@ def device_lines(spec: StudySpec, p: Plan) -> list[str]:
     """Each device the jobs make (with its file systems when there are several), and the
     confirmations the user's own disks need (markup-escaped)."""
     from .named_disks import named_disks
-    from .report.provenance_facts import bytes_text
+    from .report.provenance_facts import device_text
 
     users: dict[str, list[str]] = {}  # a device (as text) -> the file systems on it
     for job in p.jobs:
@@ -91,28 +90,20 @@ def device_lines(spec: StudySpec, p: Plan) -> list[str]:
         # An array of named members has no member images: their size would mislead.
         shown = {k: v for k, v in device.items()
                  if v is not None and not (k == "member_size" and device.get("members"))}
-        text = ", ".join(f"{k}={_device_value(k, v, bytes_text)}" for k, v in shown.items())
+        text = device_text(shown)
         if job.cell.filesystem not in users.setdefault(text, []):
             users[text].append(job.cell.filesystem)
+    # in the study file's order of file systems, not the jobs' (shuffled by a drawn seed)
+    place = {name: i for i, name in enumerate(dict.fromkeys(c.filesystem for c in p.cells))}
+    for names in users.values():
+        names.sort(key=place.__getitem__)
     lines = [escape("device: " + text + (f" ({', '.join(names)})" if len(users) > 1 else ""))
-             for text, names in users.items()]
+             for text, names in sorted(users.items(), key=lambda item: place[item[1][0]])]
     disks = list(dict.fromkeys(d.path for d in named_disks(spec)))
     if disks:
         lines.append(escape(f"your disks, formatted by `fslab run` only when each is confirmed: "
                             f"{' '.join(f'--destroy-data-on {shlex.quote(d)}' for d in disks)}"))
     return lines
-
-
-def _device_value(key: str, value: Any, bytes_text: Callable[[int], str]) -> str:
-    """A device field as the study file says it: true/false, sizes in bytes' units, a list
-    of member paths without Python's quotes."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if key in ("size", "member_size", "chunk") and isinstance(value, int):
-        return bytes_text(value)
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(str(item) for item in value) + "]"
-    return str(value)
 
 
 def placement_lines(p: Plan) -> list[tuple[str, bool]]:

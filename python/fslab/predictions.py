@@ -47,6 +47,7 @@ from .errors import FslabError, SimulationError, SpecError
 from .jobdata.record import Metric
 from .mechanisms import metric_suffix, shares, whole_of
 from .metrics import MetricKind, declare_metrics
+from .units import value_text
 
 if TYPE_CHECKING:
     from .simulate import Requests
@@ -144,7 +145,7 @@ def validate_simulate(spec: Any, source: str) -> None:
     for field, names in lists:
         if names and not spec.study.trace:
             raise SpecError(f"needs trace = true: the models replay each run's block trace "
-                            f"(simulate = {names}, trace = false)", source=source, field=field)
+                            f"(simulate = {value_text(names)}, trace = false)", source=source, field=field)
         for i, name in enumerate(names):
             if name in spec.models:
                 continue

@@ -23,7 +23,7 @@ from .backend_names import Backend, StudyBackend
 from .paper import PaperSection
 from .stopping_rule import StoppingRule
 from .toml_section import TomlBool, TomlSection
-from .units import parse_duration_s, parse_size
+from .units import parse_duration_s, parse_size, value_text
 
 # The guest kernel series fslab fetches (backends/guest/kernel.py's META_PACKAGES); any
 # other value must be the path of a kernel image.
@@ -271,7 +271,7 @@ class WorkloadSection(TomlSection):
             return None
         seconds = parse_duration_s(value)
         if not 0 < seconds <= 7 * 86400:
-            raise ValueError("must be above 0 and at most a week (seconds, or e.g. '10min')")
+            raise ValueError("must be above 0 and at most a week (seconds, or e.g. '10m')")
         return seconds
 
     @field_validator("axes")
@@ -281,7 +281,7 @@ class WorkloadSection(TomlSection):
             if not values:
                 raise ValueError(f"axis {key!r} has no values; give at least one")
             if len({repr(v) for v in values}) != len(values):
-                raise ValueError(f"axis {key!r} repeats a value: {values}")
+                raise ValueError(f"axis {key!r} repeats a value: {value_text(values)}")
         return axes
 
     @model_validator(mode="after")
@@ -290,13 +290,13 @@ class WorkloadSection(TomlSection):
         for group in self.zip:
             for axis in group:
                 if axis not in self.axes:
-                    raise ValueError(f"zip names {axis!r}, which is not in axes ({sorted(self.axes)})")
+                    raise ValueError(f"zip names {axis!r}, which is not in axes ({', '.join(sorted(self.axes))})")
                 if axis in seen:
                     raise ValueError(f"axis {axis!r} is in two zip groups")
                 seen.add(axis)
             lengths = {len(self.axes[a]) for a in group}
             if len(lengths) > 1:
-                raise ValueError(f"zipped axes {group} must have equally many values")
+                raise ValueError(f"zipped axes {', '.join(group)} must have equally many values")
         return self
 
     @property
@@ -368,5 +368,5 @@ class StudySpec(TomlSection):
         names = [w.name for w in self.workloads]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
-            raise ValueError(f"workload names must be unique; repeated: {dupes}")
+            raise ValueError(f"workload names must be unique; repeated: {', '.join(dupes)}")
         return self

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .stopping_rule import StoppingRule
 from .stored import AutoFacts, AutoLookFacts, AutoPairFacts
+from .units import value_text
 
 if TYPE_CHECKING:
     from .jobdata.model import Cell
@@ -160,7 +161,7 @@ def _contrast_pairs(cells: Sequence[CellInfo], contrast: str) -> list[tuple[str,
     for cell in cells:
         if axis in cell.axes:
             rest = repr(sorted((k, repr(v)) for k, v in cell.axes.items() if k != axis))
-            index[(cell.column, cell.workload, rest, str(cell.axes[axis]))] = cell.id
+            index[(cell.column, cell.workload, rest, value_text(cell.axes[axis]))] = cell.id
     return [(cell_id, index[(col, wl, rest, b)]) for (col, wl, rest, value), cell_id in index.items()
             if value == a and (col, wl, rest, b) in index]
 

@@ -104,6 +104,16 @@ def given_text(value: object) -> str:
     return str(value).lower() if isinstance(value, bool) else repr(value)
 
 
+def value_text(value: object) -> str:
+    """A parameter's value as the study file writes it: true or false (not Python's True),
+    a list in brackets without Python's quotes, anything else as its text."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(value_text(item) for item in value) + "]"
+    return str(value)
+
+
 def counted(n: int, noun: str, plural: str | None = None) -> str:
     """"1 run", "4 runs", "2 studies": a count with its noun in the right number."""
     return f"{n} {noun if n == 1 else plural or noun + 's'}"

@@ -82,3 +82,13 @@ def test_the_memory_limit_is_the_one_the_runs_ran_under() -> None:
     assert dict(tuple(r) for r in definition.rows)["memory limit"] == "256 MiB (268,435,456 B)"
     [definition, _] = workload_tables([cell(0, None)], [run({})])
     assert dict(tuple(r) for r in definition.rows)["memory limit"] == "none"
+
+
+def test_a_device_reads_as_the_study_file_writes_it():
+    # the report's device line and the plan's share one text: TOML's booleans, sizes in units
+    from fslab.report.provenance_facts import device_text
+
+    text = device_text({"kind": "raid", "level": 0, "chunk": 524288, "members": ["/dev/sdb", "/dev/sdc"],
+                        "force": True, "rotational": False, "image_dir": None})
+    assert text == ("kind=raid, level=0, chunk=512 KiB (524,288 B), members=[/dev/sdb, /dev/sdc], "
+                    "force=true, rotational=false")

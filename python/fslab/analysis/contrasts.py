@@ -17,7 +17,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..stored import STATUS_OK, StoredCell, StoredRun
+from ..units import value_text
 from .stats import t_quantile
+
+# Python's spelling of a boolean axis value, as labels showed it before (units.value_text)
+_PYTHON_BOOLEANS = {"True": "true", "False": "false"}
 
 
 @dataclass(frozen=True)
@@ -59,12 +63,14 @@ class ContrastRow:
 
 
 def parse_contrast(text: str) -> tuple[str, str, str]:
-    """'direct=0/1' -> ('direct', '0', '1'): numerator value, then denominator value."""
+    """'direct=0/1' -> ('direct', '0', '1'): numerator value, then denominator value, as
+    ``units.value_text`` writes them (a boolean axis: 'sync=true/false'; Python's 'True'
+    and 'False', which labels showed before, read the same)."""
     axis, sep, values = text.partition("=")
     a, slash, b = values.partition("/")
     if not sep or not slash or not axis or not a or not b:
         raise ValueError(f"{text!r}: write AXIS=A/B, e.g. direct=0/1 or layout=many-small/few-large")
-    return axis, a, b
+    return axis, _PYTHON_BOOLEANS.get(a, a), _PYTHON_BOOLEANS.get(b, b)
 
 
 def contrasts(runs: Sequence[StoredRun], cells: Sequence[StoredCell], axis: str,
@@ -85,8 +91,8 @@ def contrasts(runs: Sequence[StoredRun], cells: Sequence[StoredCell], axis: str,
     for cell in cells:
         if axis not in cell["axes"]:
             continue
-        rest = ", ".join(f"{k}={v}" for k, v in cell["axes"].items() if k != axis)
-        index[(cell["filesystem"], cell["workload"], rest, str(cell["axes"][axis]))] = cell["id"]
+        rest = ", ".join(f"{k}={value_text(v)}" for k, v in cell["axes"].items() if k != axis)
+        index[(cell["filesystem"], cell["workload"], rest, value_text(cell["axes"][axis]))] = cell["id"]
     rows = []
     for (fs, workload, rest, value), cell_id in index.items():
         if value != numerator:

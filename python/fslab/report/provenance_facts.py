@@ -9,9 +9,21 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..stored import StoredRun
+from ..units import value_text
 
 # device facts that name a place (an image path, a temporary directory), not a property
 _PLACE_KEYS = frozenset({"image", "directory", "path", "loop", "device"})
+
+
+# A device's fields that are sizes in bytes (device_text shows them in binary units too).
+SIZE_FIELDS = ("size", "member_size", "chunk")
+
+
+def device_text(device: dict[str, Any]) -> str:
+    """'kind=raid, level=5, chunk=512 KiB (524,288 B), force=false': a device's fields as the
+    study file says them (the plan's device line and the report's alike)."""
+    return ", ".join(f"{k}={bytes_text(v) if k in SIZE_FIELDS and isinstance(v, int) else value_text(v)}"
+                     for k, v in device.items() if v is not None and v != [])  # no members named: none shown
 
 
 def bytes_text(value: Any) -> str:

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..metrics import MetricKind
 from ..pagecache import drop_caches, sync_filesystem
-from ..units import parse_size
+from ..units import given_text, parse_size
 from . import ParamError, RunContext, Workload, WorkloadCapabilities, WorkloadResult, register_workload
 
 OPS = ("seq_read", "rand_read", "delete", "seq_write", "rand_write")
@@ -83,7 +83,7 @@ class AllocWorkload(Workload):
             raise ParamError("ops", f"must be a list of operations from: {', '.join(OPS)}")
         for op in ops:
             if op not in OPS:
-                raise ParamError("ops", f"{op!r} is not an alloc operation; allowed: {', '.join(OPS)}")
+                raise ParamError("ops", f"{given_text(op)} is not an alloc operation; allowed: {', '.join(OPS)}")
         out["ops"] = [op for op in OPS if op in ops]  # fixed order: reads before deletes
         try:
             out["bs"] = parse_size(out["bs"])
@@ -92,11 +92,11 @@ class AllocWorkload(Workload):
         if out["bs"] < 512 or out["bs"] % 512:
             raise ParamError("bs", f"must be a multiple of 512 bytes (given: {out['bs']})")
         if out["sync"] not in SYNC_MODES:
-            raise ParamError("sync", f"{out['sync']!r} is not a sync mode; allowed: {', '.join(SYNC_MODES)}")
+            raise ParamError("sync", f"{given_text(out['sync'])} is not a sync mode; allowed: {', '.join(SYNC_MODES)}")
         for key, low in (("count", 1), ("seed", 0), ("delete_max_blocks", 1)):
             value = out[key]
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ParamError(key, f"must be a whole number >= {low} (given: {value!r})")
+                raise ParamError(key, f"must be a whole number >= {low} (given: {given_text(value)})")
         if out["count"] > 10_000_000:
             raise ParamError("count", "is above 10,000,000 operations; lower it")
         return out

@@ -39,7 +39,7 @@ from ..cgroups import MemoryLimit, memory_limit
 from ..commands import run_command, run_command_stamped
 from ..errors import CommandFailed, WorkloadFailed
 from ..metrics import MetricKind
-from ..units import format_bytes, parse_duration_s, parse_size
+from ..units import format_bytes, given_text, parse_duration_s, parse_size
 from . import (
     ParamError,
     RunContext,
@@ -209,7 +209,7 @@ def _mib(key: str, value: Any, *, allow_zero: bool = True) -> int:
 
 def _int(key: str, value: Any, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ParamError(key, f"must be a whole number >= {minimum} (given: {value!r})")
+        raise ParamError(key, f"must be a whole number >= {minimum} (given: {given_text(value)})")
     return value
 
 
@@ -296,7 +296,7 @@ class BonnieWorkload(Workload):
         for key in ("direct", "fsync"):
             value = params.get(key, 0)
             if value not in (0, 1, True, False):
-                raise ParamError(key, f"must be 0 or 1 (given: {value!r})")
+                raise ParamError(key, f"must be 0 or 1 (given: {given_text(value)})")
             out[key] = int(value)
         char = params.get("char_size", 0 if out["direct"] else "auto")
         out["char_size"] = "auto" if char == "auto" else _mib("char_size", char)

@@ -20,7 +20,7 @@ from typing import Any
 from ..commands import tool_version
 from ..errors import WorkloadFailed
 from ..metrics import MetricKind
-from ..units import parse_duration_s
+from ..units import given_text, parse_duration_s
 from . import ParamError, RunContext, Workload, WorkloadCapabilities, WorkloadResult, register_workload
 from .tool_output import check_known, measured, run_tool, unreadable, whole
 
@@ -99,11 +99,11 @@ class DbenchWorkload(Workload):
         except ValueError as exc:
             raise ParamError("runtime", str(exc)) from None
         if runtime < 2 or not runtime.is_integer():
-            raise ParamError("runtime", f"dbench takes whole seconds, at least 2 (given: {out['runtime']!r})")
+            raise ParamError("runtime", f"dbench takes whole seconds, at least 2 (given: {given_text(out['runtime'])})")
         out["runtime"] = int(runtime)
         for key in ("sync", "sync_dirs", "fsync"):
             if out[key] not in (0, 1, True, False):
-                raise ParamError(key, f"must be 0 or 1 (given: {out[key]!r})")
+                raise ParamError(key, f"must be 0 or 1 (given: {given_text(out[key])})")
             out[key] = int(out[key])
         return out
 

@@ -139,7 +139,7 @@ class FioWorkload(Workload):
     def _normalise(self, key: str, value: Any, kb_base: int) -> Any:
         try:
             if key == "rw" and value not in RW_CHOICES:
-                raise ParamError(key, f"{value!r} is not an fio pattern; allowed: {', '.join(RW_CHOICES)}")
+                raise ParamError(key, f"{given_text(value)} is not an fio pattern; allowed: {', '.join(RW_CHOICES)}")
             if key in SIZE_OPTIONS:
                 return parse_size(value, kb_base=kb_base)
             if key == "filesize":
@@ -165,6 +165,8 @@ class FioWorkload(Workload):
             if isinstance(exc, ParamError):
                 raise
             raise ParamError(key, str(exc)) from None
+        if isinstance(value, bool):  # any other fio switch: fio reads 1 and 0, not Python's True
+            return int(value)
         return value
 
     def runs_program(self, key: str, value: Any) -> str | None:

@@ -22,7 +22,7 @@ from functools import cache
 from typing import Any
 
 from ..metrics import MetricKind
-from ..units import parse_size
+from ..units import given_text, parse_size
 from . import ParamError, RunContext, Workload, WorkloadCapabilities, WorkloadResult, register_workload
 from .tool_output import check_known, measured, package_version, run_tool, unreadable, whole
 
@@ -108,7 +108,7 @@ def sync_number(value: Any) -> int:
         return SYNC_MODES[value]
     if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 6:
         return value
-    raise ParamError("sync", f"{value!r} is not an fs_mark sync mode; use one of {', '.join(SYNC_MODES)} "
+    raise ParamError("sync", f"{given_text(value)} is not an fs_mark sync mode; use one of {', '.join(SYNC_MODES)} "
                              "(or fs_mark's -S number 0-6)")
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..units import parse_duration_s, parse_size
+from ..units import given_text, parse_duration_s, parse_size
 from . import ParamError, RunContext, Workload, WorkloadCapabilities, WorkloadResult, quick_size, register_workload
 from .fio import METRICS, FioWorkload, headline_rates
 
@@ -47,10 +47,10 @@ class MobibenchWorkload(Workload):
                 except ValueError as exc:
                     raise ParamError(key, str(exc)) from None
         if out["sync"] not in SYNC_MODES:
-            raise ParamError("sync", f"{out['sync']!r} is not a sync mode; allowed: {', '.join(SYNC_MODES)}")
+            raise ParamError("sync", f"{given_text(out['sync'])} is not a sync mode; allowed: {', '.join(SYNC_MODES)}")
         for key in ("sync_every", "threads"):
             if isinstance(out[key], bool) or not isinstance(out[key], int) or out[key] < 1:
-                raise ParamError(key, f"must be a whole number >= 1 (given: {out[key]!r})")
+                raise ParamError(key, f"must be a whole number >= 1 (given: {given_text(out[key])})")
         if out["bs"] <= 0 or out["bs"] % 512 or out["bs"] > out["file_size"]:
             raise ParamError("bs", "must be a positive multiple of 512 bytes and at most file_size")
         return out

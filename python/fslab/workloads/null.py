@@ -18,6 +18,7 @@ from typing import Any
 
 from ..errors import WorkloadFailed
 from ..metrics import MetricKind
+from ..units import given_text
 from . import ParamError, RunContext, Workload, WorkloadCapabilities, WorkloadResult, register_workload
 
 DEFAULTS: dict[str, Any] = {"ops": 10, "value": 1.0, "sleep": 0.0, "fail": False, "fail_while_exists": ""}
@@ -41,10 +42,10 @@ class NullWorkload(Workload):
                              f"{', '.join([*DEFAULTS, *OPTIONAL])}")
         out = {**DEFAULTS, **params}
         if isinstance(out["ops"], bool) or not isinstance(out["ops"], int) or out["ops"] < 0:
-            raise ParamError("ops", f"must be a whole number >= 0 (given: {out['ops']!r})")
+            raise ParamError("ops", f"must be a whole number >= 0 (given: {given_text(out['ops'])})")
         for key in [k for k in ("value", "sleep", *OPTIONAL) if k in out]:
             if isinstance(out[key], bool) or not isinstance(out[key], (int, float)):
-                raise ParamError(key, f"must be a number (given: {out[key]!r})")
+                raise ParamError(key, f"must be a number (given: {given_text(out[key])})")
         if out["sleep"] < 0:
             raise ParamError("sleep", "must be >= 0 seconds")
         if out.get("noise", 0) < 0:

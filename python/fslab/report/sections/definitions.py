@@ -15,10 +15,8 @@ from typing import Any
 from ...stored import StoredCell, StoredRun, StudyRow
 from ..aged_state import aged_state_table, aging_definition
 from ..data import ModelSection, TableSection
-from ..provenance_facts import bytes_text
+from ..provenance_facts import bytes_text, device_text
 from .base import SECTIONS, Section, StudyData
-
-SIZE_FIELDS = ("size", "member_size", "chunk")
 
 
 def _when(seconds: float | None) -> str:
@@ -43,7 +41,7 @@ def study_statements(row: StudyRow, runs: Sequence[StoredRun]) -> list[str]:
         f"a fresh file system per {row.fresh}" + _layout_text(runs),
         f"started {_when(row.created_at)}, finished {_when(row.finished_at)}",
         "fslab " + (", ".join(versions) if versions else "version not recorded"),
-        "device ([device]): " + (_device_text(_study_device(row)) or "the default image"),
+        "device ([device]): " + (device_text(_study_device(row)) or "the default image"),
     ]
 
 
@@ -66,11 +64,6 @@ def _study_device(row: StudyRow) -> dict[str, Any]:
     return device if isinstance(device, dict) else {}
 
 
-def _device_text(device: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={bytes_text(v) if k in SIZE_FIELDS and isinstance(v, int) else v}"
-                     for k, v in device.items() if v is not None)
-
-
 def filesystem_table(cells: Sequence[StoredCell], spec_text: str = "") -> TableSection:
     """Each file-system entry once: its type, mkfs and mount options, backend and device
     (the entry's own [filesystems.NAME.device], from the cell or the stored study file)."""
@@ -89,7 +82,7 @@ def filesystem_table(cells: Sequence[StoredCell], spec_text: str = "") -> TableS
         backend = c.get("backend", "host") + (f" {c.get('kernel')}" if c.get("kernel") else "")
         rows.append([c["filesystem"], c.get("fs_type", c["filesystem"]), " ".join(c.get("mkfs", [])) or "(defaults)",
                      ",".join(c.get("mount", [])) or "(defaults)", backend,
-                     _device_text(device) or "the study's [device]"])
+                     device_text(device) or "the study's [device]"])
     return TableSection("workload", "file systems as made and mounted",
                         ["entry", "type", "mkfs options", "mount options", "backend", "device"], rows)
 
