@@ -2,7 +2,10 @@
 
 import tomllib
 
+import pytest
+
 from fslab.backends import choose_backend
+from fslab.errors import SpecError
 from fslab.plan import QUICK_REPETITIONS, expand_axes, make_plan
 from fslab.study import load_spec, parse_spec
 
@@ -107,3 +110,66 @@ def test_quickstart_preset_shape():
     plan = make_plan(spec, backends=choose_backend)
     assert {c.filesystem for c in plan.cells} == {"ext4", "xfs", "btrfs"}
     assert len(plan.cells) == 12 and plan.repetitions == 3
+
+
+BOOLEAN_AXIS = """
+[study]
+name = "b"
+repetitions = "auto"
+contrast = ["{contrast}"]
+[device]
+kind = "fake"
+[filesystems.plain]
+type = "null"
+[[workloads]]
+kind = "null"
+name = "w"
+[workloads.axes]
+fail = [true, false]
+"""
+
+
+def test_a_boolean_axis_reads_as_the_study_file_writes_it():
+    # labels say fail=true, not Python's fail=True; a contrast names the values so, and
+    # Python's spelling (what labels showed before) still pairs the same cells
+    plan = plan_of(BOOLEAN_AXIS.format(contrast="fail=true/false"))
+    assert sorted(c.label for c in plan.cells) == ["w [fail=false]", "w [fail=true]"]
+    assert plan_of(BOOLEAN_AXIS.format(contrast="fail=True/False")).cells == plan.cells
+    with pytest.raises(SpecError, match=r"\(fail takes false, true\)"):
+        plan_of(BOOLEAN_AXIS.format(contrast="fail=1/0"))
+
+
+def test_a_fio_switch_goes_to_fio_as_1_or_0():
+    plan = plan_of(STUDY.replace("runtime = 30", "runtime = 30\noverwrite = true\nnorandommap = false"))
+    assert {(c.params["overwrite"], c.params["norandommap"]) for c in plan.cells} == {(1, 0)}
+
+
+def test_values_a_workload_reads_alike_are_refused_naming_both():
+    # fio reads direct = 1 and direct = true alike: one run twice, under one cell id
+    with pytest.raises(SpecError, match=r"direct = 1 and direct = true are the same run to the fio workload") as err:
+        plan_of(STUDY.replace('ioengine = ["psync", "libaio"]', "direct = [1, true]"))
+    assert err.value.field == "workloads[0].axes"
+
+
+def test_quick_keeps_cells_apart_that_it_scales_alike():
+    # --quick caps runtime = [5, 10] at the same second: still two cells, two ids
+    plan = plan_of(STUDY.replace("runtime = 30\n", "").replace('ioengine = ["psync", "libaio"]',
+                                                               "runtime = [5, 10]"), quick=True)
+    runtimes = {(c.filesystem, c.params["rw"]): set() for c in plan.cells}
+    assert len({c.id for c in plan.cells}) == len(plan.cells) == 2 * 3 * 2
+    for c in plan.cells:
+        runtimes[(c.filesystem, c.params["rw"])].add(c.params["runtime"])
+    assert all(len(values) == 1 for values in runtimes.values())  # the same quick runtime for both
+
+
+def test_the_device_lines_follow_the_study_file_not_the_shuffled_jobs():
+    from fslab.cli_plan_view import device_lines
+
+    text = ('[study]\nname = "d"\n[filesystems.a]\ntype = "ext4"\n[filesystems.b]\ntype = "xfs"\n'
+            '[filesystems.b.device]\nsize = "2GiB"\n[filesystems.c]\ntype = "ext4"\n[filesystems.c.device]\n'
+            'size = "3GiB"\n[[workloads]]\nkind = "fio"\nname = "w"\nrw = "read"\nsize = "16M"\n')
+    spec = parse_spec(tomllib.loads(text), "t.toml")
+    seen = {tuple(device_lines(spec, plan_of(text, seed=seed))) for seed in range(6)}
+    assert len(seen) == 1
+    [lines] = seen
+    assert [line.rsplit("(", 1)[1] for line in lines] == ["a)", "b)", "c)"]

@@ -31,6 +31,7 @@ from .jobdata.model import Cell, Job, JobSettings, Run
 from .spec import BACKEND_PREFERENCE, GUEST_MIN_MEMORY, DeviceSection, StudyBackend, StudySpec, WorkloadSection
 from .stopping import cell_infos, make_pairs
 from .stopping_rule import StoppingRule
+from .units import given_text, value_text
 from .workloads import WORKLOADS, ParamError, data_bytes, quick_memory
 
 # (file system, device kind, its parsed [device] section, the backend asked for: host |
@@ -122,6 +123,12 @@ def _cell_id(payload: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()[:12]
 
 
+def _combination_text(axes: dict[str, Any]) -> str:
+    """'rw = "read", direct = true': one combination of axis values, as the study file writes them."""
+    return ", ".join(f"{k} = {given_text(v) if isinstance(v, bool) else json.dumps(v, default=str)}"
+                     for k, v in axes.items())
+
+
 def build_cells(spec: StudySpec, *, quick: bool, backends: BackendChooser, source: str = "study",
                 study_dir: Path = Path("."), allow_exec: bool = False,
                 problems: list[str] | None = None,
@@ -131,6 +138,7 @@ def build_cells(spec: StudySpec, *, quick: bool, backends: BackendChooser, sourc
     cannot read or refuses is appended to ``problems`` (its field and why) when a list is
     given, else raised likewise; why a file system runs where it does, to ``placed``."""
     cells: list[Cell] = []
+    made: dict[str, dict[str, Any]] = {}  # cell id -> the axes that made it
     skipped: list[Skip] = []
     smallest = _smallest_device(spec)
     study_backend, shared_reason = shared_backend(spec, backends)
@@ -160,7 +168,7 @@ def build_cells(spec: StudySpec, *, quick: bool, backends: BackendChooser, sourc
                     params = plugin.validate({**workload.params, **axes})
                     params = plugin.fixed_for_study(params, device_bytes=smallest, memory=workload.memory)
                 except ParamError as exc:
-                    combo = ", ".join(f"{k} = {v!r}" for k, v in axes.items())
+                    combo = _combination_text(axes)
                     raise SpecError(f"{exc} (in the combination {combo})" if combo else str(exc), source=source,
                                     field=f"workloads[{index}].{exc.key}") from None
                 try:
@@ -200,9 +208,19 @@ def build_cells(spec: StudySpec, *, quick: bool, backends: BackendChooser, sourc
                     payload["kernel"] = fs_section.kernel
                 if inputs:  # the texts, not their names: an edited job file is another cell
                     payload["inputs"] = inputs
+                if quick_scaled:  # what --quick scaled, as given: runtime = [5, 10] are two runs at 1 s
+                    payload["quick_from"] = quick_scaled
                 kernel = (fs_section.kernel or spec.study.guest_kernel) if backend == "guest" else None
+                cell_id = _cell_id(payload)
+                if (alike := made.setdefault(cell_id, axes)) is not axes:
+                    # axis values the workload reads alike (fio's direct = [1, true]): one run twice
+                    apart = [k for k in axes if repr(alike.get(k)) != repr(axes[k])] or list(axes)
+                    first, second = ({k: combo[k] for k in apart} for combo in (alike, axes))
+                    raise SpecError(f"{_combination_text(first)} and {_combination_text(second)} are the same run to "
+                                    f"the {workload.kind} workload (it reads both values alike); give each value "
+                                    "once", source=source, field=f"workloads[{index}].axes")
                 cells.append(Cell(
-                    id=_cell_id(payload), filesystem=fs_name, fs_type=fs_type,
+                    id=cell_id, filesystem=fs_name, fs_type=fs_type,
                     mkfs=tuple(fs_section.mkfs), mount=tuple(fs_section.mount),
                     workload=workload.name, workload_kind=workload.kind, params=params,
                     axes=dict(axes), backend=backend, memory_bytes=memory,
@@ -374,7 +392,7 @@ def _check_contrasts(rule: StoppingRule, cells: list[Cell], source: str) -> None
         alone = replace(rule, contrasts=(contrast,))
         if not any(p.kind == "contrast" for p in make_pairs(cell_infos(cells), alone)):
             axis = contrast.partition("=")[0]
-            values = sorted({str(c.axes[axis]) for c in cells if axis in c.axes})
+            values = sorted({value_text(c.axes[axis]) for c in cells if axis in c.axes})
             takes = f"{axis} takes {', '.join(values)}" if values else f"{axis} is not an axis of any workload"
             raise SpecError(f"{contrast!r} pairs no cells: no two cells of one file system and case differ only "
                             f"in {axis} between those two values ({takes})", source=source,
