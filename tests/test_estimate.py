@@ -147,7 +147,7 @@ def test_no_history_falls_back_to_stated_runtimes_and_built_in_priors_and_says_w
     assert " for what is counted, from the quicker and slower quarters of runs and set-ups)" in text
     assert "1 from its stated runtime plus what a run adds for layout and start (1.2–3 s on the host" in text
     assert (f"1 guest boot not timed here yet, included at {GUEST_SETUP.low:g}–{GUEST_SETUP.high:g} s each "
-            "without KVM (TCG") in text
+            "without KVM (a built-in prior)") in text  # one boot: its range once, not again as a total
     assert "with KVM (used where /dev/kvm boots a stock kernel) 2–6 s each" in text
     assert "setting up 1 file system not timed here yet, included from built-in priors" in text
     assert "1 run with nothing to go by" in text

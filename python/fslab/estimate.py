@@ -259,9 +259,10 @@ class TimeEstimate:
         elif self.guest_boots_untimed:
             n = self.guest_boots_untimed
             # Without KVM (TCG) the built-in prior; with KVM the assumed one (fslab.priors).
+            together = (f"; TCG: {duration_text(n * GUEST_SETUP.low)}–{duration_text(n * GUEST_SETUP.high)} "
+                        "together" if n > 1 else "")
             parts.append(f"{n} guest boot{'s' * (n != 1)} not timed here yet, included at {GUEST_SETUP.range_text()} "
-                         f"each without KVM (TCG: {duration_text(n * GUEST_SETUP.low)}–"
-                         f"{duration_text(n * GUEST_SETUP.high)}; a built-in prior); with KVM (used where /dev/kvm "
+                         f"each without KVM (a built-in prior{together}); with KVM (used where /dev/kvm "
                          f"boots a stock kernel) {GUEST_SETUP_KVM.range_text()} each")
         if self.guest_in_boot:
             n = self.guest_in_boot
@@ -279,7 +280,7 @@ class TimeEstimate:
 
     def _in_boot_setup_text(self) -> str:
         if self.kvm_guest_jobs:  # (fslab.priors.setup_prior: the host's mkfs and mount)
-            return f"as a host job's file system is (built-in priors, {HOST_SETUP_OTHER.range_text()} each)"
+            return f"as on the host (each file system's built-in prior, within {HOST_SETUP_OTHER.range_text()})"
         return f"at {GUEST_SETUP_IN_BOOT.range_text()} each (a built-in prior, TCG)"
 
     def _overhead_priors_text(self) -> str:

@@ -63,8 +63,9 @@ class Forecast:
         if self.time_kvm is not None and self.time_kvm.unknown < self.time_kvm.runs:  # else nothing to say
             kvm = (f": {self.time_kvm.short()}" if self.runs_min == self.runs_max
                    else f", every cell max_repetitions times: {self.time_kvm.at_most()}")
-            out.append(f"  with KVM for its guest jobs{kvm}, assuming a guest job's setup at "
-                       f"{GUEST_SETUP_KVM.range_text()} and a guest run's overhead at a host run's (not measured: "
+            out.append(f"  with KVM for its guest jobs{kvm}, assuming a guest boot's setup at "
+                       f"{GUEST_SETUP_KVM.range_text()}, a job in the guest of the one before set up as on the host "
+                       "and a guest run's overhead at a host run's (not measured: "
                        "fslab's development machines have had no usable KVM; fslab uses KVM where /dev/kvm boots "
                        "a stock kernel)")
         for seen in self.noise:
