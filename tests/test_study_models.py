@@ -28,10 +28,20 @@ def _spec(models: dict[str, Any], simulate: list[str]) -> dict[str, Any]:
     ({}, ["mine"], r"study\.simulate\[0\]: unknown device model 'mine'.*\[models\.NAME\]"),
     ({"m": {}}, ["m"], r"base"),
     ({"my_raid": {"base": "hdd-7200"}}, ["my_raid"], r"models\.my_raid: .*no '_'"),
+    # a boolean is a switch's 1 or 0, never a time or a size (it read as 1 ms, 1 byte)
+    ({"m": {"base": "hdd-7200", "seek_average_ms": True}}, ["m"], r"seek_average_ms: is a time: .*not true"),
+    ({"m": {"base": "hdd-7200", "cache_bytes": False}}, ["m"], r"cache_bytes: is a size: .*not false"),
 ])
 def test_bad_study_models_name_the_field(models: dict[str, Any], simulate: list[str], message: str) -> None:
     with pytest.raises(SpecError, match=message):
         parse_spec(_spec(models, simulate), "t.toml")
+
+
+def test_a_switch_takes_true_and_false() -> None:
+    from fslab.simulate import _normalise
+
+    spec = parse_spec(_spec({"m": {"base": "hdd-7200", "write_cache": False}}, ["m"]), "t.toml")
+    assert _normalise("write_cache", spec.models["m"].overrides["write_cache"]) == ("write_cache", 0)
 
 
 def test_a_study_model_reaches_every_job() -> None:

@@ -22,7 +22,7 @@ from typing import Any
 
 from . import _core, model_catalog
 from .errors import FslabError, SimulationError, SpecError
-from .units import parse_size
+from .units import given_text, parse_size
 
 RAID_NAME = re.compile(r"^raid(0|5)-(\d+)x-(.+)$")
 _TIME_FACTORS = {"_ns": 1, "_us": 1_000, "_ms": 1_000_000}
@@ -69,15 +69,20 @@ def _preset(name: str) -> dict[str, Any]:
 
 
 def _normalise(key: str, value: Any) -> tuple[str, float | int | str]:
-    """One parameter in the core's units: times to ``_ns``, sizes to bytes."""
+    """One parameter in the core's units: times to ``_ns``, sizes to bytes; a boolean is a
+    switch's 1 or 0 (``write_cache = false``), never a time or a size."""
     for suffix, factor in _TIME_FACTORS.items():
         if key.endswith(suffix):
+            if isinstance(value, bool):
+                raise SpecError(f"is a time: write a number, not {given_text(value)}", field=key)
             try:
                 number = float(value)
             except (TypeError, ValueError):
                 raise SpecError(f"{value!r} is not a number", field=key) from None
             return key[: -len(suffix)] + "_ns", round(number * factor)
     if isinstance(value, bool):
+        if key == "capacity" or key.endswith("_bytes"):
+            raise SpecError(f"is a size: write a number of bytes or e.g. '32MiB', not {given_text(value)}", field=key)
         return key, int(value)
     if isinstance(value, str) and (key == "capacity" or key.endswith("_bytes")):
         try:
