@@ -153,3 +153,8 @@ def test_a_workload_parameter_quotes_a_boolean_as_toml_spells_it() -> None:
     with pytest.raises(SpecError) as err:
         parse_spec(tomllib.loads(text), "study.toml")
     assert "workloads[0].iodepth: must be a whole number >= 0 (given: true)" in str(err.value)
+
+
+def test_a_bad_aging_table_is_one_error_not_also_the_none_branch() -> None:
+    err = str(spec_error(workload_extra='aging = { fill = 2, pattern = "random-holes", seed = 1 }'))
+    assert "workloads[0].aging.fill: Input should be less than 1" in err and "literal" not in err

@@ -68,7 +68,10 @@ def validation_lines(exc: ValidationError, prefix: str = "", model: type[BaseMod
     """One line per invalid field, each with its path in the study file (and, given the
     model validated, what the field means)."""
     lines = []
-    for e in exc.errors():
+    errors = exc.errors()
+    for e in errors:
+        if _other_branch_said_it(e, errors):
+            continue
         path = ".".join(p for p in (prefix, _loc_to_path(e["loc"])) if p)
         line = f"{path or '(top level)'}: {_describe(e)}"
         meaning = field_description(model, tuple(e["loc"])) if model is not None else None
@@ -76,6 +79,18 @@ def validation_lines(exc: ValidationError, prefix: str = "", model: type[BaseMod
             line += f" [the field: {meaning}]"
         lines.append(line)
     return lines
+
+
+def _other_branch_said_it(error: ErrorDetails, errors: list[ErrorDetails]) -> bool:
+    """A union's literal branch that failed beside an error inside another branch's value (a
+    workload's ``aging`` table with a bad fill, not also "Input should be 'none'"): the
+    value was meant for that branch, and its error says why."""
+    loc = tuple(error["loc"])
+    at = next((i for i, part in enumerate(loc) if str(part).startswith("literal[")), None)
+    return at is not None and any(other is not error and tuple(other["loc"])[:at] == loc[:at]
+                                  and any(not str(p).startswith("function-") for p in other["loc"][at:])
+                                  and not any(str(p).startswith("literal[") for p in other["loc"][at:])
+                                  for other in errors)
 
 
 def _invalid(lines: list[str], source: str) -> SpecError:
