@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from fslab.report.sections import StudyData
-from fslab.report.sections.alloc_figures import OPS, build
+from fslab.report.sections.alloc_figures import OPS, _state_table, build
 
 AGING = {"fill": 0.5, "pattern": "random-holes", "seed": 3}
 
@@ -105,3 +105,18 @@ def test_variants_are_labelled_by_the_parameters_they_differ_in() -> None:
     assert [g.label for g in groups] == ["count=100", "count=200"]
     assert [g.conditions for g in groups] == [["empty", "aged 50% random-holes"]] * 2
     assert _groups([], cells[:2])[0].label == ""  # one variant: no label  # type: ignore[arg-type]
+
+
+def test_the_layout_score_keeps_three_decimals_and_a_narrow_interval_its_figures() -> None:
+    # scores 0.9981–0.9984: the mean to three decimals, the ± not rounded to 0.000
+    cell = _cell("ext4", "ext4", True)
+    runs = [{"status": "ok", "cell": cell, "provenance": {},
+             "metrics": {"aging_layout_score": {"value": v}}} for v in (0.9981, 0.9982, 0.9984, 0.9983)]
+    runs += [{"status": "ok", "cell": _cell("xfs", "xfs", True), "provenance": {},
+              "metrics": {"aging_layout_score": {"value": 1.0}}}] * 3
+    table = _state_table(runs, [cell, _cell("xfs", "xfs", True)])  # type: ignore[arg-type]
+    assert table is not None
+    scores = {row[0]: row[3] for row in table.rows}
+    mean, half = scores["ext4"].removesuffix(" (n=4)").split(" ± ")
+    assert mean == "0.998" and 0.0001 < float(half) < 0.0005
+    assert scores["xfs"] == "1.000 (n=3)"

@@ -21,6 +21,7 @@ from typing import Any
 from ...analysis.fieller import METHOD, FiellerRatio, fieller_ratio
 from ...analysis.stats import summarize
 from ...stored import STATUS_OK, StoredCell, StoredRun
+from ...units import value_text
 from ..data import Bar, ChartData, ModelSection, TableSection
 from ..labels import fs_column
 from ..units import display_scale, fmt
@@ -62,7 +63,7 @@ def _variant_label(cell: StoredCell, alloc: list[StoredCell]) -> str:
         return {k: v for k, v in c["params"].items() if k != "aging"}
 
     differing = {k for c in alloc for k, v in shown(c).items() if any(shown(o).get(k) != v for o in alloc)}
-    return ", ".join(f"{k}={v}" for k, v in sorted(shown(cell).items()) if k in differing)
+    return ", ".join(f"{k}={value_text(v)}" for k, v in sorted(shown(cell).items()) if k in differing)
 
 
 @dataclass
@@ -377,7 +378,8 @@ def _state_table(runs: list[StoredRun], cells: list[StoredCell]) -> TableSection
         scale = 100 if pct else 1
 
         def shown(x: float) -> str:
-            return fmt(x) if decimals is None else f"{x:.{decimals}f}"
+            # a half-width below the fixed decimals' last place keeps fmt's three figures, never '± 0.000'
+            return fmt(x) if decimals is None or abs(x) < 0.5 * 10 ** -decimals else f"{x:.{decimals}f}"
 
         spread = s.ci_half_width is not None and s.ci_half_width > 1e-9 * abs(s.mean)  # not rounding noise
         hw = f" ± {shown((s.ci_half_width or 0) * scale)}" if spread else ""
