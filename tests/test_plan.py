@@ -162,6 +162,16 @@ def test_quick_keeps_cells_apart_that_it_scales_alike():
     assert all(len(values) == 1 for values in runtimes.values())  # the same quick runtime for both
 
 
+def test_a_quick_cell_it_did_not_merge_keeps_the_id_earlier_builds_gave_it():
+    # only cells --quick scaled alike get what it scaled in their ids: any other quick cell
+    # keeps its id, so a --quick study stored by an earlier build resumes as itself (pinned:
+    # the ids 7ed2351 gave these cells)
+    ids = {(c.filesystem, c.params["rw"], c.params["ioengine"]): c.id for c in plan_of(STUDY, quick=True).cells}
+    assert ids[("ext4", "randread", "libaio")] == "9fc240d1d918"
+    assert ids[("ext4", "randread", "psync")] == "d962cec65ecb"
+    assert ids[("ext4", "read", "libaio")] == "cb399c03abbc"
+
+
 def test_the_device_lines_follow_the_study_file_not_the_shuffled_jobs():
     from fslab.cli_plan_view import device_lines
 

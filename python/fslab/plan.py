@@ -21,7 +21,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from .datarecords import replace
 from .devices import DEVICES, DeviceKind, capacity_of
@@ -123,6 +123,16 @@ def _cell_id(payload: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()[:12]
 
 
+class _Made(NamedTuple):
+    """A cell as its id was made: its axes, its place in the list, its id's payload and what
+    --quick scaled in it."""
+
+    axes: dict[str, Any]
+    position: int
+    payload: dict[str, Any]
+    quick_scaled: dict[str, Any]
+
+
 def _combination_text(axes: dict[str, Any]) -> str:
     """'rw = "read", direct = true': one combination of axis values, as the study file writes them."""
     return ", ".join(f"{k} = {given_text(v) if isinstance(v, bool) else json.dumps(v, default=str)}"
@@ -138,7 +148,8 @@ def build_cells(spec: StudySpec, *, quick: bool, backends: BackendChooser, sourc
     cannot read or refuses is appended to ``problems`` (its field and why) when a list is
     given, else raised likewise; why a file system runs where it does, to ``placed``."""
     cells: list[Cell] = []
-    made: dict[str, dict[str, Any]] = {}  # cell id -> the axes that made it
+    made: dict[str, _Made] = {}  # cell id -> what made it
+    split: set[str] = set()  # ids --quick gave to several cells, each of which now holds its own
     skipped: list[Skip] = []
     smallest = _smallest_device(spec)
     study_backend, shared_reason = shared_backend(spec, backends)
@@ -208,11 +219,22 @@ def build_cells(spec: StudySpec, *, quick: bool, backends: BackendChooser, sourc
                     payload["kernel"] = fs_section.kernel
                 if inputs:  # the texts, not their names: an edited job file is another cell
                     payload["inputs"] = inputs
-                if quick_scaled:  # what --quick scaled, as given: runtime = [5, 10] are two runs at 1 s
-                    payload["quick_from"] = quick_scaled
                 kernel = (fs_section.kernel or spec.study.guest_kernel) if backend == "guest" else None
                 cell_id = _cell_id(payload)
-                if (alike := made.setdefault(cell_id, axes)) is not axes:
+                earlier = made.get(cell_id)
+                if quick_scaled and (cell_id in split or (earlier is not None and earlier.quick_scaled
+                                                          and earlier.quick_scaled != quick_scaled)):
+                    # --quick scaled cells alike (runtime = [5, 10], both at 1 s): those cells' ids also
+                    # hold what it scaled (only theirs: every other cell keeps the id it had)
+                    if earlier is not None:
+                        del made[cell_id]
+                        split.add(cell_id)
+                        renamed = _cell_id({**earlier.payload, "quick_from": earlier.quick_scaled})
+                        cells[earlier.position] = replace(cells[earlier.position], id=renamed)
+                        made[renamed] = earlier
+                    cell_id = _cell_id({**payload, "quick_from": quick_scaled})
+                if (alike := made.setdefault(cell_id, _Made(axes, len(cells), payload, quick_scaled)).axes) \
+                        is not axes:
                     # axis values the workload reads alike (fio's direct = [1, true]): one run twice
                     apart = [k for k in axes if repr(alike.get(k)) != repr(axes[k])] or list(axes)
                     first, second = ({k: combo[k] for k in apart} for combo in (alike, axes))
