@@ -106,11 +106,14 @@ def given_text(value: object) -> str:
 
 def value_text(value: object) -> str:
     """A parameter's value as the study file writes it: true or false (not Python's True),
-    a list in brackets without Python's quotes, anything else as its text."""
+    a list in brackets and a table in braces without Python's quotes, anything else as its
+    text."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(value_text(item) for item in value) + "]"
+    if isinstance(value, dict):  # an inline table: {metric = iops, window = 5 rounds}
+        return "{" + ", ".join(f"{k} = {value_text(v)}" for k, v in value.items()) + "}"
     return str(value)
 
 

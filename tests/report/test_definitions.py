@@ -92,3 +92,12 @@ def test_a_device_reads_as_the_study_file_writes_it():
                         "force": True, "rotational": False, "image_dir": None})
     assert text == ("kind=raid, level=0, chunk=512 KiB (524,288 B), members=[/dev/sdb, /dev/sdc], "
                     "force=true, rotational=false")
+
+
+def test_a_runs_switches_read_yes_or_no():
+    from fslab.report.provenance_facts import run_facts
+
+    run = {"provenance": {"caches_dropped": True, "device": {"rotational": False}},
+           "cell": {"backend": "host", "fs_type": "ext4"}}
+    facts = run_facts(run, quick=False)  # type: ignore[arg-type]
+    assert facts["caches dropped"] == "yes" and facts["device rotational"] == "no"

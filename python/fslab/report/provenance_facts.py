@@ -40,6 +40,8 @@ def bytes_text(value: Any) -> str:
 def _text(value: Any) -> str:
     if value is None or value == "" or value == []:
         return "—"
+    if isinstance(value, bool):  # as "quick mode" says it, not Python's True
+        return "yes" if value else "no"
     if isinstance(value, list):
         return " ".join(str(v) for v in value)
     return str(value)
