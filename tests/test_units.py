@@ -89,4 +89,8 @@ def test_value_text_writes_what_a_study_file_writes():
     assert [value_text(v) for v in (True, False, 4096, "randread", ["a", True], 0.5)] == [
         "true", "false", "4096", "randread", "[a, true]", "0.5"]
     assert value_text({"metric": "iops", "rounds": 5, "on": False}) == "{metric = iops, rounds = 5, on = false}"
+    from fslab.units import assignments_text
+
+    assert assignments_text({"rw": "read", "direct": True}.items()) == "rw=read, direct=true"
+    assert assignments_text([("a", [1, False])], " ") == "a=[1, false]"
     assert [given_text(v) for v in (True, "x", 3)] == ["true", "'x'", "3"]

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from rich.markup import escape
 from rich.table import Table
 
-from .units import counted, value_text
+from .units import assignments_text, counted
 
 if TYPE_CHECKING:
     from .forecast import Forecast
@@ -50,9 +50,9 @@ def cells_table(spec: StudySpec, source: str, quick: bool, p: Plan) -> Table:
     for col in ("#", "file system", "mkfs options", "mount options", "backend", "workload", "parameters"):
         table.add_column(col)
     for i, c in enumerate(p.cells):
-        params = " ".join(f"{k}={value_text(v)}" for k, v in c.params.items())
+        params = assignments_text(c.params.items(), " ")
         if c.aging is not None:
-            params += " aging=" + ",".join(f"{k}={value_text(v)}" for k, v in c.aging.items() if v is not None)
+            params += " aging=" + assignments_text(((k, v) for k, v in c.aging.items() if v is not None), ",")
         table.add_row(str(i + 1), c.filesystem, escape(" ".join(c.mkfs) or "(defaults)"),
                       escape(",".join(c.mount) or "(defaults)"), c.backend + (f" {c.kernel}" if c.kernel else ""),
                       escape(c.label), escape(params))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable
 
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
 _BINARY = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
@@ -115,6 +116,12 @@ def value_text(value: object) -> str:
     if isinstance(value, dict):  # an inline table: {metric = iops, window = 5 rounds}
         return "{" + ", ".join(f"{k} = {value_text(v)}" for k, v in value.items()) + "}"
     return str(value)
+
+
+def assignments_text(pairs: Iterable[tuple[str, object]], sep: str = ", ") -> str:
+    """'rw=read, direct=true': names and values (a mapping's items, maybe filtered) as a
+    label or a parameter list says them, each value by ``value_text``."""
+    return sep.join(f"{k}={value_text(v)}" for k, v in pairs)
 
 
 def counted(n: int, noun: str, plural: str | None = None) -> str:

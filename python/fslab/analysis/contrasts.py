@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..stored import STATUS_OK, StoredCell, StoredRun
-from ..units import value_text
+from ..units import assignments_text, value_text
 from .stats import t_quantile
 
 # Python's spelling of a boolean axis value, as labels showed it before (units.value_text)
@@ -91,7 +91,7 @@ def contrasts(runs: Sequence[StoredRun], cells: Sequence[StoredCell], axis: str,
     for cell in cells:
         if axis not in cell["axes"]:
             continue
-        rest = ", ".join(f"{k}={value_text(v)}" for k, v in cell["axes"].items() if k != axis)
+        rest = assignments_text((k, v) for k, v in cell["axes"].items() if k != axis)
         index[(cell["filesystem"], cell["workload"], rest, value_text(cell["axes"][axis]))] = cell["id"]
     rows = []
     for (fs, workload, rest, value), cell_id in index.items():

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..units import value_text
+from ..units import assignments_text
 
 # A workload's parameters or a cell's axis values: option name -> value, as the workload
 # plug-in validated them (JSON scalars; seed 003's cells also carry their aging here).
@@ -20,5 +20,5 @@ STATUS_OK = "ok"  # a run's status: "ok", or "failed" (its error says why)
 def workload_label(workload: str, axes: Params) -> str:
     """A cell without its file system: workload plus its axes values, e.g. 'rand [rw=read]'.
     The one text for a case, whether read from a planned cell or a stored one."""
-    values = " ".join(f"{k}={value_text(v)}" for k, v in axes.items())
+    values = assignments_text(axes.items(), " ")
     return workload + (f" [{values}]" if values else "")

@@ -19,7 +19,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from ..analysis.stats import summarize  # noqa: E402
 from ..store import stored_metric_kind  # noqa: E402
 from ..stored import STATUS_OK, Params, StoredCell, StoredRun  # noqa: E402
-from ..units import value_text  # noqa: E402
+from ..units import assignments_text  # noqa: E402
 from .ticks import category_ticks  # noqa: E402
 from .units import display_scale, fmt  # noqa: E402
 
@@ -35,7 +35,7 @@ class Chart:
 
 
 def _case_label(axes: Params, skip: str | None) -> str:
-    return ", ".join(f"{k}={value_text(v)}" for k, v in axes.items() if k != skip) or "all"
+    return assignments_text((k, v) for k, v in axes.items() if k != skip) or "all"
 
 
 def _by_label(axes: Params, by: str | None) -> str:

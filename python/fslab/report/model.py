@@ -10,7 +10,7 @@ from ..analysis.contrasts import ratio_ci
 from ..analysis.stats import summarize
 from ..metrics import display_name
 from ..stored import STATUS_OK, AutoFacts, StoredCell, StoredRun, StudyRow
-from ..units import counted, value_text
+from ..units import assignments_text, counted
 from .case_definitions import device_sections
 from .data import SCHEMA, Bar, Caveat, ChartData, Estimate, FailedRun, Finding, Report, SummaryRow, Versus
 from .hosts import warning_lines as host_warning_lines
@@ -83,7 +83,7 @@ def _summary_table(runs: list[StoredRun], cells: list[StoredCell], metric: Metri
 def rows_from_table(table: TableData, cells: list[StoredCell] | None = None) -> list[SummaryRow]:
     """The comparison table's rows as model rows (``cells`` give each row's workload and case;
     without them a row is its own workload)."""
-    where = {cell_label(c): (c["workload"], ", ".join(f"{k}={value_text(v)}" for k, v in c["axes"].items()) or "all")
+    where = {cell_label(c): (c["workload"], assignments_text(c["axes"].items()) or "all")
              for c in cells or []}
     out: list[SummaryRow] = []
     for row in table.rows:

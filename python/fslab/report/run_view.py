@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import FslabError
 from ..stored import STATUS_OK, StoredMetric, StoredRun, StudyRow
-from ..units import counted, value_text
+from ..units import assignments_text, counted, value_text
 from .labels import cell_label, fs_column
 from .provenance_facts import bytes_text, run_facts
 from .units import display_scale, fmt
@@ -164,7 +164,7 @@ def run_view(results: Path, wanted: str, study_id: int | None = None) -> RunView
     params += [(k, value_text(v)) for k, v in cell["params"].items()]
     aging = cell.get("aging")
     if aging:
-        params.append(("aging", ", ".join(f"{k}={value_text(v)}" for k, v in aging.items() if v is not None)))
+        params.append(("aging", assignments_text((k, v) for k, v in aging.items() if v is not None)))
     params.append(("wall time", f"{run['finished_at'] - run['started_at']:.1f} s"))
     folder = results / run["artifact_dir"] if run["artifact_dir"] else None
     files = sorted(p for p in folder.rglob("*") if p.is_file()) if folder and folder.is_dir() else []

@@ -21,7 +21,7 @@ from typing import Any
 from ...analysis.fieller import METHOD, FiellerRatio, fieller_ratio
 from ...analysis.stats import summarize
 from ...stored import STATUS_OK, StoredCell, StoredRun
-from ...units import value_text
+from ...units import assignments_text
 from ..data import Bar, ChartData, ModelSection, TableSection
 from ..labels import fs_column
 from ..units import display_scale, fmt
@@ -63,7 +63,7 @@ def _variant_label(cell: StoredCell, alloc: list[StoredCell]) -> str:
         return {k: v for k, v in c["params"].items() if k != "aging"}
 
     differing = {k for c in alloc for k, v in shown(c).items() if any(shown(o).get(k) != v for o in alloc)}
-    return ", ".join(f"{k}={value_text(v)}" for k, v in sorted(shown(cell).items()) if k in differing)
+    return assignments_text((k, v) for k, v in sorted(shown(cell).items()) if k in differing)
 
 
 @dataclass

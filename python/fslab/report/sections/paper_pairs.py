@@ -18,7 +18,7 @@ from ...paper import PaperFigure
 from ...paper import Side as PaperSide
 from ...predictions import metric_name
 from ...stored import STATUS_OK, StoredCell, StoredRun
-from ...units import value_text
+from ...units import assignments_text
 from ..labels import rank_group
 from ..predicted import models_in
 from ..units import fmt
@@ -100,7 +100,7 @@ def runs_of(runs: list[StoredRun], cell: StoredCell) -> list[StoredRun]:
 
 
 def side_label(side: PaperSide) -> str:
-    case = " ".join(f"{k}={value_text(v)}" for k, v in side.case)
+    case = assignments_text(side.case, " ")
     return f"{side.workload}{f' [{case}]' if case else ''} ({side.filesystem}, {side.metric})"
 
 
