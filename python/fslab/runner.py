@@ -146,6 +146,28 @@ def _refuse_resuming_another(store: Store, source: str, quick: bool, results_dir
         f"new study, run it without --resume (or in a results folder of its own)")
 
 
+def _refuse_other_cells(store: Store, previous: StudyRow, plan: Plan, results_dir: Path, flag: str) -> None:
+    """A stored study is continued only where this fslab plans its cells under the ids
+    they were stored with: a run is matched to its stored result by cell id, so a cell
+    named otherwise (a later fslab that names cells differently, a file system that was
+    skipped when the study started) would be measured again beside results the report
+    could not join to it."""
+    stored = {c["id"] for c in store.cells(previous.id)}
+    unknown = [c for c in plan.cells if c.id not in stored]
+    if not unknown:
+        return
+    shown = ", ".join(f"{c.filesystem} {c.label} (cell {c.id})" for c in unknown[:3])
+    more = f" and {len(unknown) - 3} more" if len(unknown) > 3 else ""
+    raise FslabError(
+        f"{flag}: study {previous.id} in {results_dir} stored no cell under the id this fslab gives "
+        f"{len(unknown)} of the {len(plan.cells)} cells planned now ({shown}{more}): it was planned by an "
+        f"fslab that names cells otherwise (fslab {previous.host.get('fslab')}, core "
+        f"{previous.host.get('fslab_core')}), or a file system skipped then can run now. Those runs would "
+        f"be measured again and the report could not join them to the study. Finish it with the fslab that "
+        f"started it, or run without {flag} to start "
+        f"a new study (study {previous.id} stays as it is)")
+
+
 @dataclass(frozen=True)
 class _PlannedStudy:
     """A study file read and planned: what every later step of a run needs."""
@@ -391,6 +413,8 @@ def run_study(
         previous = _study_to_continue(store, planned, results_dir, resume, retry_failed, on_notice)
         if previous is not None:
             planned = planned.with_seed(previous.seed)  # the stored study's order
+            _refuse_other_cells(store, previous, planned.plan, results_dir,
+                                "--retry-failed" if retry_failed else "--resume")
         study_id, grant, retried = _open_study(store, planned, previous, allowed_devices, retry_failed, results_dir)
         execution = _Execution(store, study_id, planned.plan, jobs_executor, results_dir,
                                Countdown(TimeModel(store.history(), study_id,
