@@ -131,6 +131,19 @@ def flat(study: StudyRow, runs: list[StoredRun]) -> Flat:
                 {m: metric_units[m] for m in sorted(metric_units)}, records)
 
 
+def _csv_text(value: Any) -> Any:
+    """A value as a CSV cell: a flag as ``true``/``false`` (as the study file and JSON write
+    it, not Python's ``True``), a list or table as JSON (what the Parquet export writes), a
+    missing value as an empty cell."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, dict)):
+        return json.dumps(value)
+    return value
+
+
 def to_csv(study: StudyRow, runs: list[StoredRun]) -> str:
     """Flat CSV: parameters as ``param.NAME``, metrics as ``NAME [unit]`` columns; a run
     without a number has the reason (the metric's note) in its place."""
@@ -141,7 +154,7 @@ def to_csv(study: StudyRow, runs: list[StoredRun]) -> str:
     writer.writerow(table.header)
     for r in table.records:
         values = table.row(r)
-        out = ["" if v is None else v for v in values[:n_fixed]]
+        out = [_csv_text(v) for v in values[:n_fixed]]
         for entry in values[n_fixed:]:
             out.append("" if entry is None else entry["value"] if entry["value"] is not None
                        else entry["note"] or "")

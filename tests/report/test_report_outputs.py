@@ -270,6 +270,7 @@ def test_parquet_export_is_the_csv_typed(two_studies: Path, tmp_path: Path) -> N
     rows = list(csv.DictReader(io.StringIO(csv_text)))
     assert table.column_names == list(rows[0])  # same columns, same order (no run lacks a number here)
     assert table.num_rows == len(rows) == 10
+    assert {r["quick"] for r in rows} == {"false"}  # the study file's word, not Python's False
     types = {f.name: str(f.type) for f in table.schema}
     assert types["run_id"] == types["repetition"] == types["param.bs"] == "int64"
     assert types["quick"] == "bool" and types["iops [IOPS]"] == "double"
