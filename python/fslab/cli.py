@@ -482,12 +482,15 @@ def _print_contrast(runs: list[StoredRun], cells: list[StoredCell], text: str, m
         axis, a, b = parse_contrast(text)
     except ValueError as exc:
         raise FslabError(f"--contrast: {exc}") from None
+    left_out: list[str] = []
     try:
-        rows = contrasts(runs, cells, axis, a, b, metric)
+        rows = contrasts(runs, cells, axis, a, b, metric, left_out)
     except ValueError as exc:
         raise FslabError(f"--contrast {text}: {exc}") from None
     if not rows:
-        raise FslabError(f"--contrast {text}: no pair of cells differs only in {axis} = {a} vs {b}")
+        raise FslabError(f"--contrast {text}: " + (
+            f"no pair of cells that differs only in {axis} = {a} vs {b} has numbers on both sides: "
+            + "; ".join(left_out) if left_out else f"no pair of cells differs only in {axis} = {a} vs {b}"))
     filesystems = list(dict.fromkeys(r.filesystem for r in rows))
     table = Table(title=f"ratio {axis}={a} / {axis}={b} of {metric or 'the primary metric'}: "
                   "ratio of means [95% CI, delta method]", title_justify="left")
@@ -504,6 +507,8 @@ def _print_contrast(runs: list[StoredRun], cells: list[StoredCell], text: str, m
     for (workload, case), by_fs in grouped.items():
         table.add_row(workload, case, *[by_fs.get(fs, "—") for fs in filesystems])
     console.print(table)
+    for note in left_out:
+        console.print(f"[yellow]left out: {escape(note)}[/yellow]", highlight=False)
 
 
 @app.command("list")

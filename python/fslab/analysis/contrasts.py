@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..stored import STATUS_OK, StoredCell, StoredRun
-from ..units import assignments_text, value_text
+from ..units import assignments_text, counted, value_text
 from .stats import t_quantile
 
 # Python's spelling of a boolean axis value, as labels showed it before (units.value_text)
@@ -74,16 +74,21 @@ def parse_contrast(text: str) -> tuple[str, str, str]:
 
 
 def contrasts(runs: Sequence[StoredRun], cells: Sequence[StoredCell], axis: str,
-              numerator: str, denominator: str, metric: str | None = None) -> list[ContrastRow]:
-    """Every pair of cells that differ only in ``axis`` (numerator vs denominator value)."""
+              numerator: str, denominator: str, metric: str | None = None,
+              left_out: list[str] | None = None) -> list[ContrastRow]:
+    """Every pair of cells that differ only in ``axis`` (numerator vs denominator value).
+    A pair of which a side has no run with a number is left out, and said in ``left_out``
+    ('ext4 w [bs=4096]: direct=true has no run with a number (3 failed)')."""
     values: dict[str, list[float]] = {}
+    failed: dict[str, int] = {}
     metric_of: dict[str, str] = {}
     for cell in cells:
         metric_of[cell["id"]] = metric or cell["primary_metric"]
     for run in runs:
-        if run["status"] != STATUS_OK:
-            continue
         cell = run["cell"]
+        if run["status"] != STATUS_OK:
+            failed[cell["id"]] = failed.get(cell["id"], 0) + 1
+            continue
         m = run["metrics"].get(metric_of.get(cell["id"], ""))
         if m is not None and m["value"] is not None:
             values.setdefault(cell["id"], []).append(float(m["value"]))
@@ -98,7 +103,14 @@ def contrasts(runs: Sequence[StoredRun], cells: Sequence[StoredCell], axis: str,
         if value != numerator:
             continue
         other = index.get((fs, workload, rest, denominator))
-        if other is None or not values.get(cell_id) or not values.get(other):
+        if other is None:
+            continue
+        empty = [(v, c) for v, c in ((numerator, cell_id), (denominator, other)) if not values.get(c)]
+        if empty:
+            if left_out is not None:
+                left_out.append(f"{fs} {workload}{f' [{rest}]' if rest else ''}: " + "; ".join(
+                    f"{axis}={v} has no run with a number"
+                    + (f" ({counted(failed[c], 'run')} failed)" if failed.get(c) else "") for v, c in empty))
             continue
         if metric_of[cell_id] != metric_of[other]:
             raise ValueError(

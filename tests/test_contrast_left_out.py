@@ -1,0 +1,67 @@
+"""`fslab report --contrast`: a pair of cells of which one side has no run with a number
+(every run failed) is left out and said so, never reported as "no pair"."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from fslab.runner import run_study
+
+STUDY = """
+[study]
+name = "contrast"
+repetitions = 2
+drop_caches = false
+
+[device]
+kind = "fake"
+directory = "{fake}"
+
+[filesystems.null]
+
+[[workloads]]
+kind = "null"
+name = "good"
+[workloads.axes]
+value = [1.0, 2.0]
+
+[[workloads]]
+kind = "null"
+name = "bad"
+fail = {fail}
+[workloads.axes]
+value = [1.0, 2.0]
+"""
+
+
+def _report(results: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "fslab.cli", "report", "-r", str(results), "--contrast",
+                           "value=2.0/1.0"], capture_output=True, text=True, timeout=300,
+                          env={"COLUMNS": "250", "PATH": "/usr/bin:/bin"})
+
+
+def test_a_pair_with_a_failed_side_is_left_out_and_named(tmp_path: Path) -> None:
+    study = tmp_path / "c.toml"
+    study.write_text(STUDY.format(fake=tmp_path / "fake", fail="true"))
+    run_study(str(study), results_dir=tmp_path / "r")
+    done = _report(tmp_path / "r")
+    said = " ".join(done.stdout.split())
+    assert done.returncode == 0, done.stderr
+    assert "│ good │ all │ 2.00x [2.00–2.00] (n=2/2) │" in said, said  # the good pair: 2.0 / 1.0
+    assert "left out: null bad: value=2.0 has no run with a number (2 runs failed); value=1.0 has no run " \
+           "with a number (2 runs failed)" in said, said
+
+
+def test_only_failed_pairs_are_named_in_the_error(tmp_path: Path) -> None:
+    study = tmp_path / "c.toml"
+    text = STUDY.format(fake=tmp_path / "fake", fail="true")
+    study.write_text(text.replace('name = "good"', 'name = "good"\nfail = true'))
+    run_study(str(study), results_dir=tmp_path / "r")
+    done = _report(tmp_path / "r")
+    said = " ".join(done.stderr.split())
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "no pair of cells that differs only in value = 2.0 vs 1.0 has numbers on both sides" in said, said
+    assert "null good: value=2.0 has no run with a number (2 runs failed)" in said, said
+    assert "no pair of cells differs only" not in said
