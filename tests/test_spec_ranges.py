@@ -158,3 +158,16 @@ def test_a_workload_parameter_quotes_a_boolean_as_toml_spells_it() -> None:
 def test_a_bad_aging_table_is_one_error_not_also_the_none_branch() -> None:
     err = str(spec_error(workload_extra='aging = { fill = 2, pattern = "random-holes", seed = 1 }'))
     assert "workloads[0].aging.fill: Input should be less than 1" in err and "literal" not in err
+
+
+@pytest.mark.parametrize("study,workload_extra,says", [
+    ("", 'aging = "nonee"', 'workloads[0].aging: write "none" or a table, e.g. aging = { fill = 0.5'),
+    ("", "aging = 3", 'workloads[0].aging: write "none" or a table'),
+    ('aging = "none"', "", "study.aging: write a table, e.g. aging = { fill = 0.5, pattern = \"random-holes\" } "
+                          "(leave it out for no aging)"),
+])
+def test_an_aging_that_is_no_table_is_one_error_naming_both_forms(study: str, workload_extra: str,
+                                                                  says: str) -> None:
+    lines = str(spec_error(study=study, workload_extra=workload_extra)).splitlines()
+    assert len(lines) == 2 and says in lines[1], lines  # the heading and one line
+    assert "AgingOption" not in lines[1] and "literal" not in lines[1]

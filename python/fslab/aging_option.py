@@ -134,3 +134,15 @@ def parse_aging(data: Any, *, source: str, field: str = "aging") -> AgingOption:
         elif "input" in first and first["type"] != "missing":
             message += f" (given: {first['input']!r})"
         raise SpecError(message, source=source, field=where) from None
+
+
+def aging_shape(value: Any, *, none_allowed: bool) -> Any:
+    """Before validation: an ``aging`` that is neither a table nor (in a workload) "none"
+    gets one error saying both forms, not pydantic's two (one per form, one of them naming
+    a class)."""
+    if value is None or isinstance(value, (dict, AgingOption)) or (none_allowed and value == "none"):
+        return value
+    form = 'a table, e.g. aging = { fill = 0.5, pattern = "random-holes" }'
+    raise ValueError(f'write "none" or {form}' if none_allowed
+                     else f"write {form} (leave it out for no aging)")
+

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from .aging_option import AgingOption
+from .aging_option import AgingOption, aging_shape
 from .backend_names import BACKEND_PREFERENCE as BACKEND_PREFERENCE
 from .backend_names import Backend, StudyBackend
 from .paper import PaperSection
@@ -177,6 +177,11 @@ class StudySection(TomlSection):
     @classmethod
     def _guest_kernel(cls, value: str) -> str:
         return check_guest_kernel(value)
+
+    @field_validator("aging", mode="before")
+    @classmethod
+    def _aging(cls, value: Any) -> Any:
+        return aging_shape(value, none_allowed=False)
     aging: AgingOption | None = Field(
         default=None, description="age every file system after mkfs, before any workload (fslab.aging)")
     machine_class: str | None = Field(
@@ -245,6 +250,11 @@ class WorkloadSection(TomlSection):
     aging: AgingOption | Literal["none"] | None = Field(
         default=None, description="this workload's aging; 'none' runs it on an un-aged file system "
         "even when [study] sets aging")
+
+    @field_validator("aging", mode="before")
+    @classmethod
+    def _aging(cls, value: Any) -> Any:
+        return aging_shape(value, none_allowed=True)
 
     @field_validator("name")
     @classmethod
