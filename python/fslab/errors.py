@@ -86,9 +86,13 @@ class CommandFailed(FslabError):
 
 
 def _stderr_excerpt(stderr: str, head: int = 3, tail: int = 5) -> str:
-    """The first and last lines of a tool's stderr: tools often put the reason first and
-    a usage text after it (mkfs.xfs: "Filesystem must be larger than 300MB." + usage)."""
+    """The first and last lines of a tool's stderr. A usage text after the reason
+    (mkfs.xfs: "Filesystem must be larger than 300MB.", then its options) is left
+    out: it says nothing of what went wrong."""
     lines = [line for line in stderr.strip().splitlines() if line.strip()]
+    usage = next((i for i, line in enumerate(lines) if i and line.lstrip().lower().startswith("usage:")), None)
+    if usage is not None:
+        lines = [*lines[:usage], f"(then its usage text, {len(lines) - usage} lines)"]
     if len(lines) > head + tail:
         lines = [*lines[:head], f"... ({len(lines) - head - tail} more lines)", *lines[-tail:]]
     return ("\n  " + "\n  ".join(lines)) if lines else ""
