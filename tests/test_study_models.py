@@ -31,6 +31,9 @@ def _spec(models: dict[str, Any], simulate: list[str]) -> dict[str, Any]:
     # a boolean is a switch's 1 or 0, never a time or a size (it read as 1 ms, 1 byte)
     ({"m": {"base": "hdd-7200", "seek_average_ms": True}}, ["m"], r"seek_average_ms: is a time: .*not true"),
     ({"m": {"base": "hdd-7200", "cache_bytes": False}}, ["m"], r"cache_bytes: is a size: .*not false"),
+    ({"m": {"base": "hdd-7200", "ncq_depth": True}}, ["m"], r"ncq_depth: is a number, not a switch: .*not true "
+     r"\(true and false are for write_cache\)"),
+    ({"m": {"base": "raid5-8x-sata-mlc-ssd", "members": True}}, ["m"], r"members: is a number, not a switch"),
 ])
 def test_bad_study_models_name_the_field(models: dict[str, Any], simulate: list[str], message: str) -> None:
     with pytest.raises(SpecError, match=message):
@@ -42,6 +45,19 @@ def test_a_switch_takes_true_and_false() -> None:
 
     spec = parse_spec(_spec({"m": {"base": "hdd-7200", "write_cache": False}}, ["m"]), "t.toml")
     assert _normalise("write_cache", spec.models["m"].overrides["write_cache"]) == ("write_cache", 0)
+
+
+def test_the_switches_are_the_cores_zero_or_one_parameters() -> None:
+    """Python's list of switches is the core's: every parameter the models read as a whole
+    number in [0, 1], found in their source."""
+    import re
+
+    from fslab.simulate import SWITCHES
+
+    models = Path(__file__).resolve().parents[1] / "crates" / "fslab-core" / "src" / "models"
+    found = {m.group(1) for path in models.glob("*.rs")
+             for m in re.finditer(r'\.int\(\s*"(\w+)",\s*\w+,\s*0,\s*1\s*\)', path.read_text())}
+    assert found and found == SWITCHES
 
 
 def test_a_study_model_reaches_every_job() -> None:

@@ -68,9 +68,14 @@ def _preset(name: str) -> dict[str, Any]:
     return data
 
 
+# The core's on/off parameters (a whole number in [0, 1] there: crates/fslab-core/src/models/);
+# a boolean given for any other parameter is a mistake (ncq_depth = true read as 1).
+SWITCHES = frozenset({"write_cache"})
+
+
 def _normalise(key: str, value: Any) -> tuple[str, float | int | str]:
     """One parameter in the core's units: times to ``_ns``, sizes to bytes; a boolean is a
-    switch's 1 or 0 (``write_cache = false``), never a time or a size."""
+    switch's 1 or 0 (``write_cache = false``), never a time, a size or a count."""
     for suffix, factor in _TIME_FACTORS.items():
         if key.endswith(suffix):
             if isinstance(value, bool):
@@ -81,9 +86,12 @@ def _normalise(key: str, value: Any) -> tuple[str, float | int | str]:
                 raise SpecError(f"{value!r} is not a number", field=key) from None
             return key[: -len(suffix)] + "_ns", round(number * factor)
     if isinstance(value, bool):
+        if key in SWITCHES:
+            return key, int(value)
         if key == "capacity" or key.endswith("_bytes"):
             raise SpecError(f"is a size: write a number of bytes or e.g. '32MiB', not {given_text(value)}", field=key)
-        return key, int(value)
+        raise SpecError(f"is a number, not a switch: write e.g. 32, not {given_text(value)} (true and false are "
+                        f"for {', '.join(sorted(SWITCHES))})", field=key)
     if isinstance(value, str) and (key == "capacity" or key.endswith("_bytes")):
         try:
             return key, parse_size(value)
