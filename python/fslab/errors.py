@@ -86,16 +86,35 @@ class CommandFailed(FslabError):
 
 
 def _stderr_excerpt(stderr: str, head: int = 3, tail: int = 5) -> str:
-    """The first and last lines of a tool's stderr. A usage text after the reason
-    (mkfs.xfs: "Filesystem must be larger than 300MB.", then its options) is left
-    out: it says nothing of what went wrong."""
-    lines = [line for line in stderr.strip().splitlines() if line.strip()]
-    usage = next((i for i, line in enumerate(lines) if i and line.lstrip().lower().startswith("usage:")), None)
-    if usage is not None:
-        lines = [*lines[:usage], f"(then its usage text, {len(lines) - usage} lines)"]
+    """The first and last lines of a tool's stderr, without a usage text printed after the
+    reason (``without_usage``)."""
+    lines = [line for line in without_usage(stderr.strip().splitlines()) if line.strip()]
     if len(lines) > head + tail:
         lines = [*lines[:head], f"... ({len(lines) - head - tail} more lines)", *lines[-tail:]]
     return ("\n  " + "\n  ".join(lines)) if lines else ""
+
+
+def without_usage(lines: list[str]) -> list[str]:
+    """A tool's lines with a usage text after its reason left out (mkfs.xfs: "Filesystem
+    must be larger than 300MB." then 27 lines of options): from a line starting "usage:"
+    to the next blank line or the end, keeping any line of it that says "error" (argparse
+    and click print theirs after the usage). A usage line first is the reason itself."""
+    out: list[str] = []
+    cut = 0  # lines left out of the current usage block
+    for line in lines:
+        if cut and not line.strip():
+            out.append(f"(then its usage text, {cut} line{'s' * (cut != 1)})")
+            cut = 0
+        if cut or (out and line.lstrip().lower().startswith("usage:")):
+            if "error" in line.lower():
+                out.append(line)
+            else:
+                cut += 1
+            continue
+        out.append(line)
+    if cut:
+        out.append(f"(then its usage text, {cut} line{'s' * (cut != 1)})")
+    return out
 
 
 class ExecutorLost(FslabError):

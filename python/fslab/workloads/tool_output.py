@@ -62,7 +62,8 @@ def _last_lines(stdout: str, stderr: str) -> str:
     stdout's last lines: CommandFailed shows the head and tail of this."""
     lines = [line for line in stderr.splitlines() if line.strip()]
     kept = lines if len(lines) <= 2 * TAIL_LINES else [*lines[:3], "...", *lines[-TAIL_LINES:]]
-    return "\n".join(part for part in ("\n".join(kept), tail(stdout)) if part)
+    # a blank line between them ends a usage text in stderr (CommandFailed leaves it out)
+    return "\n\n".join(part for part in ("\n".join(kept), tail(stdout)) if part)
 
 
 def measured(tool: str, name: str, value: float, output: str) -> float:
