@@ -4,6 +4,7 @@ otherwise is refused, naming the cells, and nothing is measured again."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from pathlib import Path
 
@@ -33,21 +34,26 @@ value = [1.0, 2.0]
 """
 
 
-def _rename_cells(results: Path, study_id: int, only: str | None = None) -> None:
-    """Give the stored cells (and their runs) the ids an earlier naming would have."""
+def _rename_cell(results: Path, study_id: int, cell_id: str, backend: str | None = None) -> None:
+    """Give a stored cell (and its runs) the id an earlier naming would have; with
+    ``backend``, as if it had been planned on that backend then."""
     db = sqlite3.connect(results / DB_NAME)
     with db:
-        where = "study_id = ?" + (" AND id = ?" if only else "")
-        args = (study_id, only) if only else (study_id,)
-        db.execute(f"UPDATE runs SET cell_id = 'old-' || cell_id WHERE study_id = ?"
-                   f"{' AND cell_id = ?' if only else ''}", args)
-        db.execute(f"UPDATE cells SET cell_json = json_set(cell_json, '$.id', 'old-' || id), id = 'old-' || id "
-                   f"WHERE {where}", args)
+        db.execute("UPDATE runs SET cell_id = 'old-' || cell_id WHERE study_id = ? AND cell_id = ?",
+                   (study_id, cell_id))
+        db.execute("UPDATE cells SET cell_json = json_set(cell_json, '$.id', 'old-' || id, '$.backend', "
+                   "coalesce(?, json_extract(cell_json, '$.backend'))), id = 'old-' || id "
+                   "WHERE study_id = ? AND id = ?", (backend, study_id, cell_id))
     db.close()
 
 
-@pytest.mark.parametrize("flag", ["--resume", "--retry-failed"])
-def test_a_study_stored_under_other_cell_ids_is_refused_and_nothing_runs(tmp_path: Path, flag: str) -> None:
+@pytest.mark.parametrize("flag,backend,differs", [
+    ("--resume", None, "defined alike, named otherwise (by another fslab)"),
+    ("--retry-failed", None, "defined alike, named otherwise (by another fslab)"),
+    ("--resume", "guest", "backend: guest -> host"),
+])
+def test_a_study_stored_under_other_cell_ids_is_refused_and_nothing_runs(
+        tmp_path: Path, flag: str, backend: str | None, differs: str) -> None:
     study = tmp_path / "ids.toml"
     study.write_text(STUDY.format(fake=tmp_path / "fake"))
     results = tmp_path / "r"
@@ -56,13 +62,14 @@ def test_a_study_stored_under_other_cell_ids_is_refused_and_nothing_runs(tmp_pat
         store.set_status(first.study_id, "interrupted")
         cells = store.cells(first.study_id)
     assert len(cells) == 2
-    _rename_cells(results, first.study_id, only=cells[1]["id"])
+    _rename_cell(results, first.study_id, cells[1]["id"], backend)
     with pytest.raises(FslabError) as refused:
         run_study(str(study), results_dir=results, resume=flag == "--resume", retry_failed=flag == "--retry-failed")
     said = str(refused.value)
     assert said.startswith(f"{flag}: study {first.study_id} ")
-    assert f"1 of the 2 cells planned now (null w [value=2.0] (cell {cells[1]['id']}))" in said, said
-    assert f"without {flag}" in said
+    assert f"1 of the 2 cells planned now: null w [value=2.0] (cell {cells[1]['id']}): {differs}." in said, said
+    assert f"It was started on {os.uname().nodename} (kernel {os.uname().release}) with fslab " in said, said
+    assert f"finish it there, or run without {flag} to start a new study" in said, said
     with Store(results, read_only=True) as store:
         assert len(store.runs(first.study_id)) == 4  # nothing measured again
         assert len(store.studies()) == 1

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import shlex
 import shutil
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ParamSpec
+from typing import Any, ParamSpec
 
 from .backends import choose_backend
 from .cleanup import release_before_start
@@ -33,9 +34,10 @@ from .spec import StudySpec
 from .stopping import Decisions, cell_infos, decide
 from .stopping_rule import StoppingRule
 from .store import DB_NAME, Store, ensure_results_dir
-from .stored import STATUS_OK, StudyFacts, StudyRevision, StudyRow
+from .stored import STATUS_OK, StoredCell, StudyFacts, StudyRevision, StudyRow
 from .study import load_spec
 from .study_lock import study_lock
+from .units import value_text
 
 WORK_DIR_NAME = ".work"
 JOBS_DIR_NAME = ".jobs"  # each job's folder while it runs
@@ -149,23 +151,52 @@ def _refuse_resuming_another(store: Store, source: str, quick: bool, results_dir
 def _refuse_other_cells(store: Store, previous: StudyRow, plan: Plan, results_dir: Path, flag: str) -> None:
     """A stored study is continued only where this fslab plans its cells under the ids
     they were stored with: a run is matched to its stored result by cell id, so a cell
-    named otherwise (a later fslab that names cells differently, a file system that was
-    skipped when the study started) would be measured again beside results the report
-    could not join to it."""
-    stored = {c["id"] for c in store.cells(previous.id)}
+    defined otherwise now (another backend on this kernel, an fslab that names cells
+    differently, a file system skipped when the study started) would be measured again
+    beside results the report could not join to it."""
+    stored_cells = store.cells(previous.id)
+    stored = {c["id"] for c in stored_cells}
     unknown = [c for c in plan.cells if c.id not in stored]
     if not unknown:
         return
-    shown = ", ".join(f"{c.filesystem} {c.label} (cell {c.id})" for c in unknown[:3])
-    more = f" and {len(unknown) - 3} more" if len(unknown) > 3 else ""
+    by_case = {_case(c["filesystem"], c["workload"], c["axes"]): c for c in stored_cells}
+    said = [f"{c.filesystem} {c.label} (cell {c.id}): "
+            f"{_what_differs(by_case.get(_case(c.filesystem, c.workload, c.axes)), c)}" for c in unknown[:3]]
+    more = f"; and {len(unknown) - 3} more" if len(unknown) > 3 else ""
+    host = previous.host
     raise FslabError(
         f"{flag}: study {previous.id} in {results_dir} stored no cell under the id this fslab gives "
-        f"{len(unknown)} of the {len(plan.cells)} cells planned now ({shown}{more}): it was planned by an "
-        f"fslab that names cells otherwise (fslab {previous.host.get('fslab')}, core "
-        f"{previous.host.get('fslab_core')}), or a file system skipped then can run now. Those runs would "
-        f"be measured again and the report could not join them to the study. Finish it with the fslab that "
-        f"started it, or run without {flag} to start "
-        f"a new study (study {previous.id} stays as it is)")
+        f"{len(unknown)} of the {len(plan.cells)} cells planned now: {'; '.join(said)}{more}. Their runs would "
+        f"be measured again, beside stored results the report could not join to them. It was started on "
+        f"{host.get('hostname')} (kernel {host.get('kernel')}) with fslab {host.get('fslab')} (core "
+        f"{host.get('fslab_core')}): finish it there, or run without {flag} to start a new study (study "
+        f"{previous.id} stays as it is)")
+
+
+def _case(filesystem: str, workload: str, axes: Mapping[str, Any]) -> str:
+    """An entry's case of a workload, the same whatever the cell's id."""
+    return json.dumps([filesystem, workload, axes], sort_keys=True, default=str)
+
+
+def _what_differs(stored: StoredCell | None, cell: Cell) -> str:
+    """'backend: host -> guest': what of a cell's definition is not what was stored for
+    the same entry and case."""
+    if stored is None:
+        return "not in the stored study (a file system skipped when it started, which can run now?)"
+    was: dict[str, Any] = dict(stored)
+    now, changed = cell.to_json(), []
+    for key in sorted(set(now) | set(was)):
+        old, new = was.get(key), now.get(key)
+        if key == "id" or old == new:
+            continue
+        if key == "inputs":  # file texts: too long to show
+            changed.append("the texts of its input files")
+        elif isinstance(old, dict) and isinstance(new, dict):
+            changed += [f"{key}.{k}: {value_text(old.get(k))} -> {value_text(new.get(k))}"
+                        for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
+        else:
+            changed.append(f"{key}: {value_text(old)} -> {value_text(new)}")
+    return ", ".join(changed) if changed else "defined alike, named otherwise (by another fslab)"
 
 
 @dataclass(frozen=True)
