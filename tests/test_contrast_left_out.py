@@ -50,7 +50,7 @@ def test_a_pair_with_a_failed_side_is_left_out_and_named(tmp_path: Path) -> None
     said = " ".join(done.stdout.split())
     assert done.returncode == 0, done.stderr
     assert "│ good │ all │ 2.00x [2.00–2.00] (n=2/2) │" in said, said  # the good pair: 2.0 / 1.0
-    assert "left out: null bad: value=2.0 has no run with a number (2 runs failed); value=1.0 has no run " \
+    assert "left out: null bad: value=2.0 has no run with a number (2 runs failed), value=1.0 has no run " \
            "with a number (2 runs failed)" in said, said
 
 
@@ -65,3 +65,23 @@ def test_only_failed_pairs_are_named_in_the_error(tmp_path: Path) -> None:
     assert "no pair of cells that differs only in value = 2.0 vs 1.0 has numbers on both sides" in said, said
     assert "null good: value=2.0 has no run with a number (2 runs failed)" in said, said
     assert "no pair of cells differs only" not in said
+
+
+def test_a_side_not_run_yet_is_said_so(tmp_path: Path) -> None:
+    import sqlite3
+
+    from fslab.store import DB_NAME, Store
+
+    study = tmp_path / "c.toml"
+    study.write_text(STUDY.format(fake=tmp_path / "fake", fail="false"))
+    outcome = run_study(str(study), results_dir=tmp_path / "r")
+    with Store(tmp_path / "r", read_only=True) as store:  # as an interrupted study holds it
+        (cell,) = [c for c in store.cells(outcome.study_id) if c["workload"] == "bad" and c["axes"]["value"] == 1.0]
+    db = sqlite3.connect(tmp_path / "r" / DB_NAME)
+    with db:
+        db.execute("DELETE FROM metrics WHERE run_id IN (SELECT id FROM runs WHERE cell_id = ?)", (cell["id"],))
+        db.execute("DELETE FROM runs WHERE cell_id = ?", (cell["id"],))
+        db.execute("UPDATE studies SET status = 'interrupted'")
+    db.close()
+    said = " ".join(_report(tmp_path / "r").stdout.split())
+    assert "left out: null bad: value=1.0 not run yet" in said, said

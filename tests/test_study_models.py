@@ -34,6 +34,8 @@ def _spec(models: dict[str, Any], simulate: list[str]) -> dict[str, Any]:
     ({"m": {"base": "hdd-7200", "ncq_depth": True}}, ["m"], r"ncq_depth: is a number, not a switch: .*not true "
      r"\(true and false are for write_cache\)"),
     ({"m": {"base": "raid5-8x-sata-mlc-ssd", "members": True}}, ["m"], r"members: is a number, not a switch"),
+    ({"m": {"base": "sata-mlc-ssd", "precondition": False}}, ["m"],
+     r'precondition: is a name, not a switch: write it in quotes \(e.g. precondition = "random"\), not false'),
 ])
 def test_bad_study_models_name_the_field(models: dict[str, Any], simulate: list[str], message: str) -> None:
     with pytest.raises(SpecError, match=message):
@@ -52,12 +54,24 @@ def test_the_switches_are_the_cores_zero_or_one_parameters() -> None:
     number in [0, 1], found in their source."""
     import re
 
-    from fslab.simulate import SWITCHES
+    from fslab.simulate import SWITCHES, TEXTS
 
     models = Path(__file__).resolve().parents[1] / "crates" / "fslab-core" / "src" / "models"
     found = {m.group(1) for path in models.glob("*.rs")
              for m in re.finditer(r'\.int\(\s*"(\w+)",\s*\w+,\s*0,\s*1\s*\)', path.read_text())}
     assert found and found == SWITCHES
+    named = {m.group(1) for path in models.glob("*.rs")
+             for m in re.finditer(r'\.text\(\s*"(\w+)"', path.read_text())}
+    assert named and named | {"kind", "member"} == set(TEXTS)  # kind and member: read before the model's reader
+
+
+def test_set_on_the_command_line_takes_a_switch_as_the_study_file_writes_it() -> None:
+    from fslab.simulate import model_params, parse_set
+
+    assert parse_set(["write_cache=false", "ncq_depth=16"]) == {"write_cache": False, "ncq_depth": 16}
+    assert model_params("hdd-7200", parse_set(["write_cache=false"]))["write_cache"] == 0
+    with pytest.raises(SpecError, match=r"ncq_depth: is a number, not a switch"):
+        model_params("hdd-7200", parse_set(["ncq_depth=true"]))
 
 
 def test_a_study_model_reaches_every_job() -> None:

@@ -490,7 +490,7 @@ def _print_contrast(runs: list[StoredRun], cells: list[StoredCell], text: str, m
     if not rows:
         raise FslabError(f"--contrast {text}: " + (
             f"no pair of cells that differs only in {axis} = {a} vs {b} has numbers on both sides: "
-            + "; ".join(left_out) if left_out else f"no pair of cells differs only in {axis} = {a} vs {b}"))
+            + " | ".join(left_out) if left_out else f"no pair of cells differs only in {axis} = {a} vs {b}"))
     filesystems = list(dict.fromkeys(r.filesystem for r in rows))
     table = Table(title=f"ratio {axis}={a} / {axis}={b} of {metric or 'the primary metric'}: "
                   "ratio of means [95% CI, delta method]", title_justify="left")

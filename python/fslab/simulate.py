@@ -71,6 +71,8 @@ def _preset(name: str) -> dict[str, Any]:
 # The core's on/off parameters (a whole number in [0, 1] there: crates/fslab-core/src/models/);
 # a boolean given for any other parameter is a mistake (ncq_depth = true read as 1).
 SWITCHES = frozenset({"write_cache"})
+# ... and its named ones (text there), each with an example of its value.
+TEXTS = {"kind": 'kind = "ssd"', "member": 'member = "sata-mlc-ssd"', "precondition": 'precondition = "random"'}
 
 
 def _normalise(key: str, value: Any) -> tuple[str, float | int | str]:
@@ -90,6 +92,9 @@ def _normalise(key: str, value: Any) -> tuple[str, float | int | str]:
             return key, int(value)
         if key == "capacity" or key.endswith("_bytes"):
             raise SpecError(f"is a size: write a number of bytes or e.g. '32MiB', not {given_text(value)}", field=key)
+        if key in TEXTS:
+            raise SpecError(f"is a name, not a switch: write it in quotes (e.g. {TEXTS[key]}), not "
+                            f"{given_text(value)}", field=key)
         raise SpecError(f"is a number, not a switch: write e.g. 32, not {given_text(value)} (true and false are "
                         f"for {', '.join(sorted(SWITCHES))})", field=key)
     if isinstance(value, str) and (key == "capacity" or key.endswith("_bytes")):
@@ -140,6 +145,9 @@ def parse_set(items: Iterable[str]) -> dict[str, Any]:
         if not sep or not key.strip():
             raise SpecError(f"{item!r}: write NAME=VALUE, e.g. over_provisioning=0.12", field="--set")
         value: Any = text.strip()
+        if value in ("true", "false"):  # as a study file writes a switch (write_cache=false)
+            out[key.strip()] = value == "true"
+            continue
         for conv in (int, float):
             try:
                 value = conv(value)

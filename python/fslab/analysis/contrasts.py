@@ -78,7 +78,8 @@ def contrasts(runs: Sequence[StoredRun], cells: Sequence[StoredCell], axis: str,
               left_out: list[str] | None = None) -> list[ContrastRow]:
     """Every pair of cells that differ only in ``axis`` (numerator vs denominator value).
     A pair of which a side has no run with a number is left out, and said in ``left_out``
-    ('ext4 w [bs=4096]: direct=true has no run with a number (3 failed)')."""
+    ('ext4 w [bs=4096]: direct=true has no run with a number (3 runs failed)'; 'not run yet'
+    where a side has no stored run)."""
     values: dict[str, list[float]] = {}
     failed: dict[str, int] = {}
     metric_of: dict[str, str] = {}
@@ -108,9 +109,9 @@ def contrasts(runs: Sequence[StoredRun], cells: Sequence[StoredCell], axis: str,
         empty = [(v, c) for v, c in ((numerator, cell_id), (denominator, other)) if not values.get(c)]
         if empty:
             if left_out is not None:
-                left_out.append(f"{fs} {workload}{f' [{rest}]' if rest else ''}: " + "; ".join(
-                    f"{axis}={v} has no run with a number"
-                    + (f" ({counted(failed[c], 'run')} failed)" if failed.get(c) else "") for v, c in empty))
+                left_out.append(f"{fs} {workload}{f' [{rest}]' if rest else ''}: " + ", ".join(
+                    f"{axis}={v} " + (f"has no run with a number ({counted(failed[c], 'run')} failed)"
+                                      if failed.get(c) else "not run yet") for v, c in empty))
             continue
         if metric_of[cell_id] != metric_of[other]:
             raise ValueError(
