@@ -561,7 +561,8 @@ def export(
         "--out", "--output", "-o", help="file (default: stdout; parquet needs a file)")] = None,
 ) -> None:
     """One record per run: study, cell parameters, file system, workload, repetition,
-    status, error, provenance and metrics (with units), as JSON, CSV or typed Parquet."""
+    status, error, provenance and metrics (with units), as JSON, CSV or typed Parquet. In
+    CSV, a flag is `true`/`false` and a list or table is JSON, as in the JSON export."""
     from .export import EXPORTERS
     from .store import Store
 

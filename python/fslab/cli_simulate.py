@@ -24,7 +24,9 @@ def register(app: typer.Typer) -> None:
         qd: Annotated[int, typer.Option("--qd", min=1, help="closed-loop queue depth (requests outstanding, at least 1; --open-loop for none)")] = 1,
         open_loop: Annotated[bool, typer.Option("--open-loop", help="issue at the trace's own timestamps instead")] = False,
         synthetic: Annotated[Optional[str], typer.Option("--synthetic", help="stream in place of a trace: rw=randwrite,bs=4k,count=N,span=BYTES,seed=S")] = None,
-        set_: Annotated[Optional[list[str]], typer.Option("--set", help="override a model parameter: NAME=VALUE (repeatable)")] = None,
+        set_: Annotated[Optional[list[str]], typer.Option("--set", help=(
+            "override a model parameter: NAME=VALUE (repeatable; a switch takes true or false, `write_cache=false`; "
+            "true and false for any other parameter are refused)"))] = None,
         as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
         list_models: Annotated[bool, typer.Option("--list-models", help="list model presets and exit")] = False,
     ) -> None:
