@@ -229,10 +229,14 @@ class Store:
             record = self._move_artifacts(study_id, record, source_dir)
         with self.db:
             try:
+                # A run's id names it for good (`fslab report --run N`, a retired run's folder):
+                # never one a retired run had, which SQLite's rowid would reuse once the largest
+                # ids were retired (a second --retry-failed then collided in retired_runs).
                 cur = self.db.execute(
-                    "INSERT INTO runs (study_id, cell_id, repetition, sequence, status, error,"
+                    "INSERT INTO runs (id, study_id, cell_id, repetition, sequence, status, error,"
                     " started_at, finished_at, provenance_json, artifact_dir)"
-                    " VALUES (?,?,?,?,?,?,?,?,?,?)",
+                    " VALUES (1 + max(coalesce((SELECT max(id) FROM runs), 0),"
+                    " coalesce((SELECT max(id) FROM retired_runs), 0)),?,?,?,?,?,?,?,?,?,?)",
                     (study_id, record.cell_id, record.repetition, record.sequence, record.status,
                      record.error, record.started_at, record.finished_at,
                      json.dumps(record.provenance, default=str), record.artifact_dir),
@@ -300,16 +304,19 @@ class Store:
         """Adopt a changed study file for --retry-failed (fslab.identity.retry_plan): the new
         text and identity, ``new_cells`` added (they replace cells whose runs all failed; the
         old rows stay, with their retired runs, as history) and ``revision`` (the old text
-        and what changed) appended to the study's facts."""
-        row = self.db.execute("SELECT facts_json, (SELECT COUNT(*) FROM cells WHERE study_id = ?) AS n"
-                              " FROM studies WHERE id = ?", (study_id, study_id)).fetchone()
+        and what changed) appended to the study's facts. A cell stored already (a change
+        undone: the file is back at an earlier definition) is taken up again, not added."""
+        row = self.db.execute("SELECT facts_json FROM studies WHERE id = ?", (study_id,)).fetchone()
+        stored = {r["id"] for r in self.db.execute("SELECT id FROM cells WHERE study_id = ?", (study_id,))}
         facts = json.loads(row["facts_json"])
         facts["revisions"] = [*facts.get("revisions", []), revision]
         with self.db:
             self.db.execute("UPDATE studies SET spec_text = ?, spec_hash = ?, facts_json = ? WHERE id = ?",
                             (spec_text, spec_hash, json.dumps(facts), study_id))
-            for offset, cell in enumerate(new_cells):
-                self._insert_cell(study_id, int(row["n"]) + offset, cell)
+            for cell in new_cells:
+                if cell.id not in stored:
+                    self._insert_cell(study_id, len(stored), cell)
+                    stored.add(cell.id)
 
     def set_auto(self, study_id: int, auto: AutoFacts) -> None:
         """Keep what a ``repetitions = "auto"`` study decided after its latest pass (why each

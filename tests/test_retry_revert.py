@@ -1,0 +1,68 @@
+"""--retry-failed after a study file was changed and then changed back: the first
+definition is adopted again (it is stored already), not inserted twice."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fslab.runner import run_study
+from fslab.store import Store
+
+STUDY = """
+[study]
+name = "revert"
+repetitions = 2
+drop_caches = false
+
+[device]
+kind = "fake"
+directory = "{fake}"
+
+[filesystems.null]
+
+[[workloads]]
+kind = "null"
+name = "w"
+fail = true
+ops = {ops}
+"""
+
+
+def test_a_change_undone_is_retried_under_the_first_definition(tmp_path: Path) -> None:
+    study, results = tmp_path / "s.toml", tmp_path / "r"
+    first_text = STUDY.format(fake=tmp_path / "fake", ops=10)
+    study.write_text(first_text)
+    first = run_study(str(study), results_dir=results)
+    assert first.runs_failed == 2
+    study.write_text(STUDY.format(fake=tmp_path / "fake", ops=20))
+    notices: list[str] = []
+    second = run_study(str(study), results_dir=results, retry_failed=True, on_notice=notices.append)
+    assert (second.study_id, second.runs_done, second.runs_retried) == (first.study_id, 2, 2)
+    study.write_text(first_text)  # the change undone
+    third = run_study(str(study), results_dir=results, retry_failed=True, on_notice=notices.append)
+    assert (third.study_id, third.runs_done, third.runs_retried) == (first.study_id, 2, 2)
+    with Store(results, read_only=True) as store:
+        cells = store.cells(first.study_id)
+        runs = store.runs(first.study_id)
+        row = store.study(first.study_id)
+    assert len(cells) == 2  # the first definition and the second, each once
+    assert {r["cell"]["params"]["ops"] for r in runs} == {10}  # the runs now are the first definition's
+    assert [list(r["replaced_cells"].values())[0] for r in row.facts["revisions"]] == [cells[1]["id"], cells[0]["id"]]
+    assert row.spec_text == first_text
+
+
+def test_runs_failing_again_are_retried_again_and_no_run_id_names_two_runs(tmp_path: Path) -> None:
+    study, results = tmp_path / "s.toml", tmp_path / "r"
+    study.write_text(STUDY.format(fake=tmp_path / "fake", ops=10))
+    first = run_study(str(study), results_dir=results)
+    for _ in range(2):  # every run fails again: each retry retires the runs of the one before
+        again = run_study(str(study), results_dir=results, retry_failed=True)
+        assert (again.study_id, again.runs_done, again.runs_retried) == (first.study_id, 2, 2)
+    with Store(results, read_only=True) as store:
+        retired_rows = store.retired_runs(first.study_id)
+        retired = [r["id"] for r in retired_rows]
+        current = [r["run_id"] for r in store.runs(first.study_id)]
+    assert len(retired) == 4 and len(set(retired)) == 4 and not set(retired) & set(current)
+    assert sorted(retired + current) == list(range(1, 7))
+    folders = [r["artifact_dir"] for r in retired_rows]
+    assert len(set(folders)) == 4 and all((results / f).is_dir() for f in folders)  # each failure's files kept
