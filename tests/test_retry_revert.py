@@ -42,10 +42,12 @@ def test_a_change_undone_is_retried_under_the_first_definition(tmp_path: Path) -
     third = run_study(str(study), results_dir=results, retry_failed=True, on_notice=notices.append)
     assert (third.study_id, third.runs_done, third.runs_retried) == (first.study_id, 2, 2)
     with Store(results, read_only=True) as store:
-        cells = store.cells(first.study_id)
+        cells = store.cells(first.study_id, replaced_too=True)
+        in_effect = store.cells(first.study_id)
         runs = store.runs(first.study_id)
         row = store.study(first.study_id)
     assert len(cells) == 2  # the first definition and the second, each once
+    assert [c["id"] for c in in_effect] == [cells[0]["id"]]  # the first, taken up again
     assert {r["cell"]["params"]["ops"] for r in runs} == {10}  # the runs now are the first definition's
     assert [list(r["replaced_cells"].values())[0] for r in row.facts["revisions"]] == [cells[1]["id"], cells[0]["id"]]
     assert row.spec_text == first_text
@@ -66,3 +68,22 @@ def test_runs_failing_again_are_retried_again_and_no_run_id_names_two_runs(tmp_p
     assert sorted(retired + current) == list(range(1, 7))
     folders = [r["artifact_dir"] for r in retired_rows]
     assert len(set(folders)) == 4 and all((results / f).is_dir() for f in folders)  # each failure's files kept
+
+
+def test_the_report_reads_the_definition_in_effect_and_says_the_study_was_revised(tmp_path: Path) -> None:
+    from fslab.report.sections.definitions import study_statements, workload_tables
+
+    study, results = tmp_path / "s.toml", tmp_path / "r"
+    study.write_text(STUDY.format(fake=tmp_path / "fake", ops=10))
+    first = run_study(str(study), results_dir=results)
+    study.write_text(STUDY.format(fake=tmp_path / "fake", ops=20))
+    run_study(str(study), results_dir=results, retry_failed=True)
+    with Store(results, read_only=True) as store:
+        row = store.study(first.study_id)
+        cells, runs = store.cells(row.id), store.runs(row.id)
+        assert len(store.cells(row.id, replaced_too=True)) == 2
+    assert [c["params"]["ops"] for c in cells] == [20]
+    (table,) = workload_tables(cells, runs)
+    assert ["ops", "20"] in table.rows
+    (revised,) = [s for s in study_statements(row, runs) if s.startswith("revised by --retry-failed at ")]
+    assert "workloads[0].ops: 10 -> 20" in revised, revised

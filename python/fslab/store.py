@@ -470,12 +470,24 @@ class Store:
         ).fetchall()
         return {(r["cell_id"], r["repetition"]) for r in rows}
 
-    def cells(self, study_id: int) -> list[StoredCell]:
-        """The study's cells in the study file's order."""
+    def cells(self, study_id: int, *, replaced_too: bool = False) -> list[StoredCell]:
+        """The study's cells in the study file's order: those of its definition now, not
+        the ones a --retry-failed revision replaced (their runs are retired), unless
+        ``replaced_too``."""
         rows = self.db.execute(
             "SELECT cell_json FROM cells WHERE study_id = ? ORDER BY position", (study_id,)
         ).fetchall()
-        return [_cell(r["cell_json"]) for r in rows]
+        cells = [_cell(r["cell_json"]) for r in rows]
+        if replaced_too:
+            return cells
+        row = self.db.execute("SELECT facts_json FROM studies WHERE id = ?", (study_id,)).fetchone()
+        facts = json.loads(row["facts_json"]) if row else {}
+        replaced: set[str] = set()
+        for revision in facts.get("revisions", []):  # oldest first: a change undone takes its cell back
+            for old, new in revision.get("replaced_cells", {}).items():
+                replaced.add(old)
+                replaced.discard(new)
+        return [c for c in cells if c["id"] not in replaced]
 
     def runs(self, study_id: int) -> list[StoredRun]:
         """Every stored run of a study with its cell and metrics, in execution order."""
