@@ -36,9 +36,9 @@ value = [1.0, 2.0]
 """
 
 
-def _report(results: Path) -> subprocess.CompletedProcess[str]:
+def _report(results: Path, contrast: str = "value=2.0/1.0") -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "fslab.cli", "report", "-r", str(results), "--contrast",
-                           "value=2.0/1.0"], capture_output=True, text=True, timeout=300,
+                           contrast], capture_output=True, text=True, timeout=300,
                           env={"COLUMNS": "250", "PATH": "/usr/bin:/bin"})
 
 
@@ -85,3 +85,17 @@ def test_a_side_not_run_yet_is_said_so(tmp_path: Path) -> None:
     db.close()
     said = " ".join(_report(tmp_path / "r").stdout.split())
     assert "left out: null bad: value=1.0 not run yet" in said, said
+
+
+def test_a_contrast_of_no_pair_says_what_the_axis_takes(tmp_path: Path) -> None:
+    study = tmp_path / "c.toml"
+    study.write_text(STUDY.format(fake=tmp_path / "fake", fail="false"))
+    run_study(str(study), results_dir=tmp_path / "r")
+    for contrast, says in (
+            ("value=3.0/1.0", "no pair of cells differs only in value = 3.0 vs 1.0 (value takes 1.0, 2.0)"),
+            ("direct=true/false", "no pair of cells differs only in direct = true vs false (direct is not an axis "
+                                  "(axes: value))"),
+            ("value=1.0/1.0", "'value=1.0/1.0': A and B are the same value; a contrast compares two values of value")):
+        done = _report(tmp_path / "r", contrast)
+        said = " ".join(done.stderr.split())
+        assert done.returncode == 2 and says in said, said

@@ -475,7 +475,7 @@ def _write_trace_figures(results: Path, runs: list[StoredRun], cells: list[Store
 def _print_contrast(runs: list[StoredRun], cells: list[StoredCell], text: str, metric: str | None) -> None:
     from rich.table import Table
 
-    from .analysis.contrasts import contrasts, parse_contrast
+    from .analysis.contrasts import axis_values_text, contrasts, parse_contrast
     from .report.units import fmt
 
     try:
@@ -490,7 +490,8 @@ def _print_contrast(runs: list[StoredRun], cells: list[StoredCell], text: str, m
     if not rows:
         raise FslabError(f"--contrast {text}: " + (
             f"no pair of cells that differs only in {axis} = {a} vs {b} has numbers on both sides: "
-            + " | ".join(left_out) if left_out else f"no pair of cells differs only in {axis} = {a} vs {b}"))
+            + " | ".join(left_out) if left_out
+            else f"no pair of cells differs only in {axis} = {a} vs {b} ({axis_values_text(cells, axis)})"))
     filesystems = list(dict.fromkeys(r.filesystem for r in rows))
     table = Table(title=f"ratio {axis}={a} / {axis}={b} of {metric or 'the primary metric'}: "
                   "ratio of means [95% CI, delta method]", title_justify="left")

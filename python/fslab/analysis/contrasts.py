@@ -69,8 +69,21 @@ def parse_contrast(text: str) -> tuple[str, str, str]:
     axis, sep, values = text.partition("=")
     a, slash, b = values.partition("/")
     if not sep or not slash or not axis or not a or not b:
-        raise ValueError(f"{text!r}: write AXIS=A/B, e.g. direct=0/1 or layout=many-small/few-large")
-    return axis, _PYTHON_BOOLEANS.get(a, a), _PYTHON_BOOLEANS.get(b, b)
+        raise ValueError(f"{text!r}: write AXIS=A/B, e.g. direct=true/false or layout=many-small/few-large")
+    a, b = _PYTHON_BOOLEANS.get(a, a), _PYTHON_BOOLEANS.get(b, b)
+    if a == b:
+        raise ValueError(f"{text!r}: A and B are the same value; a contrast compares two values of {axis}")
+    return axis, a, b
+
+
+def axis_values_text(cells: Sequence[StoredCell], axis: str) -> str:
+    """'direct takes true, false' or 'rw is not an axis (axes: bs, direct)': what a
+    contrast of ``axis`` can name in these cells."""
+    values = list(dict.fromkeys(value_text(c["axes"][axis]) for c in cells if axis in c["axes"]))
+    if values:
+        return f"{axis} takes {', '.join(values)}"
+    axes = list(dict.fromkeys(k for c in cells for k in c["axes"]))
+    return f"{axis} is not an axis ({'axes: ' + ', '.join(axes) if axes else 'this study has no axes'})"
 
 
 def contrasts(runs: Sequence[StoredRun], cells: Sequence[StoredCell], axis: str,
