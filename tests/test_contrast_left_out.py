@@ -50,6 +50,7 @@ def test_a_pair_with_a_failed_side_is_left_out_and_named(tmp_path: Path) -> None
     said = " ".join(done.stdout.split())
     assert done.returncode == 0, done.stderr
     assert "│ good │ all │ 2.00x [2.00–2.00] (n=2/2) │" in said, said  # the good pair: 2.0 / 1.0
+    assert f"(run id 2: `fslab report -r {tmp_path / 'r'} --run 2`)" in said, said  # the folder it was read from
     assert "left out: null bad: value=2.0 has no run with a number (2 runs failed), value=1.0 has no run " \
            "with a number (2 runs failed)" in said, said
 

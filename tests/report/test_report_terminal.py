@@ -79,7 +79,7 @@ def test_failures_grouped_with_the_run_to_look_at(results: Path) -> None:
     done = CliRunner().invoke(app, ["report", "-r", str(results)], terminal_width=250)
     assert "6 of 18 stored runs failed, for one reason:" in done.output
     assert "6 x the null workload failed, as its parameters asked (fail = true)" in done.output
-    ids = re.findall(r"run id (\d+): `fslab report --run (\d+)`", done.output)
+    ids = re.findall(r"run id (\d+): `fslab report -r " + re.escape(str(results)) + r" --run (\d+)`", done.output)
     assert len(ids) == 1 and ids[0][0] == ids[0][1]
     report = load_report(results, None)
     assert int(ids[0][0]) in {f.run_id for f in report.failed}

@@ -153,6 +153,7 @@ class FailedRun:
     reason: str
     details: str
     run_id: int | None = None  # `fslab report --run ID` shows it whole
+    command: str = ""  # that command, with the results directory the report was read from
 
 
 @dataclass

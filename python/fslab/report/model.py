@@ -6,6 +6,8 @@ draws what this builds, so they cannot disagree about a number."""
 
 from __future__ import annotations
 
+import shlex
+
 from ..analysis.contrasts import ratio_ci
 from ..analysis.stats import summarize
 from ..metrics import display_name
@@ -182,7 +184,9 @@ def _failed(runs: list[StoredRun], results_dir: str) -> list[FailedRun]:
             continue
         reason = (r["error"] or "no reason recorded").strip().splitlines()[0]
         out.append(FailedRun(fs_column(r["cell"]), cell_label(r["cell"]), r["repetition"] + 1, reason,
-                             f"{results_dir}/{r['artifact_dir']}" if r["artifact_dir"] else "", r["run_id"]))
+                             f"{results_dir}/{r['artifact_dir']}" if r["artifact_dir"] else "", r["run_id"],
+                             shlex.join(["fslab", "report", *(["-r", results_dir] if results_dir else []),
+                                         "--run", str(r["run_id"])])))
     return out
 
 
