@@ -48,8 +48,8 @@ def _rename_cell(results: Path, study_id: int, cell_id: str, backend: str | None
 
 
 @pytest.mark.parametrize("flag,backend,differs", [
-    ("--resume", None, "defined alike, named otherwise (by another fslab)"),
-    ("--retry-failed", None, "defined alike, named otherwise (by another fslab)"),
+    ("--resume", None, "defined alike, stored under another id"),
+    ("--retry-failed", None, "defined alike, stored under another id"),
     ("--resume", "guest", "backend: guest -> host"),
 ])
 def test_a_study_stored_under_other_cell_ids_is_refused_and_nothing_runs(
@@ -66,10 +66,11 @@ def test_a_study_stored_under_other_cell_ids_is_refused_and_nothing_runs(
     with pytest.raises(FslabError) as refused:
         run_study(str(study), results_dir=results, resume=flag == "--resume", retry_failed=flag == "--retry-failed")
     said = str(refused.value)
-    assert said.startswith(f"{flag}: study {first.study_id} ")
-    assert f"1 of the 2 cells planned now: null w [value=2.0] (cell {cells[1]['id']}): {differs}." in said, said
-    assert f"It was started on {os.uname().nodename} (kernel {os.uname().release}) with fslab " in said, said
-    assert f"finish it there, or run without {flag} to start a new study" in said, said
+    assert said.startswith(f"{flag}: 1 of the 2 cells ")
+    assert f"1 of the 2 cells this fslab plans for ids.toml are not stored under the ids study {first.study_id} " \
+           f"in {results} has: null w [value=2.0] (cell {cells[1]['id']}): {differs}." in said, said
+    assert f"It was started here, with this fslab ({os.uname().nodename}, kernel {os.uname().release}" in said
+    assert f"undo that, or run without {flag} to start a new study" in said, said
     with Store(results, read_only=True) as store:
         assert len(store.runs(first.study_id)) == 4  # nothing measured again
         assert len(store.studies()) == 1

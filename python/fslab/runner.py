@@ -163,14 +163,22 @@ def _refuse_other_cells(store: Store, previous: StudyRow, plan: Plan, results_di
     said = [f"{c.filesystem} {c.label} (cell {c.id}): "
             f"{_what_differs(by_case.get(_case(c.filesystem, c.workload, c.axes)), c)}" for c in unknown[:3]]
     more = f"; and {len(unknown) - 3} more" if len(unknown) > 3 else ""
-    host = previous.host
+    host, here = previous.host, host_facts()
+    where = (f"It was started here, with this fslab ({here.get('hostname')}, kernel {here.get('kernel')}, fslab "
+             f"{here.get('fslab')}): what differs is what planning reads on this host now (a kernel module, "
+             "a tool), or its stored cells were changed; undo that, or"
+             if all(host.get(k) == here.get(k) for k in ("hostname", "kernel", "fslab", "fslab_core")) else
+             f"It was started on {host.get('hostname')} (kernel {host.get('kernel')}) with fslab "
+             f"{host.get('fslab')} (core {host.get('fslab_core')}): finish it there, or")
     raise FslabError(
-        f"{flag}: study {previous.id} in {results_dir} stored no cell under the id this fslab gives "
-        f"{len(unknown)} of the {len(plan.cells)} cells planned now: {'; '.join(said)}{more}. Their runs would "
-        f"be measured again, beside stored results the report could not join to them. It was started on "
-        f"{host.get('hostname')} (kernel {host.get('kernel')}) with fslab {host.get('fslab')} (core "
-        f"{host.get('fslab_core')}): finish it there, or run without {flag} to start a new study (study "
-        f"{previous.id} stays as it is)")
+        f"{flag}: {len(unknown)} of the {len(plan.cells)} cells this fslab plans for {planned_source(previous)} "
+        f"are not stored under the ids study {previous.id} in {results_dir} has: {'; '.join(said)}{more}. "
+        f"Their runs would be measured again, beside stored results the report could not join to them. "
+        f"{where} run without {flag} to start a new study (study {previous.id} stays as it is)")
+
+
+def planned_source(study: StudyRow) -> str:
+    return study.source if study.source.startswith("preset ") else Path(study.source).name
 
 
 def _case(filesystem: str, workload: str, axes: Mapping[str, Any]) -> str:
@@ -179,8 +187,8 @@ def _case(filesystem: str, workload: str, axes: Mapping[str, Any]) -> str:
 
 
 def _what_differs(stored: StoredCell | None, cell: Cell) -> str:
-    """'backend: host -> guest': what of a cell's definition is not what was stored for
-    the same entry and case."""
+    """'backend: host -> guest' (or 'defined alike, stored under another id'): what of a
+    cell's definition is not what was stored for the same entry and case."""
     if stored is None:
         return "not in the stored study (a file system skipped when it started, which can run now?)"
     was: dict[str, Any] = dict(stored)
@@ -196,7 +204,7 @@ def _what_differs(stored: StoredCell | None, cell: Cell) -> str:
                         for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
         else:
             changed.append(f"{key}: {value_text(old)} -> {value_text(new)}")
-    return ", ".join(changed) if changed else "defined alike, named otherwise (by another fslab)"
+    return ", ".join(changed) if changed else "defined alike, stored under another id"
 
 
 @dataclass(frozen=True)
