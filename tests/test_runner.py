@@ -411,7 +411,8 @@ size = "1G"
     with pytest.raises(FslabError) as failed:
         run_study(str(study), results_dir=results)
     text = str(failed.value)
-    assert "filesystems.xfs.mkfs" in text and "larger than 300MB" in text
+    assert "filesystems.xfs: xfs refuses a device below 300 MiB" in text and "larger than 300MB" in text
+    assert "filesystems.xfs.mkfs" not in text  # said once, not again by its mkfs on a scratch image
     assert "filesystems.ext4.mount" in text
     assert "workloads[0].job_file: 'missing.fio' not found" in text
     assert "workloads[1]" in text and "more than 90% of the 256 MiB device" in text

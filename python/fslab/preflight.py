@@ -229,6 +229,8 @@ def probe_filesystems(plan: Plan, work_dir: Path) -> list[str]:
             probed.add(cell.filesystem)
             if not fstype.needs_root or not kind.needs_root:
                 continue
+            if isinstance(device.get("size"), int) and device["size"] < fstype.min_device_bytes:
+                continue  # too small for it: said once already (_input_problems), not again by its mkfs
             size = max(device.get("size") or 1 << 30, 64 << 20)
             step = "mkfs"
             try:
