@@ -86,3 +86,19 @@ def test_the_same_ids_resume_as_before(tmp_path: Path) -> None:
         store.set_status(first.study_id, "interrupted")
     again = run_study(str(study), results_dir=results, resume=True)
     assert (again.study_id, again.runs_done, again.runs_skipped_as_stored) == (first.study_id, 0, 4)
+
+
+def test_a_new_run_beside_an_unfinished_study_says_how_to_continue_that_one(tmp_path: Path) -> None:
+    study = tmp_path / "ids.toml"
+    study.write_text(STUDY.format(fake=tmp_path / "fake"))
+    results = tmp_path / "r"
+    first = run_study(str(study), results_dir=results)
+    with Store(results) as store:
+        store.set_status(first.study_id, "interrupted")
+    notices: list[str] = []
+    second = run_study(str(study), results_dir=results, on_notice=notices.append)
+    assert second.study_id != first.study_id and second.runs_done == 4
+    (said,) = notices
+    assert said == (f"study {first.study_id} of this study file is unfinished (4 of 4 runs stored, interrupted): "
+                    f"this starts a new study beside it; `fslab run {study} -r {results} --resume` continues "
+                    "that one instead")

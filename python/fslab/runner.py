@@ -288,6 +288,14 @@ def _study_to_continue(store: Store, planned: _PlannedStudy, results_dir: Path, 
     if retry_failed:
         return _study_to_retry(store, planned, results_dir, on_notice)
     if not resume:
+        unfinished = store.resumable(planned.digest)
+        if unfinished is not None and on_notice:
+            stored, _ = store.run_counts(unfinished.id)
+            again = ["fslab", "run", planned.source.removeprefix("preset "), "-r", str(results_dir),
+                     *(["--quick"] if planned.plan.quick else []), "--resume"]
+            on_notice(f"study {unfinished.id} of this study file is unfinished ({stored} of "
+                      f"{unfinished.planned_runs} runs stored, {unfinished.status}): this starts a new study "
+                      f"beside it; `{shlex.join(again)}` continues that one instead")
         return None
     previous = store.resumable(planned.digest)
     if previous is None:
