@@ -31,11 +31,11 @@ def _spec(models: dict[str, Any], simulate: list[str]) -> dict[str, Any]:
     # a boolean is a switch's 1 or 0, never a time or a size (it read as 1 ms, 1 byte)
     ({"m": {"base": "hdd-7200", "seek_average_ms": True}}, ["m"], r"seek_average_ms: is a time: .*not true"),
     ({"m": {"base": "hdd-7200", "cache_bytes": False}}, ["m"], r"cache_bytes: is a size: .*not false"),
-    ({"m": {"base": "hdd-7200", "ncq_depth": True}}, ["m"], r"ncq_depth: is a number, not a switch: .*not true "
-     r"\(true and false are for write_cache\)"),
-    ({"m": {"base": "raid5-8x-sata-mlc-ssd", "members": True}}, ["m"], r"members: is a number, not a switch"),
+    ({"m": {"base": "hdd-7200", "ncq_depth": True}}, ["m"], r"ncq_depth: takes a number, not true: true and false "
+     r"are only for the switches \(write_cache\); `fslab models NAME` lists a model's parameters"),
+    ({"m": {"base": "raid5-8x-sata-mlc-ssd", "members": True}}, ["m"], r"members: takes a number, not true"),
     ({"m": {"base": "sata-mlc-ssd", "precondition": False}}, ["m"],
-     r'precondition: is a name, not a switch: write it in quotes \(e.g. precondition = "random"\), not false'),
+     r'precondition: takes a name in quotes, not false: "none", "sequential" or "random"'),
 ])
 def test_bad_study_models_name_the_field(models: dict[str, Any], simulate: list[str], message: str) -> None:
     with pytest.raises(SpecError, match=message):
@@ -70,7 +70,7 @@ def test_set_on_the_command_line_takes_a_switch_as_the_study_file_writes_it() ->
 
     assert parse_set(["write_cache=false", "ncq_depth=16"]) == {"write_cache": False, "ncq_depth": 16}
     assert model_params("hdd-7200", parse_set(["write_cache=false"]))["write_cache"] == 0
-    with pytest.raises(SpecError, match=r"ncq_depth: is a number, not a switch"):
+    with pytest.raises(SpecError, match=r"ncq_depth: takes a number, not true"):
         model_params("hdd-7200", parse_set(["ncq_depth=true"]))
 
 

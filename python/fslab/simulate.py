@@ -71,8 +71,9 @@ def _preset(name: str) -> dict[str, Any]:
 # The core's on/off parameters (a whole number in [0, 1] there: crates/fslab-core/src/models/);
 # a boolean given for any other parameter is a mistake (ncq_depth = true read as 1).
 SWITCHES = frozenset({"write_cache"})
-# ... and its named ones (text there), each with an example of its value.
-TEXTS = {"kind": 'kind = "ssd"', "member": 'member = "sata-mlc-ssd"', "precondition": 'precondition = "random"'}
+# ... and its named ones (text there), each with the values it takes.
+TEXTS = {"kind": 'a model kind: "hdd", "ssd" or "raid"', "member": 'a model\'s name, e.g. "sata-mlc-ssd"',
+         "precondition": '"none", "sequential" or "random" (an SSD\'s)'}
 
 
 def _normalise(key: str, value: Any) -> tuple[str, float | int | str]:
@@ -93,10 +94,9 @@ def _normalise(key: str, value: Any) -> tuple[str, float | int | str]:
         if key == "capacity" or key.endswith("_bytes"):
             raise SpecError(f"is a size: write a number of bytes or e.g. '32MiB', not {given_text(value)}", field=key)
         if key in TEXTS:
-            raise SpecError(f"is a name, not a switch: write it in quotes (e.g. {TEXTS[key]}), not "
-                            f"{given_text(value)}", field=key)
-        raise SpecError(f"is a number, not a switch: write e.g. 32, not {given_text(value)} (true and false are "
-                        f"for {', '.join(sorted(SWITCHES))})", field=key)
+            raise SpecError(f"takes a name in quotes, not {given_text(value)}: {TEXTS[key]}", field=key)
+        raise SpecError(f"takes a number, not {given_text(value)}: true and false are only for the switches "
+                        f"({', '.join(sorted(SWITCHES))}); `fslab models NAME` lists a model's parameters", field=key)
     if isinstance(value, str) and (key == "capacity" or key.endswith("_bytes")):
         try:
             return key, parse_size(value)
