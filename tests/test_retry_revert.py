@@ -87,3 +87,24 @@ def test_the_report_reads_the_definition_in_effect_and_says_the_study_was_revise
     assert ["ops", "20"] in table.rows
     (revised,) = [s for s in study_statements(row, runs) if s.startswith("revised by --retry-failed at ")]
     assert "workloads[0].ops: 10 -> 20" in revised, revised
+
+
+def test_a_retired_attempt_is_shown_by_its_run_id_and_its_folder(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    study, results = tmp_path / "s.toml", tmp_path / "r"
+    study.write_text(STUDY.format(fake=tmp_path / "fake", ops=10))
+    first = run_study(str(study), results_dir=results)
+    run_study(str(study), results_dir=results, retry_failed=True)
+    with Store(results, read_only=True) as store:
+        old = store.retired_runs(first.study_id)[0]
+    for wanted in (str(old["id"]), Path(str(old["artifact_dir"])).name):
+        done = subprocess.run([sys.executable, "-m", "fslab.cli", "report", "-r", str(results), "--run", wanted],
+                              capture_output=True, text=True, timeout=120,
+                              env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
+        said = " ".join(done.stdout.split())
+        assert done.returncode == 0, done.stderr
+        assert f"run {old['id']} of study {first.study_id} (revert)" in said, said
+        assert "(a failed attempt, run again by --retry-failed at " in said and "— failed" in said
+        assert "the null workload failed, as its parameters asked" in said

@@ -87,6 +87,7 @@ class StoredRun(TypedDict):
     provenance: Provenance
     artifact_dir: str | None  # relative to the results directory
     metrics: dict[str, StoredMetric]
+    retired_at: NotRequired[float]  # a failed attempt --retry-failed ran again (`fslab report --run` shows it)
 
 
 class RetiredRun(TypedDict):

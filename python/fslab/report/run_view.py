@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 import shlex
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import FslabError
-from ..stored import STATUS_OK, StoredMetric, StoredRun, StudyRow
+from ..stored import STATUS_OK, RetiredRun, StoredCell, StoredMetric, StoredRun, StudyRow
 from ..units import assignments_text, counted, value_text
 from .labels import cell_label, fs_column
 from .provenance_facts import bytes_text, run_facts
@@ -70,6 +71,14 @@ def _ranges(ids: list[int]) -> str:
     return ", ".join(out)
 
 
+def _retired(old: RetiredRun, cell: StoredCell) -> StoredRun:
+    """A retired attempt in a stored run's shape (its metrics were not kept: it failed)."""
+    return StoredRun(run_id=old["id"], cell=cell, repetition=old["repetition"], sequence=old["sequence"],
+                     status=old["status"], error=old["error"], started_at=old["started_at"],
+                     finished_at=old["finished_at"], provenance=json.loads(old["provenance_json"]),
+                     artifact_dir=old["artifact_dir"], metrics={}, retired_at=old["retired_at"])
+
+
 def find_run(results: Path, wanted: str, study_id: int | None) -> tuple[StudyRow, StoredRun]:
     """(study row, run) for an id or artifact folder name; an FslabError naming the runs
     that exist when there is none."""
@@ -89,6 +98,13 @@ def find_run(results: Path, wanted: str, study_id: int | None) -> tuple[StudyRow
                     folders.append(folder)
                 if (wanted.isdigit() and run["run_id"] == int(wanted)) or (folder and folder == wanted):
                     return study, run
+        for study in studies:  # a failed attempt --retry-failed ran again, kept as history
+            cells = {c["id"]: c for c in store.cells(study.id, replaced_too=True)}
+            for old in store.retired_runs(study.id):
+                folder = Path(old["artifact_dir"] or "").name
+                if ((wanted.isdigit() and old["id"] == int(wanted)) or (folder and folder == wanted)) \
+                        and old["cell_id"] in cells:
+                    return study, _retired(old, cells[old["cell_id"]])
     exists = "; ".join(f"study {s}: run ids {_ranges(ids)}" for s, ids in known.items()) or "no stored runs"
     example = f" or an artifact folder name such as {folders[0]}" if folders else ""
     raise FslabError(f"--run {wanted}: no such run in {results} ({exists}). Pass a run id{example}; "
@@ -168,10 +184,15 @@ def run_view(results: Path, wanted: str, study_id: int | None = None) -> RunView
     params.append(("wall time", f"{run['finished_at'] - run['started_at']:.1f} s"))
     folder = results / run["artifact_dir"] if run["artifact_dir"] else None
     files = sorted(p for p in folder.rglob("*") if p.is_file()) if folder and folder.is_dir() else []
+    retired = run.get("retired_at")
+    when = "" if retired is None else time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(retired))
+    history = "" if retired is None else (f" (a failed attempt, run again by --retry-failed at {when}; kept as "
+                                          "history, never reported as a result)")
     view = RunView(
         run["run_id"], study.id, study.name,
         f"run {run['run_id']} of study {study.id} ({study.name}): {fs_column(cell)}, {cell_label(cell)}, "
-        f"repetition {run['repetition'] + 1}", run["status"], run["error"], params,
+        f"repetition {run['repetition'] + 1}{history}",
+        run["status"], run["error"], params,
         _metric_rows(run["metrics"]), list(run_facts(run, study.quick).items()),
         str(folder) if folder else "",
         [(str(p.relative_to(folder)), p.stat().st_size) for p in files] if folder else [])
