@@ -171,3 +171,8 @@ def test_an_aging_that_is_no_table_is_one_error_naming_both_forms(study: str, wo
     lines = str(spec_error(study=study, workload_extra=workload_extra)).splitlines()
     assert len(lines) == 2 and says in lines[1], lines  # the heading and one line
     assert "AgingOption" not in lines[1] and "literal" not in lines[1]
+
+
+def test_an_aging_tables_own_check_is_one_error_not_also_the_none_branch() -> None:
+    lines = str(spec_error(workload_extra='aging = { fill = 0.5, pattern = "random-holes", rounds = 3 }')).splitlines()
+    assert len(lines) == 2 and "workloads[0].aging: rounds applies to pattern = 'churn' only" in lines[1], lines

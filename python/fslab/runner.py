@@ -250,8 +250,8 @@ def _study_to_retry(store: Store, planned: _PlannedStudy, results_dir: Path,
         return previous
     other = store.latest_of_source(planned.source, quick)
     if other is None:
-        raise FslabError(f"--retry-failed: no run of {planned.source} (quick={quick}) in {results_dir} "
-                         "to retry; run it without --retry-failed to start it")
+        raise FslabError(f"--retry-failed: no run of {planned.source}{' with --quick' if quick else ''} in "
+                         f"{results_dir} to retry; run it without --retry-failed to start it")
     return _adopt_revision(store, other, planned.plan, planned.text, planned.inputs, planned.digest,
                            planned.source, results_dir, on_notice)
 
@@ -267,7 +267,7 @@ def _check_nothing_to_resume(store: Store, planned: _PlannedStudy, results_dir: 
         raise _changed_study_error("--resume", other, source, planned.text, planned.inputs, results_dir)
     if store.latest(digest) is not None:
         raise FslabError(
-            f"--resume: no unfinished run of {source} (quick={quick}) in {results_dir}; "
+            f"--resume: no unfinished run of {source}{' with --quick' if quick else ''} in {results_dir}; "
             "run it without --resume to start it (or --retry-failed to re-run failed runs "
             "of a finished one)"
         )

@@ -32,7 +32,7 @@ def _loc_to_path(loc: tuple[Any, ...]) -> str:
 def _describe(error: ErrorDetails) -> str:
     message = str(error["msg"]).removeprefix("Value error, ")
     if error["type"] == "extra_forbidden":
-        message = "is not a known field (check its spelling; `fslab plan --help` shows the format)"
+        message = "is not a known field (check its spelling; docs/study-file.md lists every field)"
     elif error["type"] == "missing":
         message = "is required but missing"
     given = error.get("input")
@@ -87,8 +87,10 @@ def _other_branch_said_it(error: ErrorDetails, errors: list[ErrorDetails]) -> bo
     value was meant for that branch, and its error says why."""
     loc = tuple(error["loc"])
     at = next((i for i, part in enumerate(loc) if str(part).startswith("literal[")), None)
+    # another branch's error: inside its value, or its model's own check (function-after[..., Model])
     return at is not None and any(other is not error and tuple(other["loc"])[:at] == loc[:at]
-                                  and any(not str(p).startswith("function-") for p in other["loc"][at:])
+                                  and any(not str(p).startswith("function-") or str(p).startswith("function-after[")
+                                          for p in other["loc"][at:])
                                   and not any(str(p).startswith("literal[") for p in other["loc"][at:])
                                   for other in errors)
 
