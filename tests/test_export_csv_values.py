@@ -1,5 +1,6 @@
 """The CSV export writes a flag and a list as the study file and JSON do (``true``,
-``[4096, 8192]``), never as Python's ``True`` or ``['a', 'b']``."""
+``[4096, 8192]``), never as Python's ``True`` or ``['a', 'b']``, and each cell's axis values
+(``axis.NAME``) as the study file wrote them."""
 
 from __future__ import annotations
 
@@ -28,7 +29,9 @@ directory = "{fake}"
 [[workloads]]
 kind = "null"
 name = "w"
-value = 1.0
+[workloads.axes]
+fail = [false]
+value = [1.0, 2.0]
 """
 
 
@@ -45,8 +48,13 @@ def test_csv_cells_are_written_as_json_values(tmp_path: Path) -> None:
     db.close()
     with Store(results, read_only=True) as store:
         row = store.study(outcome.study_id)
-        (line,) = list(csv.DictReader(io.StringIO(EXPORTERS.get("csv")(row, store.runs(row.id)))))
+        lines = list(csv.DictReader(io.StringIO(EXPORTERS.get("csv")(row, store.runs(row.id)))))
+    line = next(x for x in lines if x["param.value"] == "1.0")
     assert (line["param.direct"], line["param.end_fsync"], line["quick"]) == ("true", "false", "false")
     assert json.loads(line["param.bssplit"]) == [4096, 8192]
     assert json.loads(line["param.opts"]) == {"a": "b c"}
-    assert line["param.value"] == "1.0"
+    # the axes as the study file wrote them, beside the parameters as the tool read them
+    assert sorted((x["axis.fail"], x["axis.value"]) for x in lines) == [("false", "1.0"), ("false", "2.0")]
+    header = list(lines[0])
+    assert header.index("param.value") < header.index("axis.fail") < header.index("axis.value") \
+        < header.index("prov.kernel")

@@ -563,7 +563,10 @@ def export(
 ) -> None:
     """One record per run: study, cell parameters, file system, workload, repetition,
     status, error, provenance and metrics (with units), as JSON, CSV or typed Parquet. In
-    CSV, a flag is `true`/`false` and a list or table is JSON, as in the JSON export."""
+    CSV, a flag is `true`/`false` and a list or table is JSON, as in the JSON export; the
+    `param.NAME` columns hold the parameters as the workload's tool read them (fio's
+    `direct` as 1), the `axis.NAME` columns each run's axis values as the study file wrote
+    them (`true`), which labels and `--contrast` use."""
     from .export import EXPORTERS
     from .store import Store
 

@@ -103,21 +103,30 @@ FIXED = ["study_id", "study", "quick", "run_id", "filesystem", "fs_type", "workl
 
 @dataclass
 class Flat:
-    """The flat table CSV and Parquet share: fixed columns, ``param.NAME``, ``prov.KEY``,
-    then ``NAME [unit]`` per metric (values as stored: None where a run has no number)."""
+    """The flat table CSV and Parquet share: fixed columns, ``param.NAME`` (as the workload's
+    tool read it: fio's direct as 1), ``axis.NAME`` (the cell's axis values as the study file
+    wrote them: direct as true, what labels and --contrast use), ``prov.KEY``, then ``NAME
+    [unit]`` per metric (values as stored: None where a run has no number)."""
     params: list[str]
+    axes: list[str]
     metrics: dict[str, str]  # name -> unit
     records: list[ExportRecord]
 
     @property
     def header(self) -> list[str]:
-        return (FIXED + [f"param.{p}" for p in self.params] + [f"prov.{k}" for k in PROVENANCE_COLUMNS]
-                + [f"{m} [{u}]" for m, u in self.metrics.items()])
+        return (FIXED + [f"param.{p}" for p in self.params] + [f"axis.{a}" for a in self.axes]
+                + [f"prov.{k}" for k in PROVENANCE_COLUMNS] + [f"{m} [{u}]" for m, u in self.metrics.items()])
+
+    @property
+    def fixed_width(self) -> int:
+        """Columns before the metrics."""
+        return len(FIXED) + len(self.params) + len(self.axes) + len(PROVENANCE_COLUMNS)
 
     def row(self, r: ExportRecord) -> list[Any]:
         """One run's values (a metric's entry is its stored dict, or None when absent)."""
         fields: Mapping[str, Any] = r  # FIXED names some of its keys
         return ([fields[k] for k in FIXED] + [r["params"].get(p) for p in self.params]
+                + [r["axes"].get(a) for a in self.axes]
                 + [r["provenance"][k] for k in PROVENANCE_COLUMNS] + [r["metrics"].get(m) for m in self.metrics])
 
 
@@ -128,6 +137,7 @@ def flat(study: StudyRow, runs: list[StoredRun]) -> Flat:
         for name, m in r["metrics"].items():
             metric_units.setdefault(name, m["unit"])
     return Flat(sorted({k for r in records for k in r["params"]}),
+                list(dict.fromkeys(k for r in records for k in r["axes"])),
                 {m: metric_units[m] for m in sorted(metric_units)}, records)
 
 
@@ -148,7 +158,7 @@ def to_csv(study: StudyRow, runs: list[StoredRun]) -> str:
     """Flat CSV: parameters as ``param.NAME``, metrics as ``NAME [unit]`` columns; a run
     without a number has the reason (the metric's note) in its place."""
     table = flat(study, runs)
-    n_fixed = len(FIXED) + len(table.params) + len(PROVENANCE_COLUMNS)
+    n_fixed = table.fixed_width
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     writer.writerow(table.header)
@@ -185,7 +195,7 @@ def to_parquet(study: StudyRow, runs: list[StoredRun]) -> bytes:
     import pyarrow.parquet as pq
 
     table = flat(study, runs)
-    n_fixed = len(FIXED) + len(table.params) + len(PROVENANCE_COLUMNS)
+    n_fixed = table.fixed_width
     rows = [table.row(r) for r in table.records]
     fields, arrays = [], []
     for i, name in enumerate(table.header[:n_fixed]):
