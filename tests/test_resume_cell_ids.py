@@ -102,3 +102,42 @@ def test_a_new_run_beside_an_unfinished_study_says_how_to_continue_that_one(tmp_
     assert said == (f"study {first.study_id} of this study file is unfinished (4 of 4 runs stored, interrupted): "
                     f"this starts a new study beside it; `fslab run {study} -r {results} --resume` continues "
                     "that one instead")
+
+
+def test_a_renamed_study_resumes_under_its_new_name_and_says_so(tmp_path: Path) -> None:
+    from fslab.report.sections.definitions import study_statements
+
+    study = tmp_path / "ids.toml"
+    study.write_text(STUDY.format(fake=tmp_path / "fake"))
+    results = tmp_path / "r"
+    first = run_study(str(study), results_dir=results)
+    db = sqlite3.connect(results / DB_NAME)
+    with db:  # as an interrupted run leaves it: one run to do
+        db.execute("DELETE FROM metrics WHERE run_id = (SELECT max(id) FROM runs)")
+        db.execute("DELETE FROM runs WHERE id = (SELECT max(id) FROM runs)")
+        db.execute("UPDATE studies SET status = 'interrupted'")
+    db.close()
+    study.write_text("# a comment\n" + STUDY.format(fake=tmp_path / "fake").replace('name = "ids"', 'name = "ids, v2"'))
+    notices: list[str] = []
+    again = run_study(str(study), results_dir=results, resume=True, on_notice=notices.append)
+    assert (again.study_id, again.runs_done, again.runs_skipped_as_stored) == (first.study_id, 1, 3)
+    assert any('study.name: "ids" -> "ids, v2"' in n and "touches no run" in n for n in notices), notices
+    with Store(results, read_only=True) as store:
+        row = store.study(first.study_id)
+        statements = study_statements(row, store.runs(row.id))
+    assert row.name == "ids, v2" and row.status == "complete"
+    assert any(s.startswith("revised by --resume at ") and "(a change that touches no run)" in s
+               for s in statements), statements
+
+
+def test_a_change_that_touches_how_runs_are_measured_is_still_refused(tmp_path: Path) -> None:
+    study = tmp_path / "ids.toml"
+    study.write_text(STUDY.format(fake=tmp_path / "fake"))
+    results = tmp_path / "r"
+    first = run_study(str(study), results_dir=results)
+    with Store(results) as store:
+        store.set_status(first.study_id, "interrupted")
+    # the same cells, but every run would now be measured after a cache drop
+    study.write_text(STUDY.format(fake=tmp_path / "fake").replace("drop_caches = false", "drop_caches = true"))
+    with pytest.raises(FslabError, match=r"study\.drop_caches: false -> true"):
+        run_study(str(study), results_dir=results, resume=True)

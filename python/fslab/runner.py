@@ -22,7 +22,7 @@ from .datarecords import replace
 from .errors import STUDY_LEVEL_ERRNOS, ExecutorLost, FslabError, ResultsUnwritable
 from .estimate import Countdown, TimeEstimate, TimeModel
 from .executors import Executor, open_executor
-from .identity import input_digests, retry_plan, study_digest, what_changed
+from .identity import input_digests, retry_plan, spec_changes, study_digest, what_changed
 from .job.folder import JobFolder
 from .jobdata.model import Cell, Grant, Job
 from .jobdata.record import RunRecord
@@ -256,14 +256,46 @@ def _study_to_retry(store: Store, planned: _PlannedStudy, results_dir: Path,
                            planned.source, results_dir, on_notice)
 
 
-def _check_nothing_to_resume(store: Store, planned: _PlannedStudy, results_dir: Path) -> None:
-    """--resume with no unfinished study of this definition: returns when it may start
-    anew (interrupted before anything was stored, e.g. in preflight); else raises, saying
-    what is stored instead (another definition of the file, a finished study, another
-    file's unfinished study)."""
+# Fields of a study file that name or describe it and change no run.
+_WORDING_FIELDS = frozenset({"study.name"})
+
+
+def _touches_no_run(store: Store, stored: StudyRow, planned: _PlannedStudy) -> bool:
+    """The file changed only in its name, comments or layout: the same inputs, the same
+    cells under the same ids, every other field as it was."""
+    fields = {change.split(":", 1)[0] for change in spec_changes(stored.spec_text, planned.text)}
+    return (stored.facts.get("inputs", {}) == planned.inputs and fields <= _WORDING_FIELDS
+            and {c["id"] for c in store.cells(stored.id)} == {c.id for c in planned.plan.cells})
+
+
+def _adopt_wording(store: Store, stored: StudyRow, planned: _PlannedStudy,
+                   on_notice: Callable[[str], None] | None) -> StudyRow:
+    """Continue ``stored`` under the reworded file: its new text (and name) become the
+    study's, the old text kept as a revision."""
+    changed = what_changed(stored.spec_text, stored.facts.get("inputs", {}), planned.text, planned.inputs)
+    revision: StudyRevision = {"at": time.time(), "spec_text": stored.spec_text, "spec_hash": stored.spec_hash,
+                               "inputs": stored.facts.get("inputs", {}), "changed": changed, "replaced_cells": {},
+                               "by": "--resume"}
+    store.revise_study(stored.id, spec_text=planned.text, spec_hash=planned.digest, new_cells=[],
+                       revision=revision, name=planned.spec.study.name)
+    if on_notice:
+        on_notice(f"--resume: study {stored.id}'s file changed since it was stored ({'; '.join(changed)}); the "
+                  "change touches no run, so the study goes on under it (the earlier text is kept with it)")
+    return store.study(stored.id)
+
+
+def _check_nothing_to_resume(store: Store, planned: _PlannedStudy, results_dir: Path,
+                             on_notice: Callable[[str], None] | None) -> StudyRow | None:
+    """--resume with no unfinished study of this definition: the unfinished study of this
+    file when the file's change touches no run (its name, comments, layout), or None when
+    it may start anew (interrupted before anything was stored, e.g. in preflight); else
+    raises, saying what is stored instead (another definition of the file, a finished
+    study, another file's unfinished study)."""
     source, quick, digest = planned.source, planned.plan.quick, planned.digest
     other = store.latest_of_source(source, quick, unfinished=True)
     if other is not None and other.spec_hash != digest:
+        if _touches_no_run(store, other, planned):
+            return _adopt_wording(store, other, planned, on_notice)
         raise _changed_study_error("--resume", other, source, planned.text, planned.inputs, results_dir)
     if store.latest(digest) is not None:
         raise FslabError(
@@ -280,6 +312,7 @@ def _check_nothing_to_resume(store: Store, planned: _PlannedStudy, results_dir: 
             f"{'; '.join(changed) or 'its identity'}. Nothing of this definition is stored to resume: "
             f"run without --resume to start a new study (study {finished.id} stays as it is)")
     _refuse_resuming_another(store, source, quick, results_dir)
+    return None
 
 
 def _study_to_continue(store: Store, planned: _PlannedStudy, results_dir: Path, resume: bool, retry_failed: bool,
@@ -299,7 +332,7 @@ def _study_to_continue(store: Store, planned: _PlannedStudy, results_dir: Path, 
         return None
     previous = store.resumable(planned.digest)
     if previous is None:
-        _check_nothing_to_resume(store, planned, results_dir)
+        previous = _check_nothing_to_resume(store, planned, results_dir, on_notice)
     return previous
 
 

@@ -300,7 +300,7 @@ class Store:
         return [cast(RetiredRun, dict(r)) for r in rows]  # the table's columns are its keys
 
     def revise_study(self, study_id: int, *, spec_text: str, spec_hash: str, new_cells: list[Cell],
-                     revision: StudyRevision) -> None:
+                     revision: StudyRevision, name: str | None = None) -> None:
         """Adopt a changed study file for --retry-failed (fslab.identity.retry_plan): the new
         text and identity, ``new_cells`` added (they replace cells whose runs all failed; the
         old rows stay, with their retired runs, as history) and ``revision`` (the old text
@@ -313,6 +313,8 @@ class Store:
         with self.db:
             self.db.execute("UPDATE studies SET spec_text = ?, spec_hash = ?, facts_json = ? WHERE id = ?",
                             (spec_text, spec_hash, json.dumps(facts), study_id))
+            if name is not None:  # a file renamed the study (fslab.runner: a change that touches no run)
+                self.db.execute("UPDATE studies SET name = ? WHERE id = ?", (name, study_id))
             for cell in new_cells:
                 if cell.id not in stored:
                     self._insert_cell(study_id, len(stored), cell)

@@ -188,7 +188,8 @@ class AutoFacts(TypedDict):
 
 
 class StudyRevision(TypedDict):
-    """A change of the study file that --retry-failed adopted (fslab.identity.retry_plan)."""
+    """A change of the study file that --retry-failed adopted (fslab.identity.retry_plan),
+    or --resume (a change that touches no run: the study's name, comments)."""
 
     at: float  # Unix time
     spec_text: str  # the text before the change
@@ -196,6 +197,7 @@ class StudyRevision(TypedDict):
     inputs: dict[str, str]
     changed: list[str]  # what changed, in words
     replaced_cells: dict[str, str]  # old cell id -> the cell that took its place
+    by: NotRequired[str]  # "--resume": a change that touches no run (its name); absent: --retry-failed
 
 
 class SkippedFilesystem(TypedDict):

@@ -42,8 +42,9 @@ def study_statements(row: StudyRow, runs: Sequence[StoredRun]) -> list[str]:
         f"started {_when(row.created_at)}, finished {_when(row.finished_at)}",
         "fslab " + (", ".join(versions) if versions else "version not recorded"),
         "device ([device]): " + (device_text(_study_device(row)) or "the default image"),
-        *(f"revised by --retry-failed at {_when(r['at'])}: {'; '.join(r['changed'])} (the cases it changed, "
-          "whose runs had all failed, ran again under the change; their failed runs are kept as history)"
+        *(f"revised by {r.get('by', '--retry-failed')} at {_when(r['at'])}: {'; '.join(r['changed'])} "
+          + ("(a change that touches no run)" if r.get("by") == "--resume" else "(the cases it changed, whose "
+             "runs had all failed, ran again under the change; their failed runs are kept as history)")
           for r in row.facts.get("revisions", [])),
     ]
 
