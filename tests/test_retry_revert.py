@@ -108,3 +108,24 @@ def test_a_retired_attempt_is_shown_by_its_run_id_and_its_folder(tmp_path: Path)
         assert f"run {old['id']} of study {first.study_id} (revert)" in said, said
         assert "(a failed attempt, run again by --retry-failed at " in said and "— failed" in said
         assert "the null workload failed, as its parameters asked" in said
+
+
+def test_resuming_the_first_text_of_a_revised_study_names_the_revision(tmp_path: Path) -> None:
+    import pytest
+
+    from fslab.errors import FslabError
+
+    study, results = tmp_path / "s.toml", tmp_path / "r"
+    first_text = STUDY.format(fake=tmp_path / "fake", ops=10)
+    study.write_text(first_text)
+    first = run_study(str(study), results_dir=results)
+    study.write_text(STUDY.format(fake=tmp_path / "fake", ops=20))
+    run_study(str(study), results_dir=results, retry_failed=True)
+    with Store(results) as store:
+        store.set_status(first.study_id, "interrupted")
+    study.write_text(first_text)
+    with pytest.raises(FslabError) as refused:
+        run_study(str(study), results_dir=results, resume=True)
+    said = str(refused.value)
+    assert f"study {first.study_id} of {study} in {results} stands at the text --retry-failed adopted at " in said
+    assert "workloads[0].ops: 20 -> 10" in said, said

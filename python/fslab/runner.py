@@ -65,8 +65,12 @@ def _changed_study_error(flag: str, stored: StudyRow, source: str, text: str, in
                          results_dir: Path, why: str = "") -> FslabError:
     changed = what_changed(stored.spec_text, stored.facts.get("inputs", {}), text, inputs) or [
         "its identity (written by another fslab?)"]
+    revisions = stored.facts.get("revisions", [])
+    made = ("was made from other inputs" if not revisions else
+            f"stands at the text {revisions[-1].get('by', '--retry-failed')} adopted at "
+            f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime(revisions[-1]['at']))}, not this one")
     return FslabError(
-        f"{flag}: study {stored.id} of {source} in {results_dir} was made from other inputs: changed since: "
+        f"{flag}: study {stored.id} of {source} in {results_dir} {made}: changed since: "
         f"{'; '.join(changed)}. {why or 'Continuing it would mix runs of two definitions in one cell.'} Restore the "
         f"file(s) to continue study {stored.id}, or run without {flag} to start a new study (study "
         f"{stored.id} stays as it is)")
