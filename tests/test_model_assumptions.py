@@ -30,6 +30,8 @@ def test_hdd_trace_that_fits_in_the_write_cache_is_flagged() -> None:
     assert disk["iops"] == pytest.approx(176.88, abs=0.01)
     assert disk["latency_ns"]["p50"] == 5_670_548
     assert cache_warning("hdd-7200", 0.0) is None
+    assert assumptions(disk["model_facts"]) == "write cache off"  # no size for a cache that is off
+    assert "acknowledged 99.6% of" in str(cache_warning("hdd-7200", 0.996))  # not rounded to 100%
 
 
 def test_simulate_command_prints_assumptions_and_the_warning() -> None:
@@ -38,7 +40,7 @@ def test_simulate_command_prints_assumptions_and_the_warning() -> None:
                           env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr
     assert "write cache assumed" in done.stdout and "on, 32 MiB" in done.stdout
-    assert "WARNING hdd-7200: the write cache (32 MiB) acknowledged 100%" in done.stdout
+    assert "WARNING hdd-7200: the write cache (32 MiB) acknowledged 100.0%" in done.stdout
     ssd = subprocess.run([sys.executable, "-m", "fslab.cli", "simulate", "--synthetic",
                           "rw=randwrite,bs=4k,count=20000,span=4GiB,seed=1", "--model", "sata-mlc-ssd",
                           "--set", "capacity=4GiB"], capture_output=True, text=True, timeout=120,

@@ -93,7 +93,7 @@ def _print_table(r: dict) -> None:
                      f"{facts['over_provisioning_usable']:.4f}"))
     if "write_cache" in facts:
         rows.append(("write cache assumed (on/off, size)",
-                     f"{'on' if facts['write_cache'] else 'off'}, {int(facts['cache_bytes']) >> 20} MiB"))
+                     f"on, {int(facts['cache_bytes']) >> 20} MiB" if facts["write_cache"] else "off"))
     if "controller_cache_bytes" in facts:
         cache = int(facts["controller_cache_bytes"])
         rows.append(("RAID controller write-back cache assumed (MiB; 0: none, as md)", f"{cache >> 20}"))

@@ -83,7 +83,7 @@ def assumptions(facts: Mapping[str, float]) -> str:
                      else "no RAID controller cache (every write goes to the members, as md does)")
     if "write_cache" in facts:
         size = int(facts.get("cache_bytes", 0)) >> 20
-        parts.append(f"write cache {'on' if facts['write_cache'] else 'off'}, {size} MiB")
+        parts.append(f"write cache on, {size} MiB" if facts["write_cache"] else "write cache off")
     if "over_provisioning_simulated" in facts:
         parts.append(f"over-provisioning {facts['over_provisioning_simulated']:.3f} simulated "
                      f"({facts['over_provisioning_requested']:.3f} asked, whole blocks per plane; "
@@ -96,7 +96,8 @@ def cache_warning(model: str, absorbed: float | None, facts: Mapping[str, float]
     if absorbed is None or absorbed < CACHE_WARNING_FRACTION:
         return None
     size = f" ({int(facts['cache_bytes']) >> 20} MiB)" if facts and "cache_bytes" in facts else ""
-    return (f"{model}: the write cache{size} acknowledged {absorbed:.0%} of the written bytes; the figures "
+    # one decimal: 0.996 is not "100%" beside the table's 0.996
+    return (f"{model}: the write cache{size} acknowledged {absorbed:.1%} of the written bytes; the figures "
             "measure the cache, not the disk (a longer trace, or write_cache=0, shows the disk)")
 
 declare_metrics("device-model predictions", {
