@@ -13,31 +13,11 @@ from pathlib import Path
 from fslab.export import EXPORTERS
 from fslab.runner import run_study
 from fslab.store import DB_NAME, Store
-
-STUDY = """
-[study]
-name = "csv"
-repetitions = 1
-drop_caches = false
-
-[device]
-kind = "fake"
-directory = "{fake}"
-
-[filesystems.null]
-
-[[workloads]]
-kind = "null"
-name = "w"
-[workloads.axes]
-fail = [false]
-value = [1.0, 2.0]
-"""
+from null_studies import null_workload, write_null_study
 
 
 def test_csv_cells_are_written_as_json_values(tmp_path: Path) -> None:
-    study = tmp_path / "csv.toml"
-    study.write_text(STUDY.format(fake=tmp_path / "fake"))
+    study = write_null_study(tmp_path, null_workload(axes="fail = [false]\nvalue = [1.0, 2.0]"), repetitions=1)
     results = tmp_path / "r"
     outcome = run_study(str(study), results_dir=results)
     db = sqlite3.connect(results / DB_NAME)

@@ -13,25 +13,13 @@ import pytest
 from fslab.errors import FslabError
 from fslab.runner import run_study
 from fslab.store import DB_NAME, Store
+from null_studies import null_study_text, null_workload, write_null_study
 
-STUDY = """
-[study]
-name = "ids"
-repetitions = 2
-drop_caches = false
+WORKLOADS = null_workload(axes="value = [1.0, 2.0]")
 
-[device]
-kind = "fake"
-directory = "{fake}"
 
-[filesystems.null]
-
-[[workloads]]
-kind = "null"
-name = "w"
-[workloads.axes]
-value = [1.0, 2.0]
-"""
+def _write(folder: Path) -> Path:
+    return write_null_study(folder, WORKLOADS, name="ids", file_name="ids.toml")
 
 
 def _rename_cell(results: Path, study_id: int, cell_id: str, backend: str | None = None) -> None:
@@ -54,8 +42,7 @@ def _rename_cell(results: Path, study_id: int, cell_id: str, backend: str | None
 ])
 def test_a_study_stored_under_other_cell_ids_is_refused_and_nothing_runs(
         tmp_path: Path, flag: str, backend: str | None, differs: str) -> None:
-    study = tmp_path / "ids.toml"
-    study.write_text(STUDY.format(fake=tmp_path / "fake"))
+    study = _write(tmp_path)
     results = tmp_path / "r"
     first = run_study(str(study), results_dir=results)
     with Store(results) as store:
@@ -78,8 +65,7 @@ def test_a_study_stored_under_other_cell_ids_is_refused_and_nothing_runs(
 
 
 def test_the_same_ids_resume_as_before(tmp_path: Path) -> None:
-    study = tmp_path / "ids.toml"
-    study.write_text(STUDY.format(fake=tmp_path / "fake"))
+    study = _write(tmp_path)
     results = tmp_path / "r"
     first = run_study(str(study), results_dir=results)
     with Store(results) as store:
@@ -89,8 +75,7 @@ def test_the_same_ids_resume_as_before(tmp_path: Path) -> None:
 
 
 def test_a_new_run_beside_an_unfinished_study_says_how_to_continue_that_one(tmp_path: Path) -> None:
-    study = tmp_path / "ids.toml"
-    study.write_text(STUDY.format(fake=tmp_path / "fake"))
+    study = _write(tmp_path)
     results = tmp_path / "r"
     first = run_study(str(study), results_dir=results)
     with Store(results) as store:
@@ -107,8 +92,7 @@ def test_a_new_run_beside_an_unfinished_study_says_how_to_continue_that_one(tmp_
 def test_a_renamed_study_resumes_under_its_new_name_and_says_so(tmp_path: Path) -> None:
     from fslab.report.sections.definitions import study_statements
 
-    study = tmp_path / "ids.toml"
-    study.write_text(STUDY.format(fake=tmp_path / "fake"))
+    study = _write(tmp_path)
     results = tmp_path / "r"
     first = run_study(str(study), results_dir=results)
     db = sqlite3.connect(results / DB_NAME)
@@ -117,7 +101,7 @@ def test_a_renamed_study_resumes_under_its_new_name_and_says_so(tmp_path: Path) 
         db.execute("DELETE FROM runs WHERE id = (SELECT max(id) FROM runs)")
         db.execute("UPDATE studies SET status = 'interrupted'")
     db.close()
-    study.write_text("# a comment\n" + STUDY.format(fake=tmp_path / "fake").replace('name = "ids"', 'name = "ids, v2"'))
+    study.write_text("# a comment\n" + null_study_text(tmp_path, WORKLOADS, name="ids, v2"))
     notices: list[str] = []
     again = run_study(str(study), results_dir=results, resume=True, on_notice=notices.append)
     assert (again.study_id, again.runs_done, again.runs_skipped_as_stored) == (first.study_id, 1, 3)
@@ -131,13 +115,13 @@ def test_a_renamed_study_resumes_under_its_new_name_and_says_so(tmp_path: Path) 
 
 
 def test_a_change_that_touches_how_runs_are_measured_is_still_refused(tmp_path: Path) -> None:
-    study = tmp_path / "ids.toml"
-    study.write_text(STUDY.format(fake=tmp_path / "fake"))
+    study = _write(tmp_path)
     results = tmp_path / "r"
     first = run_study(str(study), results_dir=results)
     with Store(results) as store:
         store.set_status(first.study_id, "interrupted")
     # the same cells, but every run would now be measured after a cache drop
-    study.write_text(STUDY.format(fake=tmp_path / "fake").replace("drop_caches = false", "drop_caches = true"))
+    study.write_text(null_study_text(tmp_path, WORKLOADS, name="ids").replace("drop_caches = false",
+                                                                               "drop_caches = true"))
     with pytest.raises(FslabError, match=r"study\.drop_caches: false -> true"):
         run_study(str(study), results_dir=results, resume=True)

@@ -7,34 +7,21 @@ from pathlib import Path
 
 from fslab.runner import run_study
 from fslab.store import Store
+from null_studies import null_study_text, null_workload
 
-STUDY = """
-[study]
-name = "revert"
-repetitions = 2
-drop_caches = false
 
-[device]
-kind = "fake"
-directory = "{fake}"
-
-[filesystems.null]
-
-[[workloads]]
-kind = "null"
-name = "w"
-fail = true
-ops = {ops}
-"""
+def _text(folder: Path, ops: int) -> str:
+    """Every run fails; ``ops`` changes the definition and nothing else."""
+    return null_study_text(folder, null_workload(lines=f"fail = true\nops = {ops}"), name="revert")
 
 
 def test_a_change_undone_is_retried_under_the_first_definition(tmp_path: Path) -> None:
     study, results = tmp_path / "s.toml", tmp_path / "r"
-    first_text = STUDY.format(fake=tmp_path / "fake", ops=10)
+    first_text = _text(tmp_path, 10)
     study.write_text(first_text)
     first = run_study(str(study), results_dir=results)
     assert first.runs_failed == 2
-    study.write_text(STUDY.format(fake=tmp_path / "fake", ops=20))
+    study.write_text(_text(tmp_path, 20))
     notices: list[str] = []
     second = run_study(str(study), results_dir=results, retry_failed=True, on_notice=notices.append)
     assert (second.study_id, second.runs_done, second.runs_retried) == (first.study_id, 2, 2)
@@ -55,7 +42,7 @@ def test_a_change_undone_is_retried_under_the_first_definition(tmp_path: Path) -
 
 def test_runs_failing_again_are_retried_again_and_no_run_id_names_two_runs(tmp_path: Path) -> None:
     study, results = tmp_path / "s.toml", tmp_path / "r"
-    study.write_text(STUDY.format(fake=tmp_path / "fake", ops=10))
+    study.write_text(_text(tmp_path, 10))
     first = run_study(str(study), results_dir=results)
     for _ in range(2):  # every run fails again: each retry retires the runs of the one before
         again = run_study(str(study), results_dir=results, retry_failed=True)
@@ -74,9 +61,9 @@ def test_the_report_reads_the_definition_in_effect_and_says_the_study_was_revise
     from fslab.report.sections.definitions import study_statements, workload_tables
 
     study, results = tmp_path / "s.toml", tmp_path / "r"
-    study.write_text(STUDY.format(fake=tmp_path / "fake", ops=10))
+    study.write_text(_text(tmp_path, 10))
     first = run_study(str(study), results_dir=results)
-    study.write_text(STUDY.format(fake=tmp_path / "fake", ops=20))
+    study.write_text(_text(tmp_path, 20))
     run_study(str(study), results_dir=results, retry_failed=True)
     with Store(results, read_only=True) as store:
         row = store.study(first.study_id)
@@ -94,7 +81,7 @@ def test_a_retired_attempt_is_shown_by_its_run_id_and_its_folder(tmp_path: Path)
     import sys
 
     study, results = tmp_path / "s.toml", tmp_path / "r"
-    study.write_text(STUDY.format(fake=tmp_path / "fake", ops=10))
+    study.write_text(_text(tmp_path, 10))
     first = run_study(str(study), results_dir=results)
     run_study(str(study), results_dir=results, retry_failed=True)
     with Store(results, read_only=True) as store:
@@ -116,10 +103,10 @@ def test_resuming_the_first_text_of_a_revised_study_names_the_revision(tmp_path:
     from fslab.errors import FslabError
 
     study, results = tmp_path / "s.toml", tmp_path / "r"
-    first_text = STUDY.format(fake=tmp_path / "fake", ops=10)
+    first_text = _text(tmp_path, 10)
     study.write_text(first_text)
     first = run_study(str(study), results_dir=results)
-    study.write_text(STUDY.format(fake=tmp_path / "fake", ops=20))
+    study.write_text(_text(tmp_path, 20))
     run_study(str(study), results_dir=results, retry_failed=True)
     with Store(results) as store:
         store.set_status(first.study_id, "interrupted")
