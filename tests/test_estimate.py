@@ -469,6 +469,9 @@ def test_a_fio_runtime_without_time_based_is_a_most_said_as_up_to():
     assert mixed.at_most().startswith(f"at most about {duration_text(upper)}")
     assert mixed.upper_seconds == pytest.approx(upper)
     assert mixed.short() == f"at least about {duration_text(mixed.seconds)}"  # no range below the least
+    tiny = replace(mixed, seconds=0.3, low=0.3, high=0.3)  # counted: under a second
+    assert tiny.short() == "not known yet (what is counted takes under a second)"  # not "at least about 0 s"
+    assert tiny.text().startswith("not known yet (what is counted takes under a second)")
 
     # A device with no setup prior and a run with nothing to go by: neither a least nor a most.
     block = [replace(j, settings=JobSettings(device={"kind": "block"})) for j in jobs_of(capped, cell("u", "host"))]

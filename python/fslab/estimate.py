@@ -118,6 +118,14 @@ class TimeEstimate:
     def add(self, other: TimeEstimate) -> TimeEstimate:
         return TimeEstimate(**{name: getattr(self, name) + getattr(other, name) for name in self.__dataclass_fields__})
 
+    def _least(self) -> str:
+        """'at least about 4 min' for an estimate with parts not timed; not 'at least about
+        0 s' when what is counted rounds to nothing."""
+        counted = duration_text(self.seconds)
+        if counted == "0 s":
+            return "not known yet (what is counted takes under a second)"
+        return f"at least about {counted}"
+
     def short(self) -> str:
         """'about 4 min (3–5 min)', 'at least about ...' when some parts have no basis, 'up
         to about ...' when every run may end sooner: for a progress line."""
@@ -130,7 +138,7 @@ class TimeEstimate:
         if self.capped and self.runs == self.capped + self.unknown:
             return f"up to about {duration_text(self.seconds + self.capped_s)} and what is not timed"
         if not self.complete:  # (a range would reach below the least)
-            return f"at least about {duration_text(self.seconds)}"
+            return self._least()
         text = f"about {duration_text(self.seconds)}"
         if self.high - self.low >= 1 and duration_text(self.low) != duration_text(self.high):
             text += f" ({duration_text(self.low)}–{duration_text(self.high)})"
@@ -202,7 +210,7 @@ class TimeEstimate:
             parts = [f"{head}: {self._capped_text()}, {each} at that runtime plus the upper quartile of what a "
                      f"run adds ({self._capped_prior_text()})"]
             return "; ".join(parts + self._setup_parts() + self._unknown_parts())
-        head = f"{'about' if self.complete else 'at least about'} {duration_text(self.seconds)}"
+        head = f"about {duration_text(self.seconds)}" if self.complete else self._least()
         basis = []
         if self.from_study:
             basis.append(f"{self.from_study} run{'s' * (self.from_study != 1)} like ones timed in this study")
