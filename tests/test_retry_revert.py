@@ -116,3 +116,13 @@ def test_resuming_the_first_text_of_a_revised_study_names_the_revision(tmp_path:
     said = str(refused.value)
     assert f"study {first.study_id} of {study} in {results} stands at the text --retry-failed adopted at " in said
     assert "workloads[0].ops: 20 -> 10" in said, said
+
+
+def test_a_retry_with_no_failed_run_says_so(tmp_path: Path) -> None:
+    study, results = tmp_path / "s.toml", tmp_path / "r"
+    study.write_text(null_study_text(tmp_path, null_workload(), name="fine"))
+    first = run_study(str(study), results_dir=results)
+    notices: list[str] = []
+    again = run_study(str(study), results_dir=results, retry_failed=True, on_notice=notices.append)
+    assert (again.study_id, again.runs_done, again.runs_retried) == (first.study_id, 0, 0)
+    assert notices == [f"--retry-failed: study {first.study_id} holds no failed run to run again"]

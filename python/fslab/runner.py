@@ -500,6 +500,8 @@ def run_study(
             _refuse_other_cells(store, previous, planned.plan, results_dir,
                                 "--retry-failed" if retry_failed else "--resume")
         study_id, grant, retried = _open_study(store, planned, previous, allowed_devices, retry_failed, results_dir)
+        if retry_failed and not retried and on_notice:
+            on_notice(f"--retry-failed: study {study_id} holds no failed run to run again")
         execution = _Execution(store, study_id, planned.plan, jobs_executor, results_dir,
                                Countdown(TimeModel(store.history(), study_id,
                                                    guests_kept=jobs_executor.keeps_guests_booted)),
