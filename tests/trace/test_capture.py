@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from fslab.analysis.traces import analyze
+from fslab.commands import kill_tree
 
 pytestmark = pytest.mark.device
 
@@ -83,9 +84,11 @@ def test_counts_stay_equal_with_io_going_on_as_the_trace_starts_and_stops(tracin
     from fslab.trace.capture import TraceCapture
 
     with loop_device("64MiB") as dev:
+        # its own session, killed as fslab kills a tool: fio's job process leaves fio's session,
+        # and a kill of fio alone left it writing (and holding the loop device) for the rest of its 30 s
         fio = subprocess.Popen(["fio", "--name=bg", f"--filename={dev.path}", "--rw=randwrite", "--bs=4k",
                                 "--direct=1", "--rate_iops=300", "--size=32M", "--time_based", "--runtime=30",
-                                "--output=/dev/null"])
+                                "--output=/dev/null"], start_new_session=True)
         try:
             started = dev.read_stat()["write_ios"]
             deadline = time.monotonic() + 30  # fio starts slowly on a busy machine
@@ -107,8 +110,7 @@ def test_counts_stay_equal_with_io_going_on_as_the_trace_starts_and_stops(tracin
                 assert len(times) == 0 or window["start_ns"] < int(times[0]) and int(times[-1]) < window["stop_ns"]
             assert traced > 0  # the background writes did fall inside the windows
         finally:
-            fio.kill()
-            fio.wait()
+            kill_tree(fio)
 
 
 def test_a_device_never_idle_is_cut_where_it_is_and_says_so() -> None:
