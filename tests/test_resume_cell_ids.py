@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from fslab.errors import FslabError
-from fslab.runner import run_study
+from fslab.runner import StudyOutcome, run_study
 from fslab.store import DB_NAME, Store
 from null_studies import null_study_text, null_workload, write_null_study
 
@@ -20,6 +20,16 @@ WORKLOADS = null_workload(axes="value = [1.0, 2.0]")
 
 def _write(folder: Path) -> Path:
     return write_null_study(folder, WORKLOADS, name="ids", file_name="ids.toml")
+
+
+def _interrupted(folder: Path) -> tuple[Path, Path, StudyOutcome]:
+    """The study written, run whole and marked as an interrupted run leaves it:
+    (study file, results folder, its outcome)."""
+    study, results = _write(folder), folder / "r"
+    first = run_study(str(study), results_dir=results)
+    with Store(results) as store:
+        store.set_status(first.study_id, "interrupted")
+    return study, results, first
 
 
 def _rename_cell(results: Path, study_id: int, cell_id: str, backend: str | None = None) -> None:
@@ -42,11 +52,8 @@ def _rename_cell(results: Path, study_id: int, cell_id: str, backend: str | None
 ])
 def test_a_study_stored_under_other_cell_ids_is_refused_and_nothing_runs(
         tmp_path: Path, flag: str, backend: str | None, differs: str) -> None:
-    study = _write(tmp_path)
-    results = tmp_path / "r"
-    first = run_study(str(study), results_dir=results)
-    with Store(results) as store:
-        store.set_status(first.study_id, "interrupted")
+    study, results, first = _interrupted(tmp_path)
+    with Store(results, read_only=True) as store:
         cells = store.cells(first.study_id)
     assert len(cells) == 2
     _rename_cell(results, first.study_id, cells[1]["id"], backend)
@@ -65,21 +72,13 @@ def test_a_study_stored_under_other_cell_ids_is_refused_and_nothing_runs(
 
 
 def test_the_same_ids_resume_as_before(tmp_path: Path) -> None:
-    study = _write(tmp_path)
-    results = tmp_path / "r"
-    first = run_study(str(study), results_dir=results)
-    with Store(results) as store:
-        store.set_status(first.study_id, "interrupted")
+    study, results, first = _interrupted(tmp_path)
     again = run_study(str(study), results_dir=results, resume=True)
     assert (again.study_id, again.runs_done, again.runs_skipped_as_stored) == (first.study_id, 0, 4)
 
 
 def test_a_new_run_beside_an_unfinished_study_says_how_to_continue_that_one(tmp_path: Path) -> None:
-    study = _write(tmp_path)
-    results = tmp_path / "r"
-    first = run_study(str(study), results_dir=results)
-    with Store(results) as store:
-        store.set_status(first.study_id, "interrupted")
+    study, results, first = _interrupted(tmp_path)
     notices: list[str] = []
     second = run_study(str(study), results_dir=results, on_notice=notices.append)
     assert second.study_id != first.study_id and second.runs_done == 4
@@ -115,11 +114,7 @@ def test_a_renamed_study_resumes_under_its_new_name_and_says_so(tmp_path: Path) 
 
 
 def test_a_change_that_touches_how_runs_are_measured_is_still_refused(tmp_path: Path) -> None:
-    study = _write(tmp_path)
-    results = tmp_path / "r"
-    first = run_study(str(study), results_dir=results)
-    with Store(results) as store:
-        store.set_status(first.study_id, "interrupted")
+    study, results, first = _interrupted(tmp_path)
     # the same cells, but every run would now be measured after a cache drop
     study.write_text(null_study_text(tmp_path, WORKLOADS, name="ids").replace("drop_caches = false",
                                                                                "drop_caches = true"))

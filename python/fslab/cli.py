@@ -7,7 +7,7 @@ import json
 import shlex
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn, Optional
@@ -18,6 +18,7 @@ from rich.markup import escape
 
 from .datarecords import replace
 from .errors import ExecutorLost, FslabError, ResultsUnwritable, SpecError
+from .resume_hint import resume_command
 from .stored import STATUS_OK
 from .units import counted
 
@@ -338,20 +339,6 @@ def pass_text(outcome: PassOutcome) -> str:
     return (f"after pass {done}: {repeating} of {len(outcome.decisions.cells)} cells still repeating"
             + (f" ({why} stopped)" if why else "")
             + f"; pass {done + 1}: {outcome.runs} run{'s' * (outcome.runs != 1)}, {outcome.this_pass.short()}")
-
-
-def resume_command(study: str, results: Path, quick: bool, devices: list[str],
-                   allow_exec: bool = False, executor: str | None = None,
-                   executor_flags: Sequence[str] = ()) -> str:
-    """The exact command that continues a study (same file, results, quick mode, devices,
-    executor with its --tls or --insecure)."""
-    parts = ["fslab", "run", study.removeprefix("preset "), "-r", str(results)]
-    parts += ["--quick"] if quick else []
-    parts += ["--allow-exec"] if allow_exec else []
-    parts += ["--executor", executor, *executor_flags] if executor else []
-    for device in devices:
-        parts += ["--destroy-data-on", device]
-    return shlex.join(parts + ["--resume"])  # pasted into a shell: every part quoted
 
 
 def _print_report(results: Path, study_id: int | None, metric: list[str] | None, by_host: bool = False) -> None:

@@ -101,7 +101,7 @@ def without_usage(lines: list[str]) -> list[str]:
     and click print theirs after the usage). A usage line first is the reason itself."""
     out: list[str] = []
     cut = 0  # lines left out of the current usage block
-    for line in lines:
+    for line in [*lines, ""]:  # the blank line closes a usage text that runs to the end
         if cut and not line.strip():
             out.append(f"(then its usage text, {cut} line{'s' * (cut != 1)})")
             cut = 0
@@ -112,9 +112,7 @@ def without_usage(lines: list[str]) -> list[str]:
                 cut += 1
             continue
         out.append(line)
-    if cut:
-        out.append(f"(then its usage text, {cut} line{'s' * (cut != 1)})")
-    return out
+    return out[:-1]  # less the blank line added
 
 
 class ExecutorLost(FslabError):

@@ -97,18 +97,21 @@ class RetryPlan:
     refusal: str | None
 
 
+def case_key(filesystem: str, workload: str, axes: Mapping[str, Any]) -> tuple[str, str, str]:
+    """A file-system entry's case of a workload (its axis values): the same whatever id
+    its cell has, so a stored cell and one planned now can be matched."""
+    return filesystem, workload, json.dumps(axes, sort_keys=True, default=str)
+
+
 def retry_plan(stored_cells: Sequence[Mapping[str, Any]], ok_cells: set[str], cells: Iterable[Cell]) -> RetryPlan:
     """Whether the cells planned now may take the place of the stored ones: the same
     cases (file system, workload and axis values), and every case with a stored result
     unchanged."""
-    def case(cell: Mapping[str, Any]) -> tuple[str, str, str]:
-        return (str(cell["filesystem"]), str(cell["workload"]), json.dumps(cell["axes"], sort_keys=True))
-
-    stored = {case(c): c for c in stored_cells}
+    stored = {case_key(c["filesystem"], c["workload"], c["axes"]): c for c in stored_cells}
     replaced: dict[str, Cell] = {}
     problems: list[str] = []
     for cell in cells:
-        before = stored.pop(case(cell.to_json()), None)
+        before = stored.pop(case_key(cell.filesystem, cell.workload, cell.axes), None)
         if before is None:
             problems.append(f"{cell.filesystem} {cell.label} is a new case")
         elif before["id"] != cell.id:

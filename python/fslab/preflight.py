@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from .cgroups import detect_version
 from .commands import require_tool
 from .devices import DEVICES, DeviceKind
 from .errors import CommandFailed, MissingCapability, SpecError
-from .filesystems import FILESYSTEMS
+from .filesystems import FILESYSTEMS, FilesystemType
 from .jobdata.model import Cell, Grant
 from .pagecache import DROP_CACHES
 from .plan import Plan
@@ -180,6 +180,11 @@ def _partition_trace_problems(plan: Plan) -> list[str]:
     return problems
 
 
+def _too_small(device_bytes: object, fstype: FilesystemType) -> TypeGuard[int]:
+    """A device of known size (bytes) below the smallest its file system's mkfs accepts."""
+    return isinstance(device_bytes, int) and device_bytes < fstype.min_device_bytes
+
+
 def _input_problems(plan: Plan) -> list[str]:
     """What would otherwise fail every run, found once: workload inputs (a job file fio
     rejects) and data larger than the device."""
@@ -195,8 +200,7 @@ def _input_problems(plan: Plan) -> list[str]:
                 seen.add((cell.workload, cell.label))
                 problems += [f"{where}: {p}" for p in workload.preflight(cell.params, cell.inputs)]
             fstype = FILESYSTEMS.get(cell.fs_type)
-            if isinstance(device_bytes, int) and device_bytes < fstype.min_device_bytes \
-                    and ("min", cell.filesystem) not in seen:
+            if _too_small(device_bytes, fstype) and ("min", cell.filesystem) not in seen:
                 seen.add(("min", cell.filesystem))
                 problems.append(f"filesystems.{cell.filesystem}: {fstype.name} refuses a device below "
                                 f"{format_bytes(fstype.min_device_bytes)} ({fstype.min_device_why}); the device "
@@ -229,8 +233,8 @@ def probe_filesystems(plan: Plan, work_dir: Path) -> list[str]:
             probed.add(cell.filesystem)
             if not fstype.needs_root or not kind.needs_root:
                 continue
-            if isinstance(device.get("size"), int) and device["size"] < fstype.min_device_bytes:
-                continue  # too small for it: said once already (_input_problems), not again by its mkfs
+            if _too_small(device.get("size"), fstype):
+                continue  # said once already (_input_problems), not again by its mkfs
             size = max(device.get("size") or 1 << 30, 64 << 20)
             step = "mkfs"
             try:

@@ -7,11 +7,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
-import shlex
 import shutil
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ParamSpec
@@ -22,13 +20,14 @@ from .datarecords import replace
 from .errors import STUDY_LEVEL_ERRNOS, ExecutorLost, FslabError, ResultsUnwritable
 from .estimate import Countdown, TimeEstimate, TimeModel
 from .executors import Executor, open_executor
-from .identity import input_digests, retry_plan, spec_changes, study_digest, what_changed
+from .identity import case_key, input_digests, retry_plan, spec_changes, study_digest, what_changed
 from .job.folder import JobFolder
 from .jobdata.model import Cell, Grant, Job
 from .jobdata.record import RunRecord
 from .plan import Plan, make_plan
 from .preflight import check_plan, device_identity
 from .provenance import host_facts
+from .resume_hint import resume_command
 from .signals import install_handlers
 from .spec import StudySpec
 from .stopping import Decisions, cell_infos, decide
@@ -37,7 +36,7 @@ from .store import DB_NAME, Store, ensure_results_dir
 from .stored import STATUS_OK, StoredCell, StudyFacts, StudyRevision, StudyRow
 from .study import load_spec
 from .study_lock import study_lock
-from .units import value_text
+from .units import utc_text, value_text
 
 WORK_DIR_NAME = ".work"
 JOBS_DIR_NAME = ".jobs"  # each job's folder while it runs
@@ -68,7 +67,7 @@ def _changed_study_error(flag: str, stored: StudyRow, source: str, text: str, in
     revisions = stored.facts.get("revisions", [])
     made = ("was made from other inputs" if not revisions else
             f"stands at the text {revisions[-1].get('by', '--retry-failed')} adopted at "
-            f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime(revisions[-1]['at']))}, not this one")
+            f"{utc_text(revisions[-1]['at'])}, not this one")
     return FslabError(
         f"{flag}: study {stored.id} of {source} in {results_dir} {made}: changed since: "
         f"{'; '.join(changed)}. {why or 'Continuing it would mix runs of two definitions in one cell.'} Restore the "
@@ -143,12 +142,11 @@ def _refuse_resuming_another(store: Store, source: str, quick: bool, results_dir
         return
     other = others[-1]
     stored, _ = store.run_counts(other.id)
-    again = ["fslab", "run", other.source.removeprefix("preset "), "-r", str(results_dir),
-             *(["--quick"] if other.quick else []), "--resume"]
     raise FslabError(
         f"--resume: {results_dir} holds no study of {source}{' (--quick)' if quick else ''}; the unfinished "
         f"study there is study {other.id} ({other.name!r}, from {other.source}, {stored} of "
-        f"{other.planned_runs} runs stored). To continue it: `{shlex.join(again)}`; to start {source} as a "
+        f"{other.planned_runs} runs stored). To continue it: "
+        f"`{resume_command(other.source, results_dir, other.quick, [])}`; to start {source} as a "
         f"new study, run it without --resume (or in a results folder of its own)")
 
 
@@ -163,9 +161,9 @@ def _refuse_other_cells(store: Store, previous: StudyRow, plan: Plan, results_di
     unknown = [c for c in plan.cells if c.id not in stored]
     if not unknown:
         return
-    by_case = {_case(c["filesystem"], c["workload"], c["axes"]): c for c in stored_cells}
+    by_case = {case_key(c["filesystem"], c["workload"], c["axes"]): c for c in stored_cells}
     said = [f"{c.filesystem} {c.label} (cell {c.id}): "
-            f"{_what_differs(by_case.get(_case(c.filesystem, c.workload, c.axes)), c)}" for c in unknown[:3]]
+            f"{_what_differs(by_case.get(case_key(c.filesystem, c.workload, c.axes)), c)}" for c in unknown[:3]]
     more = f"; and {len(unknown) - 3} more" if len(unknown) > 3 else ""
     host, here = previous.host, host_facts()
     where = (f"It was started here, with this fslab ({here.get('hostname')}, kernel {here.get('kernel')}, fslab "
@@ -175,19 +173,14 @@ def _refuse_other_cells(store: Store, previous: StudyRow, plan: Plan, results_di
              f"It was started on {host.get('hostname')} (kernel {host.get('kernel')}) with fslab "
              f"{host.get('fslab')} (core {host.get('fslab_core')}): finish it there, or")
     raise FslabError(
-        f"{flag}: {len(unknown)} of the {len(plan.cells)} cells this fslab plans for {planned_source(previous)} "
+        f"{flag}: {len(unknown)} of the {len(plan.cells)} cells this fslab plans for {_source_name(previous)} "
         f"are not stored under the ids study {previous.id} in {results_dir} has: {'; '.join(said)}{more}. "
         f"Their runs would be measured again, beside stored results the report could not join to them. "
         f"{where} run without {flag} to start a new study (study {previous.id} stays as it is)")
 
 
-def planned_source(study: StudyRow) -> str:
+def _source_name(study: StudyRow) -> str:
     return study.source if study.source.startswith("preset ") else Path(study.source).name
-
-
-def _case(filesystem: str, workload: str, axes: Mapping[str, Any]) -> str:
-    """An entry's case of a workload, the same whatever the cell's id."""
-    return json.dumps([filesystem, workload, axes], sort_keys=True, default=str)
 
 
 def _what_differs(stored: StoredCell | None, cell: Cell) -> str:
@@ -328,11 +321,10 @@ def _study_to_continue(store: Store, planned: _PlannedStudy, results_dir: Path, 
         unfinished = store.resumable(planned.digest)
         if unfinished is not None and on_notice:
             stored, _ = store.run_counts(unfinished.id)
-            again = ["fslab", "run", planned.source.removeprefix("preset "), "-r", str(results_dir),
-                     *(["--quick"] if planned.plan.quick else []), "--resume"]
             on_notice(f"study {unfinished.id} of this study file is unfinished ({stored} of "
                       f"{unfinished.planned_runs} runs stored, {unfinished.status}): this starts a new study "
-                      f"beside it; `{shlex.join(again)}` continues that one instead")
+                      f"beside it; `{resume_command(planned.source, results_dir, planned.plan.quick, [])}` continues "
+                      "that one instead")
         return None
     previous = store.resumable(planned.digest)
     if previous is None:

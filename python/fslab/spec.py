@@ -182,6 +182,7 @@ class StudySection(TomlSection):
     @classmethod
     def _aging(cls, value: Any) -> Any:
         return aging_shape(value, none_allowed=False)
+
     aging: AgingOption | None = Field(
         default=None, description="age every file system after mkfs, before any workload (fslab.aging)")
     machine_class: str | None = Field(

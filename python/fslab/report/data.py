@@ -153,7 +153,7 @@ class FailedRun:
     reason: str
     details: str
     run_id: int | None = None  # `fslab report --run ID` shows it whole
-    command: str = ""  # that command, with the results directory the report was read from
+    command: str = ""  # that command, with the results directory the report was read from (with a run id)
 
 
 @dataclass

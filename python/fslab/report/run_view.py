@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import FslabError
 from ..stored import STATUS_OK, RetiredRun, StoredCell, StoredMetric, StoredRun, StudyRow
-from ..units import assignments_text, counted, value_text
+from ..units import assignments_text, counted, utc_text, value_text
 from .labels import cell_label, fs_column
 from .provenance_facts import bytes_text, run_facts
 from .units import display_scale, fmt
@@ -185,9 +184,8 @@ def run_view(results: Path, wanted: str, study_id: int | None = None) -> RunView
     folder = results / run["artifact_dir"] if run["artifact_dir"] else None
     files = sorted(p for p in folder.rglob("*") if p.is_file()) if folder and folder.is_dir() else []
     retired = run.get("retired_at")
-    when = "" if retired is None else time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(retired))
-    history = "" if retired is None else (f" (a failed attempt, run again by --retry-failed at {when}; kept as "
-                                          "history, never reported as a result)")
+    history = "" if retired is None else (f" (a failed attempt, run again by --retry-failed at {utc_text(retired)}; "
+                                          "kept as history, never reported as a result)")
     view = RunView(
         run["run_id"], study.id, study.name,
         f"run {run['run_id']} of study {study.id} ({study.name}): {fs_column(cell)}, {cell_label(cell)}, "

@@ -91,7 +91,7 @@ def failures_renderable(report: Report) -> Text | None:
     out.append(f", {'for one reason' if len(groups) == 1 else f'for {len(groups)} reasons'}:")
     for reason, group in groups:
         f = group[0]
-        run = f" (run id {f.run_id}: `{f.command or f'fslab report --run {f.run_id}'}`)" if f.run_id is not None else ""
+        run = f" (run id {f.run_id}: `{f.command}`)" if f.run_id is not None else ""
         out.append(f"\n  {len(group)} x {reason}\n      e.g. {f.filesystem} {f.workload} #{f.repetition}{run}; "
                    f"details in {f.details or 'no artifacts stored'}")
     return out

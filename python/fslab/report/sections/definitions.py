@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 import tomllib
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 from ...stored import StoredCell, StoredRun, StudyRow
+from ...units import utc_text
 from ..aged_state import aged_state_table, aging_definition
 from ..data import ModelSection, TableSection
 from ..provenance_facts import bytes_text, device_text
@@ -20,8 +20,7 @@ from .base import SECTIONS, Section, StudyData
 
 
 def _when(seconds: float | None) -> str:
-    return "not finished" if seconds is None else \
-        datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return "not finished" if seconds is None else utc_text(seconds)
 
 
 def _value(value: Any) -> str:
