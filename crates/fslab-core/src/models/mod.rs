@@ -46,6 +46,13 @@ pub trait DeviceModel {
     fn service(&mut self, _now: Ns, _req: &Request) -> Ns {
         unreachable!("service() is only called on a model that completes_on_submit()")
     }
+    /// The closed-loop replay of a model that `completes_on_submit`, compiled for each
+    /// model's own type: its hints are inlined into the loop and `service` is a direct
+    /// call, not three dynamic calls per request (reads ~2% faster by alternating runs).
+    /// Not to be overridden.
+    fn replay_closed_on_submit(&mut self, reqs: &[Request], queue_depth: u32) -> Result<crate::replay::ReplayOutcome> {
+        crate::replay::closed_on_submit(self, reqs, queue_depth)
+    }
     /// A hint: `req` will be submitted soon. A model may start loading the state it will
     /// touch (a cache prefetch); it must not change anything observable.
     #[inline]
