@@ -86,6 +86,10 @@ def test_a_new_run_beside_an_unfinished_study_says_how_to_continue_that_one(tmp_
     assert said == (f"study {first.study_id} of this study file is unfinished (4 of 4 runs stored, interrupted): "
                     f"this starts a new study beside it; `fslab run {study} -r {results} --resume` continues "
                     "that one instead")
+    # The command carries what this invocation was given, so it runs as pasted.
+    notices.clear()
+    run_study(str(study), results_dir=results, on_notice=notices.append, allow_exec=True)
+    assert f"`fslab run {study} -r {results} --allow-exec --resume` continues that one" in notices[0], notices
 
 
 def test_a_renamed_study_resumes_under_its_new_name_and_says_so(tmp_path: Path) -> None:

@@ -313,17 +313,20 @@ def _check_nothing_to_resume(store: Store, planned: _PlannedStudy, results_dir: 
 
 
 def _study_to_continue(store: Store, planned: _PlannedStudy, results_dir: Path, resume: bool, retry_failed: bool,
-                       on_notice: Callable[[str], None] | None) -> StudyRow | None:
-    """The stored study this invocation continues (None: a new study)."""
+                       on_notice: Callable[[str], None] | None, devices: Iterable[str] = (),
+                       allow_exec: bool = False) -> StudyRow | None:
+    """The stored study this invocation continues (None: a new study). ``devices`` and
+    ``allow_exec``, as this invocation gave them, go into the command a notice prints."""
     if retry_failed:
         return _study_to_retry(store, planned, results_dir, on_notice)
     if not resume:
         unfinished = store.resumable(planned.digest)
         if unfinished is not None and on_notice:
             stored, _ = store.run_counts(unfinished.id)
+            again = resume_command(planned.source, results_dir, planned.plan.quick, sorted(devices), allow_exec)
             on_notice(f"study {unfinished.id} of this study file is unfinished ({stored} of "
                       f"{unfinished.planned_runs} runs stored, {unfinished.status}): this starts a new study "
-                      f"beside it; `{resume_command(planned.source, results_dir, planned.plan.quick, [])}` continues "
+                      f"beside it; `{again}` continues "
                       "that one instead")
         return None
     previous = store.resumable(planned.digest)
@@ -486,7 +489,8 @@ def run_study(
         for line in release_before_start(results_dir):
             if on_notice:
                 on_notice(f"released: {line}")
-        previous = _study_to_continue(store, planned, results_dir, resume, retry_failed, on_notice)
+        previous = _study_to_continue(store, planned, results_dir, resume, retry_failed, on_notice,
+                                      allowed_devices, allow_exec)
         if previous is not None:
             planned = planned.with_seed(previous.seed)  # the stored study's order
             _refuse_other_cells(store, previous, planned.plan, results_dir,
