@@ -53,7 +53,7 @@ pub struct Block {
     stamp: u64,
     /// The block's plane (the hot path then needs no division for it).
     plane: u32,
-    /// Closed = full and listed in a bucket (a GC candidate).
+    /// Closed = full, a GC candidate (listed in a bucket on planes GC does not scan).
     closed: bool,
 }
 
