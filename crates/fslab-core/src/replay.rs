@@ -107,6 +107,12 @@ const PREFETCH_AHEAD: usize = 16;
 /// How many requests ahead the second hint goes (`DeviceModel::prefetch_near`): far
 /// enough for what it asks for to arrive, near enough for the first hint's to have.
 const PREFETCH_NEAR: usize = 8;
+/// How many requests ahead the closed loop asks for the line of the latency it will store
+/// (8 to a line, so 8 lines ahead). Without it each new line of the latencies is loaded
+/// by the store itself, and where the buffer reuses memory the process touched before
+/// (not fresh pages, which the kernel's zeroing leaves in cache), those stores held the
+/// loop up: random reads ran at half speed after any other large pass had run.
+const LATENCIES_AHEAD: usize = 64;
 /// How many requests ahead the closed loop asks for the request list itself: the list
 /// (32 bytes a request, 64 MB for 2 M) is read in order, yet without this hint the loop's
 /// load of the next request's fields was where a profile found it waiting (random reads
@@ -130,6 +136,8 @@ pub fn replay(model: &mut dyn DeviceModel, reqs: &[Request], mode: Mode) -> Resu
     let mut first_issue: Ns = Ns::MAX;
     let mut issue = |model: &mut dyn DeviceModel, q: &mut EventQueue, latencies: &mut [Ns], i: usize, now: Ns| {
         latencies[i] = now;
+        // Requests are issued in list order (closed loop) or close to it (open loop).
+        crate::models::prefetch_at(latencies.as_ptr().wrapping_add(i + LATENCIES_AHEAD));
         first_issue = first_issue.min(now);
         model.submit(now, i as u64, &reqs[i], q);
     };
@@ -230,6 +238,9 @@ fn outcome<M: DeviceModel + ?Sized>(model: &M, latencies: Vec<Ns>, elapsed_ns: N
 pub(crate) fn closed_on_submit<M: DeviceModel + ?Sized>(model: &mut M, reqs: &[Request], queue_depth: u32) -> Result<ReplayOutcome> {
     struct Loop<'a> {
         reqs: &'a [Request],
+        /// `reqs.len() - 1`: the hints ahead are clamped to it, so near the end of the
+        /// list they fall on the last request (harmless) instead of costing a branch.
+        last: usize,
         capacity: u64,
         latencies: Vec<Ns>,
         /// Completions as `time << 64 | tag`: requests are issued in tag order, so tag
@@ -241,19 +252,19 @@ pub(crate) fn closed_on_submit<M: DeviceModel + ?Sized>(model: &mut M, reqs: &[R
     impl Loop<'_> {
         #[inline(always)]
         fn issue<M: DeviceModel + ?Sized>(&mut self, model: &mut M, i: usize, now: Ns) -> Result<()> {
-            if let Some(far) = self.reqs.get(i + REQUESTS_AHEAD) {
-                crate::models::prefetch_read(far);
-            }
-            if let Some(ahead) = self.reqs.get(i + PREFETCH_AHEAD) {
-                model.prefetch(ahead);
-            }
-            if let Some(near) = self.reqs.get(i + PREFETCH_NEAR) {
-                model.prefetch_near(near);
-            }
+            // SAFETY: `last` is `reqs.len() - 1`.
+            let ahead = |k: usize| unsafe { self.reqs.get_unchecked((i + k).min(self.last)) };
+            crate::models::prefetch_read(ahead(REQUESTS_AHEAD));
+            model.prefetch(ahead(PREFETCH_AHEAD));
+            model.prefetch_near(ahead(PREFETCH_NEAR));
             let r = &self.reqs[i];
             check(r, i, self.capacity, &mut self.read_bytes, &mut self.write_bytes)?;
-            // Holds the issue time until the request completes, then its latency.
-            self.latencies[i] = now;
+            // Holds the issue time until the request completes, then its latency. Requests
+            // are issued in list order, so this is a push into the reserved capacity (no
+            // buffer of zeros first, each to be overwritten).
+            debug_assert_eq!(self.latencies.len(), i);
+            crate::models::prefetch_at(self.latencies.as_ptr().wrapping_add(i + LATENCIES_AHEAD));
+            self.latencies.push(now);
             let done = model.service(now, r);
             self.q.push(((done as u128) << 64) | i as u128);
             Ok(())
@@ -264,7 +275,7 @@ pub(crate) fn closed_on_submit<M: DeviceModel + ?Sized>(model: &mut M, reqs: &[R
     for ahead in reqs.iter().take(PREFETCH_AHEAD) {
         model.prefetch(ahead);
     }
-    let mut l = Loop { reqs, capacity: model.capacity_bytes(), latencies: vec![0; n], q: KeyQueue::default(), read_bytes: 0, write_bytes: 0 };
+    let mut l = Loop { reqs, last: n - 1, capacity: model.capacity_bytes(), latencies: Vec::with_capacity(n), q: KeyQueue::default(), read_bytes: 0, write_bytes: 0 };
     for i in 0..qd {
         l.issue(model, i, 0)?;
     }
@@ -272,9 +283,12 @@ pub(crate) fn closed_on_submit<M: DeviceModel + ?Sized>(model: &mut M, reqs: &[R
     let mut last_done = 0;
     while let Some(key) = l.q.pop() {
         let (time, tag) = ((key >> 64) as Ns, key as u64 as usize);
-        l.latencies[tag] = time - l.latencies[tag];
+        // SAFETY: every tag in the queue is the index of an issued request, below `n`,
+        // which is `latencies.len()`.
+        let issued = unsafe { l.latencies.get_unchecked_mut(tag) };
+        *issued = time - *issued;
         last_done = time;
-        if next < n {
+        if next < l.reqs.len() {
             l.issue(model, next, time)?;
             next += 1;
         }

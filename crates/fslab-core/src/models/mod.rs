@@ -157,13 +157,20 @@ pub fn write_amplification(c: &Counters) -> f64 {
 /// where no prefetch instruction is wired up).
 #[inline(always)]
 pub(crate) fn prefetch_read<T>(x: &T) {
+    prefetch_at(x as *const T);
+}
+
+/// `prefetch_read` of the line at `p`, which need not point into anything (a buffer's
+/// slot not yet written, or past its end): a prefetch only ever starts a load.
+#[inline(always)]
+pub(crate) fn prefetch_at<T>(p: *const T) {
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch never faults and has no architectural effect; `x` is a valid reference anyway.
+    // SAFETY: a prefetch never faults and has no architectural effect, whatever the address.
     unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>((x as *const T).cast::<i8>());
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast::<i8>());
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = x;
+    let _ = p;
 }
 
 #[cfg(test)]

@@ -116,9 +116,8 @@ pub struct Ssd {
     /// Divide by `units_per_page` (physical unit -> page, batch index -> plane).
     per_page: Divisor,
     dies: u32,
-    /// Channel of each plane (and of each die), so the hot path needs no division.
-    plane_channel: Vec<u32>,
-    die_channel: Vec<u32>,
+    /// Channel of each die, so the hot path needs no division (a plane's is in `planes`).
+    die_channel: Vec<Channel>,
     /// Units of the current batch when full: a page for each plane in `batch_planes`.
     batch_units: u32,
     /// The planes of `batch_die` the current batch programs, in slot order: the first
@@ -130,8 +129,11 @@ pub struct Ssd {
     link_unit_ns: Ns,
     ctrl_free: Ns,
     link_free: Ns,
-    ch_free: Vec<Ns>,
-    plane_free: Vec<Ns>,
+    /// When each channel is next free, indexed by a `Channel` (a u8: `channels` is at
+    /// most 256), so indexing needs no bounds check; the entries past `channels` are unused.
+    ch_free: Box<[Ns; 256]>,
+    /// Each plane's next free time and channel, together so a read looks up one entry.
+    planes: Vec<Plane>,
     /// Release time of each write-buffer slot (when its unit's program ends).
     ring: Vec<Ns>,
     ring_head: usize,
@@ -152,6 +154,16 @@ pub struct Ssd {
     program_planes: u64,
     gc_copy_ns: u64,
     erase_ns: u64,
+}
+
+/// A channel number (`channels` is at most 256).
+type Channel = u8;
+
+#[derive(Clone, Copy)]
+struct Plane {
+    /// When the plane is next free.
+    free: Ns,
+    channel: Channel,
 }
 
 #[inline]
@@ -197,15 +209,14 @@ impl Ssd {
             units_per_page,
             per_page: Divisor::new(units_per_page),
             dies: cfg.channels * cfg.dies_per_channel,
-            plane_channel: (0..planes).map(|p| p / cfg.planes_per_die % cfg.channels).collect(),
-            die_channel: (0..cfg.channels * cfg.dies_per_channel).map(|d| d % cfg.channels).collect(),
+            die_channel: (0..cfg.channels * cfg.dies_per_channel).map(|d| (d % cfg.channels) as Channel).collect(),
             batch_units,
             batch_planes: std::array::from_fn(|p| p as u32),
             batch_nplanes: cfg.planes_per_die,
             ctrl_free: 0,
             link_free: 0,
-            ch_free: vec![0; cfg.channels as usize],
-            plane_free: vec![0; planes as usize],
+            ch_free: Box::new([0; 256]),
+            planes: (0..planes).map(|p| Plane { free: 0, channel: (p / cfg.planes_per_die % cfg.channels) as Channel }).collect(),
             ring: vec![0; ring_units],
             ring_head: 0,
             batch_die: 0,
@@ -253,7 +264,7 @@ impl Ssd {
         self.gc_copy_ns += copy;
         self.erase_ns += erase;
         let busy = copy + erase;
-        let p = &mut self.plane_free[plane as usize];
+        let p = &mut self.planes[plane as usize].free;
         *p = (*p).max(at) + busy;
     }
 
@@ -288,10 +299,10 @@ impl Ssd {
         let used = if units == self.batch_units { self.batch_nplanes } else { self.per_page.div(units + self.units_per_page - 1) };
         self.program_planes += used as u64;
         let planes = &self.batch_planes[..used as usize];
-        let start = planes.iter().fold(xe, |m, &p| m.max(self.plane_free[p as usize]));
+        let start = planes.iter().fold(xe, |m, &p| m.max(self.planes[p as usize].free));
         let end = start + self.cfg.t_prog_ns;
         for &p in planes {
-            self.plane_free[p as usize] = end;
+            self.planes[p as usize].free = end;
         }
         for &slot in &self.batch_slots {
             self.ring[slot as usize] = end;
@@ -403,10 +414,11 @@ impl Ssd {
                 continue;
             };
             let plane = self.ftl.plane_of_phys(phys);
-            let ch = self.plane_channel[plane as usize] as usize;
+            let Plane { free, channel } = self.planes[plane as usize];
+            let ch = channel as usize;
             let page = self.per_page.div(phys);
             if page != last_page {
-                let s = t_cmd.max(self.plane_free[plane as usize]);
+                let s = t_cmd.max(free);
                 page_ready = s + self.cfg.t_read_ns;
                 last_page = page;
                 self.flash_read_units += upp as u64;
@@ -416,7 +428,7 @@ impl Ssd {
             units_moved += 1;
             self.ch_free[ch] = xe;
             // The plane's register holds the page until its data has left on the channel.
-            self.plane_free[plane as usize] = xe;
+            self.planes[plane as usize].free = xe;
             earliest = earliest.min(xe);
             done = done.max(xe);
         }
@@ -437,13 +449,13 @@ impl Ssd {
             // Never written or trimmed: zeros from the controller, no flash.
             None => t_cmd,
             Some(phys) => {
-                let plane = self.ftl.plane_of_phys(phys) as usize;
-                let ch = self.plane_channel[plane] as usize;
-                let page_ready = t_cmd.max(self.plane_free[plane]) + self.cfg.t_read_ns;
+                let plane = &mut self.planes[self.ftl.plane_of_phys(phys) as usize];
+                let ch = plane.channel as usize;
+                let page_ready = t_cmd.max(plane.free) + self.cfg.t_read_ns;
                 self.flash_read_units += self.units_per_page as u64;
                 let xe = page_ready.max(self.ch_free[ch]) + self.unit_ch_ns;
                 self.ch_free[ch] = xe;
-                self.plane_free[plane] = xe;
+                plane.free = xe;
                 self.channel_units += 1;
                 xe
             }
