@@ -103,16 +103,18 @@ fn bad_request(r: &Request, i: usize, capacity: u64) -> CoreError {
 
 /// How many requests ahead of the one being issued to hint the model (`prefetch`), so the
 /// state a request will touch is in cache by the time it is issued.
-const PREFETCH_AHEAD: usize = 16;
+pub(crate) const PREFETCH_AHEAD: usize = 16;
 /// How many requests ahead the second hint goes (`DeviceModel::prefetch_near`): far
 /// enough for what it asks for to arrive, near enough for the first hint's to have.
 const PREFETCH_NEAR: usize = 8;
-/// How many requests ahead the closed loop asks for the line of the latency it will store
-/// (8 to a line, so 8 lines ahead). Without it each new line of the latencies is loaded
-/// by the store itself, and where the buffer reuses memory the process touched before
-/// (not fresh pages, which the kernel's zeroing leaves in cache), those stores held the
-/// loop up: random reads ran at half speed after any other large pass had run.
-const LATENCIES_AHEAD: usize = 64;
+/// How many requests ahead a replay asks for the line of the latency it will store (8 to a
+/// line, so 8 lines ahead). Without it each new line of the latencies is loaded by the
+/// store itself, and where the allocator hands the buffer memory the process used before
+/// (glibc does for a buffer under its dynamic mmap threshold, once a buffer of that size
+/// has been freed), rather than fresh pages that the kernel's zeroing leaves in cache,
+/// those stores held the loop up: random reads ran at 42 M requests/s in the speed bench's
+/// order (after its reference and floor loops), 100 M with the hint.
+pub(crate) const LATENCIES_AHEAD: usize = 64;
 /// How many requests ahead the closed loop asks for the request list itself: the list
 /// (32 bytes a request, 64 MB for 2 M) is read in order, yet without this hint the loop's
 /// load of the next request's fields was where a profile found it waiting (random reads
@@ -136,7 +138,8 @@ pub fn replay(model: &mut dyn DeviceModel, reqs: &[Request], mode: Mode) -> Resu
     let mut first_issue: Ns = Ns::MAX;
     let mut issue = |model: &mut dyn DeviceModel, q: &mut EventQueue, latencies: &mut [Ns], i: usize, now: Ns| {
         latencies[i] = now;
-        // Requests are issued in list order (closed loop) or close to it (open loop).
+        // Requests are issued in list order in a closed loop, and in an open loop in time
+        // order, which is list order for a trace (elsewhere the hint is only wasted).
         crate::models::prefetch_at(latencies.as_ptr().wrapping_add(i + LATENCIES_AHEAD));
         first_issue = first_issue.min(now);
         model.submit(now, i as u64, &reqs[i], q);
@@ -234,7 +237,7 @@ fn outcome<M: DeviceModel + ?Sized>(model: &M, latencies: Vec<Ns>, elapsed_ns: N
 /// before it: each request is checked as it is issued, in list order, so a bad one gives
 /// the same error (the model, left part-way, is not used after an error). Every request is
 /// issued at 0 or at a completion, so the first issue is at 0; the last completion popped
-/// is the last one (events pop in time order). `reqs` must not be empty.
+/// is the last one (events pop in time order). An empty list is an empty outcome.
 pub(crate) fn closed_on_submit<M: DeviceModel + ?Sized>(model: &mut M, reqs: &[Request], queue_depth: u32) -> Result<ReplayOutcome> {
     struct Loop<'a> {
         reqs: &'a [Request],
@@ -252,7 +255,8 @@ pub(crate) fn closed_on_submit<M: DeviceModel + ?Sized>(model: &mut M, reqs: &[R
     impl Loop<'_> {
         #[inline(always)]
         fn issue<M: DeviceModel + ?Sized>(&mut self, model: &mut M, i: usize, now: Ns) -> Result<()> {
-            // SAFETY: `last` is `reqs.len() - 1`.
+            // SAFETY: `issue` is only called with `i < n`, so `n >= 1` and `last`, `n - 1`,
+            // is an index of `reqs`.
             let ahead = |k: usize| unsafe { self.reqs.get_unchecked((i + k).min(self.last)) };
             crate::models::prefetch_read(ahead(REQUESTS_AHEAD));
             model.prefetch(ahead(PREFETCH_AHEAD));
@@ -271,6 +275,9 @@ pub(crate) fn closed_on_submit<M: DeviceModel + ?Sized>(model: &mut M, reqs: &[R
         }
     }
     let n = reqs.len();
+    if n == 0 {
+        return outcome(model, Vec::new(), 0, 0, 0);
+    }
     let qd = (queue_depth.max(1) as usize).min(n);
     for ahead in reqs.iter().take(PREFETCH_AHEAD) {
         model.prefetch(ahead);
@@ -283,8 +290,9 @@ pub(crate) fn closed_on_submit<M: DeviceModel + ?Sized>(model: &mut M, reqs: &[R
     let mut last_done = 0;
     while let Some(key) = l.q.pop() {
         let (time, tag) = ((key >> 64) as Ns, key as u64 as usize);
-        // SAFETY: every tag in the queue is the index of an issued request, below `n`,
-        // which is `latencies.len()`.
+        // SAFETY: a tag is queued only after its request's issue time was pushed, and the
+        // latencies never shrink: every popped tag is below `latencies.len()`.
+        debug_assert!(tag < l.latencies.len());
         let issued = unsafe { l.latencies.get_unchecked_mut(tag) };
         *issued = time - *issued;
         last_done = time;

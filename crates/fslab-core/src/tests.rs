@@ -210,3 +210,12 @@ fn prefetch_hints_change_nothing_a_replay_reports() {
         assert_eq!((a.elapsed_ns, &a.counters, &a.facts), (b.elapsed_ns, &b.counters, &b.facts), "{rw} {mode:?}");
     }
 }
+
+#[test]
+fn the_closed_loop_of_a_model_that_completes_on_submit_takes_an_empty_list() {
+    let mut m = build(&ssd()).unwrap();
+    assert!(m.completes_on_submit());
+    let out = m.replay_closed_on_submit(&[], 32).unwrap();
+    assert!(out.latencies_ns.is_empty());
+    assert_eq!((out.elapsed_ns, out.read_bytes, out.write_bytes), (0, 0, 0));
+}

@@ -4,7 +4,7 @@
 //! Its rate bounds what the model's replay can reach on this machine.
 //!
 //! Per request, on top of the reference loop's work (read the request, derive a completion
-//! time, store a latency, whose line it asks for 64 requests ahead as the replay does):
+//! time, store a latency, whose line it asks for ahead as the replay does):
 //! - read: the logical-to-physical lookup at the request's address;
 //! - write: that lookup (the old mapping), the old unit's invalidation (its reverse-map
 //!   entry and its block's valid count), the new mapping in both maps, and, at the write
@@ -74,12 +74,13 @@ fn run<const SERIAL: bool>(m: FloorMaps<'_>, reqs: &[Request], copies_per_write:
     for (i, r) in reqs.iter().enumerate() {
         if !SERIAL {
             // As the replay does: start the lookup of a request a few ahead.
-            if let Some(a) = reqs.get(i + 16) {
+            if let Some(a) = reqs.get(i + crate::replay::PREFETCH_AHEAD) {
                 crate::models::prefetch_read(&l2p[(a.offset() / UNIT_BYTES) as usize]);
             }
         }
-        // As the replay does: the line of the latency stored 64 requests on.
-        crate::models::prefetch_at(lat.as_ptr().wrapping_add(i + 64));
+        // As the replay does, in both forms: the line of a latency stored further on (the
+        // store is off the chain the serialized form makes each request wait on).
+        crate::models::prefetch_at(lat.as_ptr().wrapping_add(i + crate::replay::LATENCIES_AHEAD));
         let mut lpn = (r.offset() / UNIT_BYTES) as usize;
         if SERIAL {
             // `now` stays far below 2^63, so this adds 0, but only once `now` is known.

@@ -79,7 +79,7 @@ impl SsdConfig {
         let cfg = SsdConfig {
             capacity: r.int("capacity", 16 << 30, 1 << 20, 1 << 44)?,
             over_provisioning: r.num("over_provisioning", 0.07, 0.001, 4.0)?,
-            channels: r.int("channels", 8, 1, 256)? as u32,
+            channels: r.int("channels", 8, 1, MAX_CHANNELS as u64)? as u32,
             dies_per_channel: r.int("dies_per_channel", 4, 1, 256)? as u32,
             planes_per_die: r.int("planes_per_die", 2, 1, MAX_PLANES_PER_DIE as u64)? as u32,
             page_bytes: r.int("page_bytes", 8192, 4096, 1 << 20)?,
@@ -129,9 +129,9 @@ pub struct Ssd {
     link_unit_ns: Ns,
     ctrl_free: Ns,
     link_free: Ns,
-    /// When each channel is next free, indexed by a `Channel` (a u8: `channels` is at
-    /// most 256), so indexing needs no bounds check; the entries past `channels` are unused.
-    ch_free: Box<[Ns; 256]>,
+    /// When each channel is next free, indexed by a `Channel` (a u8), so indexing needs no
+    /// bounds check; the entries past `channels` are unused.
+    ch_free: Box<[Ns; MAX_CHANNELS]>,
     /// Each plane's next free time and channel, together so a read looks up one entry.
     planes: Vec<Plane>,
     /// Release time of each write-buffer slot (when its unit's program ends).
@@ -156,8 +156,10 @@ pub struct Ssd {
     erase_ns: u64,
 }
 
-/// A channel number (`channels` is at most 256).
+/// A channel number (`channels` is at most `MAX_CHANNELS`).
 type Channel = u8;
+/// The bound on `channels`: every channel number fits a `Channel`.
+const MAX_CHANNELS: usize = Channel::MAX as usize + 1;
 
 #[derive(Clone, Copy)]
 struct Plane {
@@ -178,6 +180,11 @@ impl Ssd {
     }
 
     pub fn new(cfg: SsdConfig) -> Result<Self> {
+        // `from_params` bounds it too; a config built by hand must not fold channels onto
+        // others through the `Channel` cast.
+        if !(1..=MAX_CHANNELS).contains(&(cfg.channels as usize)) {
+            return Err(CoreError::BadParam { name: "channels".into(), reason: format!("must be 1 to {MAX_CHANNELS}") });
+        }
         let units_per_page = (cfg.page_bytes / UNIT_BYTES) as u32;
         let units_per_block = units_per_page * cfg.pages_per_block;
         let planes = cfg.channels * cfg.dies_per_channel * cfg.planes_per_die;
@@ -215,7 +222,7 @@ impl Ssd {
             batch_nplanes: cfg.planes_per_die,
             ctrl_free: 0,
             link_free: 0,
-            ch_free: Box::new([0; 256]),
+            ch_free: Box::new([0; MAX_CHANNELS]),
             planes: (0..planes).map(|p| Plane { free: 0, channel: (p / cfg.planes_per_die % cfg.channels) as Channel }).collect(),
             ring: vec![0; ring_units],
             ring_head: 0,
@@ -642,5 +649,40 @@ impl DeviceModel for Ssd {
         c.insert("gc_moved_bytes", self.gc_moved_units * UNIT_BYTES);
         c.insert("trimmed_bytes", self.ftl.trimmed_units * UNIT_BYTES);
         c
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::params::Value;
+
+    fn config(channels: u32) -> SsdConfig {
+        let mut p = Params::new();
+        p.insert("capacity".into(), Value::Num((1u64 << 30) as f64));
+        p.insert("over_provisioning".into(), Value::Num(0.25));
+        p.insert("dies_per_channel".into(), Value::Num(1.0));
+        p.insert("planes_per_die".into(), Value::Num(2.0));
+        p.insert("pages_per_block".into(), Value::Num(16.0));
+        let mut cfg = SsdConfig::from_params(&p).unwrap();
+        cfg.channels = channels;
+        cfg
+    }
+
+    #[test]
+    fn every_one_of_256_channels_keeps_its_own_number() {
+        let ssd = Ssd::new(config(256)).unwrap();
+        // Plane p of die d sits on channel d % 256: the last die's planes on channel 255.
+        let channels: Vec<usize> = ssd.planes.iter().map(|p| p.channel as usize).collect();
+        assert_eq!(channels, (0..512).map(|p| p / 2 % 256).collect::<Vec<_>>());
+        assert_eq!(ssd.die_channel.iter().map(|&c| c as usize).max(), Some(255));
+    }
+
+    #[test]
+    fn a_config_with_more_channels_than_a_channel_number_holds_is_refused() {
+        for channels in [0, 257] {
+            let Err(CoreError::BadParam { name, .. }) = Ssd::new(config(channels)) else { panic!("{channels} channels built") };
+            assert_eq!(name, "channels");
+        }
     }
 }
