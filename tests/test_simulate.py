@@ -123,3 +123,43 @@ def test_every_shipped_model_runs_with_its_own_defaults(name: str, pattern: str)
     too few spare blocks per plane for its garbage collector)."""
     result = simulate_synthetic(pattern, name)
     assert result["requests"] == int(pattern.rsplit("=", 1)[1]) and result["iops"] > 0
+
+
+def test_a_trace_file_is_named_and_its_bad_input_is_said_in_its_own_terms(tmp_path: Path) -> None:
+    runner = CliRunner()
+    app = typer.Typer()
+    cli_simulate.register(app)
+
+    @app.command()
+    def _other() -> None:  # a second command, so typer keeps `simulate` as a subcommand
+        pass
+
+    good = tmp_path / "mytrace.csv"
+    good.write_text("time_ns,op,sector,bytes\n0,R,0,4096\n10,W,8,4096\n")
+    out = runner.invoke(app, ["simulate", str(good), "--json", "--set", "capacity=4GiB"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.output)["source"] == str(good)  # was "requests" for every file
+
+    empty = tmp_path / "empty.csv"
+    empty.write_text("time_ns,op,sector,bytes\n")  # used to print a table of zeros
+    with pytest.raises(SpecError, match="holds no requests") as err:
+        runner.invoke(app, ["simulate", str(empty)], catch_exceptions=False)
+    assert err.value.source == str(empty)
+
+    with pytest.raises(SpecError, match="is a directory"):  # was "no such file"
+        read_requests(tmp_path)
+
+    bad = tmp_path / "bad.csv"
+    bad.write_text("time_ns,op,sector,bytes\n0,R,0,4096\n1,R,abc,4096\n")
+    with pytest.raises(SpecError, match="sector 'abc' is not a whole number") as err:
+        read_requests(bad)
+    assert err.value.field == "line 3" and "int()" not in str(err.value)
+
+
+@pytest.mark.parametrize("rate", ["0", "-5", "inf", "nan"])
+def test_a_synthetic_rate_must_be_above_zero(rate: str) -> None:
+    with pytest.raises(SpecError, match="above 0") as err:
+        parse_synthetic(f"rw=randread,count=10,rate_iops={rate}", 1 << 30)
+    assert err.value.field == "--synthetic rate_iops"
+    with pytest.raises(SpecError, match="'abc' is not a number"):
+        parse_synthetic("rw=randread,count=10,rate=abc", 1 << 30)

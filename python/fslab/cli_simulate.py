@@ -45,8 +45,11 @@ def register(app: typer.Typer) -> None:
             result = sim.simulate_synthetic(synthetic, model, overrides, qd=qd, open_loop=open_loop)
         else:
             assert trace is not None  # exactly one of the two is given (checked above)
-            result = sim.simulate_requests(sim.read_requests(trace), model, overrides, qd=qd,
-                                           open_loop=open_loop)
+            requests = sim.read_requests(trace)
+            if not len(requests):
+                raise SpecError("holds no requests: a prediction needs at least 1", source=str(trace))
+            result = sim.simulate_requests(requests, model, overrides, qd=qd, open_loop=open_loop,
+                                           source=str(trace))
         if as_json:
             print(json.dumps(result, indent=2, sort_keys=True))
             return

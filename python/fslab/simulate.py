@@ -13,6 +13,7 @@ positions 512-byte sectors, sizes bytes.
 from __future__ import annotations
 
 import csv
+import math
 import re
 import tomllib
 from collections.abc import Iterable, Mapping
@@ -233,7 +234,7 @@ def _read_csv_rows(path: Path, reader: csv.DictReader[str]) -> Requests:
         try:
             op, fua = _op_from_text(row["op"], where)
             fua = fua or (row.get("fua") or "").strip().lower() in ("1", "true", "yes")
-            numbers = {key: int(row[key]) for key in ("time_ns", "sector", "bytes")}
+            numbers = {key: _csv_int(row[key], key) for key in ("time_ns", "sector", "bytes")}
         except ValueError as exc:
             raise SpecError(str(exc), source=str(path), field=where) from None
         except SpecError as exc:
@@ -330,6 +331,8 @@ def _read_foreign_parquet(path: Path, dev: int | None) -> Requests:
 def read_requests(path: str | Path) -> Requests:
     """A request list from ``.csv`` or ``.parquet``. Raises SpecError."""
     p = Path(path)
+    if p.is_dir():
+        raise SpecError("is a directory: give a .csv or .parquet request list", source=str(p))
     if not p.is_file():
         raise SpecError("no such file", source=str(p))
     if p.suffix.lower() == ".parquet":
@@ -361,6 +364,25 @@ def _request_count(value: str) -> int:
     return count
 
 
+def _csv_int(text: str, column: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"{column} {text!r} is not a whole number") from None
+
+
+def _synthetic_number(key: str, text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a number") from None
+    if key != "rwmixread" and not (math.isfinite(value) and value > 0):
+        # 0 or less would issue at no rate at all; leave rate out for every request at time 0
+        raise ValueError(f"{text} requests/s: a rate must be above 0 (e.g. rate=20000), or left out "
+                         "for every request at time 0")
+    return value
+
+
 def parse_synthetic(spec: str, default_span: int) -> dict[str, Any]:
     """``rw=randwrite,bs=4k,count=100000,span=4GiB,seed=1`` -> the core's stream dict.
     Also: offset, rwmixread (% reads), rate (requests/s, open loop), poisson=1, fsync=N."""
@@ -376,7 +398,7 @@ def parse_synthetic(spec: str, default_span: int) -> dict[str, Any]:
             elif key in ("bs", "span", "offset"):
                 out[key] = parse_size(value)
             elif key in ("rate", "rate_iops", "rwmixread"):
-                out["rate_iops" if key == "rate" else key] = float(value)
+                out["rate_iops" if key == "rate" else key] = _synthetic_number(key, value)
             elif key in ("poisson",):
                 out[key] = value.lower() in ("1", "true", "yes")
             elif key in ("fsync", "fsync_every"):
@@ -417,8 +439,10 @@ def simulate_requests(
     qd: int = 1,
     open_loop: bool = False,
     per_io: bool = False,
+    source: str = "requests",
 ) -> dict[str, Any]:
-    """Replay ``requests`` on model ``model_name`` (closed loop at queue depth ``qd``, or open
+    """Replay ``requests`` (named ``source`` in the result, e.g. the trace file's path) on
+    model ``model_name`` (closed loop at queue depth ``qd``, or open
     loop at the requests' own times) and return the prediction: ``requests``, ``iops``,
     ``mb_per_s`` (10^6 B/s), ``latency_ns`` {mean, p50, p99, max}, ``write_amplification``,
     ``gc_runs``, ``erases``, ``counters``, ``model_facts`` (what the model assumed and
@@ -442,7 +466,7 @@ def simulate_requests(
                                 requests.nbytes, bytes(requests.fua), qd, open_loop, per_io)
     except ValueError as exc:
         raise SimulationError(f"model {model_name}: {exc}") from None
-    return _label(result, model_name, params, qd, open_loop, "requests")
+    return _label(result, model_name, params, qd, open_loop, source)
 
 
 def simulate_synthetic(
