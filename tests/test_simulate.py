@@ -158,8 +158,24 @@ def test_a_trace_file_is_named_and_its_bad_input_is_said_in_its_own_terms(tmp_pa
 
 @pytest.mark.parametrize("rate", ["0", "-5", "inf", "nan"])
 def test_a_synthetic_rate_must_be_above_zero(rate: str) -> None:
-    with pytest.raises(SpecError, match="above 0") as err:
-        parse_synthetic(f"rw=randread,count=10,rate_iops={rate}", 1 << 30)
-    assert err.value.field == "--synthetic rate_iops"
-    with pytest.raises(SpecError, match="'abc' is not a number"):
+    spec = f"rw=randread,count=10,rate_iops={rate}"
+    if rate == "0":  # written as 0: the core would take it for no rate at all
+        with pytest.raises(SpecError, match="above 0") as err:
+            parse_synthetic(spec, 1 << 30)
+        assert err.value.field == "--synthetic rate_iops"
+    else:  # the core's check, which a stream given as a dict meets too
+        said = f"(?i)rate_iops={rate} must be a finite number of requests/s, not negative"
+        with pytest.raises(SimulationError, match=said):
+            simulate_synthetic(spec, "sata-mlc-ssd")
+
+
+@pytest.mark.parametrize("mix", ["-1", "150", "nan"])
+def test_a_synthetic_read_mix_is_a_percentage(mix: str) -> None:
+    with pytest.raises(SimulationError, match=f"(?i)rwmixread={mix} must be a percentage of reads, 0 to 100"):
+        simulate_synthetic({"rw": "randrw", "count": 10, "span": 1 << 30, "rwmixread": float(mix)}, "sata-mlc-ssd")
+
+
+def test_a_synthetic_number_that_is_no_number_says_so() -> None:
+    with pytest.raises(SpecError, match="'abc' is not a number") as err:
         parse_synthetic("rw=randread,count=10,rate=abc", 1 << 30)
+    assert err.value.field == "--synthetic rate"

@@ -46,7 +46,7 @@ def register(app: typer.Typer) -> None:
         else:
             assert trace is not None  # exactly one of the two is given (checked above)
             requests = sim.read_requests(trace)
-            if not len(requests):
+            if not requests:
                 raise SpecError("holds no requests: a prediction needs at least 1", source=str(trace))
             result = sim.simulate_requests(requests, model, overrides, qd=qd, open_loop=open_loop,
                                            source=str(trace))

@@ -13,7 +13,6 @@ positions 512-byte sectors, sizes bytes.
 from __future__ import annotations
 
 import csv
-import math
 import re
 import tomllib
 from collections.abc import Iterable, Mapping
@@ -372,12 +371,13 @@ def _csv_int(text: str, column: str) -> int:
 
 
 def _synthetic_number(key: str, text: str) -> float:
+    """A number of the stream; its range is the core's to check (`generate`), but for a
+    rate written as 0, which the core cannot tell from no rate at all."""
     try:
         value = float(text)
     except ValueError:
         raise ValueError(f"{text!r} is not a number") from None
-    if key != "rwmixread" and not (math.isfinite(value) and value > 0):
-        # 0 or less would issue at no rate at all; leave rate out for every request at time 0
+    if key != "rwmixread" and value == 0:
         raise ValueError(f"{text} requests/s: a rate must be above 0 (e.g. rate=20000), or left out "
                          "for every request at time 0")
     return value

@@ -52,6 +52,13 @@ pub fn generate(spec: &SyntheticSpec) -> Result<Vec<Request>> {
     if !spec.offset.is_multiple_of(SECTOR_BYTES) {
         return bad("offset must be a multiple of 512 bytes".into());
     }
+    // 0 is no rate: every request at time 0.
+    if !(spec.rate_iops.is_finite() && spec.rate_iops >= 0.0) {
+        return bad(format!("rate_iops={} must be a finite number of requests/s, not negative (0: no rate, every request at time 0)", spec.rate_iops));
+    }
+    if !(0.0..=100.0).contains(&spec.rwmixread) {
+        return bad(format!("rwmixread={} must be a percentage of reads, 0 to 100", spec.rwmixread));
+    }
     let (random, kind) = match spec.rw.as_str() {
         "read" => (false, 'r'),
         "write" => (false, 'w'),
